@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# deps.sh PKG... — install the Debian packages the build needs when missing.
+# Installs with apt-get only when running as root; otherwise names the
+# command to run and fails, so a missing tool never shows up as a confusing
+# compile error later.
+set -euo pipefail
+missing=()
+for p in "$@"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+        missing+=("$p")
+    fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+    echo "attnguard: missing packages: ${missing[*]}" >&2
+    echo "attnguard: install them with: sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+fi
+echo "attnguard: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,46 @@
+/*
+ * problem.h — a case made concrete: the engine descriptions (group, layers,
+ * batch, tensors) and the buffers they point at (query per layer, paged K/V
+ * cache, block table, ALiBi slopes, sinks), all derived deterministically
+ * from the case and its seed.  Shared by the CLI, the tests and the fuzz
+ * targets so that every consumer runs exactly the same inputs.
+ */
+#ifndef ATTN_PROBLEM_H
+#define ATTN_PROBLEM_H
+
+#include "case.h"
+
+typedef struct problem {
+    attn_case c;                              /* copy of the case */
+    attn_layer_desc layers[CASE_MAX_LAYERS];  /* names "layers.<i>" */
+    float *alibi[CASE_MAX_LAYERS];            /* [num_heads] or NULL */
+    float *sinks[CASE_MAX_LAYERS];            /* [num_heads] or NULL */
+    attn_group_desc group;
+    attn_batch batch;
+    int32_t *qsl, *seq_lens, *block_table;
+    int32_t num_tokens, bt_stride, num_blocks;
+    void *q[CASE_MAX_LAYERS];                 /* [num_tokens][Hq_l][D] in q_dtype */
+    void *k_cache, *v_cache;                  /* [num_blocks][Hkv][bs][D] in kv_dtype */
+    size_t cache_elems;                       /* elements per cache */
+    int materialized;                         /* 0: descriptions only (see below) */
+} problem;
+
+/* Build descriptions and, when the case's shapes are valid and the inputs
+ * stay under max_bytes in total, the buffers too (materialized = 1).  An
+ * invalid case still gets its raw descriptions (so the engine can refuse
+ * them) with materialized = 0.  Returns 0, or -1 with a reason in errbuf
+ * when even the descriptions cannot be formed (allocation failure). */
+int problem_init(problem *p, const attn_case *c, size_t max_bytes, char *errbuf, size_t errlen);
+void problem_free(problem *p);   /* safe on a zeroed or failed problem */
+
+/* Tensors for layer l with `out` as the output buffer. */
+attn_tensors problem_tensors(const problem *p, int32_t l, void *out);
+/* Elements of one layer's output (= num_tokens * Hq_l * D). */
+size_t problem_out_elems(const problem *p, int32_t l);
+
+/* Deterministic value stream (splitmix64) used for every generated value. */
+uint64_t problem_rng_next(uint64_t *state);
+/* Uniform in [-1, 1). */
+double problem_rng_unit(uint64_t *state);
+
+#endif /* ATTN_PROBLEM_H */

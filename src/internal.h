@@ -1,0 +1,131 @@
+/*
+ * internal.h — private definitions shared by the engine's translation units:
+ * the builder and plan structs, error/overflow/allocation helpers and the
+ * assertion macro.  Not installed, not part of the API; tests may include it
+ * to inspect (or deliberately corrupt) a plan.
+ */
+#ifndef ATTN_INTERNAL_H
+#define ATTN_INTERNAL_H
+
+#include "attn.h"
+#include "kernels.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+
+/* ---- assertions: only for what the engine itself guaranteed ----
+ * ATTN_DEBUG builds abort on a failed invariant (so a death test can see it);
+ * release builds compile the check out.  Never used on caller input. */
+#ifdef ATTN_DEBUG
+#define ATTN_ASSERT(cond) ((cond) ? (void)0 : attn__assert_fail(#cond, __FILE__, __LINE__))
+#else
+#define ATTN_ASSERT(cond) ((void)0)
+#endif
+#if defined(__GNUC__)
+__attribute__((noreturn))
+#endif
+void attn__assert_fail(const char *expr, const char *file, int line);
+
+/* ---- errors ---- */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+attn_status attn__fail(attn_error *err, attn_status status, const char *fmt, ...);
+void attn__ok(attn_error *err);
+
+/* ---- overflow-checked size arithmetic: return true on overflow ---- */
+static inline bool attn__mul(size_t a, size_t b, size_t *out) {
+    return __builtin_mul_overflow(a, b, out);
+}
+static inline bool attn__add(size_t a, size_t b, size_t *out) {
+    return __builtin_add_overflow(a, b, out);
+}
+/* Round up to ATTN_ALIGN; true on overflow. */
+static inline bool attn__align(size_t a, size_t *out) {
+    size_t t;
+    if (attn__add(a, (size_t)ATTN_ALIGN - 1, &t)) return true;
+    *out = t & ~((size_t)ATTN_ALIGN - 1);
+    return false;
+}
+
+/* ---- allocation through the caller's allocator (or malloc) ---- */
+void attn__default_allocator(attn_allocator *out);
+void *attn__alloc(const attn_allocator *a, size_t bytes);             /* NULL on failure */
+void *attn__alloc_array(const attn_allocator *a, size_t n, size_t elem); /* checked n*elem */
+void attn__free(const attn_allocator *a, void *p);
+
+/* ---- the builder: everything resolved at creation ---- */
+struct attn_builder {
+    attn_allocator alloc;
+    const attn_kernels *kern;
+    int32_t num_heads;      /* shared by the group's layers */
+    int32_t num_kv_heads;
+    int32_t group_size;     /* num_heads / num_kv_heads */
+    int32_t head_dim;
+    int32_t block_size;
+    int32_t window;         /* shared window, else -1 */
+    int32_t num_layers;
+    int32_t num_threads;
+    attn_dtype q_dtype, kv_dtype, out_dtype;
+};
+
+#define ATTN_PLAN_MAGIC 0x6174706cu  /* "atpl": catches a destroyed/garbage handle early */
+
+/* ---- the plan ---- */
+struct attn_plan {
+    uint32_t magic;
+    attn_allocator alloc;
+    const attn_kernels *kern;
+
+    /* geometry the plan was built for (copied from the builder) */
+    int32_t num_heads, num_kv_heads, group_size, head_dim, block_size, window;
+    int32_t num_threads;
+    attn_dtype q_dtype, kv_dtype, out_dtype;
+    int32_t q_tile;         /* max query tokens per work item */
+    int32_t kv_tile;        /* keys per kernel tile */
+    int32_t max_tokens;     /* max tokens of any item (<= q_tile): sizes thread regions */
+
+    /* batch (copies) */
+    int32_t num_reqs, num_tokens, num_blocks, bt_stride, causal;
+    int32_t *qsl;           /* [num_reqs + 1] */
+    int32_t *seq_lens;      /* [num_reqs] */
+    int32_t *block_table;   /* [num_reqs * bt_stride] */
+
+    /* work */
+    attn_work_item *items;  size_t num_items;
+    attn_reduction *reds;   size_t num_reds;
+    /* per-thread lists, CSR: thread t runs items[thread_items[i]] for
+     * i in [item_start[t], item_start[t+1]) in that order; same for reds. */
+    int32_t *thread_items;  size_t *item_start;
+    int32_t *thread_reds;   size_t *red_start;
+
+    /* scratchpad layout */
+    attn_region *regions;   size_t num_regions;
+    size_t thread_region0;  /* thread t's regions: thread_region0 + t*ATTN__THREAD_REGIONS + kind */
+    size_t scratch_bytes;
+    size_t redzone;
+};
+
+/* Per-thread regions, in this order, for every thread of the partition. */
+#define ATTN__THREAD_REGIONS 5   /* Q, ACC, STATE, SCORES, KV */
+
+/* ---- layout (src/layout.c): the ONE place that decides region sizes ----
+ * Bytes the kernels touch in a region of `kind`, for a layer with
+ * `group_size` query heads per KV head and `head_dim`, an item of `tokens`
+ * query tokens, `kv_tile` keys per tile and `pieces` split pieces (reduction
+ * regions only).  Used to size the plan AND to compute a layer's extents for
+ * the sizing oracle, so the two can never drift apart.  Sets *overflow. */
+size_t attn__footprint(attn_region_kind kind, int32_t group_size, int32_t head_dim,
+                       int32_t tokens, int32_t kv_tile, int32_t pieces, bool *overflow);
+
+/* Lay out all regions of a plan whose items/reductions are final. */
+attn_status attn__layout_build(attn_plan *plan, attn_error *err);
+
+/* Debug check of the plan's structural invariants (ATTN_ASSERT inside);
+ * returns false if one fails in a release build. */
+bool attn__plan_verify(const attn_plan *plan);
+
+/* ---- kernel selection (src/dispatch.c) ---- */
+attn_status attn__select_kernels(const char *isa, const attn_kernels **out, attn_error *err);
+
+#endif /* ATTN_INTERNAL_H */

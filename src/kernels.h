@@ -1,0 +1,116 @@
+/*
+ * kernels.h — the kernel interface: argument structs, function-pointer
+ * types, and the per-ISA kernel table.
+ *
+ * Tiers (BLIS-style): the executor (src/executor.c) owns loops over work
+ * items, OpenMP and scratch addressing; kernels own the arithmetic of one
+ * item and never create threads, allocate, or look outside what their
+ * arguments point at.  Every ISA's table starts from the portable one
+ * (src/kernels_ref.c) and overrides only what it has.
+ *
+ * Naming: <op>_<dtype>__<isa>, e.g. attn_tile_bf16__ref, attn_tile_f32__avx512;
+ * each fast kernel has a portable twin of the same signature.
+ *
+ * Row convention inside one work item: rows = n_tok * g, row index
+ * t * g + j is query token t (of the item) and query head j of the KV head's
+ * group (global head kv_head * g + j).
+ */
+#ifndef ATTN_KERNELS_H
+#define ATTN_KERNELS_H
+
+#include "attn.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One work item's attention over the key range [k0, k1): updates the
+ * online-softmax state (acc, m, l) of every row.  Visibility per row (DESIGN
+ * §2), with p = pos0 + t:
+ *   causal:     k <= p, and with a window k >= p - (window - 1);
+ *   non-causal: k < seq_len, and with a window |k - p| <= window - 1.
+ * Keys of [k0, k1) not visible to a row are masked (contribute nothing);
+ * a row that sees none of them keeps its state unchanged (m = -inf, l = 0,
+ * acc = 0 if it was fresh): never NaN.
+ * Logit: s = <q_row, K[k]> (q is pre-scaled); if softcap > 0 s = c*tanh(s/c);
+ * if alibi, s += alibi[j] * (k - p).
+ * Preconditions (asserted, guaranteed by the plan): 0 <= k0 < k1 <= seq_len,
+ * every block id of blocks[k0/bs .. (k1-1)/bs] inside the cache, rows <= the
+ * rows the scratch areas were sized for. */
+typedef struct attn_tile_args {
+    int32_t n_tok, g, head_dim;
+    const float *q;          /* [rows][head_dim] fp32, already multiplied by scale */
+    int32_t pos0;            /* position of the item's token 0 */
+    int32_t seq_len;         /* keys of the request */
+    int32_t causal;
+    int32_t window;          /* -1 = none */
+    float softcap;           /* 0 = off */
+    const float *alibi;      /* [g] slopes of this KV head's query heads, or NULL */
+    const void *k_cache, *v_cache; /* cache base (kv dtype) */
+    size_t block_stride;     /* elements from block b to b+1: Hkv * bs * D */
+    size_t head_offset;      /* elements from a block's start to this KV head: kv_head * bs * D */
+    const int32_t *blocks;   /* the request's block-table row */
+    int32_t block_size;
+    int32_t k0, k1;
+    int32_t kv_tile;         /* keys per tile: scores/kv work areas hold this many */
+    float *acc;              /* [rows][head_dim], in/out */
+    float *m;                /* [rows] running max, in/out */
+    float *l;                /* [rows] running sum, in/out */
+    float *scores;           /* work: [rows][kv_tile] */
+    float *kv;               /* work: [2][kv_tile][head_dim] */
+} attn_tile_args;
+
+typedef void (*attn_tile_fn)(const attn_tile_args *a);
+
+/* Load the item's query rows into fp32 and multiply by scale.
+ * src points at token 0, head 0 of the group; token t's g*head_dim
+ * contiguous elements start at src + t * token_stride (elements). */
+typedef void (*attn_load_q_fn)(const void *src, size_t token_stride, int32_t n_tok,
+                               int32_t g, int32_t head_dim, float scale, float *dst);
+
+/* Normalise and store: out_row = acc * e^(m - M) / (l * e^(m - M) + [sink] e^(sink - M)),
+ * M = max(m, sink).  A row with nothing visible and no sink stores zeros.
+ * sinks: [g] logits of this group's heads, or NULL.  dst addressing as for
+ * load_q. */
+typedef void (*attn_store_fn)(const float *acc, const float *m, const float *l,
+                              int32_t n_tok, int32_t g, int32_t head_dim,
+                              const float *sinks, void *dst, size_t token_stride);
+
+/* Merge `pieces` split partials by log-sum-exp into (acc, m, l):
+ *   M = max_i m_i; acc = sum_i e^(m_i - M) acc_i; l = sum_i e^(m_i - M) l_i.
+ * partial: [pieces][rows][D], pm/pl: [pieces][rows].  Pieces with
+ * m_i = -inf contribute nothing; if every m_i = -inf the result is the
+ * neutral state (acc 0, m -inf, l 0).  Sinks are applied by the store. */
+typedef void (*attn_merge_fn)(const float *partial, const float *pm, const float *pl,
+                              int32_t pieces, int32_t rows, int32_t head_dim,
+                              float *acc, float *m, float *l);
+
+typedef struct attn_kernels {
+    const char *name;          /* "ref", "avx2", "avx512", "avx512bf16" */
+    int32_t rows_target;       /* preferred rows (tokens * g) per work item */
+    int32_t kv_tile;           /* keys per tile */
+    attn_tile_fn tile[ATTN_DTYPE_COUNT];      /* indexed by KV dtype */
+    attn_load_q_fn load_q[ATTN_DTYPE_COUNT];  /* indexed by query dtype */
+    attn_store_fn store[ATTN_DTYPE_COUNT];    /* indexed by output dtype */
+    attn_merge_fn merge;
+} attn_kernels;
+
+/* The portable table: always present, the reference every ISA is held to. */
+const attn_kernels *attn__kernels_ref(void);
+
+/* Portable twins (src/kernels_ref.c). */
+void attn_tile_f32__ref(const attn_tile_args *a);
+void attn_tile_bf16__ref(const attn_tile_args *a);
+void attn_tile_f16__ref(const attn_tile_args *a);
+void attn_load_q_f32__ref(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
+void attn_load_q_bf16__ref(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
+void attn_load_q_f16__ref(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
+void attn_store_f32__ref(const float *, const float *, const float *, int32_t, int32_t,
+                         int32_t, const float *, void *, size_t);
+void attn_store_bf16__ref(const float *, const float *, const float *, int32_t, int32_t,
+                          int32_t, const float *, void *, size_t);
+void attn_store_f16__ref(const float *, const float *, const float *, int32_t, int32_t,
+                         int32_t, const float *, void *, size_t);
+void attn_merge_f32__ref(const float *, const float *, const float *, int32_t, int32_t,
+                         int32_t, float *, float *, float *);
+
+#endif /* ATTN_KERNELS_H */
