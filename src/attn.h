@@ -237,8 +237,10 @@ typedef struct attn_region {
     int32_t owner;
 } attn_region;
 
-/* Total bytes of scratchpad the plan needs (the end of the last region,
- * rounded up to ATTN_ALIGN; with a redzone, regions are separated by it). */
+/* Total bytes of scratchpad the plan needs: the end of the last region,
+ * rounded up to ATTN_ALIGN.  The first region starts at offset 0; with a
+ * redzone R > 0 at least R bytes separate consecutive regions (gaps only
+ * between regions: redzones around the whole buffer are the caller's). */
 attn_status attn_plan_scratch_size(const attn_plan *plan, size_t *bytes, attn_error *err);
 /* The region table, sorted by offset; valid as long as the plan lives. */
 attn_status attn_plan_regions(const attn_plan *plan, const attn_region **regions,

@@ -1,0 +1,256 @@
+/*
+ * executor.c — attn_run: validates a layer and its tensors against the
+ * plan, then executes the plan's static partition with OpenMP (the only
+ * file that uses OpenMP).  Phase 1 runs every work item; a split piece
+ * leaves its fp32 partial, max and sum in its reduction's regions and sets
+ * its completion flag.  After a barrier, phase 2 merges split rows.  The
+ * kernels see the scratchpad only through pointers into the plan's regions.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+typedef struct run_ctx {
+    const attn_plan *p;
+    const attn_layer_desc *layer;
+    const attn_tensors *t;
+    unsigned char *scratch;
+    int32_t g;              /* the LAYER's query heads per KV head (kernels loop over it) */
+    int32_t hq;             /* the layer's query heads (tensor strides) */
+    float scale;
+    attn_tile_fn tile;
+    attn_load_q_fn load_q;
+    attn_store_fn store;
+    size_t q_es, o_es;      /* element sizes */
+    int failed;             /* a reduction found a missing piece (set atomically) */
+} run_ctx;
+
+static void *region_ptr(const run_ctx *c, size_t region) {
+    return c->scratch + c->p->regions[region].offset;
+}
+
+static size_t thread_region(const attn_plan *p, int32_t thread, attn_region_kind kind) {
+    return p->thread_region0 + (size_t)thread * ATTN__THREAD_REGIONS + (size_t)(kind - ATTN_REGION_Q);
+}
+
+/* Element offset of (token, first head of kv_head's group) in q/out. */
+static size_t row_elem(const run_ctx *c, int32_t req, int32_t tok, int32_t kv_head) {
+    size_t token = (size_t)c->p->qsl[req] + (size_t)tok;
+    return (token * (size_t)c->hq + (size_t)kv_head * (size_t)c->g) * (size_t)c->p->head_dim;
+}
+
+static void run_item(const run_ctx *c, int32_t thread, const attn_work_item *it) {
+    const attn_plan *p = c->p;
+    const int32_t D = p->head_dim, n_tok = it->tok1 - it->tok0, rows = n_tok * c->g;
+    float *q = region_ptr(c, thread_region(p, thread, ATTN_REGION_Q));
+    float *acc = region_ptr(c, thread_region(p, thread, ATTN_REGION_ACC));
+    float *state = region_ptr(c, thread_region(p, thread, ATTN_REGION_STATE));
+    float *m = state, *l = state + rows;
+    const size_t tok_stride = (size_t)c->hq * (size_t)D;
+    const size_t e0 = row_elem(c, it->req, it->tok0, it->kv_head);
+
+    c->load_q((const unsigned char *)c->t->q + e0 * c->q_es, tok_stride, n_tok, c->g, D,
+              c->scale, q);
+    memset(acc, 0, (size_t)rows * (size_t)D * sizeof(float));
+    for (int32_t i = 0; i < rows; i++) {
+        m[i] = -INFINITY;
+        l[i] = 0.0f;
+    }
+    const int32_t seq = p->seq_lens[it->req], q_len = p->qsl[it->req + 1] - p->qsl[it->req];
+    attn_tile_args a = {
+        .n_tok = n_tok,
+        .g = c->g,
+        .head_dim = D,
+        .q = q,
+        .pos0 = seq - q_len + it->tok0,
+        .seq_len = seq,
+        .causal = p->causal,
+        .window = c->layer->window,
+        .softcap = c->layer->softcap,
+        .alibi = c->layer->alibi_slopes ? c->layer->alibi_slopes + (size_t)it->kv_head * (size_t)c->g
+                                        : NULL,
+        .k_cache = c->t->k_cache,
+        .v_cache = c->t->v_cache,
+        .block_stride = (size_t)p->num_kv_heads * (size_t)p->block_size * (size_t)D,
+        .head_offset = (size_t)it->kv_head * (size_t)p->block_size * (size_t)D,
+        .blocks = p->block_table + (size_t)it->req * (size_t)p->bt_stride,
+        .block_size = p->block_size,
+        .k0 = it->k0,
+        .k1 = it->k1,
+        .kv_tile = p->kv_tile,
+        .acc = acc,
+        .m = m,
+        .l = l,
+        .scores = region_ptr(c, thread_region(p, thread, ATTN_REGION_SCORES)),
+        .kv = region_ptr(c, thread_region(p, thread, ATTN_REGION_KV)),
+    };
+    c->tile(&a);
+
+    if (it->num_pieces == 1) {
+        const float *sinks = c->layer->sinks ? c->layer->sinks + (size_t)it->kv_head * (size_t)c->g : NULL;
+        c->store(acc, m, l, n_tok, c->g, D, sinks, (unsigned char *)c->t->out + e0 * c->o_es,
+                 tok_stride);
+        return;
+    }
+    /* A split piece: publish the unnormalised partial (always fp32) and its
+     * softmax state.  An all-masked piece publishes the neutral state it
+     * holds (acc 0, m -inf, l 0), never nothing: the merge must not read
+     * stale scratch from an earlier run. */
+    const attn_reduction *rd = &p->reds[it->reduction];
+    float *part = region_ptr(c, (size_t)rd->region_partial);
+    float *pm = region_ptr(c, (size_t)rd->region_max);
+    float *pl = region_ptr(c, (size_t)rd->region_sum);
+    unsigned char *flags = region_ptr(c, (size_t)rd->region_flags);
+    memcpy(part + (size_t)it->piece * (size_t)rows * (size_t)D, acc,
+           (size_t)rows * (size_t)D * sizeof(float));
+    memcpy(pm + (size_t)it->piece * (size_t)rows, m, (size_t)rows * sizeof(float));
+    memcpy(pl + (size_t)it->piece * (size_t)rows, l, (size_t)rows * sizeof(float));
+    flags[it->piece] = 1;
+}
+
+static void run_reduction(run_ctx *c, int32_t thread, const attn_reduction *rd) {
+    const attn_plan *p = c->p;
+    const int32_t D = p->head_dim, n_tok = rd->tok1 - rd->tok0, rows = n_tok * c->g;
+    const unsigned char *flags = region_ptr(c, (size_t)rd->region_flags);
+    for (int32_t s = 0; s < rd->num_pieces; s++)
+        if (flags[s] != 1) {
+            /* Every piece ran before the barrier: a missing flag means the
+             * scratchpad was overwritten.  Refuse to emit garbage. */
+            ATTN_ASSERT(flags[s] == 1);
+#pragma omp atomic write
+            c->failed = 1;
+            return;
+        }
+    float *acc = region_ptr(c, thread_region(p, thread, ATTN_REGION_ACC));
+    float *state = region_ptr(c, thread_region(p, thread, ATTN_REGION_STATE));
+    p->kern->merge(region_ptr(c, (size_t)rd->region_partial), region_ptr(c, (size_t)rd->region_max),
+                   region_ptr(c, (size_t)rd->region_sum), rd->num_pieces, rows, D, acc, state,
+                   state + rows);
+    const float *sinks = c->layer->sinks ? c->layer->sinks + (size_t)rd->kv_head * (size_t)c->g : NULL;
+    size_t e0 = row_elem(c, rd->req, rd->tok0, rd->kv_head);
+    c->store(acc, state, state + rows, n_tok, c->g, D, sinks,
+             (unsigned char *)c->t->out + e0 * c->o_es, (size_t)c->hq * (size_t)D);
+}
+
+static attn_status check_tensors(const attn_plan *p, const attn_layer_desc *l,
+                                 const attn_tensors *t, attn_error *err) {
+    if (!t->q || !t->out || !t->k_cache || !t->v_cache)
+        return attn__fail(err, ATTN_E_NULL_ARG, "tensors.%s is NULL",
+                          !t->q ? "q" : !t->out ? "out" : !t->k_cache ? "k_cache" : "v_cache");
+#define MISMATCH(field, want)                                                                  \
+    if (t->field != (want))                                                                    \
+        return attn__fail(err, ATTN_E_TENSOR_MISMATCH, "tensors." #field " = %d, plan has %d", \
+                          (int)t->field, (int)(want));
+    MISMATCH(q_dtype, p->q_dtype)
+    MISMATCH(kv_dtype, p->kv_dtype)
+    MISMATCH(out_dtype, p->out_dtype)
+    MISMATCH(num_tokens, p->num_tokens)
+    MISMATCH(num_heads, l->num_heads)
+    MISMATCH(head_dim, p->head_dim)
+    MISMATCH(num_blocks, p->num_blocks)
+    MISMATCH(num_kv_heads, p->num_kv_heads)
+    MISMATCH(block_size, p->block_size)
+#undef MISMATCH
+    /* The output must not overlap what the kernels read while writing it. */
+    size_t out_bytes = (size_t)p->num_tokens * (size_t)l->num_heads * (size_t)p->head_dim *
+                       attn_dtype_size(p->out_dtype);
+    size_t q_bytes = (size_t)p->num_tokens * (size_t)l->num_heads * (size_t)p->head_dim *
+                     attn_dtype_size(p->q_dtype);
+    size_t c_bytes = (size_t)p->num_blocks * (size_t)p->num_kv_heads * (size_t)p->block_size *
+                     (size_t)p->head_dim * attn_dtype_size(p->kv_dtype);
+    const unsigned char *o = t->out;
+    const void *in[3] = {t->q, t->k_cache, t->v_cache};
+    const size_t in_bytes[3] = {q_bytes, c_bytes, c_bytes};
+    static const char *const in_name[3] = {"q", "k_cache", "v_cache"};
+    for (int i = 0; i < 3; i++) {
+        const unsigned char *x = in[i];
+        if (o < x + in_bytes[i] && x < o + out_bytes)
+            return attn__fail(err, ATTN_E_TENSOR_MISMATCH, "tensors.out overlaps tensors.%s",
+                              in_name[i]);
+    }
+    return ATTN_OK;
+}
+
+attn_status attn_run(const attn_plan *p, const attn_layer_desc *layer, const attn_tensors *t,
+                     void *scratch, size_t scratch_bytes, attn_error *err) {
+    attn_status st;
+    if (!p || !layer || !t || !scratch)
+        return attn__fail(err, ATTN_E_NULL_ARG, "%s is NULL",
+                          !p ? "plan" : !layer ? "layer" : !t ? "tensors" : "scratch");
+    if (p->magic != ATTN_PLAN_MAGIC)
+        return attn__fail(err, ATTN_E_INTERNAL, "plan handle is not a live plan");
+    if ((st = attn__check_layer(layer, 0, err))) return st;
+#ifndef ATTN_INJECT_model_wide_heads
+    if (layer->num_heads != p->num_heads)
+        return attn__fail(err, ATTN_E_LAYER_MISMATCH,
+                          "layer %s has num_heads = %d but the plan was built for %d",
+                          layer->name ? layer->name : "(unnamed)", (int)layer->num_heads,
+                          (int)p->num_heads);
+#else
+    /* INJECTED BUG (model_wide_heads): the historical engine had no check
+     * that a layer matches the plan it runs with. */
+#endif
+    if (layer->num_heads % p->num_kv_heads != 0)
+        return attn__fail(err, ATTN_E_LAYER_MISMATCH,
+                          "layer num_heads = %d is not a multiple of num_kv_heads = %d",
+                          (int)layer->num_heads, (int)p->num_kv_heads);
+    if ((st = check_tensors(p, layer, t, err))) return st;
+    if (scratch_bytes < p->scratch_bytes)
+        return attn__fail(err, ATTN_E_SCRATCH_TOO_SMALL,
+                          "scratch_bytes = %zu < %zu the plan needs", scratch_bytes,
+                          p->scratch_bytes);
+    if ((uintptr_t)scratch % ATTN_ALIGN != 0)
+        return attn__fail(err, ATTN_E_SCRATCH_ALIGN, "scratch = %p is not %d-byte aligned",
+                          scratch, ATTN_ALIGN);
+    if (!attn__plan_verify(p))
+        return attn__fail(err, ATTN_E_INTERNAL, "plan failed its structural verification");
+
+    run_ctx c = {
+        .p = p,
+        .layer = layer,
+        .t = t,
+        .scratch = scratch,
+        .g = layer->num_heads / p->num_kv_heads,
+        .hq = layer->num_heads,
+        .scale = layer->scale > 0.0f ? layer->scale : 1.0f / sqrtf((float)p->head_dim),
+        .tile = p->kern->tile[p->kv_dtype],
+        .load_q = p->kern->load_q[p->q_dtype],
+        .store = p->kern->store[p->out_dtype],
+        .q_es = attn_dtype_size(p->q_dtype),
+        .o_es = attn_dtype_size(p->out_dtype),
+        .failed = 0,
+    };
+    /* Flags are cleared every run: a piece proves it ran by setting its own. */
+    for (size_t i = 0; i < p->num_reds; i++) {
+        const attn_region *r = &p->regions[p->reds[i].region_flags];
+        memset(c.scratch + r->offset, 0, r->size);
+    }
+
+    /* Plan threads are iterated, not assumed: if OpenMP grants fewer
+     * threads, each takes several plan threads' lists (same results). */
+#pragma omp parallel num_threads(p->num_threads)
+    {
+        int nth = 1, tid = 0;
+#ifdef _OPENMP
+        nth = omp_get_num_threads();
+        tid = omp_get_thread_num();
+#endif
+        for (int32_t pt = tid; pt < p->num_threads; pt += nth)
+            for (size_t i = p->item_start[pt]; i < p->item_start[pt + 1]; i++)
+                run_item(&c, pt, &p->items[p->thread_items[i]]);
+#pragma omp barrier
+        for (int32_t pt = tid; pt < p->num_threads; pt += nth)
+            for (size_t i = p->red_start[pt]; i < p->red_start[pt + 1]; i++)
+                run_reduction(&c, pt, &p->reds[p->thread_reds[i]]);
+    }
+    if (c.failed)
+        return attn__fail(err, ATTN_E_INTERNAL,
+                          "a split piece's completion flag was missing at the merge "
+                          "(scratchpad overwritten)");
+    attn__ok(err);
+    return ATTN_OK;
+}
