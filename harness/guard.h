@@ -1,0 +1,59 @@
+/*
+ * guard.h — guarded buffers for the harness.  A scratchpad is allocated at
+ * exactly the plan's size, laid out with redzones between its regions (the
+ * plan is built with opts.redzone = GUARD_REDZONE) and a redzone before it;
+ * it ends flush against a PROT_NONE page.  Every byte that belongs to no
+ * region is filled with a canary and, under AddressSanitizer, poisoned
+ * (ASAN_POISON_MEMORY_REGION, outside parallel regions, 8-byte granularity
+ * respected).  Output buffers get the same treatment as a single region;
+ * inputs can be made read-only with mprotect while attention runs.
+ */
+#ifndef ATTN_GUARD_H
+#define ATTN_GUARD_H
+
+#include "../src/attn.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GUARD_REDZONE 64        /* gap between regions the harness asks the plan for */
+#define GUARD_FRONT   4096      /* redzone before the buffer */
+#define GUARD_CANARY  0xA5u     /* canary byte */
+
+typedef struct guard {
+    unsigned char *map;   size_t map_len;   /* whole mapping incl. the PROT_NONE page */
+    unsigned char *buf;   size_t size;      /* what the engine gets; buf + size is the PROT_NONE page */
+    attn_region *regions; size_t num_regions; /* copy of the layout (1 region for plain buffers) */
+    int readonly;                           /* currently mprotect'ed PROT_READ */
+    char label[32];                         /* "scratch", "out", "q", "k_cache" ... */
+} guard;
+
+/* A scratchpad for a plan whose layout has `n` regions and `total` bytes. */
+int guard_init_regions(guard *g, const char *label, const attn_region *regions, size_t n,
+                       size_t total);
+/* A plain buffer of `bytes` (one region covering it all); 64-byte aligned. */
+int guard_init_buffer(guard *g, const char *label, size_t bytes);
+/* Fill canaries outside the regions and poison them (ASan).  Call before a run. */
+void guard_arm(guard *g);
+
+typedef struct guard_violation {
+    char label[32];           /* which buffer */
+    size_t offset;            /* first corrupted byte, from buf (may be past a region) */
+    char region[ATTN_REGION_NAME_LEN]; /* region the corrupted byte lies after ("" = before the first) */
+    size_t region_size;
+    size_t past_end;          /* offset - (region.offset + region.size) */
+    size_t bytes;             /* corrupted bytes in this gap */
+} guard_violation;
+
+/* Unpoison and verify every canary; 0 = clean, 1 = violation described in *v. */
+int guard_check(guard *g, guard_violation *v);
+/* Make a plain buffer read-only / writable again (mprotect). */
+int guard_set_readonly(guard *g, int readonly);
+void guard_free(guard *g);                 /* safe on a zeroed guard */
+
+/* Describe an address that belongs to a live guard (for the ASan error
+ * hook): writes "scratch: offset 6336, 128 bytes past the end of region
+ * r0.partial (size 6144)" and returns 1; 0 if the address is not guarded. */
+int guard_describe_addr(const void *addr, char *buf, size_t cap);
+
+#endif /* ATTN_GUARD_H */
