@@ -142,3 +142,7 @@ clean:
 	rm -rf build
 
 -include $(LIB_OBJ:.o=.d) $(HAR_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+
+# Feature fragments (fuzzing, campaigns, reports) each own one mk/*.mk file;
+# they see every variable above ($(B), $(CFLAGS_ALL), $(LIB), $(HARLIB) ...).
+include $(sort $(wildcard mk/*.mk))
