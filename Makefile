@@ -66,6 +66,10 @@ DEPFLAGS = -MMD -MP
 # ISA files need their own -m flags and are compiled only when present.
 ISA_SRC := $(wildcard src/kernels_avx2.c src/kernels_avx512.c src/kernels_avx512bf16.c)
 LIB_SRC := $(filter-out $(ISA_SRC),$(wildcard src/*.c)) $(ISA_SRC)
+# dispatch.c registers a table only when its file is compiled in.
+CFLAGS_ALL += $(if $(wildcard src/kernels_avx2.c),-DATTN_HAVE_AVX2=1)
+CFLAGS_ALL += $(if $(wildcard src/kernels_avx512.c),-DATTN_HAVE_AVX512=1)
+CFLAGS_ALL += $(if $(wildcard src/kernels_avx512bf16.c),-DATTN_HAVE_AVX512BF16=1)
 HAR_SRC := $(filter-out harness/main.c,$(wildcard harness/*.c))
 CLI_SRC := harness/main.c
 TEST_SRC := $(wildcard tests/*.c)

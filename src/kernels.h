@@ -33,9 +33,12 @@
  * acc = 0 if it was fresh): never NaN.
  * Logit: s = <q_row, K[k]> (q is pre-scaled); if softcap > 0 s = c*tanh(s/c);
  * if alibi, s += alibi[j] * (k - p).
- * Preconditions (asserted, guaranteed by the plan): 0 <= k0 < k1 <= seq_len,
- * every block id of blocks[k0/bs .. (k1-1)/bs] inside the cache, rows <= the
- * rows the scratch areas were sized for. */
+ * The caller initialises fresh state (acc 0, m -inf, l 0) before the first
+ * call of an item; several calls over consecutive key ranges compose.
+ * Preconditions (guaranteed by the plan, which validated the block table at
+ * build time; kernels assert what they can): 0 <= k0 < k1 <= seq_len, every
+ * block id of blocks[k0/bs .. (k1-1)/bs] inside the cache, rows <= the rows
+ * the scratch areas were sized for. */
 typedef struct attn_tile_args {
     int32_t n_tok, g, head_dim;
     const float *q;          /* [rows][head_dim] fp32, already multiplied by scale */
@@ -80,6 +83,7 @@ typedef void (*attn_store_fn)(const float *acc, const float *m, const float *l,
  * partial: [pieces][rows][D], pm/pl: [pieces][rows].  Pieces with
  * m_i = -inf contribute nothing; if every m_i = -inf the result is the
  * neutral state (acc 0, m -inf, l 0).  Sinks are applied by the store. */
+/* (The output may alias piece 0 of the partials.) */
 typedef void (*attn_merge_fn)(const float *partial, const float *pm, const float *pl,
                               int32_t pieces, int32_t rows, int32_t head_dim,
                               float *acc, float *m, float *l);

@@ -1,0 +1,363 @@
+/*
+ * kernels_ref.c — the portable reference kernels and the "ref" kernel table.
+ *
+ * Owns: attn_tile_<dt>__ref (masked, soft-capped, ALiBi'd online-softmax
+ * attention of one work item over a key range of the paged cache),
+ * attn_load_q_<dt>__ref (query rows -> scaled fp32), attn_store_<dt>__ref
+ * (normalise with optional sinks, convert, store), attn_merge_f32__ref
+ * (log-sum-exp merge of split partials) and attn__kernels_ref().
+ *
+ * These are plain scalar C: every ISA twin is held to them, so they favour
+ * being obviously right over being fast.  All arithmetic and all softmax
+ * state are fp32; bf16/f16 only exist at the load/store boundary
+ * (conversions in dtype.h, round-to-nearest-even).
+ *
+ * Kernels never allocate, print, create threads or read outside what their
+ * arguments point at.  ATTN_ASSERT guards only what the plan guarantees
+ * (ranges, block ids); data values (inf/NaN in inputs) are never asserted.
+ */
+#include "internal.h"
+#include "kernels.h"
+#include "dtype.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Tile sizes of the ref table (the plan reads them from the table and sizes
+ * the SCORES and KV regions from kv_tile, so they are the kernels' choice):
+ *
+ * - kv_tile 64: one chunk converts 2 x 64 x D fp32 K/V rows; at the common
+ *   D = 128 that is 64 KiB, which stays in L2 on every x86 core while the
+ *   rows of the item stream over it.  64 is a multiple of the usual block
+ *   sizes (16, 32, 64), so a chunk spans whole blocks, and it amortises the
+ *   per-chunk rescale of the accumulators (one exp per row per 64 keys).
+ *   It is also the natural width for the AVX-512 twins (4 x 16 lanes).
+ * - rows_target 32: tokens x g per item.  32 rows x D = 128 of fp32 Q plus
+ *   ACC is 32 KiB and the [32][64] score tile 8 KiB, so an item's whole
+ *   working set besides K/V sits in L1/L2; with GQA g = 8 that is 4 prefill
+ *   tokens per item, enough K/V reuse without starving threads of items.
+ */
+#define REF_ROWS_TARGET 32
+#define REF_KV_TILE 64
+
+/* ---------------------------------------------------------------- helpers */
+
+/* Convert n elements of type dt starting at element `off` of `base` to fp32.
+ * Called with a constant dt from each typed kernel, so it inlines to one
+ * straight loop per dtype. */
+static inline void to_f32(attn_dtype dt, const void *base, size_t off, int32_t n,
+                          float *dst) {
+    switch (dt) {
+    case ATTN_DTYPE_F32: {
+        const float *s = (const float *)base + off;
+        for (int32_t i = 0; i < n; i++) dst[i] = s[i];
+        break;
+    }
+    case ATTN_DTYPE_BF16: {
+        const uint16_t *s = (const uint16_t *)base + off;
+        for (int32_t i = 0; i < n; i++) dst[i] = attn__bf16_to_f32(s[i]);
+        break;
+    }
+    case ATTN_DTYPE_F16: {
+        const uint16_t *s = (const uint16_t *)base + off;
+        for (int32_t i = 0; i < n; i++) dst[i] = attn__f16_to_f32(s[i]);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+/* Store one fp32 value as dt, RNE. */
+static inline void from_f32(attn_dtype dt, void *base, size_t idx, float v) {
+    switch (dt) {
+    case ATTN_DTYPE_F32: ((float *)base)[idx] = v; break;
+    case ATTN_DTYPE_BF16: ((uint16_t *)base)[idx] = attn__f32_to_bf16(v); break;
+    case ATTN_DTYPE_F16: ((uint16_t *)base)[idx] = attn__f32_to_f16(v); break;
+    default: break;
+    }
+}
+
+/* The visibility rule of DESIGN §2 for position p, as the half-open key
+ * interval [*lo, *hi) (visible keys of one row are always contiguous):
+ *   causal:     k <= p,        window: k >= p - (W - 1)
+ *   non-causal: k < seq_len,   window: p - (W - 1) <= k <= p + (W - 1)
+ * The result is NOT clipped to the item's [k0, k1); callers do that.
+ * This is the single place the rule lives in the ref kernels: the per-key
+ * mask in the tile kernel tests every key against this interval. int64
+ * so p +- W cannot overflow for any window the API accepts. */
+static inline void row_interval(int64_t p, int32_t seq_len, int32_t causal, int32_t window,
+                                int64_t *lo, int64_t *hi) {
+    int64_t l = 0, h = seq_len;
+    if (causal) {
+        if (p + 1 < h) h = p + 1;
+    }
+    if (window > 0) {
+        int64_t wl = p - ((int64_t)window - 1);
+        if (wl > l) l = wl;
+        if (!causal) {
+            int64_t wh = p + (int64_t)window; /* k <= p + W - 1 */
+            if (wh < h) h = wh;
+        }
+    }
+    *lo = l;
+    *hi = h;
+}
+
+/* --------------------------------------------------------------- load_q */
+
+static inline void load_q(attn_dtype dt, const void *src, size_t token_stride,
+                          int32_t n_tok, int32_t g, int32_t head_dim, float scale,
+                          float *dst) {
+    size_t width = (size_t)g * (size_t)head_dim; /* one token's group of heads */
+    for (int32_t t = 0; t < n_tok; t++) {
+        float *d = dst + (size_t)t * width;
+        to_f32(dt, src, (size_t)t * token_stride, (int32_t)width, d);
+        /* Scale after converting: q*scale is rounded once in fp32, the same
+         * value every twin must produce. */
+        for (size_t i = 0; i < width; i++) d[i] *= scale;
+    }
+}
+
+void attn_load_q_f32__ref(const void *src, size_t token_stride, int32_t n_tok, int32_t g,
+                          int32_t head_dim, float scale, float *dst) {
+    load_q(ATTN_DTYPE_F32, src, token_stride, n_tok, g, head_dim, scale, dst);
+}
+void attn_load_q_bf16__ref(const void *src, size_t token_stride, int32_t n_tok, int32_t g,
+                           int32_t head_dim, float scale, float *dst) {
+    load_q(ATTN_DTYPE_BF16, src, token_stride, n_tok, g, head_dim, scale, dst);
+}
+void attn_load_q_f16__ref(const void *src, size_t token_stride, int32_t n_tok, int32_t g,
+                          int32_t head_dim, float scale, float *dst) {
+    load_q(ATTN_DTYPE_F16, src, token_stride, n_tok, g, head_dim, scale, dst);
+}
+
+/* ----------------------------------------------------------------- tile */
+
+/* Gather keys [c0, c0 + n) of K and V through the block table into the kv
+ * work area, fp32: K row i at kv[i*D], V row i at kv[(kv_tile + i)*D]. */
+static inline void gather(attn_dtype dt, const attn_tile_args *a, int32_t c0, int32_t n) {
+    const size_t D = (size_t)a->head_dim;
+    float *kdst = a->kv;
+    float *vdst = a->kv + (size_t)a->kv_tile * D;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t k = c0 + i;
+        int32_t blk = a->blocks[k / a->block_size];
+        int32_t slot = k % a->block_size;
+        ATTN_ASSERT(blk >= 0);
+        size_t off = (size_t)blk * a->block_stride + a->head_offset + (size_t)slot * D;
+        to_f32(dt, a->k_cache, off, a->head_dim, kdst + (size_t)i * D);
+        to_f32(dt, a->v_cache, off, a->head_dim, vdst + (size_t)i * D);
+    }
+}
+
+static inline void tile(attn_dtype dt, const attn_tile_args *a) {
+    const int32_t g = a->g;
+    const size_t D = (size_t)a->head_dim;
+    const size_t T = (size_t)a->kv_tile;
+
+    ATTN_ASSERT(a->n_tok >= 1 && g >= 1 && a->head_dim >= 1);
+    ATTN_ASSERT(a->kv_tile >= 1 && a->block_size >= 1);
+    ATTN_ASSERT(0 <= a->k0 && a->k0 < a->k1 && a->k1 <= a->seq_len);
+    ATTN_ASSERT(a->pos0 >= 0 && (int64_t)a->pos0 + a->n_tok <= a->seq_len);
+
+    for (int32_t c0 = a->k0; c0 < a->k1; c0 += a->kv_tile) {
+        const int32_t n = (a->k1 - c0 < a->kv_tile) ? a->k1 - c0 : a->kv_tile;
+        const int64_t c1 = (int64_t)c0 + n;
+
+        /* Skip the chunk entirely (no gather) when no row sees any of it:
+         * window-bounded ranges and split pieces make this common. */
+        int any = 0;
+        for (int32_t t = 0; t < a->n_tok && !any; t++) {
+            int64_t lo, hi;
+            row_interval((int64_t)a->pos0 + t, a->seq_len, a->causal, a->window, &lo, &hi);
+            if (lo < c1 && hi > c0 && lo < hi) any = 1;
+        }
+        if (!any) continue;
+
+        gather(dt, a, c0, n);
+        const float *kt = a->kv;
+        const float *vt = a->kv + T * D;
+
+        for (int32_t t = 0; t < a->n_tok; t++) {
+            const int64_t p = (int64_t)a->pos0 + t;
+            int64_t lo, hi;
+            row_interval(p, a->seq_len, a->causal, a->window, &lo, &hi);
+            /* The interval is the same for the g heads of a token; a token
+             * that sees nothing of this chunk leaves its rows untouched, so
+             * no row ever evaluates exp(-inf - -inf). */
+            if (!(lo < c1 && hi > c0 && lo < hi)) continue;
+
+            for (int32_t j = 0; j < g; j++) {
+                const size_t r = (size_t)t * (size_t)g + (size_t)j;
+                const float *q = a->q + r * D;
+                float *s = a->scores + r * T;
+                float mx = -INFINITY;
+
+                for (int32_t i = 0; i < n; i++) {
+                    const int64_t k = (int64_t)c0 + i;
+                    /* The mask, explicitly per key: invisible keys get a
+                     * -inf logit and so weight exp(-inf - m) = 0 below. */
+                    if (k < lo || k >= hi) {
+                        s[i] = -INFINITY;
+                        continue;
+                    }
+                    const float *kr = kt + (size_t)i * D;
+                    float dot = 0.0f;
+                    for (size_t d = 0; d < D; d++) dot += q[d] * kr[d];
+                    if (a->softcap > 0.0f) dot = a->softcap * tanhf(dot / a->softcap);
+                    if (a->alibi) dot += a->alibi[j] * (float)(k - p);
+                    s[i] = dot;
+                    if (dot > mx) mx = dot;
+                }
+                /* Only reachable with no visible key (or -inf logits from
+                 * non-finite inputs): keep the state, never make NaN. */
+                if (mx == -INFINITY) continue;
+
+                float *acc = a->acc + r * D;
+                const float m_old = a->m[r];
+                const float m_new = m_old > mx ? m_old : mx;
+                if (m_new != m_old) {
+                    /* Fresh row (m_old = -inf): alpha = 0, and acc/l are 0. */
+                    const float alpha = (m_old == -INFINITY) ? 0.0f : expf(m_old - m_new);
+                    for (size_t d = 0; d < D; d++) acc[d] *= alpha;
+                    a->l[r] *= alpha;
+                }
+                float sum = 0.0f;
+                for (int32_t i = 0; i < n; i++) {
+                    if (s[i] == -INFINITY) continue; /* masked: weight exactly 0 */
+                    const float w = expf(s[i] - m_new);
+                    s[i] = w; /* visible entries now hold the unnormalised weights */
+                    sum += w;
+                    const float *vr = vt + (size_t)i * D;
+                    for (size_t d = 0; d < D; d++) acc[d] += w * vr[d];
+                }
+                a->l[r] += sum;
+                a->m[r] = m_new;
+            }
+        }
+    }
+}
+
+void attn_tile_f32__ref(const attn_tile_args *a) { tile(ATTN_DTYPE_F32, a); }
+void attn_tile_bf16__ref(const attn_tile_args *a) { tile(ATTN_DTYPE_BF16, a); }
+void attn_tile_f16__ref(const attn_tile_args *a) { tile(ATTN_DTYPE_F16, a); }
+
+/* ---------------------------------------------------------------- store */
+
+static inline void store(attn_dtype dt, const float *acc, const float *m, const float *l,
+                         int32_t n_tok, int32_t g, int32_t head_dim, const float *sinks,
+                         void *dst, size_t token_stride) {
+    const size_t D = (size_t)head_dim;
+    for (int32_t t = 0; t < n_tok; t++) {
+        for (int32_t j = 0; j < g; j++) {
+            const size_t r = (size_t)t * (size_t)g + (size_t)j;
+            const size_t o = (size_t)t * token_stride + (size_t)j * D;
+            const float mr = m[r];
+            const float sink = sinks ? sinks[j] : -INFINITY;
+            const float M = mr > sink ? mr : sink;
+            /* m = -inf means nothing was visible: acc is 0 and l is 0, and
+             * exp(m - M) must not be evaluated as exp(-inf - -inf). */
+            const float alpha = (mr == -INFINITY) ? 0.0f : expf(mr - M);
+            const float L = l[r] * alpha + (sinks ? expf(sink - M) : 0.0f);
+            if (M == -INFINITY || L == 0.0f) {
+                for (size_t d = 0; d < D; d++) from_f32(dt, dst, o + d, 0.0f);
+                continue;
+            }
+            /* One rounding for alpha / L, then one multiply per element. */
+            const float f = alpha / L;
+            const float *ar = acc + r * D;
+            for (size_t d = 0; d < D; d++) from_f32(dt, dst, o + d, ar[d] * f);
+        }
+    }
+}
+
+void attn_store_f32__ref(const float *acc, const float *m, const float *l, int32_t n_tok,
+                         int32_t g, int32_t head_dim, const float *sinks, void *dst,
+                         size_t token_stride) {
+    store(ATTN_DTYPE_F32, acc, m, l, n_tok, g, head_dim, sinks, dst, token_stride);
+}
+void attn_store_bf16__ref(const float *acc, const float *m, const float *l, int32_t n_tok,
+                          int32_t g, int32_t head_dim, const float *sinks, void *dst,
+                          size_t token_stride) {
+    store(ATTN_DTYPE_BF16, acc, m, l, n_tok, g, head_dim, sinks, dst, token_stride);
+}
+void attn_store_f16__ref(const float *acc, const float *m, const float *l, int32_t n_tok,
+                         int32_t g, int32_t head_dim, const float *sinks, void *dst,
+                         size_t token_stride) {
+    store(ATTN_DTYPE_F16, acc, m, l, n_tok, g, head_dim, sinks, dst, token_stride);
+}
+
+/* ---------------------------------------------------------------- merge */
+
+void attn_merge_f32__ref(const float *partial, const float *pm, const float *pl,
+                         int32_t pieces, int32_t rows, int32_t head_dim, float *acc,
+                         float *m, float *l) {
+    const size_t D = (size_t)head_dim;
+    const size_t R = (size_t)rows;
+    ATTN_ASSERT(pieces >= 1 && rows >= 1 && head_dim >= 1);
+    for (size_t r = 0; r < R; r++) {
+        float M = -INFINITY;
+        for (int32_t i = 0; i < pieces; i++) {
+            const float mi = pm[(size_t)i * R + r];
+            if (mi > M) M = mi;
+        }
+        float *ar = acc + r * D;
+        if (M == -INFINITY) {
+            /* Every piece saw nothing (e.g. a piece wholly outside this
+             * row's window): neutral state, whatever the partials hold. */
+            for (size_t d = 0; d < D; d++) ar[d] = 0.0f;
+            m[r] = -INFINITY;
+            l[r] = 0.0f;
+            continue;
+        }
+        /* The first contributing piece initialises acc instead of adding to
+         * zeros; pieces with m_i = -inf are skipped, so their (possibly
+         * stale) partial rows are never read.  Writing m/l last keeps this
+         * correct even if acc/m/l alias piece 0's slots. */
+        float L = 0.0f;
+        int first = 1;
+        for (int32_t i = 0; i < pieces; i++) {
+            const float mi = pm[(size_t)i * R + r];
+            if (mi == -INFINITY) continue;
+            const float w = expf(mi - M);
+            const float *pr = partial + ((size_t)i * R + r) * D;
+            if (first) {
+                for (size_t d = 0; d < D; d++) ar[d] = w * pr[d];
+                first = 0;
+            } else {
+                for (size_t d = 0; d < D; d++) ar[d] += w * pr[d];
+            }
+            L += w * pl[(size_t)i * R + r];
+        }
+        m[r] = M;
+        l[r] = L;
+    }
+}
+
+/* ---------------------------------------------------------------- table */
+
+static const attn_kernels ref_table = {
+    .name = "ref",
+    .rows_target = REF_ROWS_TARGET,
+    .kv_tile = REF_KV_TILE,
+    .tile = {
+        [ATTN_DTYPE_F32] = attn_tile_f32__ref,
+        [ATTN_DTYPE_BF16] = attn_tile_bf16__ref,
+        [ATTN_DTYPE_F16] = attn_tile_f16__ref,
+    },
+    .load_q = {
+        [ATTN_DTYPE_F32] = attn_load_q_f32__ref,
+        [ATTN_DTYPE_BF16] = attn_load_q_bf16__ref,
+        [ATTN_DTYPE_F16] = attn_load_q_f16__ref,
+    },
+    .store = {
+        [ATTN_DTYPE_F32] = attn_store_f32__ref,
+        [ATTN_DTYPE_BF16] = attn_store_bf16__ref,
+        [ATTN_DTYPE_F16] = attn_store_f16__ref,
+    },
+    .merge = attn_merge_f32__ref,
+};
+
+const attn_kernels *attn__kernels_ref(void) { return &ref_table; }
