@@ -19,6 +19,7 @@
 #include "internal.h"
 #include "kernels.h"
 #include "dtype.h"
+#include "mask.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -77,32 +78,6 @@ static inline void from_f32(attn_dtype dt, void *base, size_t idx, float v) {
     case ATTN_DTYPE_F16: ((uint16_t *)base)[idx] = attn__f32_to_f16(v); break;
     default: break;
     }
-}
-
-/* The visibility rule of DESIGN §2 for position p, as the half-open key
- * interval [*lo, *hi) (visible keys of one row are always contiguous):
- *   causal:     k <= p,        window: k >= p - (W - 1)
- *   non-causal: k < seq_len,   window: p - (W - 1) <= k <= p + (W - 1)
- * The result is NOT clipped to the item's [k0, k1); callers do that.
- * This is the single place the rule lives in the ref kernels: the per-key
- * mask in the tile kernel tests every key against this interval. int64
- * so p +- W cannot overflow for any window the API accepts. */
-static inline void row_interval(int64_t p, int32_t seq_len, int32_t causal, int32_t window,
-                                int64_t *lo, int64_t *hi) {
-    int64_t l = 0, h = seq_len;
-    if (causal) {
-        if (p + 1 < h) h = p + 1;
-    }
-    if (window > 0) {
-        int64_t wl = p - ((int64_t)window - 1);
-        if (wl > l) l = wl;
-        if (!causal) {
-            int64_t wh = p + (int64_t)window; /* k <= p + W - 1 */
-            if (wh < h) h = wh;
-        }
-    }
-    *lo = l;
-    *hi = h;
 }
 
 /* --------------------------------------------------------------- load_q */
@@ -171,7 +146,7 @@ static inline void tile(attn_dtype dt, const attn_tile_args *a) {
         int any = 0;
         for (int32_t t = 0; t < a->n_tok && !any; t++) {
             int64_t lo, hi;
-            row_interval((int64_t)a->pos0 + t, a->seq_len, a->causal, a->window, &lo, &hi);
+            attn__row_interval((int64_t)a->pos0 + t, a->seq_len, a->causal, a->window, &lo, &hi);
             if (lo < c1 && hi > c0 && lo < hi) any = 1;
         }
         if (!any) continue;
@@ -183,7 +158,7 @@ static inline void tile(attn_dtype dt, const attn_tile_args *a) {
         for (int32_t t = 0; t < a->n_tok; t++) {
             const int64_t p = (int64_t)a->pos0 + t;
             int64_t lo, hi;
-            row_interval(p, a->seq_len, a->causal, a->window, &lo, &hi);
+            attn__row_interval(p, a->seq_len, a->causal, a->window, &lo, &hi);
             /* The interval is the same for the g heads of a token; a token
              * that sees nothing of this chunk leaves its rows untouched, so
              * no row ever evaluates exp(-inf - -inf). */

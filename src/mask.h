@@ -1,0 +1,38 @@
+/*
+ * mask.h — the visibility rule of DESIGN §2 as one inline function, shared
+ * by every kernel twin (portable and SIMD) so that the rule lives in exactly
+ * one place and an injected masking bug (harness measurement) reaches every
+ * ISA at once.
+ */
+#ifndef ATTN_MASK_H
+#define ATTN_MASK_H
+
+#include <stdint.h>
+
+/* The visibility rule of DESIGN §2 for position p, as the half-open key
+ * interval [*lo, *hi) (visible keys of one row are always contiguous):
+ *   causal:     k <= p,        window: k >= p - (W - 1)
+ *   non-causal: k < seq_len,   window: p - (W - 1) <= k <= p + (W - 1)
+ * The result is NOT clipped to the item's [k0, k1); callers do that.
+ * This is the single place the rule lives of every kernel twin: the per-key
+ * mask in the tile kernel tests every key against this interval. int64
+ * so p +- W cannot overflow for any window the API accepts. */
+static inline void attn__row_interval(int64_t p, int32_t seq_len, int32_t causal, int32_t window,
+                                int64_t *lo, int64_t *hi) {
+    int64_t l = 0, h = seq_len;
+    if (causal) {
+        if (p + 1 < h) h = p + 1;
+    }
+    if (window > 0) {
+        int64_t wl = p - ((int64_t)window - 1);
+        if (wl > l) l = wl;
+        if (!causal) {
+            int64_t wh = p + (int64_t)window; /* k <= p + W - 1 */
+            if (wh < h) h = wh;
+        }
+    }
+    *lo = l;
+    *hi = h;
+}
+
+#endif /* ATTN_MASK_H */
