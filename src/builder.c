@@ -142,6 +142,7 @@ attn_status attn_builder_create(const attn_group_desc *g, attn_builder **out, at
         /* INJECTED BUG (model_wide_heads): the historical builder sized the
          * split-KV scratchpad from the model-wide query-head count, and had
          * no per-group agreement check. */
+        (void)mixed_heads;
         if (g->model_num_heads > 0 && g->model_num_heads <= ATTN_MAX_HEADS &&
             g->model_num_heads % g->kv.num_kv_heads == 0)
             heads = g->model_num_heads;
@@ -155,8 +156,13 @@ attn_status attn_builder_create(const attn_group_desc *g, attn_builder **out, at
     /* The group window bounds the KV ranges the plan hands out; only a value
      * every layer shares may do that, else a global layer would be windowed. */
     int32_t window = g->num_layers > 0 ? g->layers[0].window : -1;
+#ifndef ATTN_INJECT_group_window
     for (int32_t i = 1; i < g->num_layers; i++)
         if (g->layers[i].window != window) window = -1;
+#else
+    /* INJECTED BUG (group_window): the window is taken from the group's
+     * first layer, so global layers of a mixed group get windowed. */
+#endif
 
     const attn_kernels *kern;
     if ((st = attn__select_kernels(g->isa, &kern, err))) return st;

@@ -43,6 +43,41 @@ static size_t row_elem(const run_ctx *c, int32_t req, int32_t tok, int32_t kv_he
     return (token * (size_t)c->hq + (size_t)kv_head * (size_t)c->g) * (size_t)c->p->head_dim;
 }
 
+#ifdef ATTN_INJECT_gqa_map
+/* INJECTED BUG (gqa_map): query head h is served by KV head h % Hkv instead
+ * of h / (Hq / Hkv): the item of KV head kh loads and stores the query heads
+ * kh, kh + Hkv, kh + 2 Hkv, ... */
+static size_t gqa_head(const run_ctx *c, int32_t kv_head, int32_t j) {
+    return (size_t)kv_head + (size_t)j * (size_t)c->p->num_kv_heads;
+}
+
+static void gqa_load_q(const run_ctx *c, int32_t req, int32_t tok0, int32_t n_tok,
+                       int32_t kv_head, float *q) {
+    const size_t D = (size_t)c->p->head_dim;
+    for (int32_t t = 0; t < n_tok; t++)
+        for (int32_t j = 0; j < c->g; j++) {
+            size_t tok = (size_t)c->p->qsl[req] + (size_t)(tok0 + t);
+            size_t e = (tok * (size_t)c->hq + gqa_head(c, kv_head, j)) * D;
+            c->load_q((const unsigned char *)c->t->q + e * c->q_es, 0, 1, 1, (int32_t)D,
+                      c->scale, q + ((size_t)t * (size_t)c->g + (size_t)j) * D);
+        }
+}
+
+static void gqa_store(const run_ctx *c, int32_t req, int32_t tok0, int32_t n_tok,
+                      int32_t kv_head, const float *acc, const float *m, const float *l) {
+    const size_t D = (size_t)c->p->head_dim;
+    for (int32_t t = 0; t < n_tok; t++)
+        for (int32_t j = 0; j < c->g; j++) {
+            size_t r = (size_t)t * (size_t)c->g + (size_t)j, h = gqa_head(c, kv_head, j);
+            size_t tok = (size_t)c->p->qsl[req] + (size_t)(tok0 + t);
+            size_t e = (tok * (size_t)c->hq + h) * D;
+            c->store(acc + r * D, m + r, l + r, 1, 1, (int32_t)D,
+                     c->layer->sinks ? c->layer->sinks + h : NULL,
+                     (unsigned char *)c->t->out + e * c->o_es, 0);
+        }
+}
+#endif
+
 static void run_item(const run_ctx *c, int32_t thread, const attn_work_item *it) {
     const attn_plan *p = c->p;
     const int32_t D = p->head_dim, n_tok = it->tok1 - it->tok0, rows = n_tok * c->g;
@@ -51,22 +86,38 @@ static void run_item(const run_ctx *c, int32_t thread, const attn_work_item *it)
     float *state = region_ptr(c, thread_region(p, thread, ATTN_REGION_STATE));
     float *m = state, *l = state + rows;
     const size_t tok_stride = (size_t)c->hq * (size_t)D;
+    (void)tok_stride;
     const size_t e0 = row_elem(c, it->req, it->tok0, it->kv_head);
+    (void)e0; /* unused only in the gqa_map injection */
 
+#ifndef ATTN_INJECT_gqa_map
     c->load_q((const unsigned char *)c->t->q + e0 * c->q_es, tok_stride, n_tok, c->g, D,
               c->scale, q);
+#else
+    gqa_load_q(c, it->req, it->tok0, n_tok, it->kv_head, q);
+#endif
     memset(acc, 0, (size_t)rows * (size_t)D * sizeof(float));
     for (int32_t i = 0; i < rows; i++) {
         m[i] = -INFINITY;
         l[i] = 0.0f;
     }
     const int32_t seq = p->seq_lens[it->req], q_len = p->qsl[it->req + 1] - p->qsl[it->req];
+    (void)q_len;
     attn_tile_args a = {
         .n_tok = n_tok,
         .g = c->g,
         .head_dim = D,
         .q = q,
+#ifndef ATTN_INJECT_causal_offset
         .pos0 = seq - q_len + it->tok0,
+#else
+        /* INJECTED BUG (causal_offset): query position taken as its index
+         * in the chunk instead of seq_len - q_len + i. */
+        .pos0 = it->tok0,
+#endif
+#ifdef ATTN_INJECT_causal_offset
+    /* (q_len unused by the injected position) */
+#endif
         .seq_len = seq,
         .causal = p->causal,
         .window = c->layer->window,
@@ -92,8 +143,13 @@ static void run_item(const run_ctx *c, int32_t thread, const attn_work_item *it)
 
     if (it->num_pieces == 1) {
         const float *sinks = c->layer->sinks ? c->layer->sinks + (size_t)it->kv_head * (size_t)c->g : NULL;
+#ifndef ATTN_INJECT_gqa_map
         c->store(acc, m, l, n_tok, c->g, D, sinks, (unsigned char *)c->t->out + e0 * c->o_es,
                  tok_stride);
+#else
+        (void)sinks;
+        gqa_store(c, it->req, it->tok0, n_tok, it->kv_head, acc, m, l);
+#endif
         return;
     }
     /* A split piece: publish the unnormalised partial (always fp32) and its
@@ -101,6 +157,18 @@ static void run_item(const run_ctx *c, int32_t thread, const attn_work_item *it)
      * holds (acc 0, m -inf, l 0), never nothing: the merge must not read
      * stale scratch from an earlier run. */
     const attn_reduction *rd = &p->reds[it->reduction];
+#ifdef ATTN_INJECT_stale_split
+    {
+        /* INJECTED BUG (stale_split): a piece that saw no key skips
+         * publishing its partial; the merge then reads stale scratch. */
+        int32_t seen = 0;
+        for (int32_t i = 0; i < rows; i++) seen |= (m[i] != -INFINITY);
+        if (!seen) {
+            ((unsigned char *)region_ptr(c, (size_t)rd->region_flags))[it->piece] = 1;
+            return;
+        }
+    }
+#endif
     float *part = region_ptr(c, (size_t)rd->region_partial);
     float *pm = region_ptr(c, (size_t)rd->region_max);
     float *pl = region_ptr(c, (size_t)rd->region_sum);
@@ -116,6 +184,9 @@ static void run_reduction(run_ctx *c, int32_t thread, const attn_reduction *rd) 
     const attn_plan *p = c->p;
     const int32_t D = p->head_dim, n_tok = rd->tok1 - rd->tok0, rows = n_tok * c->g;
     const unsigned char *flags = region_ptr(c, (size_t)rd->region_flags);
+#ifdef ATTN_INJECT_split_flags_overlap
+    (void)flags; /* the historical engine did not check completion flags */
+#else
     for (int32_t s = 0; s < rd->num_pieces; s++)
         if (flags[s] != 1) {
             /* Every piece ran before the barrier: a missing flag means the
@@ -125,6 +196,7 @@ static void run_reduction(run_ctx *c, int32_t thread, const attn_reduction *rd) 
             c->failed = 1;
             return;
         }
+#endif
     float *acc = region_ptr(c, thread_region(p, thread, ATTN_REGION_ACC));
     float *state = region_ptr(c, thread_region(p, thread, ATTN_REGION_STATE));
     p->kern->merge(region_ptr(c, (size_t)rd->region_partial), region_ptr(c, (size_t)rd->region_max),
@@ -132,8 +204,14 @@ static void run_reduction(run_ctx *c, int32_t thread, const attn_reduction *rd) 
                    state + rows);
     const float *sinks = c->layer->sinks ? c->layer->sinks + (size_t)rd->kv_head * (size_t)c->g : NULL;
     size_t e0 = row_elem(c, rd->req, rd->tok0, rd->kv_head);
+#ifndef ATTN_INJECT_gqa_map
     c->store(acc, state, state + rows, n_tok, c->g, D, sinks,
              (unsigned char *)c->t->out + e0 * c->o_es, (size_t)c->hq * (size_t)D);
+#else
+    (void)sinks;
+    (void)e0;
+    gqa_store(c, rd->req, rd->tok0, n_tok, rd->kv_head, acc, state, state + rows);
+#endif
 }
 
 static attn_status check_tensors(const attn_plan *p, const attn_layer_desc *l,

@@ -137,8 +137,16 @@ static inline void tile(attn_dtype dt, const attn_tile_args *a) {
     ATTN_ASSERT(0 <= a->k0 && a->k0 < a->k1 && a->k1 <= a->seq_len);
     ATTN_ASSERT(a->pos0 >= 0 && (int64_t)a->pos0 + a->n_tok <= a->seq_len);
 
-    for (int32_t c0 = a->k0; c0 < a->k1; c0 += a->kv_tile) {
-        const int32_t n = (a->k1 - c0 < a->kv_tile) ? a->k1 - c0 : a->kv_tile;
+    int32_t k1 = a->k1;
+#ifdef ATTN_INJECT_padding_keys
+    /* INJECTED BUG (padding_keys): the tile runs to the end of the last
+     * block and non-causal rows are not masked at seq_len, so padding slots
+     * (stale or never written) leak into encoder rows. */
+    if (!a->causal && k1 == a->seq_len)
+        k1 = (int32_t)(((int64_t)k1 + a->block_size - 1) / a->block_size * a->block_size);
+#endif
+    for (int32_t c0 = a->k0; c0 < k1; c0 += a->kv_tile) {
+        const int32_t n = (k1 - c0 < a->kv_tile) ? k1 - c0 : a->kv_tile;
         const int64_t c1 = (int64_t)c0 + n;
 
         /* Skip the chunk entirely (no gather) when no row sees any of it:
@@ -159,6 +167,9 @@ static inline void tile(attn_dtype dt, const attn_tile_args *a) {
             const int64_t p = (int64_t)a->pos0 + t;
             int64_t lo, hi;
             attn__row_interval(p, a->seq_len, a->causal, a->window, &lo, &hi);
+#ifdef ATTN_INJECT_padding_keys
+            if (!a->causal && hi == a->seq_len) hi = k1;
+#endif
             /* The interval is the same for the g heads of a token; a token
              * that sees nothing of this chunk leaves its rows untouched, so
              * no row ever evaluates exp(-inf - -inf). */
@@ -296,7 +307,13 @@ void attn_merge_f32__ref(const float *partial, const float *pm, const float *pl,
         for (int32_t i = 0; i < pieces; i++) {
             const float mi = pm[(size_t)i * R + r];
             if (mi == -INFINITY) continue;
+#ifndef ATTN_INJECT_merge_scale
             const float w = expf(mi - M);
+#else
+            /* INJECTED BUG (merge_scale): the first piece is merged without
+             * its rescale factor e^(m_0 - M). */
+            const float w = first ? 1.0f : expf(mi - M);
+#endif
             const float *pr = partial + ((size_t)i * R + r) * D;
             if (first) {
                 for (size_t d = 0; d < D; d++) ar[d] = w * pr[d];

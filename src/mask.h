@@ -24,7 +24,13 @@ static inline void attn__row_interval(int64_t p, int32_t seq_len, int32_t causal
         if (p + 1 < h) h = p + 1;
     }
     if (window > 0) {
+#ifndef ATTN_INJECT_window_off_by_one
         int64_t wl = p - ((int64_t)window - 1);
+#else
+        /* INJECTED BUG (window_off_by_one): W keys back instead of W - 1,
+         * so a window of W sees W + 1 keys. */
+        int64_t wl = p - (int64_t)window;
+#endif
         if (wl > l) l = wl;
         if (!causal) {
             int64_t wh = p + (int64_t)window; /* k <= p + W - 1 */
