@@ -23,6 +23,9 @@ typedef struct problem {
     void *k_cache, *v_cache;                  /* [num_blocks][Hkv][bs][D] in kv_dtype */
     size_t cache_elems;                       /* elements per cache */
     int materialized;                         /* 0: descriptions only (see below) */
+    const char *unmaterialized_reason;        /* static text when materialized == 0
+                                                 ("layer", "kv_len", "inputs exceed
+                                                 max_bytes", ...), else NULL */
 } problem;
 
 /* Build descriptions and, when the case's shapes are valid and the inputs

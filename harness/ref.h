@@ -20,6 +20,8 @@ typedef struct ref_input {
     const float *sinks;             /* [num_heads] or NULL */
     const void *q; attn_dtype q_dtype;                 /* [tokens][Hq][D] */
     const void *k_cache, *v_cache; attn_dtype kv_dtype; /* [blocks][Hkv][bs][D] */
+    int32_t num_blocks;             /* physical blocks in the cache; 0 = do not
+                                       check block ids (added by the harness) */
 } ref_input;
 
 /* out: [tokens][Hq][D] doubles.  Rows with no visible key (cannot happen

@@ -1,0 +1,164 @@
+/*
+ * ref.c — the naive reference of DESIGN §2: straight loops in double
+ * precision, K/V gathered token by token through the block table.
+ *
+ * Owns: the definition of visibility (causal / non-causal, sliding window
+ * counting the current token), soft cap, ALiBi, sinks and the softmax, as the
+ * harness reads them, plus its own bf16/f16 -> double decoding.  Shares no
+ * code with src/ (only the public types of attn.h): a bug copied into both
+ * would be invisible.  Speed is not a goal; clarity is.
+ */
+#include "ref.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+double ref_load(const void *base, size_t index, attn_dtype dtype) {
+    switch (dtype) {
+    case ATTN_DTYPE_F32:
+        return (double)((const float *)base)[index];
+    case ATTN_DTYPE_BF16: {
+        /* bf16 is the top half of an IEEE single. */
+        uint32_t bits = (uint32_t)((const uint16_t *)base)[index] << 16;
+        float f;
+        memcpy(&f, &bits, sizeof(f));
+        return (double)f;
+    }
+    case ATTN_DTYPE_F16: {
+        uint16_t h = ((const uint16_t *)base)[index];
+        int sign = (h >> 15) & 1;
+        int ex = (h >> 10) & 0x1f;
+        int mant = h & 0x3ff;
+        double v;
+        if (ex == 0) v = ldexp((double)mant, -24);                 /* zero, subnormal */
+        else if (ex == 31) v = mant ? NAN : INFINITY;
+        else v = ldexp((double)(mant + 1024), ex - 25);            /* 1.m * 2^(ex-15) */
+        return sign ? -v : v;
+    }
+    default:
+        return NAN;
+    }
+}
+
+/* Is key k visible to the query at position p (DESIGN §2)? */
+static int visible(int64_t k, int64_t p, int32_t window, int32_t causal) {
+    if (causal) {
+        if (k > p) return 0;
+        if (window > 0 && k < p - (window - 1)) return 0;
+        return 1;
+    }
+    if (window > 0) {
+        int64_t d = k > p ? k - p : p - k;
+        if (d > window - 1) return 0;
+    }
+    return 1;
+}
+
+static int input_ok(const ref_input *in) {
+    if (!in->query_start_loc || !in->seq_lens || !in->block_table || !in->q || !in->k_cache ||
+        !in->v_cache)
+        return 0;
+    if (in->num_reqs < 1 || in->num_heads < 1 || in->num_kv_heads < 1 ||
+        in->num_heads % in->num_kv_heads != 0 || in->head_dim < 1 || in->block_size < 1 ||
+        in->block_table_stride < 1)
+        return 0;
+    if (in->window < -1 || in->window == 0) return 0;
+    if (!(in->softcap >= 0) || !(in->scale >= 0) || !isfinite(in->softcap) ||
+        !isfinite(in->scale))
+        return 0;
+    if (in->query_start_loc[0] != 0) return 0;
+    for (int32_t r = 0; r < in->num_reqs; r++) {
+        int64_t q_len = (int64_t)in->query_start_loc[r + 1] - in->query_start_loc[r];
+        int64_t seq = in->seq_lens[r];
+        if (q_len < 1 || seq < q_len) return 0;
+        int64_t nblk = (seq + in->block_size - 1) / in->block_size;
+        if (nblk > in->block_table_stride) return 0;
+        if (in->num_blocks > 0) {
+            for (int64_t j = 0; j < nblk; j++) {
+                int32_t b = in->block_table[(size_t)r * (size_t)in->block_table_stride +
+                                            (size_t)j];
+                if (b < 0 || b >= in->num_blocks) return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+int ref_attention(const ref_input *in, double *out) {
+    if (!in || !out || !input_ok(in)) return -1;
+
+    const int32_t Hq = in->num_heads, Hkv = in->num_kv_heads, D = in->head_dim;
+    const int32_t bs = in->block_size, g = Hq / Hkv;
+    const double scale = in->scale > 0 ? in->scale : 1.0 / sqrt((double)D);
+    int32_t max_seq = 0;
+    for (int32_t r = 0; r < in->num_reqs; r++)
+        if (in->seq_lens[r] > max_seq) max_seq = in->seq_lens[r];
+
+    double *logit = malloc((size_t)max_seq * sizeof(double));
+    unsigned char *vis = malloc((size_t)max_seq);
+    double *qrow = malloc((size_t)D * sizeof(double));
+    double *acc = malloc((size_t)D * sizeof(double));
+    if (!logit || !vis || !qrow || !acc) {
+        free(logit); free(vis); free(qrow); free(acc);
+        return -1;
+    }
+
+    for (int32_t r = 0; r < in->num_reqs; r++) {
+        const int32_t t0 = in->query_start_loc[r];
+        const int32_t q_len = in->query_start_loc[r + 1] - t0;
+        const int32_t seq = in->seq_lens[r];
+        const int32_t *bt = in->block_table + (size_t)r * (size_t)in->block_table_stride;
+
+        for (int32_t i = 0; i < q_len; i++) {
+            const int64_t t = (int64_t)t0 + i;
+            const int64_t p = (int64_t)seq - q_len + i;   /* position of this query */
+            for (int32_t h = 0; h < Hq; h++) {
+                const int32_t kvh = h / g;
+                const size_t qbase = ((size_t)t * (size_t)Hq + (size_t)h) * (size_t)D;
+                for (int32_t d = 0; d < D; d++) qrow[d] = ref_load(in->q, qbase + (size_t)d, in->q_dtype);
+
+                /* logits of the visible keys and their max (a sink joins the max) */
+                double m = -INFINITY;
+                int any = 0;
+                for (int32_t k = 0; k < seq; k++) {
+                    vis[k] = (unsigned char)visible(k, p, in->window, in->causal);
+                    if (!vis[k]) continue;
+                    const size_t kbase = (((size_t)bt[k / bs] * (size_t)Hkv + (size_t)kvh) *
+                                              (size_t)bs + (size_t)(k % bs)) * (size_t)D;
+                    double dot = 0;
+                    for (int32_t d = 0; d < D; d++)
+                        dot += qrow[d] * ref_load(in->k_cache, kbase + (size_t)d, in->kv_dtype);
+                    double s = scale * dot;
+                    if (in->softcap > 0) s = in->softcap * tanh(s / in->softcap);
+                    if (in->alibi_slopes) s += (double)in->alibi_slopes[h] * (double)(k - p);
+                    logit[k] = s;
+                    if (s > m) m = s;
+                    any = 1;
+                }
+                double *o = out + qbase;
+                if (!any) {               /* no visible key: defined as zero */
+                    memset(o, 0, (size_t)D * sizeof(double));
+                    continue;
+                }
+                double sink = in->sinks ? (double)in->sinks[h] : 0;
+                if (in->sinks && sink > m) m = sink;
+
+                double denom = in->sinks ? exp(sink - m) : 0.0;
+                for (int32_t d = 0; d < D; d++) acc[d] = 0;
+                for (int32_t k = 0; k < seq; k++) {
+                    if (!vis[k]) continue;
+                    const double w = exp(logit[k] - m);
+                    denom += w;
+                    const size_t vbase = (((size_t)bt[k / bs] * (size_t)Hkv + (size_t)kvh) *
+                                              (size_t)bs + (size_t)(k % bs)) * (size_t)D;
+                    for (int32_t d = 0; d < D; d++)
+                        acc[d] += w * ref_load(in->v_cache, vbase + (size_t)d, in->kv_dtype);
+                }
+                for (int32_t d = 0; d < D; d++) o[d] = acc[d] / denom;
+            }
+        }
+    }
+    free(logit); free(vis); free(qrow); free(acc);
+    return 0;
+}
