@@ -1,0 +1,275 @@
+#!/usr/bin/env python3
+"""mutants.py — measure the harness: build each injected historical bug,
+fuzz it with several seeds from the shipped corpus and from an empty corpus,
+and record whether, how fast and by which oracle it was caught; then run the
+same campaign on the normal build, where every finding is a false alarm.
+
+Writes <out>.json and <out>.md (default reports/mutants.*) and exits non-zero
+if any bug escapes a run or the normal build reports anything.
+
+    scripts/mutants.py                          # full campaign (nightly)
+    scripts/mutants.py --bugs model_wide_heads --seeds 2 --time 20   # quick
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Every bug the engine can carry (src/: grep ATTN_INJECT_) and what it models.
+BUGS = {
+    "model_wide_heads": "scratchpad sized from the model-wide query-head count",
+    "out_dtype_sizing": "fp32 partials sized with the output element size",
+    "group_window": "group window taken from one layer: global layers windowed",
+    "window_off_by_one": "a window of W keeps W keys back instead of W-1",
+    "padding_keys": "keys past seq_len visible to non-causal rows",
+    "stale_split": "an all-masked split piece leaves its partial unwritten",
+    "gqa_map": "query head h reads KV head h % Hkv instead of h / g",
+    "merge_scale": "log-sum-exp merge forgets to rescale one piece",
+    "causal_offset": "query position i instead of seq_len - q_len + i",
+    "split_flags_overlap": "completion flags and partials of a slot overlap",
+}
+
+ORACLE_RE = re.compile(r"attnguard: ORACLE ([a-z-]+):")
+ASAN_RE = re.compile(r"ERROR: (AddressSanitizer|UndefinedBehaviorSanitizer|LeakSanitizer): ?([A-Za-z_-]*)")
+UBSAN_RE = re.compile(r"runtime error: (.*)")
+EXECS_RE = re.compile(r"stat::number_of_executed_units:\s*(\d+)")
+PROGRESS_RE = re.compile(r"#(\d+)\s")
+
+print_lock = threading.Lock()
+
+
+def log(msg):
+    with print_lock:
+        print(msg, flush=True)
+
+
+def fuzz_dir(bug):
+    return os.path.join(ROOT, "build", "fuzz" + (f"-inject-{bug}" if bug else ""))
+
+
+def build(bug, logdir):
+    os.makedirs(logdir, exist_ok=True)
+    path = os.path.join(logdir, f"build-{bug or 'normal'}.log")
+    cmd = ["make", "-C", ROOT, "--no-print-directory", "fuzz-build"]
+    if bug:
+        cmd.append(f"INJECT={bug}")
+    t0 = time.time()
+    with open(path, "w") as f:
+        rc = subprocess.call(cmd, stdout=f, stderr=subprocess.STDOUT)
+    if rc != 0:
+        sys.exit(f"mutants: building {bug or 'the normal build'} failed, see {path}")
+    log(f"mutants: built {bug or 'normal'} in {time.time() - t0:.0f} s")
+
+
+def classify(text):
+    m = ORACLE_RE.search(text)
+    if m:
+        return m.group(1)
+    m = ASAN_RE.search(text)
+    if m:
+        return "asan:" + (m.group(2) or m.group(1))
+    m = UBSAN_RE.search(text)
+    if m:
+        return "ubsan"
+    if "ERROR: libFuzzer: timeout" in text:
+        return "timeout"
+    if "ERROR: libFuzzer: out-of-memory" in text:
+        return "oom"
+    if "ERROR: libFuzzer: deadly signal" in text:
+        return "signal"
+    return "unknown"
+
+
+def one_run(bug, target, mode, seed, cap, workroot):
+    """Fuzz one (bug, mode, seed) until the first finding or the cap."""
+    name = f"{bug or 'normal'}/{target}/{mode}-{seed}"
+    work = os.path.join(workroot, bug or "normal", target, f"{mode}-{seed}")
+    shutil.rmtree(work, ignore_errors=True)
+    corpus = os.path.join(work, "corpus")
+    arts = os.path.join(work, "artifacts") + "/"
+    os.makedirs(corpus)
+    os.makedirs(arts)
+    if mode == "corpus":
+        src = os.path.join(ROOT, "corpus", target)
+        for fn in sorted(os.listdir(src)):
+            shutil.copy(os.path.join(src, fn), corpus)
+    binary = os.path.join(fuzz_dir(bug), target)
+    cmd = [binary, f"-seed={seed}", f"-max_total_time={cap}", "-timeout=25",
+           "-rss_limit_mb=2560", "-print_final_stats=1", f"-artifact_prefix={arts}"]
+    dic = os.path.join(ROOT, "fuzz", target + ".dict")
+    if os.path.exists(dic):
+        cmd.append(f"-dict={dic}")
+    cmd.append(corpus)
+    env = dict(os.environ)
+    env["ASAN_OPTIONS"] = "dedup_token_length=3:abort_on_error=1:symbolize=1:detect_leaks=1"
+    env["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
+    logpath = os.path.join(work, "fuzz.log")
+    t0 = time.time()
+    with open(logpath, "w") as f:
+        rc = subprocess.call(cmd, stdout=f, stderr=subprocess.STDOUT, env=env)
+    wall = time.time() - t0
+    text = open(logpath, errors="replace").read()
+    crashes = [a for a in os.listdir(arts)]
+    detected = rc != 0 or bool(crashes)
+    m = EXECS_RE.findall(text)
+    execs = int(m[-1]) if m else max([int(x) for x in PROGRESS_RE.findall(text)] or [0])
+    res = {
+        "bug": bug or "normal", "target": target, "mode": mode, "seed": seed,
+        "detected": detected, "time_s": round(wall, 2) if detected else None,
+        "execs": execs, "oracle": classify(text) if detected else None,
+        "artifact": os.path.join(arts, crashes[0]) if crashes else None, "exit": rc,
+    }
+    verdict = (f"DETECTED in {wall:.1f} s / {execs} execs by {res['oracle']}" if detected
+               else f"not detected in {cap} s ({execs} execs)")
+    log(f"  {name:55s} {verdict}")
+    return res
+
+
+def summarize(runs, bug):
+    mine = [r for r in runs if r["bug"] == bug]
+    det = [r for r in mine if r["detected"]]
+    times = sorted(r["time_s"] for r in det)
+    oracles = sorted({r["oracle"] for r in det})
+    by_mode = {}
+    for mode in sorted({r["mode"] for r in mine}):
+        rs = [r for r in mine if r["mode"] == mode]
+        ds = sorted(r["time_s"] for r in rs if r["detected"])
+        by_mode[mode] = {
+            "runs": len(rs), "detected": len(ds),
+            "median_s": round(statistics.median(ds), 2) if ds else None,
+            "max_s": round(max(ds), 2) if ds else None,
+        }
+    return {
+        "bug": bug, "what": BUGS.get(bug, "normal build (false alarms)"),
+        "runs": len(mine), "detected": len(det),
+        "rate": round(len(det) / len(mine), 3) if mine else 0.0,
+        "median_s": round(statistics.median(times), 2) if times else None,
+        "max_s": round(max(times), 2) if times else None,
+        "oracles": oracles, "by_mode": by_mode,
+    }
+
+
+def write_reports(out, args, runs, summaries, normal, elapsed, command):
+    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+    doc = {
+        "command": command, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "seeds": args.seeds, "cap_s": args.time, "modes": args.modes,
+        "targets": args.targets, "elapsed_s": round(elapsed, 1),
+        "bugs": summaries, "normal": normal, "runs": runs,
+    }
+    with open(out + ".json", "w") as f:
+        json.dump(doc, f, indent=2)
+    lines = [
+        "# Mutant campaign",
+        "",
+        f"Command: `{command}`  ",
+        f"Date: {doc['date']}; seeds {args.seeds}; cap {args.time} s per run; "
+        f"modes {', '.join(args.modes)}; targets {', '.join(args.targets)}; "
+        f"wall time {elapsed / 60:.1f} min.",
+        "",
+        "Time-to-detect is the wall time of the fuzzing process from start to its first "
+        "finding (corpus loading included).",
+        "",
+        "| bug | what it models | detected | median s | max s | "
+        + " | ".join(f"{m}: det / median s" for m in args.modes) + " | oracle |",
+        "|---|---|---|---|---|" + "---|" * len(args.modes) + "---|",
+    ]
+    for s in summaries:
+        cells = []
+        for m in args.modes:
+            bm = s["by_mode"].get(m)
+            cells.append(f"{bm['detected']}/{bm['runs']} / {bm['median_s']}" if bm else "-")
+        lines.append(
+            f"| `{s['bug']}` | {s['what']} | {s['detected']}/{s['runs']} | {s['median_s']} | "
+            f"{s['max_s']} | " + " | ".join(cells) + f" | {', '.join(s['oracles'])} |")
+    if normal:
+        lines += ["", f"Normal build: {normal['detected']} findings in {normal['runs']} runs "
+                  "(every finding here would be a false alarm)."]
+    lines += ["", "## Runs", "", "| bug | target | mode | seed | detected | s | execs | oracle |",
+              "|---|---|---|---|---|---|---|---|"]
+    for r in runs:
+        lines.append(f"| {r['bug']} | {r['target']} | {r['mode']} | {r['seed']} | "
+                     f"{'yes' if r['detected'] else 'no'} | {r['time_s'] or ''} | {r['execs']} | "
+                     f"{r['oracle'] or ''} |")
+    with open(out + ".md", "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bugs", default=",".join(BUGS), help="comma list (default: all)")
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--time", type=int, default=60, help="cap per run, seconds")
+    ap.add_argument("--modes", default="corpus,empty")
+    ap.add_argument("--targets", default="fuzz_attention")
+    ap.add_argument("--empty-bugs", default="model_wide_heads",
+                    help="bugs also fuzzed from an empty corpus (comma list or 'all')")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--no-normal", action="store_true", help="skip the false-alarm campaign")
+    ap.add_argument("--out", default=os.path.join(ROOT, "reports", "mutants"))
+    args = ap.parse_args()
+    args.bugs = [b for b in args.bugs.split(",") if b]
+    args.modes = [m for m in args.modes.split(",") if m]
+    args.targets = [t for t in args.targets.split(",") if t]
+    empty_bugs = set(BUGS) if args.empty_bugs == "all" else set(args.empty_bugs.split(","))
+    for b in args.bugs:
+        if b not in BUGS:
+            sys.exit(f"mutants: unknown bug '{b}' (known: {', '.join(BUGS)})")
+    command = "scripts/mutants.py " + " ".join(sys.argv[1:])
+    workroot = os.path.join(ROOT, "build", "mutants")
+    t_start = time.time()
+
+    plan = []
+    for bug in args.bugs:
+        for target in args.targets:
+            for mode in args.modes:
+                if mode == "empty" and bug not in empty_bugs:
+                    continue
+                for seed in range(1, args.seeds + 1):
+                    plan.append((bug, target, mode, seed))
+    normal_plan = [] if args.no_normal else [
+        (None, t, m, s) for t in args.targets for m in args.modes
+        for s in range(1, args.seeds + 1)]
+    log(f"mutants: {len(args.bugs)} bugs, {len(plan)} mutant runs + {len(normal_plan)} "
+        f"normal runs, cap {args.time} s, {args.jobs} at a time")
+
+    runs = []
+    for bug in args.bugs + ([None] if normal_plan else []):
+        build(bug, workroot)
+        todo = [p for p in (plan if bug else normal_plan) if p[0] == bug]
+        log(f"mutants: fuzzing {bug or 'normal build'} ({len(todo)} runs)")
+        with ThreadPoolExecutor(max_workers=args.jobs) as ex:
+            runs += list(ex.map(lambda p: one_run(*p, args.time, workroot), todo))
+
+    summaries = [summarize(runs, b) for b in args.bugs]
+    normal = summarize(runs, "normal") if normal_plan else None
+    elapsed = time.time() - t_start
+    write_reports(args.out, args, runs, summaries, normal, elapsed, command)
+
+    escaped = [s["bug"] for s in summaries if s["detected"] < s["runs"]]
+    false_alarms = normal["detected"] if normal else 0
+    log("")
+    for s in summaries:
+        log(f"mutants: {s['bug']:22s} {s['detected']}/{s['runs']} detected, median "
+            f"{s['median_s']} s, max {s['max_s']} s, by {', '.join(s['oracles']) or '-'}")
+    if normal:
+        log(f"mutants: normal build: {false_alarms} false alarms in {normal['runs']} runs")
+    log(f"mutants: wrote {args.out}.md and {args.out}.json ({elapsed / 60:.1f} min)")
+    if escaped or false_alarms:
+        log(f"mutants: FAIL: escaped {escaped or 'none'}, false alarms {false_alarms}")
+        return 1
+    log("mutants: every injected bug detected in every run; no false alarms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
