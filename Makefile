@@ -119,7 +119,7 @@ $(TESTBIN): $(TEST_OBJ) $(HARLIB) $(LIB)
 	$(CC) $(CFLAGS_ALL) -o $@ $(TEST_OBJ) $(HARLIB) $(LIB) -lcriterion $(LDLIBS_ALL)
 
 # ---- dependencies (Debian 12 package names) ----
-DEPS_PKGS := clang libclang-rt-14-dev libcriterion-dev libomp-dev
+DEPS_PKGS := clang libclang-rt-14-dev libcriterion-dev libomp-dev llvm python3
 deps:
 	@bash .ci/deps.sh $(DEPS_PKGS)
 
