@@ -88,7 +88,7 @@ $(B)/obj/src/kernels_avx2.o: ISA_FLAGS := -mavx2 -mfma -mf16c
 $(B)/obj/src/kernels_avx512.o: ISA_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
 $(B)/obj/src/kernels_avx512bf16.o: ISA_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mfma -mf16c
 
-.PHONY: all test clean deps check-clang test-suites test-cases
+.PHONY: all test clean deps check-clang test-suites test-cases test-debug
 .DEFAULT_GOAL := all
 
 all: $(LIB) $(HARLIB) $(CLI) $(TESTBIN)
@@ -130,9 +130,15 @@ test: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory test-cases
 	@$(MAKE) --no-print-directory test-suites
+	@$(MAKE) --no-print-directory test-debug
 
 test-suites: $(TESTBIN)
 	$(TESTBIN) --jobs $(CRITERION_JOBS) --short-filename
+
+# The death tests again against an ATTN_DEBUG engine: invariants must abort.
+test-debug:
+	@$(MAKE) --no-print-directory DEBUG=1 build/v-debug/tests/attn_tests
+	build/v-debug/tests/attn_tests --jobs $(CRITERION_JOBS) --short-filename --filter 'debug/*'
 
 # Every shipped case must pass, except those whose `expect` names a refusal
 # (the CLI checks the refusal status itself and passes them).

@@ -199,8 +199,23 @@ bool attn__plan_verify(const attn_plan *p) {
         VERIFY(rd->thread >= 0 && rd->thread < p->num_threads);
         VERIFY(rd->num_pieces >= 2 && rd->num_pieces <= ATTN_MAX_SPLITS);
         VERIFY(rd->tok1 - rd->tok0 <= p->max_tokens);
-        VERIFY(rd->region_flags >= 0 && (size_t)rd->region_sum < p->num_regions);
+        const int32_t ix[4] = {rd->region_flags, rd->region_partial, rd->region_max,
+                               rd->region_sum};
+        for (int k = 0; k < 4; k++) {
+            VERIFY(ix[k] >= 0 && (size_t)ix[k] < p->num_regions);
+            const attn_region *r = &p->regions[ix[k]];
+            VERIFY(r->kind == (attn_region_kind)(ATTN_REGION_FLAGS + k));
+            VERIFY(r->owner_kind == ATTN_OWNER_REDUCTION && (size_t)r->owner == i);
+        }
     }
+    VERIFY(p->num_regions >= (size_t)p->num_threads * ATTN__THREAD_REGIONS);
+    for (int32_t t = 0; t < p->num_threads; t++)
+        for (int k = 0; k < ATTN__THREAD_REGIONS; k++) {
+            const attn_region *r = &p->regions[p->thread_region0 +
+                                               (size_t)t * ATTN__THREAD_REGIONS + (size_t)k];
+            VERIFY(r->kind == (attn_region_kind)(ATTN_REGION_Q + k));
+            VERIFY(r->owner_kind == ATTN_OWNER_THREAD && r->owner == t);
+        }
     size_t end = 0;
     for (size_t i = 0; i < p->num_regions; i++) {
         const attn_region *r = &p->regions[i];
