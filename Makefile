@@ -131,6 +131,7 @@ test: deps
 	@$(MAKE) --no-print-directory test-cases
 	@$(MAKE) --no-print-directory test-suites
 	@$(MAKE) --no-print-directory test-debug
+	@$(MAKE) --no-print-directory regress
 
 test-suites: $(TESTBIN)
 	$(TESTBIN) --jobs $(CRITERION_JOBS) --short-filename

@@ -5,7 +5,8 @@
  * it ends flush against a PROT_NONE page.  Every byte that belongs to no
  * region is filled with a canary and, under AddressSanitizer, poisoned
  * (ASAN_POISON_MEMORY_REGION, outside parallel regions, 8-byte granularity
- * respected).  Output buffers get the same treatment as a single region;
+ * respected).  A live guard is registered by address (guard_describe_addr):
+ * do not copy or move it between init and guard_free.  Output buffers get the same treatment as a single region;
  * inputs can be made read-only with mprotect while attention runs.
  */
 #ifndef ATTN_GUARD_H
@@ -31,7 +32,9 @@ typedef struct guard {
 /* A scratchpad for a plan whose layout has `n` regions and `total` bytes. */
 int guard_init_regions(guard *g, const char *label, const attn_region *regions, size_t n,
                        size_t total);
-/* A plain buffer of `bytes` (one region covering it all); 64-byte aligned. */
+/* A plain buffer of `bytes` (one region covering it all); 64-byte aligned.
+ * g->size is `bytes` rounded up to ATTN_ALIGN, so buf + size is the
+ * PROT_NONE page; the < 64-byte tail after the region is a canary gap. */
 int guard_init_buffer(guard *g, const char *label, size_t bytes);
 /* Fill canaries outside the regions and poison them (ASan).  Call before a run. */
 void guard_arm(guard *g);
@@ -43,13 +46,34 @@ typedef struct guard_violation {
     size_t region_size;
     size_t past_end;          /* offset - (region.offset + region.size) */
     size_t bytes;             /* corrupted bytes in this gap */
+    size_t before_start;      /* > 0: the byte lies this far before buf (front
+                                 redzone; offset/region are then 0/"") */
 } guard_violation;
+
+/* Fill every region's bytes with `byte` (e.g. 0xFF: NaN in f32/bf16/f16),
+ * so a kernel that reads scratch or output it never wrote sees junk, not
+ * the zeros of a fresh mapping.  No-op on a read-only guard. */
+void guard_fill_regions(guard *g, unsigned char byte);
 
 /* Unpoison and verify every canary; 0 = clean, 1 = violation described in *v. */
 int guard_check(guard *g, guard_violation *v);
 /* Make a plain buffer read-only / writable again (mprotect). */
 int guard_set_readonly(guard *g, int readonly);
 void guard_free(guard *g);                 /* safe on a zeroed guard */
+
+/* One line for a violation ("scratch: offset 6336, 128 bytes past the end of
+ * region r0.partial (size 6144), ..."); returns snprintf's length. */
+size_t guard_format_violation(const guard_violation *v, char *buf, size_t cap);
+
+/* 1 when this translation unit was built with AddressSanitizer. */
+int guard_have_asan(void);
+
+/* Install (once) a SIGSEGV handler that prints
+ * "attnguard: ORACLE scratch-bounds: <where>" for a fault inside a live
+ * guard (its PROT_NONE pages), then passes the signal on to the previous
+ * handler (ASan's, libFuzzer's) or, with none, lets it kill the process as
+ * before.  Returns 1 installed now, 0 already installed, -1 on error. */
+int guard_install_fault_handler(void);
 
 /* Describe an address that belongs to a live guard (for the ASan error
  * hook): writes "scratch: offset 6336, 128 bytes past the end of region

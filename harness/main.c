@@ -1,9 +1,12 @@
 /*
  * main.c — the `attnguard` command line: `check` runs case files through
- * runcase and prints one line per layer, `show` prints a case in canonical
- * text form.  Thin on purpose: the logic lives in runcase.c / case.c.
+ * runcase and prints one line per layer; `show` and `repro` (repro.c) print
+ * any case, corpus or crash file as a case and rerun a crash under
+ * AddressSanitizer.  Thin on purpose: the logic lives in runcase.c, case.c
+ * and repro.c.
  */
 #include "case.h"
+#include "repro.h"
 #include "runcase.h"
 
 #include <stdio.h>
@@ -12,7 +15,10 @@
 
 static void usage(FILE *f) {
     fputs("usage: attnguard check FILE.case...   run cases against the reference\n"
-          "       attnguard show FILE.case        print the canonical text of a case\n"
+          "       attnguard show [--target T] FILE...\n"
+          "                                       print a .case, corpus or crash file as a case\n"
+          "       attnguard repro FILE [--target T] [--inject BUG] [--minimize [--out F.case]] [-v]\n"
+          "                                       rerun a crash under AddressSanitizer, name the oracle\n"
           "       attnguard --help\n"
           "\n"
           "check prints `name layers.i  max_abs=.. max_rel=.. PASS|FAIL` per layer\n"
@@ -88,20 +94,6 @@ static int cmd_check(int argc, char **argv) {
     return failed ? 1 : 0;
 }
 
-static int cmd_show(int argc, char **argv) {
-    if (argc != 1) {
-        usage(stderr);
-        return 2;
-    }
-    attn_case c;
-    char err[512];
-    if (case_load(argv[0], &c, err, sizeof(err)) != 0) {
-        fprintf(stderr, "attnguard: %s\n", err);
-        return 1;
-    }
-    case_print(stdout, &c);
-    return 0;
-}
 
 int main(int argc, char **argv) {
     if (argc < 2) {
@@ -114,7 +106,8 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (strcmp(argv[1], "check") == 0) return cmd_check(argc - 2, argv + 2);
-    if (strcmp(argv[1], "show") == 0) return cmd_show(argc - 2, argv + 2);
+    if (strcmp(argv[1], "show") == 0) return cli_show(argc - 2, argv + 2);
+    if (strcmp(argv[1], "repro") == 0) return cli_repro(argc - 2, argv + 2);
     fprintf(stderr, "attnguard: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;

@@ -9,6 +9,8 @@
 #define ATTN_ORACLES_H
 
 #include "case.h"
+#include "compare.h"
+#include "problem.h"
 
 typedef enum oracle_id {
     ORACLE_NONE = 0,
@@ -32,13 +34,91 @@ typedef struct finding {
 enum {
     CHECK_PLAN = 1u,        /* builder + plan: mixed-heads, bad-input, sizing (no kernels) */
     CHECK_RUN = 2u,         /* guarded runs of every layer: scratch-bounds, differential */
-    CHECK_INVARIANCE = 4u,  /* extra runs: split off/on/fixed, 1 vs N threads, permuted blocks, bitwise */
+    CHECK_INVARIANCE = 4u,  /* extra runs: split off/on/fixed, 1 vs N threads, permuted blocks,
+                               every other usable kernel twin (attn_isa_available), and a
+                               bitwise rerun with other junk in the scratch regions */
     CHECK_ALL = 7u
 };
 
 /* Run the applicable oracles on a case; ORACLE_NONE when the engine behaved,
- * else the first finding (also written to *f).  Never aborts by itself. */
+ * else the first finding (also written to *f).  Never aborts by itself
+ * (but a write the guard's PROT_NONE page or ASan catches ends the process
+ * after printing the scratch-bounds line).  The bad-input and mixed-heads
+ * oracles always run; CHECK_PLAN adds sizing; CHECK_RUN the guarded runs.
+ * Inputs are capped at ORACLE_MAX_BYTES: a bigger case is judged on its
+ * builder and plan only.  Installs guard_install_fault_handler() once. */
 oracle_id check_case(const attn_case *c, unsigned what, finding *f);
+
+
+/* ---- the pieces check_case is made of, exposed so tests can feed them
+ * crafted inputs (a plan built for fewer heads, a perturbed output, a case
+ * whose expected status is wrong).  Each returns ORACLE_NONE or the oracle
+ * that fired, with the finding in *f (f may not be NULL). ---- */
+
+#define ORACLE_MAX_DEFECTS 48
+#define ORACLE_MAX_BYTES ((size_t)256 << 20)   /* input cap check_case gives problem_init */
+
+/* Where the engine must notice a defect: attn_builder_create (group) or
+ * attn_builder_build (batch, plan options). */
+typedef enum defect_stage { DEFECT_CREATE = 1, DEFECT_BUILD = 2 } defect_stage;
+
+typedef struct case_defect {
+    attn_status status;      /* the status this defect deserves */
+    defect_stage stage;
+    char what[64];           /* "layers.1.window = 0", ... */
+} case_defect;
+
+/* The independent model of a case's defects (bad-input oracle).  Empty
+ * means the case is valid and every stage must return ATTN_OK.  `mixed` is
+ * set when the case's layers disagree on num_heads (listed as
+ * ATTN_E_MIXED_HEADS, stage create).  `unexpressible` is set for cases the
+ * harness cannot hand to the engine faithfully (num_layers or num_reqs
+ * beyond CASE_MAX_*): check_case then judges nothing. */
+typedef struct case_defects {
+    int n;
+    case_defect d[ORACLE_MAX_DEFECTS];
+    int mixed;
+    int unexpressible;
+} case_defects;
+
+void oracle_case_defects(const attn_case *c, case_defects *out);
+/* 1 if `st` is listed for a defect whose stage is in stage_mask (1|2). */
+int oracle_defects_allow(const case_defects *d, unsigned stage_mask, attn_status st);
+/* "{ATTN_E_BAD_WINDOW (layers.0.window = 0), ...}" into buf. */
+void oracle_defects_format(const case_defects *d, unsigned stage_mask, char *buf, size_t cap);
+
+/* The case file's own `expect` against the model: an expect that no defect
+ * deserves is a bad-input finding (the case is wrong). */
+oracle_id oracle_check_expect(const attn_case *c, const case_defects *d, finding *f);
+
+/* One stage's status against the model: `got` from attn_builder_create
+ * (stage DEFECT_CREATE) or attn_builder_build (DEFECT_BUILD).  A mixed group
+ * judged at create is the mixed-heads oracle (it must be refused with
+ * ATTN_E_MIXED_HEADS or a status of one of its other group defects, and no
+ * builder may be handed back: handed_out != 0 is a finding); everything
+ * else is the bad-input oracle.  ATTN_E_NO_MEMORY is never a finding. */
+oracle_id oracle_check_status(const case_defects *d, defect_stage stage, attn_status got,
+                              const char *engine_msg, int handed_out, finding *f);
+
+/* Sizing: the region table is sorted, aligned and inside the scratchpad,
+ * and for every layer, attn_plan_layer_extents(plan, layer, head_dim) fits
+ * the sized region. */
+oracle_id oracle_check_sizing(const attn_plan *plan, const attn_layer_desc *layers,
+                              int32_t num_layers, int32_t head_dim, finding *f);
+
+/* Differential: `got` (out_dtype, layer l of p) against the double
+ * reference `ref` within attn_tolerance. */
+oracle_id oracle_check_differential(const problem *p, int32_t l, const void *got,
+                                    const double *ref, finding *f);
+/* The reference for layer l of a materialized problem into ref
+ * [problem_out_elems]; 0 ok, -1 if the reference refused. */
+int oracle_reference(const problem *p, int32_t l, double *ref);
+
+/* Invariance: two engine outputs of layer l (out_dtype) agree within twice
+ * the dtype tolerance (each is within one tolerance of the truth), or, when
+ * bitwise != 0, byte for byte.  `what` names the variant. */
+oracle_id oracle_check_agree(const problem *p, int32_t l, const void *base, const void *other,
+                             int bitwise, const char *what, finding *f);
 
 /* Print the finding's line and abort from the oracle's own frame. */
 #if defined(__GNUC__)

@@ -219,7 +219,8 @@ static int fill_block_table(problem *p, const int64_t *nb) {
     return 0;
 }
 
-int problem_init(problem *p, const attn_case *c, size_t max_bytes, char *errbuf, size_t errlen) {
+static int init(problem *p, const attn_case *c, size_t max_bytes, int tensors, char *errbuf,
+                size_t errlen) {
     if (errbuf && errlen) errbuf[0] = '\0';
     if (!p) return -1;
     memset(p, 0, sizeof(*p));
@@ -323,6 +324,12 @@ int problem_init(problem *p, const attn_case *c, size_t max_bytes, char *errbuf,
     p->batch.causal = c->causal;
 
     if (why) return 0;   /* the engine must refuse it: no buffers */
+    if (!tensors) {
+        /* Planning needs the real block table but none of the values. */
+        if (fill_block_table(p, nb)) return fail(p, errbuf, errlen, "out of memory (blocks)");
+        p->unmaterialized_reason = "descriptions only (no tensors requested)";
+        return 0;
+    }
 
     /* ---- sizes, all checked, against max_bytes ---- */
     size_t total = bt_bytes, cache_elems = 0, q_elems[CASE_MAX_LAYERS] = {0};
@@ -408,4 +415,13 @@ size_t problem_out_elems(const problem *p, int32_t l) {
         __builtin_mul_overflow(n, (size_t)d, &n))
         return 0;
     return n;
+}
+
+int problem_init(problem *p, const attn_case *c, size_t max_bytes, char *errbuf, size_t errlen) {
+    return init(p, c, max_bytes, 1, errbuf, errlen);
+}
+
+int problem_init_descriptions(problem *p, const attn_case *c, size_t max_bytes, char *errbuf,
+                              size_t errlen) {
+    return init(p, c, max_bytes, 0, errbuf, errlen);
 }

@@ -34,6 +34,11 @@ typedef struct problem {
  * them) with materialized = 0.  Returns 0, or -1 with a reason in errbuf
  * when even the descriptions cannot be formed (allocation failure). */
 int problem_init(problem *p, const attn_case *c, size_t max_bytes, char *errbuf, size_t errlen);
+/* Descriptions and the real block table, but no query/cache buffers
+ * (materialized = 0): all that building a plan needs, at a fraction of the
+ * cost (the fast plan-only oracles use it). */
+int problem_init_descriptions(problem *p, const attn_case *c, size_t max_bytes, char *errbuf,
+                              size_t errlen);
 void problem_free(problem *p);   /* safe on a zeroed or failed problem */
 
 /* Tensors for layer l with `out` as the output buffer. */

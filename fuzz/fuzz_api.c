@@ -1,0 +1,611 @@
+/*
+ * fuzz_api.c — malformed use of the public API (bad-input oracle).
+ *
+ * Input: [op] [arg] [n_lo] [n_hi] then the case bytes (harness/case_bytes.c).
+ * The case gives a group, a batch and tensors (harness/problem.c); `op`
+ * picks what to break:
+ *   0  allocation failure at the N-th allocation (N from n_lo/n_hi) through
+ *      attn_group_desc.allocator: every stage returns its unfailed status or
+ *      ATTN_E_NO_MEMORY, out-parameters stay unwritten on failure
+ *   1  NULL for one pointer argument of one public function (or a pointer
+ *      inside a description), chosen by `arg`: ATTN_E_NULL_ARG
+ *   2  a huge, negative or garbage size / enum in a description, or a
+ *      corrupted batch array: a refusal status
+ *   3  a scratchpad one byte short, or misaligned: SCRATCH_TOO_SMALL/ALIGN
+ *   4  a layer with a different head count than the plan: refused
+ *   5  tensors that disagree with the plan: refused
+ *   6  attn_reshape_and_cache with garbage slots and token counts
+ *   7  err == NULL everywhere, the name/message tables with garbage codes
+ * Every call must return a listed status (never ATTN_E_INTERNAL, never a
+ * crash), and after destroying everything the counting allocator must be
+ * balanced (no leak).  A violation fires ORACLE_BAD_INPUT.
+ */
+#include "../harness/case.h"
+#include "../harness/case_bytes.h"
+#include "../harness/oracles.h"
+#include "fuzz_common.h"
+#include "../harness/problem.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define API_MAX_BYTES   ((size_t)32 << 20)   /* inputs problem_init may build */
+#define API_MAX_SCRATCH ((size_t)64 << 20)   /* scratchpads we allocate */
+#define SENTINEL        ((void *)(uintptr_t)0x5e57)
+
+/* ------------------------------------------------------------ reporting */
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2), noreturn))
+#endif
+static void violation(const char *fmt, ...) {
+    finding f;
+    f.oracle = ORACLE_BAD_INPUT;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f.detail, sizeof f.detail, fmt, ap);
+    va_end(ap);
+    oracle_fire(&f);
+}
+
+static int listed(attn_status st) {
+    return (unsigned)st < ATTN_STATUS_COUNT && st != ATTN_E_INTERNAL;
+}
+
+/* Every status must be listed; returns it for further checks. */
+static attn_status chk(const char *call, attn_status st, const attn_error *err) {
+    if (!listed(st))
+        violation("%s returned %s (%d): %s", call, attn_status_name(st), (int)st,
+                  err ? err->message : "");
+    if (err && err->status != st)
+        violation("%s returned %s but wrote err.status = %s", call, attn_status_name(st),
+                  attn_status_name(err->status));
+    return st;
+}
+
+static void want(const char *call, attn_status got, attn_status expected, const attn_error *err) {
+    chk(call, got, err);
+    if (got != expected)
+        violation("%s returned %s, want %s: %s", call, attn_status_name(got),
+                  attn_status_name(expected), err ? err->message : "");
+}
+
+static void refused(const char *call, attn_status got, const attn_error *err) {
+    chk(call, got, err);
+    if (got == ATTN_OK) violation("%s accepted malformed input (ATTN_OK)", call);
+}
+
+/* ----------------------------------------------------- counting allocator */
+
+typedef struct counting {
+    size_t calls, fail_at, live;
+} counting;
+
+static void *c_alloc(void *ctx, size_t bytes) {
+    counting *a = ctx;
+    a->calls++;
+    if (a->fail_at && a->calls == a->fail_at) return NULL;
+    void *p = malloc(bytes);
+    if (p) a->live++;
+    return p;
+}
+
+static void c_free(void *ctx, void *p) {
+    counting *a = ctx;
+    if (!p) return;
+    a->live--;
+    free(p);
+}
+
+static void balanced(const counting *a, const char *when) {
+    if (a->live != 0)
+        violation("%s: %zu engine allocation(s) not freed after destroy (of %zu calls)", when,
+                  a->live, a->calls);
+}
+
+/* -------------------------------------------------------------- fixture */
+
+typedef struct fixture {
+    problem p;
+    counting count;
+    attn_allocator alloc;
+    attn_group_desc group;      /* p.group with our allocator */
+    attn_plan_opts opts;
+    attn_builder *b;
+    attn_plan *plan;
+    size_t scratch_bytes;
+    void *scratch;              /* 64-aligned, scratch_bytes (+64 spare) */
+    void *out;                  /* layer 0's output buffer */
+} fixture;
+
+static void fx_release(fixture *x) {
+    attn_plan_destroy(x->plan);
+    attn_builder_destroy(x->b);
+    x->plan = NULL;
+    x->b = NULL;
+}
+
+/* Create + build the case as given; 1 when both succeeded. */
+static int fx_build(fixture *x) {
+    attn_error err;
+    attn_builder *b = SENTINEL;
+    attn_status st = chk("attn_builder_create", attn_builder_create(&x->group, &b, &err), &err);
+    if (st != ATTN_OK) {
+        if (b != SENTINEL) violation("attn_builder_create returned %s but wrote *out",
+                                     attn_status_name(st));
+        return 0;
+    }
+    x->b = b;
+    attn_plan *pl = SENTINEL;
+    st = chk("attn_builder_build", attn_builder_build(b, &x->p.batch, &x->opts, &pl, &err), &err);
+    if (st != ATTN_OK) {
+        if (pl != SENTINEL) violation("attn_builder_build returned %s but wrote *out",
+                                      attn_status_name(st));
+        return 0;
+    }
+    x->plan = pl;
+    return 1;
+}
+
+/* Scratch and layer-0 output for runs; 1 when available. */
+static int fx_run_buffers(fixture *x) {
+    if (!x->p.materialized || !x->plan) return 0;
+    attn_error err;
+    size_t bytes = 0;
+    want("attn_plan_scratch_size", attn_plan_scratch_size(x->plan, &bytes, &err), ATTN_OK, &err);
+    if (bytes > API_MAX_SCRATCH) return 0;
+    x->scratch_bytes = bytes;
+    x->scratch = aligned_alloc(64, (bytes / 64 + 2) * 64);
+    size_t n = problem_out_elems(&x->p, 0), osz = attn_dtype_size(x->p.c.out_dtype);
+    x->out = calloc(n ? n : 1, osz ? osz : 1);
+    return x->scratch && x->out;
+}
+
+static void fx_free(fixture *x) {
+    fx_release(x);
+    free(x->scratch);
+    free(x->out);
+    problem_free(&x->p);
+}
+
+/* --------------------------------------------------------------- ops */
+
+static void op_alloc_failure(fixture *x, unsigned n) {
+    /* The unfailed statuses first, then the same sequence failing at n. */
+    attn_error err;
+    attn_builder *b = NULL;
+    attn_plan *pl = NULL;
+    attn_status c0 = chk("attn_builder_create", attn_builder_create(&x->group, &b, &err), &err);
+    attn_status b0 = ATTN_OK;
+    if (c0 == ATTN_OK)
+        b0 = chk("attn_builder_build", attn_builder_build(b, &x->p.batch, &x->opts, &pl, &err),
+                 &err);
+    if (c0 == ATTN_OK && b0 == ATTN_OK) attn_plan_destroy(pl);
+    if (c0 == ATTN_OK) attn_builder_destroy(b);
+    balanced(&x->count, "unfailed create/build");
+
+    x->count.calls = 0;
+    x->count.fail_at = n;
+    b = SENTINEL;
+    attn_status c1 = chk("attn_builder_create", attn_builder_create(&x->group, &b, &err), &err);
+    if (c1 != c0 && c1 != ATTN_E_NO_MEMORY)
+        violation("attn_builder_create with allocation %u failing returned %s, unfailed %s", n,
+                  attn_status_name(c1), attn_status_name(c0));
+    if (c1 != ATTN_OK) {
+        if (b != SENTINEL) violation("attn_builder_create returned %s but wrote *out",
+                                     attn_status_name(c1));
+        balanced(&x->count, "failed attn_builder_create");
+        return;
+    }
+    pl = SENTINEL;
+    attn_status b1 = chk("attn_builder_build",
+                         attn_builder_build(b, &x->p.batch, &x->opts, &pl, &err), &err);
+    if (b1 != b0 && b1 != ATTN_E_NO_MEMORY)
+        violation("attn_builder_build with allocation %u failing returned %s, unfailed %s", n,
+                  attn_status_name(b1), attn_status_name(b0));
+    if (b1 != ATTN_OK && pl != SENTINEL)
+        violation("attn_builder_build returned %s but wrote *out", attn_status_name(b1));
+    if (b1 == ATTN_OK) attn_plan_destroy(pl);
+    attn_builder_destroy(b);
+    balanced(&x->count, "create/build with a failing allocation");
+}
+
+static void op_null(fixture *x, unsigned arg) {
+    attn_error err;
+    attn_builder *b = NULL;
+    attn_plan *pl = NULL;
+    attn_builder_info bi;
+    attn_plan_info pi;
+    size_t n = 0;
+    const attn_region *regs = NULL;
+    const attn_work_item *items = NULL;
+    const attn_reduction *reds = NULL;
+    const attn_layer_desc *L = &x->p.layers[0];
+    switch (arg % 48) {
+    /* functions that need nothing built */
+    case 0: want("create(group=NULL)", attn_builder_create(NULL, &b, &err), ATTN_E_NULL_ARG, &err); return;
+    case 1: want("create(out=NULL)", attn_builder_create(&x->group, NULL, &err), ATTN_E_NULL_ARG, &err); return;
+    case 2: want("get_info(builder=NULL)", attn_builder_get_info(NULL, &bi, &err), ATTN_E_NULL_ARG, &err); return;
+    case 3: want("build(builder=NULL)", attn_builder_build(NULL, &x->p.batch, NULL, &pl, &err), ATTN_E_NULL_ARG, &err); return;
+    case 4: want("scratch_size(plan=NULL)", attn_plan_scratch_size(NULL, &n, &err), ATTN_E_NULL_ARG, &err); return;
+    case 5: want("regions(plan=NULL)", attn_plan_regions(NULL, &regs, &n, &err), ATTN_E_NULL_ARG, &err); return;
+    case 6: want("extents(plan=NULL)", attn_plan_layer_extents(NULL, L, 8, &n, 1, &err), ATTN_E_NULL_ARG, &err); return;
+    case 7: want("plan_get_info(plan=NULL)", attn_plan_get_info(NULL, &pi, &err), ATTN_E_NULL_ARG, &err); return;
+    case 8: want("items(plan=NULL)", attn_plan_items(NULL, &items, &n, &err), ATTN_E_NULL_ARG, &err); return;
+    case 9: want("reductions(plan=NULL)", attn_plan_reductions(NULL, &reds, &n, &err), ATTN_E_NULL_ARG, &err); return;
+    case 10: want("run(plan=NULL)", attn_run(NULL, L, NULL, NULL, 0, &err), ATTN_E_NULL_ARG, &err); return;
+    case 11: want("reshape(kv=NULL)", attn_reshape_and_cache(NULL, 1, &n, &n, 1, NULL, &n, &n, &err), ATTN_E_NULL_ARG, &err); return;
+    case 12: attn_builder_destroy(NULL); attn_plan_destroy(NULL); return;
+    case 13: if (attn_isa_available(NULL, 0) < 1) violation("attn_isa_available(NULL, 0) < 1"); return;
+    case 14: {
+        attn_allocator bad = x->alloc;
+        bad.alloc = NULL;
+        attn_group_desc g = x->group;
+        g.allocator = &bad;
+        refused("create(allocator.alloc=NULL)", attn_builder_create(&g, &b, &err), &err);
+        return;
+    }
+    case 15: {
+        attn_allocator bad = x->alloc;
+        bad.free = NULL;
+        attn_group_desc g = x->group;
+        g.allocator = &bad;
+        refused("create(allocator.free=NULL)", attn_builder_create(&g, &b, &err), &err);
+        return;
+    }
+    case 16:
+        if (x->group.num_layers > 0) {
+            attn_group_desc g = x->group;
+            g.layers = NULL;
+            want("create(group.layers=NULL)", attn_builder_create(&g, &b, &err), ATTN_E_NULL_ARG, &err);
+        }
+        return;
+    default: break;
+    }
+    if (!fx_build(x)) return;
+    attn_batch bt = x->p.batch;
+    switch (arg % 48) {
+    case 17: want("get_info(out=NULL)", attn_builder_get_info(x->b, NULL, &err), ATTN_E_NULL_ARG, &err); return;
+    case 18: want("build(batch=NULL)", attn_builder_build(x->b, NULL, NULL, &pl, &err), ATTN_E_NULL_ARG, &err); return;
+    case 19: want("build(out=NULL)", attn_builder_build(x->b, &bt, NULL, NULL, &err), ATTN_E_NULL_ARG, &err); return;
+    case 20:
+        bt.query_start_loc = NULL;
+        want("build(batch.query_start_loc=NULL)", attn_builder_build(x->b, &bt, NULL, &pl, &err), ATTN_E_NULL_ARG, &err);
+        return;
+    case 21:
+        bt.seq_lens = NULL;
+        want("build(batch.seq_lens=NULL)", attn_builder_build(x->b, &bt, NULL, &pl, &err), ATTN_E_NULL_ARG, &err);
+        return;
+    case 22:
+        bt.block_table = NULL;
+        want("build(batch.block_table=NULL)", attn_builder_build(x->b, &bt, NULL, &pl, &err), ATTN_E_NULL_ARG, &err);
+        return;
+    case 23: {
+        /* opts NULL is allowed: the defaults */
+        attn_status st = chk("build(opts=NULL)", attn_builder_build(x->b, &bt, NULL, &pl, &err), &err);
+        if (st == ATTN_OK) attn_plan_destroy(pl);
+        return;
+    }
+    case 24: want("scratch_size(bytes=NULL)", attn_plan_scratch_size(x->plan, NULL, &err), ATTN_E_NULL_ARG, &err); return;
+    case 25: want("regions(regions=NULL)", attn_plan_regions(x->plan, NULL, &n, &err), ATTN_E_NULL_ARG, &err); return;
+    case 26: want("regions(count=NULL)", attn_plan_regions(x->plan, &regs, NULL, &err), ATTN_E_NULL_ARG, &err); return;
+    case 27: want("extents(layer=NULL)", attn_plan_layer_extents(x->plan, NULL, x->p.c.head_dim, &n, 1, &err), ATTN_E_NULL_ARG, &err); return;
+    case 28: want("extents(extents=NULL)", attn_plan_layer_extents(x->plan, L, x->p.c.head_dim, NULL, 1, &err), ATTN_E_NULL_ARG, &err); return;
+    case 29: want("plan_get_info(out=NULL)", attn_plan_get_info(x->plan, NULL, &err), ATTN_E_NULL_ARG, &err); return;
+    case 30: want("items(items=NULL)", attn_plan_items(x->plan, NULL, &n, &err), ATTN_E_NULL_ARG, &err); return;
+    case 31: want("items(count=NULL)", attn_plan_items(x->plan, &items, NULL, &err), ATTN_E_NULL_ARG, &err); return;
+    case 32: want("reductions(reds=NULL)", attn_plan_reductions(x->plan, NULL, &n, &err), ATTN_E_NULL_ARG, &err); return;
+    case 33: want("reductions(count=NULL)", attn_plan_reductions(x->plan, &reds, NULL, &err), ATTN_E_NULL_ARG, &err); return;
+    default: break;
+    }
+    if (!fx_run_buffers(x)) return;
+    attn_tensors t = problem_tensors(&x->p, 0, x->out);
+    void *s = x->scratch;
+    size_t sb = x->scratch_bytes;
+    switch (arg % 48) {
+    case 34: want("run(layer=NULL)", attn_run(x->plan, NULL, &t, s, sb, &err), ATTN_E_NULL_ARG, &err); return;
+    case 35: want("run(tensors=NULL)", attn_run(x->plan, L, NULL, s, sb, &err), ATTN_E_NULL_ARG, &err); return;
+    case 36:
+        if (sb) want("run(scratch=NULL)", attn_run(x->plan, L, &t, NULL, sb, &err), ATTN_E_NULL_ARG, &err);
+        return;
+    case 37: t.q = NULL; want("run(tensors.q=NULL)", attn_run(x->plan, L, &t, s, sb, &err), ATTN_E_NULL_ARG, &err); return;
+    case 38: t.out = NULL; want("run(tensors.out=NULL)", attn_run(x->plan, L, &t, s, sb, &err), ATTN_E_NULL_ARG, &err); return;
+    case 39: t.k_cache = NULL; want("run(tensors.k_cache=NULL)", attn_run(x->plan, L, &t, s, sb, &err), ATTN_E_NULL_ARG, &err); return;
+    case 40: t.v_cache = NULL; want("run(tensors.v_cache=NULL)", attn_run(x->plan, L, &t, s, sb, &err), ATTN_E_NULL_ARG, &err); return;
+    default: break;
+    }
+    /* reshape_and_cache: one token, written to slot 0 */
+    attn_kv_desc kv = x->group.kv;
+    size_t row = (size_t)kv.num_kv_heads * (size_t)kv.head_dim * attn_dtype_size(kv.dtype);
+    void *key = calloc(1, row ? row : 1), *val = calloc(1, row ? row : 1);
+    int64_t slot = 0;
+    int32_t nb = x->p.num_blocks;
+    void *kc = x->p.k_cache, *vc = x->p.v_cache;
+    if (key && val) switch (arg % 48) {
+    case 41: want("reshape(key=NULL)", attn_reshape_and_cache(&kv, nb, NULL, val, 1, &slot, kc, vc, &err), ATTN_E_NULL_ARG, &err); break;
+    case 42: want("reshape(value=NULL)", attn_reshape_and_cache(&kv, nb, key, NULL, 1, &slot, kc, vc, &err), ATTN_E_NULL_ARG, &err); break;
+    case 43: want("reshape(slot_mapping=NULL)", attn_reshape_and_cache(&kv, nb, key, val, 1, NULL, kc, vc, &err), ATTN_E_NULL_ARG, &err); break;
+    case 44: want("reshape(k_cache=NULL)", attn_reshape_and_cache(&kv, nb, key, val, 1, &slot, NULL, vc, &err), ATTN_E_NULL_ARG, &err); break;
+    case 45: want("reshape(v_cache=NULL)", attn_reshape_and_cache(&kv, nb, key, val, 1, &slot, kc, NULL, &err), ATTN_E_NULL_ARG, &err); break;
+    default: chk("reshape(valid)", attn_reshape_and_cache(&kv, nb, key, val, 1, &slot, kc, vc, NULL), NULL); break;
+    }
+    free(key);
+    free(val);
+}
+
+/* One garbage value in a description of a valid case. */
+static void op_garbage(fixture *x, unsigned arg, unsigned n) {
+    attn_error err;
+    attn_builder *b = NULL;
+    attn_group_desc g = x->group;
+    attn_layer_desc layers[CASE_MAX_LAYERS];
+    memcpy(layers, x->p.layers, sizeof layers);
+    g.layers = g.num_layers > 0 ? layers : NULL;
+    static const int32_t junk[8] = {0, -1, -7, INT32_MIN, INT32_MAX, 1 << 30, 65536, 4097};
+    int32_t j = junk[n % 8];
+    const char *what = NULL;
+    int must_refuse = 1;
+    switch (arg % 16) {
+    case 0: g.num_layers = j < 0 ? j : ATTN_MAX_LAYERS + 1 + (j & 7); what = "num_layers"; break;
+    case 1: g.num_threads = j <= 0 ? j : ATTN_MAX_THREADS + (j & 0xFFFF); what = "num_threads"; break;
+    case 2: g.kv.num_kv_heads = j <= 0 ? j : ATTN_MAX_HEADS + (j & 0xFFFF); what = "kv.num_kv_heads"; break;
+    case 3: g.kv.head_dim = j <= 0 ? j : ATTN_MAX_HEAD_DIM + (j & 0xFFFF); what = "kv.head_dim"; break;
+    case 4: g.kv.block_size = j <= 0 ? j : ATTN_MAX_BLOCK_SIZE + (j & 0xFFFF); what = "kv.block_size"; break;
+    case 5: g.q_dtype = (attn_dtype)(j < 0 ? j : ATTN_DTYPE_COUNT + (j & 0xFF)); what = "q_dtype"; break;
+    case 6: g.kv.dtype = (attn_dtype)(j < 0 ? j : ATTN_DTYPE_COUNT + (j & 0xFF)); what = "kv.dtype"; break;
+    case 7: g.out_dtype = (attn_dtype)(j < 0 ? j : ATTN_DTYPE_COUNT + (j & 0xFF)); what = "out_dtype"; break;
+    case 8: g.num_layers = 0; g.layers = NULL; g.model_num_heads = j <= 0 ? j : ATTN_MAX_HEADS + (j & 0xFFFF); what = "model_num_heads"; break;
+    case 9: if (g.num_layers < 1) return; layers[n % (unsigned)g.num_layers].window = j == -1 ? 0 : (j < -1 ? j : (1 << 28) + 1 + (j & 0xFFFF)); what = "layer.window"; break;
+    case 10: if (g.num_layers < 1) return; layers[n % (unsigned)g.num_layers].softcap = (n & 8) ? NAN : -INFINITY; what = "layer.softcap"; break;
+    case 11: if (g.num_layers < 1) return; layers[n % (unsigned)g.num_layers].scale = (n & 8) ? INFINITY : -1.0f; what = "layer.scale"; break;
+    case 12: if (g.num_layers < 1) return; layers[n % (unsigned)g.num_layers].num_heads = j <= 0 ? j : ATTN_MAX_HEADS + (j & 0xFFFF); what = "layer.num_heads"; break;
+    case 13: g.isa = (n & 1) ? "bogus" : "avx512-but-longer-than-any-name"; what = "isa"; break;
+    case 14: if (attn_strerror((attn_status)j) == NULL || attn_status_name((attn_status)j) == NULL)
+                 violation("attn_strerror/attn_status_name(%d) returned NULL", (int)j);
+             if ((j < 0 || j >= ATTN_DTYPE_COUNT) &&
+                 (attn_dtype_name((attn_dtype)j) != NULL || attn_dtype_size((attn_dtype)j) != 0))
+                 violation("attn_dtype_name/size(%d) accepted a garbage dtype", (int)j);
+             return;
+    default: must_refuse = 0; break;   /* batch and plan options below */
+    }
+    if (what) {
+        char call[64];
+        snprintf(call, sizeof call, "create(%s = garbage %d)", what, (int)j);
+        attn_status st = attn_builder_create(&g, &b, &err);
+        if (must_refuse) refused(call, st, &err);
+        else chk(call, st, &err);
+        if (st == ATTN_OK) attn_builder_destroy(b);
+        return;
+    }
+    /* Batch arrays and plan options: a copy of the batch, one field bent. */
+    if (!fx_build(x)) return;   /* the unbent batch must plan first */
+    attn_plan_destroy(x->plan);
+    x->plan = NULL;
+    attn_status st;
+    attn_batch bt = x->p.batch;
+    int32_t R = bt.num_reqs;
+    int32_t *qsl = malloc(((size_t)R + 1) * sizeof *qsl), *seq = malloc((size_t)R * sizeof *seq);
+    size_t cells = (size_t)R * (size_t)bt.block_table_stride;
+    int32_t *tab = malloc((cells ? cells : 1) * sizeof *tab);
+    if (!qsl || !seq || !tab) goto done;
+    memcpy(qsl, bt.query_start_loc, ((size_t)R + 1) * sizeof *qsl);
+    memcpy(seq, bt.seq_lens, (size_t)R * sizeof *seq);
+    if (cells) memcpy(tab, bt.block_table, cells * sizeof *tab);
+    bt.query_start_loc = qsl;
+    bt.seq_lens = seq;
+    bt.block_table = tab;
+    attn_plan_opts o = x->opts;
+    unsigned r = n % (unsigned)R;
+    switch ((n >> 3) % 14) {
+    case 0: bt.num_reqs = (j <= 0) ? j : ATTN_MAX_REQS + 1 + (j & 0xFFFF); what = "num_reqs"; break;
+    case 1: qsl[r + 1] = qsl[r]; what = "query_start_loc (empty request)"; break;
+    case 2: qsl[0] = j == 0 ? 1 : j; what = "query_start_loc[0]"; break;
+    case 3: seq[r] = qsl[r + 1] - qsl[r] - 1; what = "seq_lens < q_len"; break;
+    case 4: seq[r] = j >= 0 ? (1 << 28) + 1 + (j & 0xFF) : j; what = "seq_lens (huge/negative)"; break;
+    case 5: bt.block_table_stride = j <= 0 ? j : 0; what = "block_table_stride"; break;
+    case 6: /* entry 0 of a request is always in use (seq_len >= 1) */
+        if (!cells) goto done;
+        tab[(size_t)r * (size_t)bt.block_table_stride] = j < 0 ? j : bt.num_blocks + (j & 0xFFFF);
+        what = "block id";
+        break;
+    case 7: bt.num_blocks = j < 0 ? j : 0; what = "num_blocks"; break;
+    case 8: o.split = (attn_split_mode)(j < 0 ? j : 4 + (j & 0xFF)); what = "opts.split"; break;
+    case 9: o.split = ATTN_SPLIT_FIXED; o.split_count = j <= 0 ? j : ATTN_MAX_SPLITS + 1 + (j & 0xFF); what = "opts.split_count"; break;
+    case 10: o.redzone = (n & 1) ? (size_t)-1 : (size_t)ATTN_ALIGN + 1; what = "opts.redzone"; break;
+    case 11: o.redzone = (size_t)ATTN_MAX_REDZONE + ATTN_ALIGN; what = "opts.redzone (over limit)"; break;
+    case 12: qsl[R] = INT32_MAX; what = "query_start_loc[num_reqs] = INT32_MAX"; break;
+    default: bt.causal = j; what = "causal"; must_refuse = -1; break;
+    }
+    attn_plan *pl = SENTINEL;
+    char call[96];
+    snprintf(call, sizeof call, "build(%s, garbage %d)", what, (int)j);
+    st = attn_builder_build(x->b, &bt, &o, &pl, &err);
+    if (must_refuse == -1) chk(call, st, &err);
+    else refused(call, st, &err);
+    if (st == ATTN_OK) attn_plan_destroy(pl);
+    else if (pl != SENTINEL) violation("%s returned %s but wrote *out", call, attn_status_name(st));
+done:
+    free(qsl);
+    free(seq);
+    free(tab);
+}
+
+static void op_scratch(fixture *x, unsigned arg) {
+    if (!fx_build(x) || !fx_run_buffers(x)) return;
+    attn_error err;
+    attn_tensors t = problem_tensors(&x->p, 0, x->out);
+    const attn_layer_desc *L = &x->p.layers[0];
+    if (x->group.num_layers < 1) return;
+    if (arg & 1) {
+        /* One byte short, at the end of an exactly sized buffer. */
+        if (x->scratch_bytes == 0) return;
+        size_t short_by = x->scratch_bytes - 1;
+        unsigned char *s = aligned_alloc(64, (short_by / 64 + 1) * 64);
+        if (!s) return;
+        want("run(scratch one byte short)", attn_run(x->plan, L, &t, s, short_by, &err),
+             ATTN_E_SCRATCH_TOO_SMALL, &err);
+        free(s);
+    } else {
+        unsigned off = 1 + (arg >> 1) % 63;
+        want("run(misaligned scratch)",
+             attn_run(x->plan, L, &t, (unsigned char *)x->scratch + off, x->scratch_bytes, &err),
+             ATTN_E_SCRATCH_ALIGN, &err);
+    }
+}
+
+static void op_layer_mismatch(fixture *x, unsigned arg) {
+    if (x->group.num_layers < 1 || !fx_build(x) || !fx_run_buffers(x)) return;
+    attn_error err;
+    attn_layer_desc L = x->p.layers[0];
+    int32_t hkv = x->group.kv.num_kv_heads, h = L.num_heads;
+    int32_t k = 1 + (int32_t)(arg % 4);
+    L.num_heads = (arg & 4) && h > hkv * k ? h - hkv * k : h + hkv * k;   /* a valid other count */
+    L.alibi_slopes = NULL;
+    L.sinks = NULL;
+    /* Buffers big enough for the claimed count: a refusal must come from
+     * the plan check, not from luck. */
+    size_t elems = (size_t)x->p.num_tokens * (size_t)L.num_heads * (size_t)x->group.kv.head_dim;
+    size_t qs = attn_dtype_size(x->group.q_dtype), os = attn_dtype_size(x->group.out_dtype);
+    if (elems > ((size_t)16 << 20)) return;
+    void *q = calloc(elems ? elems : 1, qs), *out = calloc(elems ? elems : 1, os);
+    if (q && out) {
+        attn_tensors t = problem_tensors(&x->p, 0, out);
+        t.q = q;
+        if (arg & 8) t.num_heads = L.num_heads;
+        char call[96];
+        snprintf(call, sizeof call, "run(layer with %d heads, plan built for %d)", (int)L.num_heads,
+                 (int)h);
+        refused(call, attn_run(x->plan, &L, &t, x->scratch, x->scratch_bytes, &err), &err);
+    }
+    free(q);
+    free(out);
+}
+
+static void op_tensor_mismatch(fixture *x, unsigned arg) {
+    if (x->group.num_layers < 1 || !fx_build(x) || !fx_run_buffers(x)) return;
+    attn_error err;
+    attn_tensors t = problem_tensors(&x->p, 0, x->out);
+    const char *what;
+    switch (arg % 8) {
+    case 0: t.num_tokens += 1; what = "num_tokens + 1"; break;
+    case 1: t.num_tokens -= 1; what = "num_tokens - 1"; break;
+    case 2: t.q_dtype = (attn_dtype)((t.q_dtype + 1) % ATTN_DTYPE_COUNT); what = "q_dtype"; break;
+    case 3: t.kv_dtype = (attn_dtype)(t.kv_dtype + 3); what = "kv_dtype garbage"; break;
+    case 4: t.num_blocks -= 1; what = "num_blocks - 1"; break;
+    case 5: t.head_dim += 1; what = "head_dim + 1"; break;
+    case 6: t.block_size = -t.block_size; what = "block_size negated"; break;
+    default: t.out = (void *)(uintptr_t)t.q; what = "out aliases q"; break;
+    }
+    char call[64];
+    snprintf(call, sizeof call, "run(tensors.%s)", what);
+    refused(call, attn_run(x->plan, &x->p.layers[0], &t, x->scratch, x->scratch_bytes, &err), &err);
+}
+
+static void op_reshape(fixture *x, unsigned arg, unsigned n) {
+    if (!x->p.materialized) return;
+    attn_error err;
+    attn_kv_desc kv = x->group.kv;
+    int32_t nb = x->p.num_blocks, T = 1 + (int32_t)(n % 8);
+    size_t row = (size_t)kv.num_kv_heads * (size_t)kv.head_dim * attn_dtype_size(kv.dtype);
+    void *key = calloc((size_t)T, row ? row : 1), *val = calloc((size_t)T, row ? row : 1);
+    int64_t slots[8];
+    int64_t cap = (int64_t)nb * kv.block_size;   /* >= 1: the problem is materialized */
+    if (cap < 1) cap = 1;
+    for (int32_t i = 0; i < T; i++)
+        slots[i] = (int64_t)(((uint64_t)n * 7u + (uint64_t)i * 13u) % (uint64_t)cap);
+    const char *what = "valid";
+    int expect_bad = 1;
+    int32_t T_call = T;
+    switch (arg % 6) {
+    case 0: slots[T - 1] = cap; what = "slot == capacity"; break;
+    case 1: slots[0] = -2; what = "slot -2"; break;
+    case 2: slots[T / 2] = INT64_MAX; what = "slot INT64_MAX"; break;
+    case 3: T_call = -(int32_t)(1 + n % 5); what = "num_tokens negative"; break;
+    case 4: slots[0] = -1; what = "slot -1 (skip)"; expect_bad = 0; break;
+    default: expect_bad = 0; break;
+    }
+    if (key && val) {
+        char call[64];
+        snprintf(call, sizeof call, "reshape_and_cache(%s)", what);
+        attn_status st = attn_reshape_and_cache(&kv, nb, key, val, T_call, slots, x->p.k_cache,
+                                                x->p.v_cache, &err);
+        if (expect_bad) refused(call, st, &err);
+        else want(call, st, ATTN_OK, &err);
+    }
+    free(key);
+    free(val);
+}
+
+/* The whole valid sequence with err == NULL: nothing may write through it. */
+static void op_err_null(fixture *x) {
+    attn_builder *b = NULL;
+    attn_plan *pl = NULL;
+    if (chk("create(err=NULL)", attn_builder_create(&x->group, &b, NULL), NULL) != ATTN_OK) return;
+    attn_builder_info bi;
+    chk("get_info(err=NULL)", attn_builder_get_info(b, &bi, NULL), NULL);
+    if (chk("build(err=NULL)", attn_builder_build(b, &x->p.batch, &x->opts, &pl, NULL), NULL) ==
+        ATTN_OK) {
+        size_t n = 0;
+        const attn_region *regs;
+        attn_plan_info pi;
+        chk("scratch_size(err=NULL)", attn_plan_scratch_size(pl, &n, NULL), NULL);
+        chk("regions(err=NULL)", attn_plan_regions(pl, &regs, &n, NULL), NULL);
+        chk("plan_get_info(err=NULL)", attn_plan_get_info(pl, &pi, NULL), NULL);
+        chk("build(builder=NULL, err=NULL)", attn_builder_build(NULL, NULL, NULL, NULL, NULL), NULL);
+        attn_plan_destroy(pl);
+    }
+    attn_builder_destroy(b);
+    const char *names[8];
+    int k = attn_isa_available(names, 8);
+    if (k < 1 || attn_isa_available(names, -1) < 0) violation("attn_isa_available returned %d", k);
+}
+
+/* ----------------------------------------------------------------- entry */
+
+FUZZ_DEFINE_INITIALIZE
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    unsigned op = size > 0 ? data[0] : 0, arg = size > 1 ? data[1] : 0;
+    unsigned n = (size > 2 ? data[2] : 0) | (size > 3 ? (unsigned)data[3] << 8 : 0u);
+    attn_case c;
+    case_decode(size > 4 ? data + 4 : NULL, size > 4 ? size - 4 : 0, &c);
+    /* Keep runs cheap: this target is about statuses, not numbers. */
+    int64_t tokens = 0, keys = 0;
+    for (int32_t r = 0; r < c.num_reqs; r++) {
+        tokens += c.q_len[r] > 0 ? c.q_len[r] : 0;
+        keys += c.kv_len[r] > 0 ? c.kv_len[r] : 0;
+    }
+    if (tokens > 4096 || keys > (1 << 16) || c.threads > 8) return 0;
+
+    fixture x;
+    memset(&x, 0, sizeof x);
+    char msg[256];
+    if (problem_init(&x.p, &c, API_MAX_BYTES, msg, sizeof msg) != 0) return 0;
+    x.alloc.alloc = c_alloc;
+    x.alloc.free = c_free;
+    x.alloc.ctx = &x.count;
+    x.group = x.p.group;
+    x.group.allocator = &x.alloc;
+    x.opts.split = c.split;
+    x.opts.split_count = c.split_count;
+    x.opts.redzone = 0;
+
+    switch (op % 8) {
+    case 0: op_alloc_failure(&x, 1 + n % 48); break;
+    case 1: op_null(&x, arg); break;
+    case 2: op_garbage(&x, arg, n); break;
+    case 3: op_scratch(&x, arg); break;
+    case 4: op_layer_mismatch(&x, arg); break;
+    case 5: op_tensor_mismatch(&x, arg); break;
+    case 6: op_reshape(&x, arg, n); break;
+    default: op_err_null(&x); break;
+    }
+    fx_free(&x);
+    balanced(&x.count, "after destroy");
+    return 0;
+}

@@ -1,0 +1,74 @@
+/*
+ * fuzz_attention.c — the full target: bytes -> case -> builder, plan,
+ * guarded kernel runs of every layer against the double reference
+ * (scratch-bounds, differential), plus the metamorphic runs (split, threads,
+ * permuted blocks, bitwise rerun) for about one input in eight, chosen by
+ * the case's seed so that a crash file reproduces the same checks.
+ *
+ * Runs no kernels for inputs whose cost would be absurd (they still get the
+ * builder/plan oracles): the
+ * estimate (query tokens x keys x query heads x head_dim, summed over
+ * requests and layers, plus the KV cache size) is computed with saturating
+ * arithmetic, so no product can overflow into a small number.  The case's
+ * `expect` is dropped for the reason given in fuzz_plan.c.
+ */
+#include "../harness/case.h"
+#include "../harness/case_bytes.h"
+#include "../harness/oracles.h"
+#include "fuzz_common.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define ATT_MAX_MACS    ((uint64_t)1 << 27)    /* engine + reference multiply-adds: the
+                                                  corpus's Laguna decode must run */
+#define ATT_MAX_CACHE   ((uint64_t)1 << 24)    /* K (or V) cache elements */
+#define ATT_MAX_THREADS 8                      /* more only multiplies barrier cost */
+
+static uint64_t sat_mul(uint64_t a, uint64_t b) {
+    uint64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b) {
+    uint64_t r;
+    return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+static uint64_t at_least_1(int64_t v) { return v > 0 ? (uint64_t)v : 1; }
+
+static int too_costly(const attn_case *c) {
+    if (c->threads > ATT_MAX_THREADS && c->threads <= ATTN_MAX_THREADS) return 1;
+    uint64_t heads = 0;   /* summed over layers: every layer runs */
+    for (int32_t l = 0; l < c->num_layers; l++)
+        heads = sat_add(heads, at_least_1(c->layers[l].num_heads));
+    if (c->num_layers == 0) heads = at_least_1(c->model_num_heads);
+    uint64_t d = at_least_1(c->head_dim), macs = 0, keys = 0;
+    for (int32_t r = 0; r < c->num_reqs; r++) {
+        uint64_t kv = at_least_1(c->kv_len[r]);
+        macs = sat_add(macs, sat_mul(at_least_1(c->q_len[r]), kv));
+        keys = sat_add(keys, sat_add(kv, at_least_1(c->block_size)));
+    }
+    macs = sat_mul(sat_mul(macs, heads), d);
+    uint64_t cache = sat_mul(sat_mul(keys, at_least_1(c->num_kv_heads)), d);
+    return macs > ATT_MAX_MACS || cache > ATT_MAX_CACHE;
+}
+
+FUZZ_DEFINE_INITIALIZE
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    attn_case c;
+    case_decode(data, size, &c);
+    c.expect = ATTN_OK;
+    /* Too costly to run: still judged by the builder/plan oracles. */
+    unsigned what = CHECK_PLAN;
+    if (!too_costly(&c)) {
+        what |= CHECK_RUN;
+        if (c.seed % 8 == 7) what |= CHECK_INVARIANCE;
+    }
+    finding f;
+    if (check_case(&c, what, &f) != ORACLE_NONE) oracle_fire(&f);
+    return 0;
+}

@@ -1,0 +1,30 @@
+/*
+ * fuzz_common.h — what every fuzz target shares: the one-time process setup
+ * run by LLVMFuzzerInitialize (libFuzzer) and by the replay driver.
+ */
+#ifndef ATTN_FUZZ_COMMON_H
+#define ATTN_FUZZ_COMMON_H
+
+#include <stdlib.h>
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+/* OpenMP workers that spin after a parallel region (the default, both in
+ * libgomp and libomp) compete with the harness thread for the two cores and
+ * cut exec/s several-fold; a passive wait policy costs nothing for the tiny
+ * shapes fuzzed.  Must run before the first parallel region; an explicit
+ * setting in the environment wins. */
+static inline void fuzz_common_init(void) {
+    setenv("OMP_WAIT_POLICY", "passive", 0);
+    setenv("KMP_BLOCKTIME", "0", 0);
+}
+
+#define FUZZ_DEFINE_INITIALIZE                                \
+    int LLVMFuzzerInitialize(int *argc, char ***argv) {       \
+        (void)argc;                                           \
+        (void)argv;                                           \
+        fuzz_common_init();                                   \
+        return 0;                                             \
+    }
+
+#endif /* ATTN_FUZZ_COMMON_H */

@@ -1,0 +1,38 @@
+/*
+ * fuzz_plan.c — the fast builder/sizing target: bytes -> case -> builder +
+ * plan, judged by the mixed-heads, bad-input and sizing oracles (no
+ * kernels run, so this is the target that finds the model-wide head-count
+ * bug in seconds).  One engine-neutral entry point; libFuzzer links it
+ * directly, fuzz/replay.c replays corpora through it.
+ *
+ * The case's own `expect` is dropped: a mutated refusal case keeps an expect
+ * that its mutated-away defect no longer deserves, and the defect model in
+ * oracles.c judges every status the engine returns anyway.
+ */
+#include "../harness/case.h"
+#include "../harness/case_bytes.h"
+#include "../harness/oracles.h"
+#include "fuzz_common.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Planning is linear in the query tokens; a million of them says nothing
+ * new and only slows the target down. */
+#define PLAN_MAX_TOKENS ((int64_t)1 << 20)
+
+FUZZ_DEFINE_INITIALIZE
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    attn_case c;
+    case_decode(data, size, &c);
+    c.expect = ATTN_OK;
+    int64_t tokens = 0;
+    for (int32_t r = 0; r < c.num_reqs; r++) tokens += c.q_len[r] > 0 ? c.q_len[r] : 0;
+    if (tokens > PLAN_MAX_TOKENS) return 0;
+    finding f;
+    if (check_case(&c, CHECK_PLAN, &f) != ORACLE_NONE) oracle_fire(&f);
+    return 0;
+}

@@ -1,0 +1,771 @@
+/*
+ * case_bytes.c — the compact binary form of a case (the bytes libFuzzer
+ * mutates): a small data producer that decodes ANY byte string into a case,
+ * and its canonical inverse.
+ *
+ * Owns: the byte grammar below and the shape distribution random bytes get.
+ * Does not own what the engine accepts (src/), the text form (case.c) or the
+ * oracles: deliberately invalid values are produced on purpose, in a
+ * minority of decodes, and the engine must refuse them.
+ *
+ * Grammar.  Bytes are read front to back; a missing byte reads as 0, so the
+ * empty input is a small valid case.  Most fields are one "escaped integer":
+ *
+ *     b < 0xFD          small form: a field-specific map of b, often relative
+ *                       to fields decoded before (layer heads = kv_heads x g)
+ *     0xFD lo hi        wide form: field minimum + u16, clamped to its maximum
+ *                       (reaches kv_len 16384, 128 heads, D 256, ...)
+ *     0xFE b0 b1 b2 b3  raw form: int32 LE clamped into the field's range
+ *     0xFF k            invalid form: the field's k-th deliberately invalid
+ *                       value (heads 0, window -3, q_len = kv_len + 1, ...)
+ *
+ * Floats (softcap, scale): b < 0xFE table, 0xFE + 4 raw bytes, 0xFF k invalid.
+ * Field order:
+ *     kv_heads  num_layers  { heads window attr [softcap] [scale] } x layers
+ *     model_num_heads  head_dim  block_size  dtypes  causal  threads  split
+ *     blocks  num_reqs  { kv_len q_len } x reqs  seed  isa  expect  name
+ * attr is one byte: bits 0-2 == 7 -> alibi, bits 3-5 == 7 -> sinks, bit 6 ->
+ * a softcap follows, bit 7 -> a scale follows.  dtypes is one byte (0xFF +
+ * three int8 for raw values); split is an escaped code (0xFD: FIXED n,
+ * 0xFE: raw int8 mode + int16 count); seed is b < 0xFD, or 0xFD/0xFE/0xFF +
+ * 2/4/8 bytes; expect is OK unless 0xFF k; name is empty unless its length
+ * byte is >= 0xF0.
+ *
+ * Canonical encoding: each field takes the first small byte that decodes to
+ * its value in the same context, else the invalid form, else wide, else raw.
+ * The encoder runs the decoder's own maps, so the two cannot drift apart.
+ */
+#include "case_bytes.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+enum { ESC_WIDE = 0xFD, ESC_RAW = 0xFE, ESC_BAD = 0xFF };
+
+#define SEQ_HI ((int32_t)(1 << 28) + 1)   /* just past ATTN_MAX_SEQ_LEN */
+
+/* ----------------------------------------------------------- reader/writer */
+
+typedef struct reader {
+    const uint8_t *p;
+    size_t n, i;
+} reader;
+
+static unsigned rd_u8(reader *r) {
+    if (r->i >= r->n) return 0;
+    return r->p[r->i++];
+}
+
+static uint64_t rd_le(reader *r, int bytes) {
+    uint64_t v = 0;
+    for (int k = 0; k < bytes; k++) v |= (uint64_t)rd_u8(r) << (8 * k);
+    return v;
+}
+
+typedef struct writer {
+    uint8_t *p;
+    size_t cap, n;
+    int full;          /* cap exceeded */
+    char *err;
+    size_t errlen;
+    int failed;        /* a value outside the domain */
+} writer;
+
+static void wr_u8(writer *w, unsigned b) {
+    if (w->n >= w->cap) {
+        w->full = 1;
+        return;
+    }
+    w->p[w->n++] = (uint8_t)b;
+}
+
+static void wr_le(writer *w, uint64_t v, int bytes) {
+    for (int k = 0; k < bytes; k++) wr_u8(w, (unsigned)(v >> (8 * k)) & 0xFFu);
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void wr_fail(writer *w, const char *fmt, ...) {
+    if (w->failed) return;     /* keep the first message */
+    w->failed = 1;
+    if (!w->err || !w->errlen) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->err, w->errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* --------------------------------------------------------- field context */
+
+/* What a field's maps may look at: the case decoded so far, plus which
+ * layer / request the field belongs to. */
+typedef struct fctx {
+    const attn_case *c;
+    int32_t l, r;
+} fctx;
+
+typedef int32_t (*imap_fn)(unsigned b, const fctx *x);
+
+typedef struct ispec {
+    const char *name;
+    imap_fn small;         /* b in 0..0xFC */
+    imap_fn bad;           /* k in 0..255 */
+    int32_t lo, hi;        /* the field's decodable range (wide and raw forms) */
+} ispec;
+
+static int32_t clamp64(int64_t v, int32_t lo, int32_t hi) {
+    if (v < lo) return lo;
+    if (v > hi) return hi;
+    return (int32_t)v;
+}
+
+static int32_t rd_int(reader *r, const ispec *s, const fctx *x) {
+    unsigned b = rd_u8(r);
+    if (b < ESC_WIDE) return s->small(b, x);
+    if (b == ESC_WIDE) return clamp64((int64_t)s->lo + (int64_t)rd_le(r, 2), s->lo, s->hi);
+    if (b == ESC_RAW) return clamp64((int32_t)(uint32_t)rd_le(r, 4), s->lo, s->hi);
+    return s->bad(rd_u8(r), x);
+}
+
+static void wr_int(writer *w, const ispec *s, const fctx *x, int32_t v) {
+    for (unsigned b = 0; b < ESC_WIDE; b++)
+        if (s->small(b, x) == v) {
+            wr_u8(w, b);
+            return;
+        }
+    for (unsigned k = 0; k < 256; k++)
+        if (s->bad(k, x) == v) {
+            wr_u8(w, ESC_BAD);
+            wr_u8(w, k);
+            return;
+        }
+    if (v >= s->lo && v <= s->hi && (int64_t)v - s->lo <= 0xFFFF) {
+        wr_u8(w, ESC_WIDE);
+        wr_le(w, (uint64_t)((int64_t)v - s->lo), 2);
+        return;
+    }
+    if (v >= s->lo && v <= s->hi) {
+        wr_u8(w, ESC_RAW);
+        wr_le(w, (uint32_t)v, 4);
+        return;
+    }
+    wr_fail(w, "%s = %d is outside the decodable range %d..%d", s->name, (int)v, (int)s->lo,
+            (int)s->hi);
+}
+
+/* Floats: b < 0xFE table, 0xFE raw bits, 0xFF k invalid. */
+typedef struct fspec {
+    const char *name;
+    const float *table;
+    unsigned ntable;
+    const float *bad;
+    unsigned nbad;
+} fspec;
+
+/* Bit equality: the encoder keeps a NaN's sign and payload (the text form
+ * prints "-nan" for a negative one). */
+static int same_float(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+static float rd_float(reader *r, const fspec *s) {
+    unsigned b = rd_u8(r);
+    if (b < ESC_RAW) return s->table[b % s->ntable];
+    if (b == ESC_RAW) {
+        uint32_t bits = (uint32_t)rd_le(r, 4);
+        float f;
+        memcpy(&f, &bits, sizeof f);
+        return f;
+    }
+    return s->bad[rd_u8(r) % s->nbad];
+}
+
+static void wr_float(writer *w, const fspec *s, float v) {
+    for (unsigned i = 0; i < s->ntable; i++)
+        if (same_float(s->table[i], v)) {
+            wr_u8(w, i);
+            return;
+        }
+    for (unsigned i = 0; i < s->nbad; i++)
+        if (same_float(s->bad[i], v)) {
+            wr_u8(w, ESC_BAD);
+            wr_u8(w, i);
+            return;
+        }
+    uint32_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    wr_u8(w, ESC_RAW);
+    wr_le(w, bits, 4);
+}
+
+/* ------------------------------------------------------------ the maps */
+
+/* KV heads and group sizes: mostly small GQA shapes. */
+static const int32_t kvh_tab[16] = {1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 1, 3, 16, 5, 6, 32};
+static const int32_t g_tab[16] = {1, 2, 4, 8, 6, 2, 1, 4, 3, 8, 5, 16, 2, 9, 7, 12};
+
+static int32_t usable_kvh(const attn_case *c) {
+    return (c->num_kv_heads >= 1 && c->num_kv_heads <= 128) ? c->num_kv_heads : 8;
+}
+
+/* Group size of layer 0 (1 when layer 0 is not a clean multiple). */
+static int32_t base_g(const attn_case *c) {
+    int32_t hkv = usable_kvh(c);
+    if (c->num_layers < 1) return 2;
+    int32_t h = c->layers[0].num_heads;
+    if (h < hkv || h > 1024 || h % hkv) return 1;
+    return h / hkv;
+}
+
+static int32_t m_kvh(unsigned b, const fctx *x) {
+    (void)x;
+    return kvh_tab[b % 16];
+}
+static int32_t b_kvh(unsigned k, const fctx *x) {
+    (void)x;
+    static const int32_t t[4] = {0, -1, 1025, -7};
+    return t[k % 4];
+}
+
+static int32_t m_layers(unsigned b, const fctx *x) {
+    (void)x;
+    static const int32_t t[16] = {1, 1, 1, 1, 2, 2, 2, 3, 1, 2, 4, 8, 0, 1, 6, 2};
+    return t[b % 16];
+}
+static int32_t b_layers(unsigned k, const fctx *x) {
+    (void)x;
+    return (int32_t)(k % 9);   /* no invalid count exists: 0..8 */
+}
+
+/* Layer 0: kv_heads x g.  Later layers: mostly layer 0's count; 1/16 a
+ * Laguna-like larger count (48 -> 64), 1/16 another multiple. */
+static int32_t m_heads(unsigned b, const fctx *x) {
+    int32_t hkv = usable_kvh(x->c);
+    if (x->l == 0) return hkv * g_tab[b % 16];
+    int32_t g0 = base_g(x->c);
+    switch (b % 16) {
+    case 14: return hkv * (g0 + (g0 / 3 > 1 ? g0 / 3 : 1));
+    case 15: return hkv * g_tab[(b >> 4) % 16];
+    default: return x->c->layers[0].num_heads;
+    }
+}
+static int32_t b_heads(unsigned k, const fctx *x) {
+    int32_t hkv = usable_kvh(x->c);
+    switch (k % 4) {
+    case 0: return 0;
+    case 1: return -1;
+    case 2: return 1025;
+    default: return hkv + 1;   /* Hq % Hkv != 0 (unless Hkv == 1) */
+    }
+}
+
+/* Windows: half none, some shared with the previous layer, some shorter
+ * than a block (1, 3, 8), a few long. */
+static int32_t m_window(unsigned b, const fctx *x) {
+    int32_t prev = x->l > 0 ? x->c->layers[x->l - 1].window : -1;
+    static const int32_t t[16] = {-1, -1, -1, -1, -1, -1, 0, 0, 0, 1, 3, 8, 16, 33, 64, 512};
+    int32_t v = t[b % 16];
+    return v == 0 ? prev : v;
+}
+static int32_t b_window(unsigned k, const fctx *x) {
+    (void)x;
+    static const int32_t t[4] = {0, -2, -3, SEQ_HI};
+    return t[k % 4];
+}
+
+/* model_num_heads: often a different multiple of kv_heads than layer 0's
+ * (64 -> 48), which is what the model-wide sizing bug needs. */
+static int32_t m_model(unsigned b, const fctx *x) {
+    const attn_case *c = x->c;
+    int32_t hkv = usable_kvh(c);
+    if (c->num_layers < 1) return hkv * g_tab[(b >> 3) % 16];
+    int32_t g0 = base_g(c);
+    switch (b % 8) {
+    case 1: return hkv * (g0 * 3 / 4 > 1 ? g0 * 3 / 4 : 1);
+    case 2: return hkv * (g0 / 2 > 1 ? g0 / 2 : 1);
+    case 3: return hkv * (g0 + 1);
+    case 5: return hkv * (g0 > 1 ? g0 - 1 : 1);
+    case 7: return hkv * g_tab[(b >> 3) % 16];
+    default: return c->layers[0].num_heads;
+    }
+}
+static int32_t b_model(unsigned k, const fctx *x) {
+    (void)x;
+    static const int32_t t[4] = {0, -1, 1025, 3};
+    return t[k % 4];
+}
+
+/* Head dims: powers of two, odd sizes (80, 96, 112, 24, 48) and tiny ones. */
+static int32_t m_dim(unsigned b, const fctx *x) {
+    (void)x;
+    static const int32_t t[16] = {64, 32, 16, 8, 128, 64, 80, 96, 4, 1, 3, 256, 48, 2, 112, 24};
+    return t[b % 16];
+}
+static int32_t b_dim(unsigned k, const fctx *x) {
+    (void)x;
+    static const int32_t t[3] = {0, -1, ATTN_MAX_HEAD_DIM + 1};
+    return t[k % 3];
+}
+
+static int32_t m_bs(unsigned b, const fctx *x) {
+    (void)x;
+    static const int32_t t[16] = {16, 16, 1, 2, 4, 8, 16, 32, 3, 5, 7, 64, 17, 128, 256, 16};
+    return t[b % 16];
+}
+static int32_t b_bs(unsigned k, const fctx *x) {
+    (void)x;
+    static const int32_t t[3] = {0, -1, ATTN_MAX_BLOCK_SIZE + 1};
+    return t[k % 3];
+}
+
+static int32_t m_causal(unsigned b, const fctx *x) {
+    (void)x;
+    return b % 8 == 7 ? 0 : 1;
+}
+static int32_t b_causal(unsigned k, const fctx *x) {
+    (void)x;
+    return (int32_t)(k & 1u);
+}
+
+static int32_t m_threads(unsigned b, const fctx *x) {
+    (void)x;
+    static const int32_t t[8] = {1, 1, 2, 2, 3, 4, 1, 2};
+    return t[b % 8];
+}
+static int32_t b_threads(unsigned k, const fctx *x) {
+    (void)x;
+    static const int32_t t[3] = {0, -1, ATTN_MAX_THREADS + 1};
+    return t[k % 3];
+}
+
+static int32_t m_blocks(unsigned b, const fctx *x) {
+    (void)x;
+    return (int32_t)(b % CASE_BLOCKS_COUNT);
+}
+
+static int32_t m_reqs(unsigned b, const fctx *x) {
+    (void)x;
+    static const int32_t t[16] = {1, 1, 1, 2, 2, 3, 4, 1, 2, 5, 8, 3, 16, 6, 32, 64};
+    return t[b % 16];
+}
+static int32_t b_reqs(unsigned k, const fctx *x) {
+    (void)x;
+    (void)k;
+    return 0;   /* an empty batch */
+}
+
+/* kv_len: 3/4 of bytes give 1..192 keys, the rest block edges and a few
+ * long rows (up to 4097; the wide form reaches 16384 and beyond). */
+static int32_t m_kv(unsigned b, const fctx *x) {
+    (void)x;
+    static const int32_t big[32] = {200,  255,  256,  257,  300,  383,  511,  512,
+                                    513,  600,  700,  1000, 1023, 1024, 1025, 2047,
+                                    2049, 4097, 193,  240,  250,  260,  320,  333,
+                                    400,  448,  500,  640,  768,  800,  900,  1500};
+    if (b < 0xC0) return (int32_t)b + 1;
+    return big[(b - 0xC0) % 32];
+}
+static int32_t b_kv(unsigned k, const fctx *x) {
+    (void)x;
+    static const int32_t t[3] = {0, -1, SEQ_HI};
+    return t[k % 3];
+}
+
+/* q_len relative to kv_len: half decode, then prefill (q = kv), chunked
+ * prefill (q < kv) of several sizes. */
+static int32_t m_q(unsigned b, const fctx *x) {
+    int32_t kv = x->c->kv_len[x->r];
+    int32_t v;
+    switch (b % 16) {
+    case 8: v = kv; break;
+    case 9: v = 2; break;
+    case 10: v = 5; break;
+    case 11: v = 16; break;
+    case 12: v = kv / 2; break;
+    case 13: v = 33; break;
+    case 14: v = kv - 1; break;
+    case 15: v = 8; break;
+    default: v = 1; break;
+    }
+    if (v > kv) v = kv;
+    if (v < 1) v = 1;
+    return v;
+}
+static int32_t b_q(unsigned k, const fctx *x) {
+    int32_t kv = x->c->kv_len[x->r];
+    switch (k % 4) {
+    case 0: return kv < SEQ_HI ? kv + 1 : kv;   /* q_len > kv_len */
+    case 1: return 0;
+    case 2: return -1;
+    default: return kv < SEQ_HI / 2 ? 2 * kv + 2 : kv;
+    }
+}
+
+static int32_t m_expect(unsigned b, const fctx *x) {
+    (void)x;
+    (void)b;
+    return ATTN_OK;
+}
+static int32_t b_expect(unsigned k, const fctx *x) {
+    (void)x;
+    return (int32_t)(k % ATTN_STATUS_COUNT);
+}
+
+static const ispec S_KVH = {"kv_heads", m_kvh, b_kvh, -2, 1 << 20};
+static const ispec S_LAYERS = {"num_layers", m_layers, b_layers, 0, CASE_MAX_LAYERS};
+static const ispec S_HEADS = {"heads", m_heads, b_heads, -2, 1 << 20};
+static const ispec S_WINDOW = {"window", m_window, b_window, -3, SEQ_HI};
+static const ispec S_MODEL = {"model_num_heads", m_model, b_model, -2, 1 << 20};
+static const ispec S_DIM = {"head_dim", m_dim, b_dim, -2, 1 << 20};
+static const ispec S_BS = {"block_size", m_bs, b_bs, -2, 1 << 20};
+static const ispec S_CAUSAL = {"causal", m_causal, b_causal, 0, 1};
+static const ispec S_THREADS = {"threads", m_threads, b_threads, -1, 1024};
+static const ispec S_BLOCKS = {"blocks", m_blocks, m_blocks, 0, CASE_BLOCKS_COUNT - 1};
+static const ispec S_REQS = {"num_reqs", m_reqs, b_reqs, 0, CASE_MAX_REQS};
+static const ispec S_KV = {"kv_len", m_kv, b_kv, -1, SEQ_HI};
+static const ispec S_Q = {"q_len", m_q, b_q, -1, SEQ_HI};
+static const ispec S_EXPECT = {"expect", m_expect, b_expect, 0, ATTN_STATUS_COUNT - 1};
+
+static const float softcap_tab[8] = {30.0f, 50.0f, 5.0f, 1.0f, 0.5f, 20.0f, 10.0f, 2.0f};
+static const float scale_tab[8] = {0.125f, 0.0883883476f, 1.0f, 0.5f,
+                                   0.25f,  0.0625f,       2.0f, 0.1f};
+static const float float_bad[5] = {-1.0f, NAN, INFINITY, -INFINITY, -0.5f};
+static const fspec S_SOFTCAP = {"softcap", softcap_tab, 8, float_bad, 5};
+static const fspec S_SCALE = {"scale", scale_tab, 8, float_bad, 5};
+
+/* ------------------------------------------------------- composite fields */
+
+/* dtypes: one byte; 0xFF + three int8 for anything else. */
+static void dtypes_small(unsigned d, attn_dtype out[3]) {
+    int32_t q, kv, o;
+    switch (d & 3u) {
+    case 2:
+        q = (int32_t)((d >> 2) % 3);
+        kv = (int32_t)((d >> 4) % 3);
+        o = (int32_t)((d >> 6) % 3);
+        break;
+    case 3: q = kv = o = ATTN_DTYPE_F32; break;
+    default: q = kv = o = (int32_t)((d >> 2) % 3); break;
+    }
+    out[0] = (attn_dtype)q;
+    out[1] = (attn_dtype)kv;
+    out[2] = (attn_dtype)o;
+}
+
+static void rd_dtypes(reader *r, attn_case *c) {
+    unsigned d = rd_u8(r);
+    attn_dtype t[3];
+    if (d != ESC_BAD) {
+        dtypes_small(d, t);
+    } else {
+        for (int i = 0; i < 3; i++) t[i] = (attn_dtype)(int8_t)(uint8_t)rd_u8(r);
+    }
+    c->q_dtype = t[0];
+    c->kv_dtype = t[1];
+    c->out_dtype = t[2];
+}
+
+static void wr_dtypes(writer *w, const attn_case *c) {
+    for (unsigned d = 0; d < ESC_BAD; d++) {
+        attn_dtype t[3];
+        dtypes_small(d, t);
+        if (t[0] == c->q_dtype && t[1] == c->kv_dtype && t[2] == c->out_dtype) {
+            wr_u8(w, d);
+            return;
+        }
+    }
+    const attn_dtype v[3] = {c->q_dtype, c->kv_dtype, c->out_dtype};
+    static const char *const names[3] = {"q_dtype", "kv_dtype", "out_dtype"};
+    for (int i = 0; i < 3; i++)
+        if ((int)v[i] < INT8_MIN || (int)v[i] > INT8_MAX) {
+            wr_fail(w, "%s = %d is outside the decodable range %d..%d", names[i], (int)v[i],
+                    INT8_MIN, INT8_MAX);
+            return;
+        }
+    wr_u8(w, ESC_BAD);
+    for (int i = 0; i < 3; i++) wr_u8(w, (uint8_t)(int8_t)v[i]);
+}
+
+/* split: small codes, 0xFD FIXED n (n in -1..ATTN_MAX_SPLITS+1), 0xFE raw
+ * int8 mode + int16 count, 0xFF k invalid.  AUTO/OFF/ON carry count 0. */
+typedef struct split_v {
+    int32_t mode, count;
+} split_v;
+
+static split_v split_norm(int32_t mode, int32_t count) {
+    split_v s = {mode, count};
+    if (mode == ATTN_SPLIT_AUTO || mode == ATTN_SPLIT_OFF || mode == ATTN_SPLIT_ON) s.count = 0;
+    return s;
+}
+
+static split_v split_small(unsigned b) {
+    static const int8_t t[16][2] = {
+        {ATTN_SPLIT_AUTO, 0},  {ATTN_SPLIT_AUTO, 0},  {ATTN_SPLIT_AUTO, 0},
+        {ATTN_SPLIT_OFF, 0},   {ATTN_SPLIT_OFF, 0},   {ATTN_SPLIT_ON, 0},
+        {ATTN_SPLIT_ON, 0},    {ATTN_SPLIT_ON, 0},    {ATTN_SPLIT_FIXED, 2},
+        {ATTN_SPLIT_FIXED, 3}, {ATTN_SPLIT_FIXED, 4}, {ATTN_SPLIT_FIXED, 1},
+        {ATTN_SPLIT_FIXED, 8}, {ATTN_SPLIT_AUTO, 0},  {ATTN_SPLIT_ON, 0},
+        {ATTN_SPLIT_FIXED, 5},
+    };
+    return split_norm(t[b % 16][0], t[b % 16][1]);
+}
+
+static split_v split_bad(unsigned k) {
+    static const int32_t t[5][2] = {
+        {ATTN_SPLIT_FIXED, 0}, {ATTN_SPLIT_FIXED, ATTN_MAX_SPLITS + 1}, {4, 0}, {-1, 0},
+        {ATTN_SPLIT_FIXED, -1},
+    };
+    return split_norm(t[k % 5][0], t[k % 5][1]);
+}
+
+static void rd_split(reader *r, attn_case *c) {
+    unsigned b = rd_u8(r);
+    split_v s;
+    if (b < ESC_WIDE) {
+        s = split_small(b);
+    } else if (b == ESC_WIDE) {
+        s = split_norm(ATTN_SPLIT_FIXED,
+                       clamp64((int16_t)(uint16_t)rd_le(r, 2), -1, ATTN_MAX_SPLITS + 1));
+    } else if (b == ESC_RAW) {
+        int32_t mode = (int8_t)(uint8_t)rd_u8(r);
+        int32_t count = (int16_t)(uint16_t)rd_le(r, 2);
+        s = split_norm(mode, count);
+    } else {
+        s = split_bad(rd_u8(r));
+    }
+    c->split = (attn_split_mode)s.mode;
+    c->split_count = s.count;
+}
+
+static int split_eq(split_v a, split_v b) { return a.mode == b.mode && a.count == b.count; }
+
+static void wr_split(writer *w, const attn_case *c) {
+    split_v v = split_norm((int32_t)c->split, c->split_count);
+    for (unsigned b = 0; b < ESC_WIDE; b++)
+        if (split_eq(split_small(b), v)) {
+            wr_u8(w, b);
+            return;
+        }
+    for (unsigned k = 0; k < 256; k++)
+        if (split_eq(split_bad(k), v)) {
+            wr_u8(w, ESC_BAD);
+            wr_u8(w, k);
+            return;
+        }
+    if (v.mode == ATTN_SPLIT_FIXED && v.count >= -1 && v.count <= ATTN_MAX_SPLITS + 1) {
+        wr_u8(w, ESC_WIDE);
+        wr_le(w, (uint16_t)(int16_t)v.count, 2);
+        return;
+    }
+    if (v.mode >= INT8_MIN && v.mode <= INT8_MAX && v.count >= INT16_MIN &&
+        v.count <= INT16_MAX) {
+        wr_u8(w, ESC_RAW);
+        wr_u8(w, (uint8_t)(int8_t)v.mode);
+        wr_le(w, (uint16_t)(int16_t)v.count, 2);
+        return;
+    }
+    wr_fail(w, "split = raw:%d:%d is outside the decodable range (int8 mode, int16 count)",
+            (int)v.mode, (int)v.count);
+}
+
+/* seed: b < 0xFD, else 2/4/8 little-endian bytes. */
+static uint64_t rd_seed(reader *r) {
+    unsigned b = rd_u8(r);
+    if (b < ESC_WIDE) return b;
+    if (b == ESC_WIDE) return rd_le(r, 2);
+    if (b == ESC_RAW) return rd_le(r, 4);
+    return rd_le(r, 8);
+}
+
+static void wr_seed(writer *w, uint64_t s) {
+    if (s < ESC_WIDE) {
+        wr_u8(w, (unsigned)s);
+    } else if (s <= 0xFFFFu) {
+        wr_u8(w, ESC_WIDE);
+        wr_le(w, s, 2);
+    } else if (s <= 0xFFFFFFFFu) {
+        wr_u8(w, ESC_RAW);
+        wr_le(w, s, 4);
+    } else {
+        wr_u8(w, ESC_BAD);
+        wr_le(w, s, 8);
+    }
+}
+
+/* isa: mostly the engine default; a few named tables and one unknown name. */
+#define ISA_SLOTS 32
+static const char *isa_of(unsigned b) {
+    static const char *const named[5] = {"ref", "avx2", "avx512", "avx512bf16", "sse9"};
+    unsigned i = b % ISA_SLOTS;
+    return i < ISA_SLOTS - 5 ? "" : named[i - (ISA_SLOTS - 5)];
+}
+
+/* name: empty unless the length byte is >= 0xF0 (1..15 chars), 0xFF + n
+ * (n % 64 chars).  Bytes that are not printable text become letters. */
+static char name_char(unsigned ch) {
+    if (ch >= 0x21 && ch <= 0x7E && ch != '#') return (char)ch;
+    return (char)('a' + ch % 26);
+}
+
+static void rd_name(reader *r, attn_case *c) {
+    unsigned b = rd_u8(r);
+    size_t len = 0;
+    if (b == ESC_BAD) len = rd_u8(r) % CASE_NAME_LEN;
+    else if (b >= 0xF0) len = b - 0xEF;
+    for (size_t i = 0; i < len; i++) c->name[i] = name_char(rd_u8(r));
+    c->name[len] = '\0';
+}
+
+static void wr_name(writer *w, const char *name) {
+    size_t len = strnlen(name, CASE_NAME_LEN);
+    if (len >= CASE_NAME_LEN) {
+        wr_fail(w, "name is not NUL-terminated within %d bytes", CASE_NAME_LEN);
+        return;
+    }
+    for (size_t i = 0; i < len; i++)
+        if (name_char((unsigned char)name[i]) != name[i]) {
+            wr_fail(w, "name: character 0x%02x at %zu is not printable text (or is '#')",
+                    (unsigned char)name[i], i);
+            return;
+        }
+    if (len == 0) {
+        wr_u8(w, 0);
+    } else if (len <= 15) {
+        wr_u8(w, (unsigned)(0xEF + len));
+    } else {
+        wr_u8(w, ESC_BAD);
+        wr_u8(w, (unsigned)len);
+    }
+    for (size_t i = 0; i < len; i++) wr_u8(w, (unsigned char)name[i]);
+}
+
+/* -------------------------------------------------------------- decode */
+
+void case_decode(const uint8_t *data, size_t size, attn_case *out) {
+    attn_case c;
+    memset(&c, 0, sizeof c);
+    reader r = {data, data ? size : 0, 0};
+    fctx x = {&c, 0, 0};
+
+    c.num_kv_heads = rd_int(&r, &S_KVH, &x);
+    c.num_layers = rd_int(&r, &S_LAYERS, &x);
+    for (int32_t l = 0; l < c.num_layers; l++) {
+        case_layer *L = &c.layers[l];
+        x.l = l;
+        L->num_heads = rd_int(&r, &S_HEADS, &x);
+        L->window = rd_int(&r, &S_WINDOW, &x);
+        unsigned a = rd_u8(&r);
+        L->alibi = (a & 7u) == 7u;
+        L->sinks = ((a >> 3) & 7u) == 7u;
+        if (a & 0x40u) L->softcap = rd_float(&r, &S_SOFTCAP);
+        if (a & 0x80u) L->scale = rd_float(&r, &S_SCALE);
+    }
+    x.l = 0;
+    c.model_num_heads = rd_int(&r, &S_MODEL, &x);
+    c.head_dim = rd_int(&r, &S_DIM, &x);
+    c.block_size = rd_int(&r, &S_BS, &x);
+    rd_dtypes(&r, &c);
+    c.causal = rd_int(&r, &S_CAUSAL, &x);
+    c.threads = rd_int(&r, &S_THREADS, &x);
+    rd_split(&r, &c);
+    c.blocks = (case_blocks)rd_int(&r, &S_BLOCKS, &x);
+    c.num_reqs = rd_int(&r, &S_REQS, &x);
+    for (int32_t q = 0; q < c.num_reqs; q++) {
+        x.r = q;
+        c.kv_len[q] = rd_int(&r, &S_KV, &x);
+        c.q_len[q] = rd_int(&r, &S_Q, &x);
+    }
+    c.seed = rd_seed(&r);
+    snprintf(c.isa, sizeof c.isa, "%s", isa_of(rd_u8(&r)));
+    c.expect = (attn_status)rd_int(&r, &S_EXPECT, &x);
+    rd_name(&r, &c);
+    *out = c;
+}
+
+/* -------------------------------------------------------------- encode */
+
+/* Floats of a layer must be written with the attr bit: +0.0 is "absent". */
+static int float_present(float f) {
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    return bits != 0;
+}
+
+size_t case_encode(const attn_case *c, uint8_t *buf, size_t cap, char *errbuf, size_t errlen) {
+    if (errbuf && errlen) errbuf[0] = '\0';
+    if (!c || (!buf && cap)) {
+        if (errbuf && errlen) snprintf(errbuf, errlen, "NULL argument");
+        return 0;
+    }
+    writer w = {buf, cap, 0, 0, errbuf, errlen, 0};
+    /* The maps read the case being encoded, fields before the current one
+     * only: exactly what the decoder had seen at the same point. */
+    attn_case ctx;
+    memset(&ctx, 0, sizeof ctx);
+    fctx x = {&ctx, 0, 0};
+
+    if (c->num_layers < 0 || c->num_layers > CASE_MAX_LAYERS) {
+        wr_fail(&w, "num_layers = %d is outside 0..%d", (int)c->num_layers, CASE_MAX_LAYERS);
+        goto out;
+    }
+    if (c->num_reqs < 0 || c->num_reqs > CASE_MAX_REQS) {
+        wr_fail(&w, "num_reqs = %d is outside 0..%d", (int)c->num_reqs, CASE_MAX_REQS);
+        goto out;
+    }
+    wr_int(&w, &S_KVH, &x, c->num_kv_heads);
+    ctx.num_kv_heads = c->num_kv_heads;
+    wr_int(&w, &S_LAYERS, &x, c->num_layers);
+    ctx.num_layers = c->num_layers;
+    for (int32_t l = 0; l < c->num_layers; l++) {
+        const case_layer *L = &c->layers[l];
+        x.l = l;
+        wr_int(&w, &S_HEADS, &x, L->num_heads);
+        ctx.layers[l].num_heads = L->num_heads;
+        wr_int(&w, &S_WINDOW, &x, L->window);
+        ctx.layers[l].window = L->window;
+        unsigned a = (L->alibi ? 7u : 0u) | (L->sinks ? 7u << 3 : 0u) |
+                     (float_present(L->softcap) ? 0x40u : 0u) |
+                     (float_present(L->scale) ? 0x80u : 0u);
+        wr_u8(&w, a);
+        if (a & 0x40u) wr_float(&w, &S_SOFTCAP, L->softcap);
+        if (a & 0x80u) wr_float(&w, &S_SCALE, L->scale);
+    }
+    x.l = 0;
+    wr_int(&w, &S_MODEL, &x, c->model_num_heads);
+    wr_int(&w, &S_DIM, &x, c->head_dim);
+    wr_int(&w, &S_BS, &x, c->block_size);
+    wr_dtypes(&w, c);
+    wr_int(&w, &S_CAUSAL, &x, c->causal);
+    wr_int(&w, &S_THREADS, &x, c->threads);
+    wr_split(&w, c);
+    wr_int(&w, &S_BLOCKS, &x, (int32_t)c->blocks);
+    wr_int(&w, &S_REQS, &x, c->num_reqs);
+    for (int32_t q = 0; q < c->num_reqs; q++) {
+        x.r = q;
+        wr_int(&w, &S_KV, &x, c->kv_len[q]);
+        ctx.kv_len[q] = c->kv_len[q];
+        wr_int(&w, &S_Q, &x, c->q_len[q]);
+    }
+    wr_seed(&w, c->seed);
+    {
+        size_t isa_len = strnlen(c->isa, CASE_ISA_LEN);
+        unsigned b = 0;
+        while (b < ISA_SLOTS && (isa_len >= CASE_ISA_LEN || strcmp(isa_of(b), c->isa) != 0))
+            b++;
+        if (b == ISA_SLOTS) wr_fail(&w, "isa = \"%.*s\" is not one of the decodable names",
+                                    (int)(CASE_ISA_LEN - 1), c->isa);
+        else wr_u8(&w, b);
+    }
+    wr_int(&w, &S_EXPECT, &x, (int32_t)c->expect);
+    wr_name(&w, c->name);
+
+out:
+    if (w.failed) return 0;
+    if (w.full) {
+        if (errbuf && errlen)
+            snprintf(errbuf, errlen, "encoding needs more than %zu bytes", cap);
+        return 0;
+    }
+    return w.n;
+}
