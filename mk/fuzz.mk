@@ -42,9 +42,10 @@ FZ_LIB_OBJ := $(LIB_SRC:%.c=$(FZ_B)/obj/%.o)
 FZ_HAR_OBJ := $(HAR_SRC:%.c=$(FZ_B)/obj/%.o)
 FZ_BINS := $(FZ_TARGETS:%=$(FZ_B)/%)
 
-$(FZ_B)/obj/src/kernels_avx2.o: ISA_FLAGS := -mavx2 -mfma -mf16c
-$(FZ_B)/obj/src/kernels_avx512.o: ISA_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
-$(FZ_B)/obj/src/kernels_avx512bf16.o: ISA_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mfma -mf16c
+# SIMD kernels: ASan without UBSan, see the Makefile's ISA_NOUBSAN.
+$(FZ_B)/obj/src/kernels_avx2.o: ISA_FLAGS := -mavx2 -mfma -mf16c -fno-sanitize=undefined,float-divide-by-zero
+$(FZ_B)/obj/src/kernels_avx512.o: ISA_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c -fno-sanitize=undefined,float-divide-by-zero
+$(FZ_B)/obj/src/kernels_avx512bf16.o: ISA_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mfma -mf16c -fno-sanitize=undefined,float-divide-by-zero
 
 .PHONY: fuzz-build regress corpus
 

@@ -1,0 +1,557 @@
+/*
+ * kernels_avx2.c — the AVX2 + FMA + F16C twins of the portable kernels and
+ * the "avx2" kernel table.  Compiled with -mavx2 -mfma -mf16c only;
+ * dispatch.c calls attn__kernels_avx2() only on a CPU with all three.
+ *
+ * Owns: attn_tile_{f32,bf16,f16}__avx2, attn_load_q_*__avx2,
+ * attn_store_*__avx2 and their helpers (8-lane exp/tanh, 8x8 transpose).
+ * Merge stays portable (once per split row, never hot).
+ *
+ * Same algorithm as kernels_avx512.c (read its header for the full
+ * story), scaled to 16 ymm registers: chunks of TILE = 32 keys; K packed
+ * transposed to Kt[d][32] (4 ymm per d); Q.K blocks of 2 rows x 32 keys
+ * (8 accumulators, 4 loads + 2 broadcasts per d); online softmax over the
+ * 32 keys; P.V blocks of 2 rows x 32 output dims (8 accumulators).  The
+ * masking rule, the all-masked-row neutrality and the one documented
+ * difference for non-finite V (0 * inf in a mixed block) are the same.
+ * The next chunk's K/V lines are prefetched to L2 in one burst at chunk
+ * start (the avx512 twin interleaves them with its loads instead).
+ *
+ * No threads, no allocation: every buffer is an argument (scratch areas).
+ */
+#include "internal.h"
+#include "kernels.h"
+#include "mask.h"
+#include "dtype.h"
+
+#include <immintrin.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define TILE 32 /* keys per chunk (= kv_tile of the table) */
+#define NV 4    /* ymm per 32 keys */
+#define QR 2    /* rows per Q.K block */
+#define PR 2    /* rows per P.V block */
+#define DV 4    /* output vectors (32 dims) per P.V pass */
+
+/* rows_target 32: enough rows to amortise the K transpose of a chunk.
+ * Not tuned: this machine runs the avx512 tables (whose measurements put
+ * their own value at 128); the avx2 table is held to correctness here. */
+#define AVX2_ROWS_TARGET 32
+
+void attn_tile_f32__avx2(const attn_tile_args *a);
+void attn_tile_bf16__avx2(const attn_tile_args *a);
+void attn_tile_f16__avx2(const attn_tile_args *a);
+void attn_load_q_f32__avx2(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
+void attn_load_q_bf16__avx2(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
+void attn_load_q_f16__avx2(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
+void attn_store_f32__avx2(const float *, const float *, const float *, int32_t, int32_t,
+                          int32_t, const float *, void *, size_t);
+void attn_store_bf16__avx2(const float *, const float *, const float *, int32_t, int32_t,
+                           int32_t, const float *, void *, size_t);
+void attn_store_f16__avx2(const float *, const float *, const float *, int32_t, int32_t,
+                          int32_t, const float *, void *, size_t);
+const attn_kernels *attn__kernels_avx2(void);
+
+#define INLINE static inline __attribute__((always_inline))
+/* Full unrolling of the register-blocked loops: at -O2 GCC otherwise
+ * keeps the accumulator arrays in memory (spills on every FMA). */
+#define UNROLL _Pragma("GCC unroll 16")
+
+/* ------------------------------------------------------------ exp, tanh */
+
+/* e^x, 8 lanes: the same Cody-Waite reduction and Cephes polynomial as the
+ * avx512 twin (1.26 ulp max measured there for normal results; the
+ * polynomial and reduction are identical), but 2^n is built in
+ * the exponent field, so results below FLT_MIN's range are cut: x < -87.33
+ * (e^x < 2^-126 ~ 1.2e-38) returns exactly 0.  That differs from expf only
+ * by < 1.2e-38 absolute, and makes exp(-inf) = 0 without NaN. */
+INLINE __m256 exp256(__m256 x) {
+    const __m256 tiny = _mm256_cmp_ps(x, _mm256_set1_ps(-87.33f), _CMP_LT_OQ);
+    x = _mm256_max_ps(x, _mm256_set1_ps(-87.33f));
+    x = _mm256_min_ps(x, _mm256_set1_ps(88.3f));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    /* n in [-126, 127]: 2^n is a normal float */
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n),
+                                                         _mm256_set1_epi32(127)), 23);
+    const __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+    return _mm256_andnot_ps(tiny, y);
+}
+
+/* tanh via t = e^(-2|x|) (see the avx512 twin for the error argument). */
+INLINE __m256 tanh256(__m256 x) {
+    const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32((int)0x80000000u));
+    const __m256 ax = _mm256_andnot_ps(sign, x);
+    const __m256 t = exp256(_mm256_mul_ps(ax, _mm256_set1_ps(-2.0f)));
+    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256 y = _mm256_div_ps(_mm256_sub_ps(one, t), _mm256_add_ps(one, t));
+    return _mm256_or_ps(y, _mm256_and_ps(x, sign));
+}
+
+INLINE float hmax256(__m256 v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+}
+
+INLINE float hsum256(__m256 v) {
+    __m128 m = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_add_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+}
+
+/* ------------------------------------------------------------- helpers */
+
+
+/* Lane mask for the first `left` of 8 lanes (maskload/maskstore form). */
+INLINE __m256i lanes(size_t left) {
+    const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const int n = left >= 8 ? 8 : (int)left;
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), idx);
+}
+
+/* 8 elements of dt at p, `left` of them valid (the rest read as 0). */
+INLINE __m256 load8(attn_dtype dt, const void *p, size_t left) {
+    if (dt == ATTN_DTYPE_F32)
+        return left >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, lanes(left));
+    __m128i h;
+    if (left >= 8) {
+        h = _mm_loadu_si128(p);
+    } else {
+        /* AVX2 has no 16-bit masked load: stage the tail. */
+        uint16_t tmp[8] = {0};
+        memcpy(tmp, p, left * sizeof(uint16_t));
+        h = _mm_loadu_si128((const void *)tmp);
+    }
+    if (dt == ATTN_DTYPE_BF16)
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    return _mm256_cvtph_ps(h);
+}
+
+INLINE void transpose8(__m256 r[8]) {
+    __m256 t[8];
+    UNROLL
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    UNROLL
+    for (int i = 0; i < 2; i++) {
+        r[4 * i + 0] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        r[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+        r[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        r[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    UNROLL
+    for (int k = 0; k < 4; k++) {
+        t[k] = _mm256_permute2f128_ps(r[k], r[k + 4], 0x20);
+        t[k + 4] = _mm256_permute2f128_ps(r[k], r[k + 4], 0x31);
+    }
+    UNROLL
+    for (int k = 0; k < 8; k++) r[k] = t[k];
+}
+
+/* K of the chunk -> Kt[d][TILE] fp32 (key lanes >= n of a group zeroed). */
+INLINE void pack_kt(attn_dtype dt, size_t D, const void *const *krow, int32_t n, float *kt) {
+    const size_t es = attn_dtype_size(dt);
+    for (int32_t i0 = 0; i0 < n; i0 += 8) {
+        for (size_t d0 = 0; d0 < D; d0 += 8) {
+            __m256 r[8];
+            UNROLL
+            for (int i = 0; i < 8; i++)
+                r[i] = (i0 + i < n)
+                           ? load8(dt, (const unsigned char *)krow[i0 + i] + d0 * es, D - d0)
+                           : _mm256_setzero_ps();
+            transpose8(r);
+            const size_t nd = D - d0 < 8 ? D - d0 : 8;
+            for (size_t j = 0; j < nd; j++) _mm256_store_ps(kt + (d0 + j) * TILE + i0, r[j]);
+        }
+    }
+}
+
+/* ------------------------------------------------------- micro-kernels */
+
+INLINE void dots_rows(int R, const float *q, size_t D, const float *kt, float *s) {
+    __m256 c[QR][NV];
+    UNROLL
+    for (int r = 0; r < R; r++)
+        UNROLL
+        for (int j = 0; j < NV; j++) c[r][j] = _mm256_setzero_ps();
+    for (size_t d = 0; d < D; d++) {
+        const float *kd = kt + d * TILE;
+        const __m256 k0 = _mm256_load_ps(kd), k1 = _mm256_load_ps(kd + 8);
+        const __m256 k2 = _mm256_load_ps(kd + 16), k3 = _mm256_load_ps(kd + 24);
+        UNROLL
+        for (int r = 0; r < R; r++) {
+            const __m256 b = _mm256_broadcast_ss(q + (size_t)r * D + d);
+            c[r][0] = _mm256_fmadd_ps(b, k0, c[r][0]);
+            c[r][1] = _mm256_fmadd_ps(b, k1, c[r][1]);
+            c[r][2] = _mm256_fmadd_ps(b, k2, c[r][2]);
+            c[r][3] = _mm256_fmadd_ps(b, k3, c[r][3]);
+        }
+    }
+    UNROLL
+    for (int r = 0; r < R; r++)
+        UNROLL
+        for (int j = 0; j < NV; j++) _mm256_store_ps(s + (size_t)r * TILE + 8 * j, c[r][j]);
+}
+
+/* One row's softmax over the chunk (see the avx512 twin's softmax_row). */
+static float softmax_row(const attn_tile_args *a, int32_t j, int64_t kp0, int32_t ilo,
+                         int32_t ihi, float *s, float *mrow, float *lrow) {
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    __m256 x[NV], vis[NV];
+    __m256 mx = ninf;
+    UNROLL
+    for (int v = 0; v < NV; v++) {
+        const __m256i idx = _mm256_add_epi32(iota, _mm256_set1_epi32(8 * v));
+        const __m256i ge = _mm256_cmpgt_epi32(idx, _mm256_set1_epi32(ilo - 1));
+        const __m256i lt = _mm256_cmpgt_epi32(_mm256_set1_epi32(ihi), idx);
+        vis[v] = _mm256_castsi256_ps(_mm256_and_si256(ge, lt));
+        __m256 t = _mm256_load_ps(s + 8 * v);
+        if (a->softcap > 0.0f) {
+            const __m256 c = _mm256_set1_ps(a->softcap);
+            t = _mm256_mul_ps(c, tanh256(_mm256_div_ps(t, c)));
+        }
+        if (a->alibi) {
+            const __m256 dist =
+                _mm256_cvtepi32_ps(_mm256_add_epi32(idx, _mm256_set1_epi32((int32_t)kp0)));
+            t = _mm256_add_ps(t, _mm256_mul_ps(_mm256_set1_ps(a->alibi[j]), dist));
+        }
+        x[v] = _mm256_blendv_ps(ninf, t, vis[v]);
+        mx = _mm256_max_ps(mx, x[v]);
+    }
+    const float mxs = hmax256(mx);
+    if (mxs == -INFINITY) {
+        UNROLL
+        for (int v = 0; v < NV; v++) _mm256_store_ps(s + 8 * v, _mm256_setzero_ps());
+        return 1.0f;
+    }
+    const float m_old = *mrow;
+    const float m_new = m_old > mxs ? m_old : mxs;
+    float alpha = 1.0f;
+    if (m_new != m_old) alpha = (m_old == -INFINITY) ? 0.0f : expf(m_old - m_new);
+    const __m256 mn = _mm256_set1_ps(m_new);
+    __m256 sum = _mm256_setzero_ps();
+    UNROLL
+    for (int v = 0; v < NV; v++) {
+        const __m256 w = _mm256_and_ps(vis[v], exp256(_mm256_sub_ps(x[v], mn)));
+        sum = _mm256_add_ps(sum, w);
+        _mm256_store_ps(s + 8 * v, w);
+    }
+    *lrow = *lrow * alpha + hsum256(sum);
+    *mrow = m_new;
+    return alpha;
+}
+
+INLINE void pv_rows(int R, int NVEC, float *acc, size_t D, size_t dofs, const float *alpha,
+                    const float *p, const float *const *vrow, int32_t ilo, int32_t ihi,
+                    __m256i tm) {
+    __m256 c[PR][DV];
+    UNROLL
+    for (int r = 0; r < R; r++) {
+        const __m256 al = _mm256_set1_ps(alpha[r]);
+        const float *ar = acc + (size_t)r * D + dofs;
+        UNROLL
+        for (int v = 0; v < NVEC; v++) {
+            const __m256 x = (v == NVEC - 1) ? _mm256_maskload_ps(ar + 8 * v, tm)
+                                             : _mm256_loadu_ps(ar + 8 * v);
+            c[r][v] = _mm256_mul_ps(x, al);
+        }
+    }
+    for (int32_t i = ilo; i < ihi; i++) {
+        const float *vr = vrow[i] + dofs;
+        __m256 pb[PR];
+        UNROLL
+        for (int r = 0; r < R; r++) pb[r] = _mm256_broadcast_ss(p + (size_t)r * TILE + (size_t)i);
+        UNROLL
+        for (int v = 0; v < NVEC; v++) {
+            const __m256 x = (v == NVEC - 1) ? _mm256_maskload_ps(vr + 8 * v, tm)
+                                             : _mm256_loadu_ps(vr + 8 * v);
+            UNROLL
+            for (int r = 0; r < R; r++) c[r][v] = _mm256_fmadd_ps(pb[r], x, c[r][v]);
+        }
+    }
+    UNROLL
+    for (int r = 0; r < R; r++) {
+        float *ar = acc + (size_t)r * D + dofs;
+        UNROLL
+        for (int v = 0; v < NVEC; v++) {
+            if (v == NVEC - 1) _mm256_maskstore_ps(ar + 8 * v, tm, c[r][v]);
+            else _mm256_storeu_ps(ar + 8 * v, c[r][v]);
+        }
+    }
+}
+
+#define PV_CASE(R_, N_) \
+    case (R_) * 16 + (N_): pv_rows(R_, N_, acc, D, dofs, alpha, p, vrow, ilo, ihi, tm); break;
+
+static void pv_block(int32_t R, float *acc, size_t D, const float *alpha, const float *p,
+                     const float *const *vrow, int32_t ilo, int32_t ihi) {
+    for (size_t dofs = 0; dofs < D; dofs += 8 * DV) {
+        const size_t left = D - dofs;
+        const int nvec = (int)(left >= 8 * DV ? DV : (left + 7) / 8);
+        const __m256i tm = lanes(left - 8 * (size_t)(nvec - 1));
+        switch (R * 16 + nvec) {
+            PV_CASE(1, 1) PV_CASE(1, 2) PV_CASE(1, 3) PV_CASE(1, 4)
+            PV_CASE(2, 1) PV_CASE(2, 2) PV_CASE(2, 3) PV_CASE(2, 4)
+        default: break;
+        }
+    }
+}
+
+/* ------------------------------------------------------------- driver */
+
+static inline void prefetch_keys(const attn_tile_args *a, size_t es, int32_t c0, int32_t c1) {
+    const size_t D = (size_t)a->head_dim;
+    for (int32_t k = c0; k < c1;) {
+        const int32_t slot = k % a->block_size;
+        int32_t run = a->block_size - slot;
+        if (run > c1 - k) run = c1 - k;
+        const size_t off = ((size_t)a->blocks[k / a->block_size] * a->block_stride +
+                            a->head_offset + (size_t)slot * D) * es;
+        for (size_t o = 0; o < (size_t)run * D * es; o += 64) {
+            _mm_prefetch((const char *)a->k_cache + off + o, _MM_HINT_T1);
+            _mm_prefetch((const char *)a->v_cache + off + o, _MM_HINT_T1);
+        }
+        k += run;
+    }
+}
+
+INLINE void tile(attn_dtype dt, const attn_tile_args *a) {
+    ATTN_ASSERT(a->n_tok >= 1 && a->g >= 1 && a->head_dim >= 1);
+    ATTN_ASSERT(0 <= a->k0 && a->k0 < a->k1 && a->k1 <= a->seq_len);
+    if (a->kv_tile < TILE || ((uintptr_t)a->kv % 32) || ((uintptr_t)a->scores % 32)) {
+        /* work areas sized for a smaller tile (a foreign plan): stay correct */
+        if (dt == ATTN_DTYPE_F32) attn_tile_f32__ref(a);
+        else if (dt == ATTN_DTYPE_BF16) attn_tile_bf16__ref(a);
+        else attn_tile_f16__ref(a);
+        return;
+    }
+    const int32_t g = a->g, rows = a->n_tok * g;
+    const size_t D = (size_t)a->head_dim, es = attn_dtype_size(dt);
+    float *vconv = a->kv + (size_t)TILE * D;
+    const void *krow[TILE];
+    const float *vrow[TILE];
+
+    for (int32_t c0 = a->k0; c0 < a->k1; c0 += TILE) {
+        const int32_t n = (a->k1 - c0 < TILE) ? a->k1 - c0 : TILE;
+        const int64_t c1 = (int64_t)c0 + n;
+        int any = 0;
+        for (int32_t t = 0; t < a->n_tok && !any; t++) {
+            int64_t lo, hi;
+            attn__row_interval((int64_t)a->pos0 + t, a->seq_len, a->causal, a->window, &lo, &hi);
+            if (lo < c1 && hi > c0 && lo < hi) any = 1;
+        }
+        if (!any) continue;
+        if (c1 < a->k1) prefetch_keys(a, es, (int32_t)c1, (int32_t)(c1 + TILE < a->k1 ? c1 + TILE : a->k1));
+
+        for (int32_t i = 0; i < n; i++) {
+            const int32_t k = c0 + i;
+            const int32_t blk = a->blocks[k / a->block_size];
+            ATTN_ASSERT(blk >= 0);
+            const size_t off = (size_t)blk * a->block_stride + a->head_offset +
+                               (size_t)(k % a->block_size) * D;
+            krow[i] = (const unsigned char *)a->k_cache + off * es;
+            if (dt == ATTN_DTYPE_F32) {
+                vrow[i] = (const float *)a->v_cache + off;
+            } else {
+                float *dst = vconv + (size_t)i * D;
+                const unsigned char *src = (const unsigned char *)a->v_cache + off * es;
+                for (size_t d = 0; d < D; d += 8) {
+                    const __m256 x = load8(dt, src + d * es, D - d);
+                    if (D - d >= 8) _mm256_storeu_ps(dst + d, x);
+                    else _mm256_maskstore_ps(dst + d, lanes(D - d), x);
+                }
+                vrow[i] = dst;
+            }
+        }
+        pack_kt(dt, D, krow, n, a->kv);
+
+        for (int32_t r0 = 0; r0 < rows; r0 += QR) {
+            const int32_t R = rows - r0 < QR ? rows - r0 : QR;
+            int32_t ilo[QR], ihi[QR], act = 0;
+            for (int32_t r = 0; r < R; r++) {
+                int64_t lo, hi;
+                attn__row_interval((int64_t)a->pos0 + (r0 + r) / g, a->seq_len, a->causal, a->window,
+                             &lo, &hi);
+                lo = lo > c0 ? lo - c0 : 0;
+                hi = hi < c1 ? hi - c0 : n;
+                if (lo >= hi) lo = hi = 0;
+                ilo[r] = (int32_t)lo;
+                ihi[r] = (int32_t)hi;
+                act |= lo < hi;
+            }
+            if (!act) continue;
+            float *s = a->scores + (size_t)r0 * TILE;
+            if (R == 2) dots_rows(2, a->q + (size_t)r0 * D, D, a->kv, s);
+            else dots_rows(1, a->q + (size_t)r0 * D, D, a->kv, s);
+            float alpha[QR];
+            int32_t lo = TILE, hi = 0;
+            for (int32_t r = 0; r < R; r++) {
+                const int32_t row = r0 + r;
+                if (ilo[r] >= ihi[r]) {
+                    UNROLL
+                    for (int v = 0; v < NV; v++)
+                        _mm256_store_ps(s + (size_t)r * TILE + 8 * v, _mm256_setzero_ps());
+                    alpha[r] = 1.0f;
+                    continue;
+                }
+                alpha[r] = softmax_row(a, row % g, (int64_t)c0 - (a->pos0 + row / g), ilo[r],
+                                       ihi[r], s + (size_t)r * TILE, a->m + row, a->l + row);
+                if (ilo[r] < lo) lo = ilo[r];
+                if (ihi[r] > hi) hi = ihi[r];
+            }
+            pv_block(R, a->acc + (size_t)r0 * D, D, alpha, s, vrow, lo, hi);
+        }
+    }
+}
+
+void attn_tile_f32__avx2(const attn_tile_args *a) { tile(ATTN_DTYPE_F32, a); }
+void attn_tile_bf16__avx2(const attn_tile_args *a) { tile(ATTN_DTYPE_BF16, a); }
+void attn_tile_f16__avx2(const attn_tile_args *a) { tile(ATTN_DTYPE_F16, a); }
+
+/* --------------------------------------------------------- load_q, store */
+
+INLINE void load_q(attn_dtype dt, const void *src, size_t token_stride, int32_t n_tok, int32_t g,
+                   int32_t head_dim, float scale, float *dst) {
+    const size_t width = (size_t)g * (size_t)head_dim, es = attn_dtype_size(dt);
+    const __m256 sc = _mm256_set1_ps(scale);
+    for (int32_t t = 0; t < n_tok; t++) {
+        const unsigned char *s = (const unsigned char *)src + (size_t)t * token_stride * es;
+        float *d = dst + (size_t)t * width;
+        for (size_t i = 0; i < width; i += 8) {
+            const __m256 x = _mm256_mul_ps(load8(dt, s + i * es, width - i), sc);
+            if (width - i >= 8) _mm256_storeu_ps(d + i, x);
+            else _mm256_maskstore_ps(d + i, lanes(width - i), x);
+        }
+    }
+}
+
+void attn_load_q_f32__avx2(const void *src, size_t ts, int32_t n_tok, int32_t g, int32_t hd,
+                           float scale, float *dst) {
+    load_q(ATTN_DTYPE_F32, src, ts, n_tok, g, hd, scale, dst);
+}
+void attn_load_q_bf16__avx2(const void *src, size_t ts, int32_t n_tok, int32_t g, int32_t hd,
+                            float scale, float *dst) {
+    load_q(ATTN_DTYPE_BF16, src, ts, n_tok, g, hd, scale, dst);
+}
+void attn_load_q_f16__avx2(const void *src, size_t ts, int32_t n_tok, int32_t g, int32_t hd,
+                           float scale, float *dst) {
+    load_q(ATTN_DTYPE_F16, src, ts, n_tok, g, hd, scale, dst);
+}
+
+/* 8 fp32 -> dt at p, `left` of them.  bf16: RNE with NaN quieted, the
+ * integer recipe of attn__f32_to_bf16; f16: VCVTPS2PH with RNE, which is
+ * bit-identical to attn__f32_to_f16 (NaN payload kept, quiet bit set). */
+INLINE void store8(attn_dtype dt, void *p, size_t left, __m256 x) {
+    if (dt == ATTN_DTYPE_F32) {
+        if (left >= 8) _mm256_storeu_ps(p, x);
+        else _mm256_maskstore_ps(p, lanes(left), x);
+        return;
+    }
+    __m128i h;
+    if (dt == ATTN_DTYPE_BF16) {
+        const __m256i u = _mm256_castps_si256(x);
+        const __m256i abs = _mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff));
+        const __m256i nan = _mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x7f800000));
+        const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+        __m256i r = _mm256_srli_epi32(
+            _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
+        const __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+        r = _mm256_blendv_epi8(r, q, nan);
+        /* values < 2^16: unsigned saturation is a no-op; fix the lane order */
+        const __m256i pk = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0xD8);
+        h = _mm256_castsi256_si128(pk);
+    } else {
+        h = _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    }
+    if (left >= 8) {
+        _mm_storeu_si128(p, h);
+    } else {
+        uint16_t tmp[8];
+        _mm_storeu_si128((void *)tmp, h);
+        memcpy(p, tmp, left * sizeof(uint16_t));
+    }
+}
+
+INLINE void store(attn_dtype dt, const float *acc, const float *m, const float *l, int32_t n_tok,
+                  int32_t g, int32_t head_dim, const float *sinks, void *dst,
+                  size_t token_stride) {
+    const size_t D = (size_t)head_dim, es = attn_dtype_size(dt);
+    for (int32_t t = 0; t < n_tok; t++) {
+        for (int32_t j = 0; j < g; j++) {
+            const size_t r = (size_t)t * (size_t)g + (size_t)j;
+            unsigned char *o = (unsigned char *)dst + ((size_t)t * token_stride + (size_t)j * D) * es;
+            const float mr = m[r];
+            const float sink = sinks ? sinks[j] : -INFINITY;
+            const float M = mr > sink ? mr : sink;
+            const float alpha = (mr == -INFINITY) ? 0.0f : expf(mr - M);
+            const float L = l[r] * alpha + (sinks ? expf(sink - M) : 0.0f);
+            const int zero = (M == -INFINITY || L == 0.0f);
+            const __m256 f = _mm256_set1_ps(zero ? 0.0f : alpha / L);
+            const float *ar = acc + r * D;
+            for (size_t d = 0; d < D; d += 8) {
+                const __m256 x = zero ? _mm256_setzero_ps()
+                                      : _mm256_mul_ps(load8(ATTN_DTYPE_F32, ar + d, D - d), f);
+                store8(dt, o + d * es, D - d, x);
+            }
+        }
+    }
+}
+
+void attn_store_f32__avx2(const float *acc, const float *m, const float *l, int32_t n_tok,
+                          int32_t g, int32_t hd, const float *sinks, void *dst, size_t ts) {
+    store(ATTN_DTYPE_F32, acc, m, l, n_tok, g, hd, sinks, dst, ts);
+}
+void attn_store_bf16__avx2(const float *acc, const float *m, const float *l, int32_t n_tok,
+                           int32_t g, int32_t hd, const float *sinks, void *dst, size_t ts) {
+    store(ATTN_DTYPE_BF16, acc, m, l, n_tok, g, hd, sinks, dst, ts);
+}
+void attn_store_f16__avx2(const float *acc, const float *m, const float *l, int32_t n_tok,
+                          int32_t g, int32_t hd, const float *sinks, void *dst, size_t ts) {
+    store(ATTN_DTYPE_F16, acc, m, l, n_tok, g, hd, sinks, dst, ts);
+}
+
+/* ---------------------------------------------------------------- table */
+
+/* The portable table with this file's overrides, as a constant so that
+ * concurrent first calls cannot race; merge is the portable one. */
+static const attn_kernels avx2_table = {
+    .name = "avx2",
+    .rows_target = AVX2_ROWS_TARGET,
+    .kv_tile = TILE,
+    .tile = {
+        [ATTN_DTYPE_F32] = attn_tile_f32__avx2,
+        [ATTN_DTYPE_BF16] = attn_tile_bf16__avx2,
+        [ATTN_DTYPE_F16] = attn_tile_f16__avx2,
+    },
+    .load_q = {
+        [ATTN_DTYPE_F32] = attn_load_q_f32__avx2,
+        [ATTN_DTYPE_BF16] = attn_load_q_bf16__avx2,
+        [ATTN_DTYPE_F16] = attn_load_q_f16__avx2,
+    },
+    .store = {
+        [ATTN_DTYPE_F32] = attn_store_f32__avx2,
+        [ATTN_DTYPE_BF16] = attn_store_bf16__avx2,
+        [ATTN_DTYPE_F16] = attn_store_f16__avx2,
+    },
+    .merge = attn_merge_f32__ref,
+};
+
+const attn_kernels *attn__kernels_avx2(void) { return &avx2_table; }

@@ -1,0 +1,680 @@
+/*
+ * kernels_avx512.c — the AVX-512 (F/BW/VL/DQ) twins of the portable kernels
+ * and the "avx512" kernel table.  Compiled with the avx512 -m flags only
+ * (see the Makefile); dispatch.c calls attn__kernels_avx512() only on a CPU
+ * that has every one of those features.
+ *
+ * Owns: attn_tile_{f32,bf16,f16}__avx512, attn_load_q_*__avx512,
+ * attn_store_*__avx512, the vectorised exp/tanh, and attn__avx512_tile(),
+ * the flash-style tile driver that kernels_avx512bf16.c reuses with its own
+ * K packing and Q.K micro-kernel.  Merge stays the portable one (it runs
+ * once per split row and is not on any hot path).
+ *
+ * Tile algorithm (one work item = rows = n_tok * g query rows of one KV head
+ * over the keys [k0, k1)), per chunk of TILE = 64 keys:
+ *   1. skip the chunk if no row sees any of it (window, split, causal);
+ *   2. pack K transposed into the thread's KV work area, Kt[d][64] fp32
+ *      (16x16 in-register transposes, bf16/f16 widened on the way), so that
+ *      the 64 keys of one d sit in 4 zmm registers.  V is read in place
+ *      (fp32 caches, and bf16/f16 decode items, widened on the fly) or,
+ *      for bf16/f16 items with many rows, widened once into the second half
+ *      of the KV area;
+ *   3. Q.K micro-kernel: blocks of up to QR = 6 rows x 64 keys = 24 zmm
+ *      accumulators; per d, 4 loads of Kt and 6 broadcasts of q feed 24 FMAs;
+ *   4. online softmax per row, vectorised over the 64 keys: soft cap (tanh),
+ *      ALiBi, the exact visibility mask (-inf), row max, exp, sum;
+ *   5. P.V micro-kernel on the same 6 rows: 6 rows x 64 output dims = 24
+ *      zmm accumulators (rescaled by alpha = e^(m_old - m_new) on load), one
+ *      pass per 64 dims; per key, 4 V loads feed 24 FMAs with p broadcast.
+ *   While a chunk is computed, the next chunk's K and V lines are
+ *   prefetched to L2, one prefetch next to each pack / P.V load: in the
+ *   paged layout consecutive blocks of one head are Hkv blocks apart, and
+ *   the hardware streamer restarts at every block.
+ * Decode is the same code with rows = g (the GQA group's heads share every
+ * K/V load); prefill has more rows per item (rows_target, below).
+ *
+ * Masking is the portable kernel's rule (attn__row_interval from mask.h,
+ * shared with every twin): masked keys get exactly zero weight, a row that sees
+ * nothing of a chunk keeps its state bit for bit (alpha = 1, p = 0), so an
+ * all-masked row stays neutral (m = -inf, l = 0, acc = 0).  For finite
+ * inputs the result equals the portable kernel's up to fp32 rounding (the
+ * dot products and sums associate differently, exp/tanh differ by <= a few
+ * ulp).  A non-finite V value of a key that is masked for one row of a
+ * block but visible to another would reach the masked row as 0 * inf; the
+ * portable kernel never reads it.  Inputs are not asserted finite (as in
+ * the portable kernels), this is the one documented difference.
+ *
+ * No threads, no allocation: every buffer is an argument (scratch areas).
+ */
+#include "internal.h"
+#include "kernels.h"
+#include "mask.h"
+#include "dtype.h"
+
+#include <immintrin.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define TILE 64  /* keys per chunk (= kv_tile of the table) */
+#define NV 4     /* zmm vectors per 64 keys */
+#define QR 6     /* rows per Q.K block: 6 x 4 = 24 accumulators */
+#define PR 6     /* rows per P.V block (= QR): 6 x 4 = 24 accumulators */
+#define DV 4     /* output vectors (64 dims) per P.V pass */
+
+/* Items with more rows than this widen V to fp32 once per chunk (the
+ * widening is then shared by many row blocks); smaller (decode) items
+ * widen V on the fly inside P.V, which saves a 2 x D x TILE x 4 byte
+ * round trip through L1/L2 per chunk. */
+#define WIDEN_V_ROWS 8
+#ifndef ATTN_AVX512_PREFETCH
+#define ATTN_AVX512_PREFETCH 1 /* 0: no software prefetch (for measurements) */
+#endif
+
+/* rows_target 128: the rows of one prefill item share every K/V chunk,
+ * so the item's rows set the flops per K/V byte streamed from L3/DRAM
+ * (4 flops per row per key-dim, against 2 x D x es bytes per key).  Measured
+ * per core on the development machine (causal rows at the end of a 4096-key
+ * context, fp32): 32 rows 91, 64 rows 111, 128 rows 125 GFLOP/s, the last
+ * being ~59% of the 212 GFLOP/s FMA peak; the working set (Q and ACC
+ * 64 KiB each at D = 128, scores 32 KiB, KV tile 64 KiB) still sits in L2.
+ * An L = 2048 prefill with g = 4 still yields 512 items for the threads.
+ * Decode items have rows = g regardless. */
+#define AVX512_ROWS_TARGET 128
+
+/* Shared with kernels_avx512bf16.c (declared there too; keep in sync). */
+typedef void (*attn__avx512_pack_fn)(const attn_tile_args *a, const void *const *krow,
+                                     const void *const *kpf, int32_t n, void *work);
+typedef void (*attn__avx512_dots_fn)(const attn_tile_args *a, int32_t r0, int32_t R,
+                                     const void *work, float *s);
+void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pack_fn pack,
+                       attn__avx512_dots_fn dots);
+__m512 attn__avx512_exp(__m512 x);
+
+void attn_tile_f32__avx512(const attn_tile_args *a);
+void attn_tile_bf16__avx512(const attn_tile_args *a);
+void attn_tile_f16__avx512(const attn_tile_args *a);
+void attn_load_q_f32__avx512(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
+void attn_load_q_bf16__avx512(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
+void attn_load_q_f16__avx512(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
+void attn_store_f32__avx512(const float *, const float *, const float *, int32_t, int32_t,
+                            int32_t, const float *, void *, size_t);
+void attn_store_bf16__avx512(const float *, const float *, const float *, int32_t, int32_t,
+                             int32_t, const float *, void *, size_t);
+void attn_store_f16__avx512(const float *, const float *, const float *, int32_t, int32_t,
+                            int32_t, const float *, void *, size_t);
+const attn_kernels *attn__kernels_avx512(void);
+
+#define INLINE static inline __attribute__((always_inline))
+/* Full unrolling of the register-blocked loops: at -O2 GCC otherwise
+ * keeps the accumulator arrays in memory (spills on every FMA). */
+#define UNROLL _Pragma("GCC unroll 16")
+
+/* ------------------------------------------------------------ exp, tanh */
+
+/* e^x for x <= ~88, vectorised.  Cody-Waite reduction x = n ln2 + r with a
+ * two-part ln2 (ln2_hi has 9 significant bits, so n * ln2_hi is exact for
+ * |n| < 2^15), |r| <= ln2/2, then the Cephes degree-6 minimax polynomial
+ * for e^r and scalef by 2^n (which also produces correct subnormals).
+ * Measured against a double-precision exp over every float in [-110, 0]
+ * (the range the softmax uses: s - m <= 0): max error 1.26 ulp on normal
+ * results (worst at x = -71.03), <= 0.78 of the subnormal spacing 2^-149
+ * below FLT_MIN (scalef rounds once).  x is
+ * clamped to -110 first: e^-110 < 2^-158 scales to exactly 0, so
+ * exp(-inf) = 0 (masked keys) without a special case, and never NaN. */
+__m512 attn__avx512_exp(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(-110.0f));
+    x = _mm512_min_ps(x, _mm512_set1_ps(88.7f));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    const __m512 r2 = _mm512_mul_ps(r, r);
+    p = _mm512_fmadd_ps(p, r2, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    return _mm512_scalef_ps(p, n);
+}
+
+/* tanh(x) = sign(x) (1 - t) / (1 + t), t = e^(-2|x|) in (0, 1]: no
+ * overflow for any x, tanh(+-inf) = +-1.  Near 0 the subtraction 1 - t
+ * costs absolute (not relative) accuracy: |error| <= ~2^-23, so the soft
+ * capped logit c * tanh(s / c) is off by <= c * 2^-23 absolute, far
+ * inside the fp32 tolerance of the outputs for any practical cap. */
+INLINE __m512 tanh512(__m512 x) {
+    const __m512 sign = _mm512_castsi512_ps(_mm512_set1_epi32((int)0x80000000u));
+    const __m512 ax = _mm512_andnot_ps(sign, x);
+    const __m512 t = attn__avx512_exp(_mm512_mul_ps(ax, _mm512_set1_ps(-2.0f)));
+    const __m512 one = _mm512_set1_ps(1.0f);
+    const __m512 y = _mm512_div_ps(_mm512_sub_ps(one, t), _mm512_add_ps(one, t));
+    return _mm512_or_ps(y, _mm512_and_ps(x, sign));
+}
+
+/* ------------------------------------------------------------- helpers */
+
+
+static inline __mmask16 tail_mask(size_t left) {
+    return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
+}
+
+/* 16 elements of dtype dt at p (lanes outside m read as 0) -> fp32. */
+INLINE __m512 load16(attn_dtype dt, const void *p, __mmask16 m) {
+    if (dt == ATTN_DTYPE_F32) return _mm512_maskz_loadu_ps(m, p);
+    const __m256i h = _mm256_maskz_loadu_epi16(m, p);
+    if (dt == ATTN_DTYPE_BF16)
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    return _mm512_cvtph_ps(h);
+}
+
+/* In-register transpose of 16 rows of 16 32-bit lanes: r[j] becomes the
+ * j-th column. */
+INLINE void transpose16(__m512 r[16]) {
+    __m512 t[16];
+    UNROLL
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    UNROLL
+    for (int i = 0; i < 4; i++) {
+        r[4 * i + 0] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    UNROLL
+    for (int i = 0; i < 2; i++) {
+        UNROLL
+        for (int k = 0; k < 4; k++) {
+            t[8 * i + k] = _mm512_shuffle_f32x4(r[8 * i + k], r[8 * i + k + 4], 0x88);
+            t[8 * i + k + 4] = _mm512_shuffle_f32x4(r[8 * i + k], r[8 * i + k + 4], 0xDD);
+        }
+    }
+    UNROLL
+    for (int k = 0; k < 8; k++) {
+        r[k] = _mm512_shuffle_f32x4(t[k], t[k + 8], 0x88);
+        r[k + 8] = _mm512_shuffle_f32x4(t[k], t[k + 8], 0xDD);
+    }
+}
+
+/* ------------------------------------------------------------- packing */
+
+/* K of the chunk's n keys (row pointers krow) -> Kt[d][TILE] fp32.  Key
+ * lanes >= n of a partial 16-key group are zero; groups wholly past n are
+ * not written (their scores are masked to -inf before any use). */
+INLINE void pack_kt(attn_dtype dt, const attn_tile_args *a, const void *const *krow,
+                    const void *const *kpf, int32_t n, float *kt) {
+    const size_t D = (size_t)a->head_dim, es = attn_dtype_size(dt);
+    for (int32_t i0 = 0; i0 < n; i0 += 16) {
+        for (size_t d0 = 0; d0 < D; d0 += 16) {
+            const __mmask16 m = tail_mask(D - d0);
+            __m512 r[16];
+            UNROLL
+            for (int i = 0; i < 16; i++)
+                r[i] = (i0 + i < n)
+                           ? load16(dt, (const unsigned char *)krow[i0 + i] + d0 * es, m)
+                           : _mm512_setzero_ps();
+            /* the same bytes of the next chunk's keys: one prefetch per
+             * load, spread through the work instead of a burst */
+            if (kpf && (d0 * es) % 64 == 0)
+                for (int i = 0; i < 16; i++)
+                    if (kpf[i0 + i])
+                        _mm_prefetch((const char *)kpf[i0 + i] + d0 * es, _MM_HINT_T1);
+            transpose16(r);
+            const size_t nd = D - d0 < 16 ? D - d0 : 16;
+            for (size_t j = 0; j < nd; j++) _mm512_store_ps(kt + (d0 + j) * TILE + i0, r[j]);
+        }
+    }
+}
+
+static void pack_f32(const attn_tile_args *a, const void *const *krow, const void *const *kpf,
+                     int32_t n, void *w) {
+    pack_kt(ATTN_DTYPE_F32, a, krow, kpf, n, w);
+}
+static void pack_bf16(const attn_tile_args *a, const void *const *krow, const void *const *kpf,
+                     int32_t n, void *w) {
+    pack_kt(ATTN_DTYPE_BF16, a, krow, kpf, n, w);
+}
+static void pack_f16(const attn_tile_args *a, const void *const *krow, const void *const *kpf,
+                     int32_t n, void *w) {
+    pack_kt(ATTN_DTYPE_F16, a, krow, kpf, n, w);
+}
+
+/* ------------------------------------------------------- Q.K micro-kernel */
+
+/* Raw dots of R rows (q, stride D) with the 64 packed keys: s[r][TILE]. */
+INLINE void dots_rows(int R, const float *q, size_t D, const float *kt, float *s) {
+    __m512 c[QR][NV];
+    UNROLL
+    for (int r = 0; r < R; r++)
+        UNROLL
+        for (int j = 0; j < NV; j++) c[r][j] = _mm512_setzero_ps();
+    for (size_t d = 0; d < D; d++) {
+        const float *kd = kt + d * TILE;
+        const __m512 k0 = _mm512_load_ps(kd), k1 = _mm512_load_ps(kd + 16);
+        const __m512 k2 = _mm512_load_ps(kd + 32), k3 = _mm512_load_ps(kd + 48);
+        UNROLL
+        for (int r = 0; r < R; r++) {
+            const __m512 b = _mm512_set1_ps(q[(size_t)r * D + d]);
+            c[r][0] = _mm512_fmadd_ps(b, k0, c[r][0]);
+            c[r][1] = _mm512_fmadd_ps(b, k1, c[r][1]);
+            c[r][2] = _mm512_fmadd_ps(b, k2, c[r][2]);
+            c[r][3] = _mm512_fmadd_ps(b, k3, c[r][3]);
+        }
+    }
+    UNROLL
+    for (int r = 0; r < R; r++)
+        UNROLL
+        for (int j = 0; j < NV; j++) _mm512_store_ps(s + (size_t)r * TILE + 16 * j, c[r][j]);
+}
+
+static void dots_f32(const attn_tile_args *a, int32_t r0, int32_t R, const void *w, float *s) {
+    const size_t D = (size_t)a->head_dim;
+    const float *q = a->q + (size_t)r0 * D;
+    switch (R) {
+    case 1: dots_rows(1, q, D, w, s); break;
+    case 2: dots_rows(2, q, D, w, s); break;
+    case 3: dots_rows(3, q, D, w, s); break;
+    case 4: dots_rows(4, q, D, w, s); break;
+    case 5: dots_rows(5, q, D, w, s); break;
+    default: dots_rows(6, q, D, w, s); break;
+    }
+}
+
+/* ------------------------------------------------------ online softmax */
+
+/* One row's chunk: raw dots s[0..TILE) -> weights, state update.  Keys
+ * [ilo, ihi) of the chunk (relative, within [0, n)) are visible; kp0 =
+ * c0 - p (the ALiBi distance of key 0).  Returns alpha, the factor the
+ * row's accumulator must be scaled by; a row that sees nothing (or only
+ * -inf logits) gets all-zero weights and alpha = 1: its state is untouched. */
+static float softmax_row(const attn_tile_args *a, int32_t j, int64_t kp0, int32_t ilo,
+                         int32_t ihi, float *s, float *mrow, float *lrow) {
+    const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    __m512 x[NV];
+    __mmask16 vis[NV];
+    __m512 mx = ninf;
+    UNROLL
+    for (int v = 0; v < NV; v++) {
+        const __m512i idx = _mm512_add_epi32(iota, _mm512_set1_epi32(16 * v));
+        vis[v] = _mm512_cmpge_epi32_mask(idx, _mm512_set1_epi32(ilo)) &
+                 _mm512_cmplt_epi32_mask(idx, _mm512_set1_epi32(ihi));
+        __m512 t = _mm512_load_ps(s + 16 * v);
+        if (a->softcap > 0.0f) {
+            const __m512 c = _mm512_set1_ps(a->softcap);
+            t = _mm512_mul_ps(c, tanh512(_mm512_div_ps(t, c)));
+        }
+        if (a->alibi) {
+            /* (float)(k - p) as the portable kernel: exact below 2^24. */
+            const __m512 dist =
+                _mm512_cvtepi32_ps(_mm512_add_epi32(idx, _mm512_set1_epi32((int32_t)kp0)));
+            t = _mm512_add_ps(t, _mm512_mul_ps(_mm512_set1_ps(a->alibi[j]), dist));
+        }
+        x[v] = _mm512_mask_blend_ps(vis[v], ninf, t);
+        mx = _mm512_max_ps(mx, x[v]);
+    }
+    const float mxs = _mm512_reduce_max_ps(mx);
+    if (mxs == -INFINITY) {
+        UNROLL
+        for (int v = 0; v < NV; v++) _mm512_store_ps(s + 16 * v, _mm512_setzero_ps());
+        return 1.0f;
+    }
+    const float m_old = *mrow;
+    const float m_new = m_old > mxs ? m_old : mxs;
+    float alpha = 1.0f;
+    if (m_new != m_old) alpha = (m_old == -INFINITY) ? 0.0f : expf(m_old - m_new);
+    const __m512 mn = _mm512_set1_ps(m_new);
+    __m512 sum = _mm512_setzero_ps();
+    UNROLL
+    for (int v = 0; v < NV; v++) {
+        /* masked lanes hold -inf: exp gives exactly 0, the mask makes sure */
+        __m512 w = attn__avx512_exp(_mm512_sub_ps(x[v], mn));
+        w = _mm512_maskz_mov_ps(vis[v], w);
+        sum = _mm512_add_ps(sum, w);
+        _mm512_store_ps(s + 16 * v, w);
+    }
+    *lrow = *lrow * alpha + _mm512_reduce_add_ps(sum);
+    *mrow = m_new;
+    return alpha;
+}
+
+/* ------------------------------------------------------- P.V micro-kernel */
+
+/* acc[r][dofs .. dofs + 16*NVEC) = acc * alpha[r] + sum_i p[r][i] V[i][..]
+ * for R rows, keys i in [ilo, ihi); V rows of dtype vdt (widened on the
+ * fly); the last vector is masked by tm.  6 rows x 4 vectors = 24
+ * accumulators; per key, 4 V loads feed 24 FMAs with p broadcast. */
+INLINE void pv_rows(int R, int NVEC, attn_dtype vdt, float *acc, size_t D, size_t dofs,
+                    const float *alpha, const float *p, const void *const *vrow,
+                    const void *const *vpf, int32_t ilo, int32_t ihi, __mmask16 tm) {
+    const size_t es = attn_dtype_size(vdt);
+    __m512 c[PR][DV];
+    UNROLL
+    for (int r = 0; r < R; r++) {
+        const __m512 al = _mm512_set1_ps(alpha[r]);
+        const float *ar = acc + (size_t)r * D + dofs;
+        UNROLL
+        for (int v = 0; v < NVEC; v++)
+            c[r][v] = _mm512_mul_ps(_mm512_maskz_loadu_ps(v == NVEC - 1 ? tm : 0xffff, ar + 16 * v),
+                                    al);
+    }
+    for (int32_t i = ilo; i < ihi; i++) {
+        const unsigned char *vr = (const unsigned char *)vrow[i] + dofs * es;
+        if (vpf && vpf[i]) {
+            /* next chunk's V row, same bytes: 64 bytes per prefetch */
+            const char *pf = (const char *)vpf[i] + dofs * es;
+            UNROLL
+            for (int v = 0; v < NVEC; v++)
+                if ((16 * (size_t)v * es) % 64 == 0) _mm_prefetch(pf + 16 * (size_t)v * es, _MM_HINT_T1);
+        }
+        UNROLL
+        for (int v = 0; v < NVEC; v++) {
+            const __m512 x = load16(vdt, vr + 16 * (size_t)v * es, v == NVEC - 1 ? tm : 0xffff);
+            UNROLL
+            for (int r = 0; r < R; r++)
+                c[r][v] = _mm512_fmadd_ps(_mm512_set1_ps(p[(size_t)r * TILE + (size_t)i]), x,
+                                          c[r][v]);
+        }
+    }
+    UNROLL
+    for (int r = 0; r < R; r++) {
+        float *ar = acc + (size_t)r * D + dofs;
+        UNROLL
+        for (int v = 0; v < NVEC; v++)
+            _mm512_mask_storeu_ps(ar + 16 * v, v == NVEC - 1 ? tm : 0xffff, c[r][v]);
+    }
+}
+
+#define PV_CASE(T_, R_, N_)                                                               \
+    case (R_) * 8 + (N_):                                                                 \
+        pv_rows(R_, N_, T_, acc, D, dofs, alpha, p, vrow, vpf, ilo, ihi, tm);             \
+        break;
+#define PV_CASES(T_)                                                                      \
+    PV_CASE(T_, 1, 1) PV_CASE(T_, 1, 2) PV_CASE(T_, 1, 3) PV_CASE(T_, 1, 4)               \
+    PV_CASE(T_, 2, 1) PV_CASE(T_, 2, 2) PV_CASE(T_, 2, 3) PV_CASE(T_, 2, 4)               \
+    PV_CASE(T_, 3, 1) PV_CASE(T_, 3, 2) PV_CASE(T_, 3, 3) PV_CASE(T_, 3, 4)               \
+    PV_CASE(T_, 4, 1) PV_CASE(T_, 4, 2) PV_CASE(T_, 4, 3) PV_CASE(T_, 4, 4)               \
+    PV_CASE(T_, 5, 1) PV_CASE(T_, 5, 2) PV_CASE(T_, 5, 3) PV_CASE(T_, 5, 4)               \
+    PV_CASE(T_, 6, 1) PV_CASE(T_, 6, 2) PV_CASE(T_, 6, 3) PV_CASE(T_, 6, 4)
+
+/* One instantiation set per V dtype: the dtype must be a constant inside
+ * the micro-kernel for the widening to inline. */
+#define PV_BLOCK_FN(name_, T_)                                                            \
+    static void name_(int32_t R, float *acc, size_t D, const float *alpha, const float *p, \
+                      const void *const *vrow, const void *const *vpf, int32_t ilo,       \
+                      int32_t ihi) {                                                      \
+        for (size_t dofs = 0; dofs < D; dofs += 16 * DV) {                                \
+            const size_t left = D - dofs;                                                 \
+            const int nvec = (int)(left >= 16 * DV ? DV : (left + 15) / 16);              \
+            const __mmask16 tm = tail_mask(left - 16 * (size_t)(nvec - 1));               \
+            switch (R * 8 + nvec) {                                                       \
+                PV_CASES(T_)                                                              \
+            default: break;                                                               \
+            }                                                                             \
+        }                                                                                 \
+    }
+PV_BLOCK_FN(pv_block_f32, ATTN_DTYPE_F32)
+PV_BLOCK_FN(pv_block_bf16, ATTN_DTYPE_BF16)
+PV_BLOCK_FN(pv_block_f16, ATTN_DTYPE_F16)
+
+/* ------------------------------------------------------------- driver */
+
+static void ref_fallback(const attn_tile_args *a, attn_dtype dt) {
+    if (dt == ATTN_DTYPE_F32) attn_tile_f32__ref(a);
+    else if (dt == ATTN_DTYPE_BF16) attn_tile_bf16__ref(a);
+    else attn_tile_f16__ref(a);
+}
+
+void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pack_fn pack,
+                       attn__avx512_dots_fn dots) {
+    ATTN_ASSERT(a->n_tok >= 1 && a->g >= 1 && a->head_dim >= 1);
+    ATTN_ASSERT(0 <= a->k0 && a->k0 < a->k1 && a->k1 <= a->seq_len);
+    /* The work areas are sized from the plan's kv_tile; this table's is
+     * TILE, but a foreign plan could pass less: stay correct then. */
+    if (a->kv_tile < TILE || ((uintptr_t)a->kv % 64) || ((uintptr_t)a->scores % 64)) {
+        ref_fallback(a, vdt);
+        return;
+    }
+    const int32_t g = a->g, rows = a->n_tok * g;
+    const size_t D = (size_t)a->head_dim, es = attn_dtype_size(vdt);
+    float *vconv = a->kv + (size_t)TILE * D;
+    const void *krow[TILE], *vrow[TILE];
+    const void *kpf[TILE], *vpf[TILE]; /* next chunk's rows (prefetch), NULL past k1 */
+    /* P.V reads V as: fp32 cache rows, widened rows in the KV area, or raw
+     * bf16/f16 cache rows widened on the fly */
+    const int widen = vdt != ATTN_DTYPE_F32 && rows > WIDEN_V_ROWS;
+    void (*pv)(int32_t, float *, size_t, const float *, const float *, const void *const *,
+               const void *const *, int32_t, int32_t) = pv_block_f32;
+    if (!widen && vdt == ATTN_DTYPE_BF16) pv = pv_block_bf16;
+    if (!widen && vdt == ATTN_DTYPE_F16) pv = pv_block_f16;
+
+    for (int32_t c0 = a->k0; c0 < a->k1; c0 += TILE) {
+        const int32_t n = (a->k1 - c0 < TILE) ? a->k1 - c0 : TILE;
+        const int64_t c1 = (int64_t)c0 + n;
+        int any = 0;
+        for (int32_t t = 0; t < a->n_tok && !any; t++) {
+            int64_t lo, hi;
+            attn__row_interval((int64_t)a->pos0 + t, a->seq_len, a->causal, a->window, &lo, &hi);
+            if (lo < c1 && hi > c0 && lo < hi) any = 1;
+        }
+        if (!any) continue;
+
+        /* The next chunk's rows are prefetched while this one computes,
+         * interleaved with the loads of the pack and P.V loops: the paged
+         * layout jumps Hkv blocks between consecutive blocks of a head, so
+         * the hardware streamer restarts at every block. */
+        for (int32_t i = 0; i < TILE; i++) {
+            const int64_t k = c1 + i;
+            kpf[i] = vpf[i] = NULL;
+            if (!ATTN_AVX512_PREFETCH || k >= a->k1) continue;
+            const size_t off = ((size_t)a->blocks[k / a->block_size] * a->block_stride +
+                                a->head_offset + (size_t)(k % a->block_size) * D) * es;
+            kpf[i] = (const char *)a->k_cache + off;
+            vpf[i] = (const char *)a->v_cache + off;
+        }
+        for (int32_t i = 0; i < n; i++) {
+            const int32_t k = c0 + i;
+            const int32_t blk = a->blocks[k / a->block_size];
+            ATTN_ASSERT(blk >= 0);
+            const size_t off = (size_t)blk * a->block_stride + a->head_offset +
+                               (size_t)(k % a->block_size) * D;
+            krow[i] = (const unsigned char *)a->k_cache + off * es;
+            if (!widen) {
+                vrow[i] = (const unsigned char *)a->v_cache + off * es;
+            } else {
+                /* Widen V once per chunk: every row block reuses it. */
+                float *dst = vconv + (size_t)i * D;
+                const unsigned char *src = (const unsigned char *)a->v_cache + off * es;
+                for (size_t d = 0; d < D; d += 16) {
+                    const __mmask16 m = tail_mask(D - d);
+                    _mm512_mask_storeu_ps(dst + d, m, load16(vdt, src + d * es, m));
+                }
+                vrow[i] = dst;
+            }
+        }
+        pack(a, krow, kpf, n, a->kv);
+
+        for (int32_t r0 = 0; r0 < rows; r0 += QR) {
+            const int32_t R = rows - r0 < QR ? rows - r0 : QR;
+            int32_t ilo[QR], ihi[QR], act = 0;
+            for (int32_t r = 0; r < R; r++) {
+                int64_t lo, hi;
+                attn__row_interval((int64_t)a->pos0 + (r0 + r) / g, a->seq_len, a->causal, a->window,
+                             &lo, &hi);
+                lo = lo > c0 ? lo - c0 : 0;
+                hi = hi < c1 ? hi - c0 : n;
+                if (lo >= hi) lo = hi = 0;
+                ilo[r] = (int32_t)lo;
+                ihi[r] = (int32_t)hi;
+                act |= lo < hi;
+            }
+            if (!act) continue;
+            float *s = a->scores + (size_t)r0 * TILE;
+            dots(a, r0, R, a->kv, s);
+            float alpha[QR];
+            for (int32_t r = 0; r < R; r++) {
+                const int32_t row = r0 + r;
+                if (ilo[r] >= ihi[r]) {
+                    /* sees nothing of this chunk: weights 0, state kept */
+                    UNROLL
+                    for (int v = 0; v < NV; v++)
+                        _mm512_store_ps(s + (size_t)r * TILE + 16 * v, _mm512_setzero_ps());
+                    alpha[r] = 1.0f;
+                    continue;
+                }
+                alpha[r] = softmax_row(a, row % g, (int64_t)c0 - (a->pos0 + row / g), ilo[r],
+                                       ihi[r], s + (size_t)r * TILE, a->m + row, a->l + row);
+            }
+            int32_t lo = TILE, hi = 0;
+            for (int32_t r = 0; r < R; r++)
+                if (ilo[r] < ihi[r]) {
+                    if (ilo[r] < lo) lo = ilo[r];
+                    if (ihi[r] > hi) hi = ihi[r];
+                }
+            /* prefetch from the first row block only: later blocks would
+             * re-issue the same lines */
+            pv(R, a->acc + (size_t)r0 * D, D, alpha, s, vrow, r0 == 0 ? vpf : NULL, lo, hi);
+        }
+    }
+}
+
+void attn_tile_f32__avx512(const attn_tile_args *a) {
+    attn__avx512_tile(a, ATTN_DTYPE_F32, pack_f32, dots_f32);
+}
+void attn_tile_bf16__avx512(const attn_tile_args *a) {
+    attn__avx512_tile(a, ATTN_DTYPE_BF16, pack_bf16, dots_f32);
+}
+void attn_tile_f16__avx512(const attn_tile_args *a) {
+    attn__avx512_tile(a, ATTN_DTYPE_F16, pack_f16, dots_f32);
+}
+
+/* --------------------------------------------------------------- load_q */
+
+INLINE void load_q(attn_dtype dt, const void *src, size_t token_stride, int32_t n_tok, int32_t g,
+                   int32_t head_dim, float scale, float *dst) {
+    const size_t width = (size_t)g * (size_t)head_dim, es = attn_dtype_size(dt);
+    const __m512 sc = _mm512_set1_ps(scale);
+    for (int32_t t = 0; t < n_tok; t++) {
+        const unsigned char *s = (const unsigned char *)src + (size_t)t * token_stride * es;
+        float *d = dst + (size_t)t * width;
+        for (size_t i = 0; i < width; i += 16) {
+            const __mmask16 m = tail_mask(width - i);
+            /* convert, then one fp32 multiply: the portable rounding */
+            _mm512_mask_storeu_ps(d + i, m, _mm512_mul_ps(load16(dt, s + i * es, m), sc));
+        }
+    }
+}
+
+void attn_load_q_f32__avx512(const void *src, size_t ts, int32_t n_tok, int32_t g, int32_t hd,
+                             float scale, float *dst) {
+    load_q(ATTN_DTYPE_F32, src, ts, n_tok, g, hd, scale, dst);
+}
+void attn_load_q_bf16__avx512(const void *src, size_t ts, int32_t n_tok, int32_t g, int32_t hd,
+                              float scale, float *dst) {
+    load_q(ATTN_DTYPE_BF16, src, ts, n_tok, g, hd, scale, dst);
+}
+void attn_load_q_f16__avx512(const void *src, size_t ts, int32_t n_tok, int32_t g, int32_t hd,
+                             float scale, float *dst) {
+    load_q(ATTN_DTYPE_F16, src, ts, n_tok, g, hd, scale, dst);
+}
+
+/* ---------------------------------------------------------------- store */
+
+/* fp32 -> bf16, round to nearest even, NaN quieted: bit-identical to
+ * attn__f32_to_bf16 (dtype.h). */
+INLINE __m256i f32_to_bf16_16(__m512 x) {
+    const __m512i u = _mm512_castps_si512(x);
+    const __m512i abs = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(abs, _mm512_set1_epi32(0x7f800000));
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(
+        _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+    const __m512i q = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+    r = _mm512_mask_mov_epi32(r, nan, q);
+    return _mm512_cvtepi32_epi16(r);
+}
+
+INLINE void store16(attn_dtype dt, void *p, __mmask16 m, __m512 x) {
+    if (dt == ATTN_DTYPE_F32) _mm512_mask_storeu_ps(p, m, x);
+    else if (dt == ATTN_DTYPE_BF16) _mm256_mask_storeu_epi16(p, m, f32_to_bf16_16(x));
+    else
+        _mm256_mask_storeu_epi16(p, m,
+                                 _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+INLINE void store(attn_dtype dt, const float *acc, const float *m, const float *l, int32_t n_tok,
+                  int32_t g, int32_t head_dim, const float *sinks, void *dst,
+                  size_t token_stride) {
+    const size_t D = (size_t)head_dim, es = attn_dtype_size(dt);
+    for (int32_t t = 0; t < n_tok; t++) {
+        for (int32_t j = 0; j < g; j++) {
+            const size_t r = (size_t)t * (size_t)g + (size_t)j;
+            unsigned char *o = (unsigned char *)dst + ((size_t)t * token_stride + (size_t)j * D) * es;
+            /* the scalar normalisation of the portable store, verbatim */
+            const float mr = m[r];
+            const float sink = sinks ? sinks[j] : -INFINITY;
+            const float M = mr > sink ? mr : sink;
+            const float alpha = (mr == -INFINITY) ? 0.0f : expf(mr - M);
+            const float L = l[r] * alpha + (sinks ? expf(sink - M) : 0.0f);
+            const int zero = (M == -INFINITY || L == 0.0f);
+            const __m512 f = _mm512_set1_ps(zero ? 0.0f : alpha / L);
+            const float *ar = acc + r * D;
+            for (size_t d = 0; d < D; d += 16) {
+                const __mmask16 mk = tail_mask(D - d);
+                /* zero rows store exact zeros even if acc held garbage */
+                const __m512 x = zero ? _mm512_setzero_ps()
+                                      : _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, ar + d), f);
+                store16(dt, o + d * es, mk, x);
+            }
+        }
+    }
+}
+
+void attn_store_f32__avx512(const float *acc, const float *m, const float *l, int32_t n_tok,
+                            int32_t g, int32_t hd, const float *sinks, void *dst, size_t ts) {
+    store(ATTN_DTYPE_F32, acc, m, l, n_tok, g, hd, sinks, dst, ts);
+}
+void attn_store_bf16__avx512(const float *acc, const float *m, const float *l, int32_t n_tok,
+                             int32_t g, int32_t hd, const float *sinks, void *dst, size_t ts) {
+    store(ATTN_DTYPE_BF16, acc, m, l, n_tok, g, hd, sinks, dst, ts);
+}
+void attn_store_f16__avx512(const float *acc, const float *m, const float *l, int32_t n_tok,
+                            int32_t g, int32_t hd, const float *sinks, void *dst, size_t ts) {
+    store(ATTN_DTYPE_F16, acc, m, l, n_tok, g, hd, sinks, dst, ts);
+}
+
+/* ---------------------------------------------------------------- table */
+
+/* The portable table with this file's overrides.  Written as a constant
+ * (not copied from *attn__kernels_ref() at first use) so that concurrent
+ * first calls from several builders cannot race; the only entry taken from
+ * the portable table is merge, and tests/test_isa.c checks that every ISA
+ * table still points at the portable merge. */
+static const attn_kernels avx512_table = {
+    .name = "avx512",
+    .rows_target = AVX512_ROWS_TARGET,
+    .kv_tile = TILE,
+    .tile = {
+        [ATTN_DTYPE_F32] = attn_tile_f32__avx512,
+        [ATTN_DTYPE_BF16] = attn_tile_bf16__avx512,
+        [ATTN_DTYPE_F16] = attn_tile_f16__avx512,
+    },
+    .load_q = {
+        [ATTN_DTYPE_F32] = attn_load_q_f32__avx512,
+        [ATTN_DTYPE_BF16] = attn_load_q_bf16__avx512,
+        [ATTN_DTYPE_F16] = attn_load_q_f16__avx512,
+    },
+    .store = {
+        [ATTN_DTYPE_F32] = attn_store_f32__avx512,
+        [ATTN_DTYPE_BF16] = attn_store_bf16__avx512,
+        [ATTN_DTYPE_F16] = attn_store_f16__avx512,
+    },
+    .merge = attn_merge_f32__ref,
+};
+
+const attn_kernels *attn__kernels_avx512(void) { return &avx512_table; }

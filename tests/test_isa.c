@@ -1,0 +1,593 @@
+/*
+ * test_isa.c — every SIMD kernel table held to the double-precision
+ * reference AND to the portable "ref" table, through the public API with
+ * group.isa set, plus the dispatch rules and the tables' shape.
+ *
+ * Grid (each ISA that attn_isa_available lists, "ref" included as its own
+ * baseline): GQA ratios g = 1, 2, 6, 8, 9; D = 64, 80, 96, 128, 256 (and
+ * odd/unaligned 72, 33 for the vector tails); block sizes 16 and 48;
+ * windows none / 1 / 7 / 300; soft cap; ALiBi; sinks; decode kv_len 1, 7,
+ * 213, 4097; prefill 5x5 and 134x517 (causal and not); fp32 / bf16 / f16
+ * and mixed dtypes; split off / on / fixed; 1 and 2 threads.  The
+ * combinations are enumerated deterministically so that every value of
+ * every axis meets every ISA, without the full cartesian product.
+ *
+ * Tolerance: attn_tolerance (harness/compare.c) for every ISA.  No table
+ * rounds an intermediate coarser than fp32: the avx512bf16 table feeds
+ * VDPBF16PS with Q split into two bf16 terms (|error| <= 2^-16 |q|, so
+ * the logit error is ~2^-8 of a bf16 rounding's, ~2.5e-6 rms for these
+ * inputs, well inside the 3e-5 fp32 atol; see kernels_avx512bf16.c), so
+ * no ISA-specific tolerance is needed.  Against the "ref" table each
+ * output is within tol of the exact value, so the two differ by at most
+ * 2 * tol: that is the bound used for the ISA-vs-ref comparison.
+ *
+ * Direct kernel tests: a tile whose rows see none of the key range leaves
+ * (acc, m, l) bit for bit as they were (neutral rows), and key ranges that
+ * start and end off the 16/32/64 tile edges match the portable tile.
+ * No timing assertions.
+ */
+#include <criterion/criterion.h>
+
+#include "../src/attn.h"
+#include "../src/internal.h"
+#include "../src/kernels.h"
+#include "../harness/case.h"
+#include "../harness/compare.h"
+#include "../harness/problem.h"
+#include "../harness/ref.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef ATTN_HAVE_AVX2
+const attn_kernels *attn__kernels_avx2(void);
+#endif
+#ifdef ATTN_HAVE_AVX512
+const attn_kernels *attn__kernels_avx512(void);
+#endif
+#ifdef ATTN_HAVE_AVX512BF16
+const attn_kernels *attn__kernels_avx512bf16(void);
+#endif
+
+#define MAX_ISAS 8
+
+/* ------------------------------------------------------------ helpers */
+
+static void *aligned_bytes(size_t n) {
+    size_t m = (n + 63) & ~(size_t)63;
+    return aligned_alloc(64, m ? m : 64);
+}
+
+/* Run layer l of the problem on table `isa`; returns the output buffer
+ * (out_dtype, caller frees) or NULL with a message in msg. */
+static void *run_on(problem *p, int32_t l, const char *isa, char *msg, size_t cap) {
+    attn_group_desc g = p->group;
+    g.isa = isa;
+    attn_builder *b = NULL;
+    attn_plan *plan = NULL;
+    attn_error err;
+    void *out = NULL, *scratch = NULL;
+    attn_status st = attn_builder_create(&g, &b, &err);
+    if (st) {
+        snprintf(msg, cap, "create(%s): %s", isa, err.message);
+        return NULL;
+    }
+    attn_plan_opts o;
+    memset(&o, 0, sizeof o);
+    o.split = p->c.split;
+    o.split_count = p->c.split_count;
+    st = attn_builder_build(b, &p->batch, &o, &plan, &err);
+    if (st) {
+        snprintf(msg, cap, "build(%s): %s", isa, err.message);
+        goto done;
+    }
+    size_t bytes = 0;
+    attn_plan_scratch_size(plan, &bytes, NULL);
+    scratch = aligned_bytes(bytes);
+    /* NaN-patterned scratch: a kernel may not rely on zeroed work areas */
+    if (scratch) memset(scratch, 0xff, (bytes + 63) & ~(size_t)63);
+    const size_t ob = problem_out_elems(p, l) * attn_dtype_size(p->c.out_dtype);
+    out = malloc(ob);
+    if (!scratch || !out) {
+        snprintf(msg, cap, "out of memory");
+        free(out);
+        out = NULL;
+        goto done;
+    }
+    memset(out, 0xff, ob); /* NaN in every dtype: unwritten elements fail */
+    attn_tensors t = problem_tensors(p, l, out);
+    st = attn_run(plan, &p->layers[l], &t, scratch, bytes, &err);
+    if (st) {
+        snprintf(msg, cap, "run(%s): %s", isa, err.message);
+        free(out);
+        out = NULL;
+    }
+done:
+    free(scratch);
+    attn_plan_destroy(plan);
+    attn_builder_destroy(b);
+    return out;
+}
+
+static int reference(const problem *p, int32_t l, double *ref) {
+    const attn_case *c = &p->c;
+    ref_input in;
+    memset(&in, 0, sizeof in);
+    in.num_reqs = c->num_reqs;
+    in.query_start_loc = p->qsl;
+    in.seq_lens = p->seq_lens;
+    in.block_table = p->block_table;
+    in.block_table_stride = p->bt_stride;
+    in.causal = c->causal;
+    in.num_heads = c->layers[l].num_heads;
+    in.num_kv_heads = c->num_kv_heads;
+    in.head_dim = c->head_dim;
+    in.block_size = c->block_size;
+    in.window = c->layers[l].window;
+    in.softcap = c->layers[l].softcap;
+    in.scale = c->layers[l].scale;
+    in.alibi_slopes = p->layers[l].alibi_slopes;
+    in.sinks = p->layers[l].sinks;
+    in.q = p->q[l];
+    in.q_dtype = c->q_dtype;
+    in.k_cache = p->k_cache;
+    in.v_cache = p->v_cache;
+    in.kv_dtype = c->kv_dtype;
+    in.num_blocks = p->num_blocks;
+    return ref_attention(&in, ref);
+}
+
+/* Every layer of case c on every available table: vs the exact reference
+ * (tol) and vs the "ref" table's output (2 tol). */
+static void check_case(const attn_case *c) {
+    char text[2048], msg[512];
+    case_format(text, sizeof text, c);
+    problem p;
+    cr_assert_eq(problem_init(&p, c, (size_t)1 << 30, msg, sizeof msg), 0, "%s\n%s", msg, text);
+    cr_assert(p.materialized, "not materialized (%s)\n%s", p.unmaterialized_reason, text);
+    const char *isas[MAX_ISAS];
+    const int n = attn_isa_available(isas, MAX_ISAS);
+    cr_assert(n >= 1 && strcmp(isas[0], "ref") == 0, "attn_isa_available = %d", n);
+
+    for (int32_t l = 0; l < c->num_layers; l++) {
+        const size_t ne = problem_out_elems(&p, l);
+        double *exact = malloc(ne * sizeof(double));
+        double *base = malloc(ne * sizeof(double));
+        cr_assert(exact && base);
+        cr_assert_eq(reference(&p, l, exact), 0, "reference refused\n%s", text);
+        void *ref_out = run_on(&p, l, "ref", msg, sizeof msg);
+        cr_assert(ref_out, "%s\n%s", msg, text);
+        for (size_t i = 0; i < ne; i++) base[i] = attn_elem_get(ref_out, i, c->out_dtype);
+        const attn_tol tol = attn_tolerance(c->q_dtype, c->kv_dtype, c->out_dtype);
+        const attn_tol tol2 = {2 * tol.atol, 2 * tol.rtol};
+        for (int k = 0; k < n; k++) {
+            void *out = run_on(&p, l, isas[k], msg, sizeof msg);
+            cr_assert(out, "%s\n%s", msg, text);
+            attn_cmp r1, r2;
+            const int ok1 = attn_compare(exact, out, c->out_dtype, ne, tol, &r1);
+            const int ok2 = attn_compare(base, out, c->out_dtype, ne, tol2, &r2);
+            const size_t w = ok1 ? r2.worst : r1.worst;
+            cr_assert(ok1 && ok2,
+                      "isa %s layer %d: vs exact %zu bad (max_abs %.3g), vs ref table %zu bad "
+                      "(max_abs %.3g); element %zu got %.9g exact %.9g ref-table %.9g\n%s",
+                      isas[k], (int)l, r1.bad, r1.max_abs, r2.bad, r2.max_abs, w,
+                      attn_elem_get(out, w, c->out_dtype), exact[w], base[w], text);
+            free(out);
+        }
+        free(ref_out);
+        free(exact);
+        free(base);
+    }
+    problem_free(&p);
+}
+
+/* A one-layer case (the grid's building block). */
+static attn_case mk(int32_t hq, int32_t hkv, int32_t d, int32_t bs, attn_dtype dt) {
+    attn_case c;
+    case_default(&c);
+    snprintf(c.name, sizeof c.name, "isa-grid");
+    c.num_layers = 1;
+    c.layers[0].num_heads = hq;
+    c.layers[0].window = -1;
+    c.model_num_heads = hq;
+    c.num_kv_heads = hkv;
+    c.head_dim = d;
+    c.block_size = bs;
+    c.q_dtype = c.kv_dtype = c.out_dtype = dt;
+    c.blocks = CASE_BLOCKS_SHUFFLED;
+    return c;
+}
+
+static const int32_t k_g[] = {1, 2, 6, 8, 9};
+static const int32_t k_d[] = {64, 80, 96, 128, 256};
+static const int32_t k_bs[] = {16, 48};
+static const int32_t k_win[] = {-1, 1, 7, 300};
+static const attn_dtype k_dt[] = {ATTN_DTYPE_F32, ATTN_DTYPE_BF16, ATTN_DTYPE_F16};
+#define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* Row i of an enumerated grid: coprime-ish strides over the axes so that
+ * consecutive rows change every axis and all values appear. */
+static attn_case grid_row(int i, int32_t q_len, int32_t kv_len, int causal) {
+    const int32_t g = k_g[i % N(k_g)];
+    const int32_t hkv = (g >= 8) ? 1 + (i / 5) % 2 : 2;
+    attn_case c = mk(g * hkv, hkv, k_d[(i / 2) % N(k_d)], k_bs[(i / 3) % N(k_bs)],
+                     k_dt[(i / 7) % N(k_dt)]);
+    c.layers[0].window = k_win[(i / 4) % N(k_win)];
+    c.layers[0].softcap = (i % 3 == 1) ? 5.0f : 0.0f;
+    c.layers[0].alibi = (uint8_t)(i % 4 == 2);
+    c.layers[0].sinks = (uint8_t)(i % 5 == 3);
+    c.causal = causal;
+    c.q_len[0] = q_len;
+    c.kv_len[0] = kv_len;
+    c.threads = 1 + i % 2;
+    c.split = (i % 3 == 0) ? ATTN_SPLIT_ON : (i % 3 == 1) ? ATTN_SPLIT_OFF : ATTN_SPLIT_FIXED;
+    c.split_count = 3;
+    c.seed = 0x15a0000u + (uint64_t)i;
+    if (i % 6 == 5) { /* mixed dtypes: q bf16, kv of the row, out f16 */
+        c.q_dtype = ATTN_DTYPE_BF16;
+        c.out_dtype = ATTN_DTYPE_F16;
+    }
+    return c;
+}
+
+/* ---------------------------------------------------------- the grid */
+
+static void decode_rows(int32_t kv_len, int rows) {
+    for (int i = 0; i < rows; i++) {
+        attn_case c = grid_row(i, 1, kv_len, 1);
+        check_case(&c);
+    }
+}
+
+Test(isa, decode_kv1, .timeout = 120) { decode_rows(1, 30); }
+Test(isa, decode_kv7, .timeout = 120) { decode_rows(7, 30); }
+Test(isa, decode_kv213, .timeout = 120) { decode_rows(213, 30); }
+Test(isa, decode_kv4097, .timeout = 240) { decode_rows(4097, 15); }
+
+Test(isa, prefill_5x5, .timeout = 120) {
+    for (int i = 0; i < 30; i++) {
+        attn_case c = grid_row(i, 5, 5, i % 4 != 3);
+        check_case(&c);
+    }
+}
+
+Test(isa, prefill_134x517, .timeout = 600) {
+    /* the big shape: fewer rows, still every g, D and dtype */
+    static const int pick[] = {0, 3, 7, 11, 14, 22};
+    for (int k = 0; k < N(pick); k++) {
+        attn_case c = grid_row(pick[k], 134, 517, k != 4);
+        check_case(&c);
+    }
+}
+
+Test(isa, odd_head_dims, .timeout = 120) {
+    /* D not a multiple of 16 / 8 / 2: masked vector tails, odd bf16 pairs */
+    static const int32_t ds[] = {33, 72, 1, 17};
+    for (int i = 0; i < N(ds); i++)
+        for (int t = 0; t < N(k_dt); t++) {
+            attn_case c = mk(6, 2, ds[i], 16, k_dt[t]);
+            c.num_reqs = 2;
+            c.q_len[0] = 1;
+            c.kv_len[0] = 150;
+            c.q_len[1] = 9;
+            c.kv_len[1] = 70;
+            c.layers[0].window = (i % 2) ? 7 : -1;
+            c.seed = 77u + (uint64_t)(i * 3 + t);
+            check_case(&c);
+        }
+}
+
+Test(isa, laguna_mixed_batch, .timeout = 300) {
+    /* two groups' worth of layers on one KV spec: 48 full heads, 64 heads
+     * window 512 (separate cases: a group must share num_heads) */
+    for (int w = 0; w < 2; w++) {
+        attn_case c = mk(w ? 64 : 48, 8, 128, 16, ATTN_DTYPE_BF16);
+        c.layers[0].window = w ? 512 : -1;
+        c.num_reqs = 4;
+        c.q_len[0] = 1; c.kv_len[0] = 1300;
+        c.q_len[1] = 1; c.kv_len[1] = 700;
+        c.q_len[2] = 1; c.kv_len[2] = 40;
+        c.q_len[3] = 37; c.kv_len[3] = 600;
+        c.threads = 2;
+        c.split = ATTN_SPLIT_AUTO;
+        c.seed = 0x1a9u + (uint64_t)w;
+        check_case(&c);
+    }
+}
+
+Test(isa, noncausal_windows, .timeout = 120) {
+    for (int i = 0; i < N(k_win); i++) {
+        attn_case c = mk(8, 2, 64, 48, k_dt[i % N(k_dt)]);
+        c.causal = 0;
+        c.layers[0].window = k_win[i];
+        c.layers[0].softcap = 30.0f;
+        c.layers[0].alibi = 1;
+        c.num_reqs = 2;
+        c.q_len[0] = 40; c.kv_len[0] = 130;
+        c.q_len[1] = 3; c.kv_len[1] = 3;
+        c.split = ATTN_SPLIT_ON;
+        c.threads = 2;
+        c.seed = 5u + (uint64_t)i;
+        check_case(&c);
+    }
+}
+
+/* ------------------------------------------------- direct tile edges */
+
+/* Returns the tables compiled in and usable, "ref" first. */
+static int tables(const attn_kernels **out) {
+    const char *isas[MAX_ISAS];
+    int n = attn_isa_available(isas, MAX_ISAS), k = 0;
+    for (int i = 0; i < n; i++) {
+        const attn_kernels *t = NULL;
+        if (attn__select_kernels(isas[i], &t, NULL) == ATTN_OK) out[k++] = t;
+    }
+    return k;
+}
+
+/* A cache of `keys` keys, D dims, one KV head, block size bs, values in
+ * [-1, 1); blocks in reverse order so the block table matters. */
+typedef struct mini {
+    float *k, *v;
+    int32_t *blocks;
+    int32_t nb;
+} mini;
+
+static void mini_init(mini *m, int32_t keys, int32_t D, int32_t bs, uint64_t seed) {
+    m->nb = (keys + bs - 1) / bs;
+    const size_t n = (size_t)m->nb * (size_t)bs * (size_t)D;
+    m->k = malloc(n * sizeof(float));
+    m->v = malloc(n * sizeof(float));
+    m->blocks = malloc((size_t)m->nb * sizeof(int32_t));
+    cr_assert(m->k && m->v && m->blocks);
+    uint64_t s = seed;
+    for (size_t i = 0; i < n; i++) {
+        m->k[i] = (float)problem_rng_unit(&s);
+        m->v[i] = (float)problem_rng_unit(&s);
+    }
+    for (int32_t b = 0; b < m->nb; b++) m->blocks[b] = m->nb - 1 - b;
+}
+
+static void mini_free(mini *m) {
+    free(m->k);
+    free(m->v);
+    free(m->blocks);
+}
+
+typedef struct tile_bufs {
+    float *q, *acc, *m, *l, *scores, *kv;
+} tile_bufs;
+
+static void bufs_init(tile_bufs *b, int32_t rows, int32_t D, int32_t kv_tile, uint64_t seed) {
+    b->q = aligned_bytes((size_t)rows * (size_t)D * 4);
+    b->acc = aligned_bytes((size_t)rows * (size_t)D * 4);
+    b->m = aligned_bytes((size_t)rows * 4);
+    b->l = aligned_bytes((size_t)rows * 4);
+    b->scores = aligned_bytes((size_t)rows * (size_t)kv_tile * 4);
+    b->kv = aligned_bytes(2 * (size_t)kv_tile * (size_t)D * 4);
+    cr_assert(b->q && b->acc && b->m && b->l && b->scores && b->kv);
+    uint64_t s = seed;
+    for (size_t i = 0; i < (size_t)rows * (size_t)D; i++) {
+        b->q[i] = (float)(problem_rng_unit(&s) / sqrt((double)D));
+        b->acc[i] = 0.0f;
+    }
+    for (int32_t r = 0; r < rows; r++) {
+        b->m[r] = -INFINITY;
+        b->l[r] = 0.0f;
+    }
+}
+
+static void bufs_free(tile_bufs *b) {
+    free(b->q); free(b->acc); free(b->m); free(b->l); free(b->scores); free(b->kv);
+}
+
+static attn_tile_args args_for(const mini *mc, tile_bufs *b, int32_t n_tok, int32_t g,
+                               int32_t D, int32_t bs, int32_t seq, int32_t pos0, int32_t k0,
+                               int32_t k1, int32_t window, int32_t kv_tile) {
+    attn_tile_args a;
+    memset(&a, 0, sizeof a);
+    a.n_tok = n_tok;
+    a.g = g;
+    a.head_dim = D;
+    a.q = b->q;
+    a.pos0 = pos0;
+    a.seq_len = seq;
+    a.causal = 1;
+    a.window = window;
+    a.k_cache = mc->k;
+    a.v_cache = mc->v;
+    a.block_stride = (size_t)bs * (size_t)D;
+    a.head_offset = 0;
+    a.blocks = mc->blocks;
+    a.block_size = bs;
+    a.k0 = k0;
+    a.k1 = k1;
+    a.kv_tile = kv_tile;
+    a.acc = b->acc;
+    a.m = b->m;
+    a.l = b->l;
+    a.scores = b->scores;
+    a.kv = b->kv;
+    return a;
+}
+
+Test(isa, tile_neutral_rows_untouched) {
+    /* window 3 at positions 100..103: none of keys [0, 90) is visible.
+     * Rows hold a prior state that must survive bit for bit. */
+    const attn_kernels *tb[MAX_ISAS];
+    const int nt = tables(tb);
+    const int32_t D = 80, bs = 16, g = 3, n_tok = 4, rows = g * n_tok;
+    mini mc;
+    mini_init(&mc, 112, D, bs, 9);
+    for (int k = 0; k < nt; k++) {
+        tile_bufs b;
+        bufs_init(&b, rows, D, tb[k]->kv_tile, 10);
+        for (int32_t r = 0; r < rows; r++) {
+            b.m[r] = r % 2 ? -INFINITY : 0.25f * (float)r;
+            b.l[r] = r % 2 ? 0.0f : 1.5f;
+            for (int32_t d = 0; d < D; d++) b.acc[(size_t)r * D + d] = r % 2 ? 0.0f : 0.01f * (float)d;
+        }
+        attn_tile_args a = args_for(&mc, &b, n_tok, g, D, bs, 112, 100, 0, 90, 3, tb[k]->kv_tile);
+        tb[k]->tile[ATTN_DTYPE_F32](&a);
+        for (int32_t r = 0; r < rows; r++) {
+            cr_assert(r % 2 ? (b.m[r] == -INFINITY && b.l[r] == 0.0f)
+                            : (b.m[r] == 0.25f * (float)r && b.l[r] == 1.5f),
+                      "%s: row %d state changed (m %g l %g)", tb[k]->name, (int)r, b.m[r], b.l[r]);
+            for (int32_t d = 0; d < D; d++)
+                cr_assert_eq(b.acc[(size_t)r * D + d], r % 2 ? 0.0f : 0.01f * (float)d,
+                             "%s: row %d acc[%d] changed", tb[k]->name, (int)r, (int)d);
+        }
+        bufs_free(&b);
+    }
+    mini_free(&mc);
+}
+
+Test(isa, tile_edges_match_ref) {
+    /* key ranges less than, equal to, more than and straddling the 16 /
+     * 32 / 64 key tiles, split-style starts, mixed visibility in a chunk */
+    static const int32_t ranges[][2] = {{0, 1}, {0, 15}, {0, 16}, {0, 17}, {0, 32}, {0, 63},
+                                        {0, 64}, {0, 65}, {5, 70}, {31, 97}, {63, 129},
+                                        {100, 197}};
+    const attn_kernels *tb[MAX_ISAS];
+    const int nt = tables(tb);
+    const attn_kernels *ref = attn__kernels_ref();
+    const int32_t D = 96, bs = 48, g = 4, n_tok = 3, rows = g * n_tok, seq = 200;
+    mini mc;
+    mini_init(&mc, seq, D, bs, 21);
+    for (int k = 0; k < nt; k++) {
+        for (int ri = 0; ri < N(ranges); ri++) {
+            for (int win = 0; win < 2; win++) {
+                const int32_t window = win ? 40 : -1;
+                tile_bufs x, y;
+                bufs_init(&x, rows, D, ref->kv_tile, 30 + (uint64_t)ri);
+                bufs_init(&y, rows, D, tb[k]->kv_tile, 30 + (uint64_t)ri);
+                /* positions: last tokens of the request, so causal masks
+                 * cut chunks mid-way for the larger ranges */
+                const int32_t pos0 = ranges[ri][1] - 2 > 0 ? ranges[ri][1] - 2 : 0;
+                const int32_t k1 = ranges[ri][1] < pos0 + n_tok ? ranges[ri][1] : pos0 + n_tok;
+                if (ranges[ri][0] >= k1) {
+                    bufs_free(&x);
+                    bufs_free(&y);
+                    continue;
+                }
+                attn_tile_args ax = args_for(&mc, &x, n_tok, g, D, bs, seq, pos0, ranges[ri][0],
+                                             k1, window, ref->kv_tile);
+                attn_tile_args ay = args_for(&mc, &y, n_tok, g, D, bs, seq, pos0, ranges[ri][0],
+                                             k1, window, tb[k]->kv_tile);
+                ref->tile[ATTN_DTYPE_F32](&ax);
+                tb[k]->tile[ATTN_DTYPE_F32](&ay);
+                for (int32_t r = 0; r < rows; r++) {
+                    const int m_ok = x.m[r] == y.m[r] ||
+                                     (isfinite(x.m[r]) && isfinite(y.m[r]) &&
+                                      fabsf(x.m[r] - y.m[r]) <= 1e-5f * (1.0f + fabsf(x.m[r])));
+                    cr_assert(m_ok,
+                              "%s range [%d,%d) w %d row %d: m %g vs ref %g", tb[k]->name,
+                              (int)ranges[ri][0], (int)k1, (int)window, (int)r, y.m[r], x.m[r]);
+                    cr_assert(fabsf(x.l[r] - y.l[r]) <= 1e-5f * (1.0f + x.l[r]),
+                              "%s range [%d,%d) row %d: l %g vs ref %g", tb[k]->name,
+                              (int)ranges[ri][0], (int)k1, (int)r, y.l[r], x.l[r]);
+                    for (int32_t d = 0; d < D; d++) {
+                        const float ex = x.acc[(size_t)r * D + d], ey = y.acc[(size_t)r * D + d];
+                        cr_assert(fabsf(ex - ey) <= 3e-5f * (1.0f + x.l[r]),
+                                  "%s range [%d,%d) row %d acc[%d]: %g vs ref %g", tb[k]->name,
+                                  (int)ranges[ri][0], (int)k1, (int)r, (int)d, ey, ex);
+                    }
+                }
+                bufs_free(&x);
+                bufs_free(&y);
+            }
+        }
+    }
+    mini_free(&mc);
+}
+
+/* ----------------------------------------------------------- dispatch */
+
+static attn_status create_with(const char *isa, attn_builder_info *info) {
+    attn_layer_desc l;
+    memset(&l, 0, sizeof l);
+    l.num_heads = 8;
+    l.window = -1;
+    attn_group_desc g;
+    memset(&g, 0, sizeof g);
+    g.layers = &l;
+    g.num_layers = 1;
+    g.kv.num_kv_heads = 2;
+    g.kv.head_dim = 64;
+    g.kv.block_size = 16;
+    g.num_threads = 1;
+    g.isa = isa;
+    attn_builder *b = NULL;
+    attn_status st = attn_builder_create(&g, &b, NULL);
+    if (st == ATTN_OK && info) attn_builder_get_info(b, info, NULL);
+    attn_builder_destroy(b);
+    return st;
+}
+
+Test(isa, env_bogus_is_bad_isa) {
+    setenv("ATTN_ISA", "bogus", 1);
+    cr_assert_eq(create_with(NULL, NULL), ATTN_E_BAD_ISA);
+    /* an explicit, valid name wins over the variable */
+    cr_assert_eq(create_with("ref", NULL), ATTN_OK);
+    unsetenv("ATTN_ISA");
+    cr_assert_eq(create_with(NULL, NULL), ATTN_OK);
+}
+
+Test(isa, explicit_names) {
+    static const char *const all[] = {"ref", "avx2", "avx512", "avx512bf16"};
+    const char *isas[MAX_ISAS];
+    const int n = attn_isa_available(isas, MAX_ISAS);
+    cr_assert_eq(create_with("bogus", NULL), ATTN_E_BAD_ISA);
+    cr_assert_eq(create_with("AVX2", NULL), ATTN_E_BAD_ISA); /* names are exact */
+    for (int i = 0; i < N(all); i++) {
+        int avail = 0;
+        for (int k = 0; k < n; k++) avail |= strcmp(isas[k], all[i]) == 0;
+        attn_builder_info info;
+        memset(&info, 0, sizeof info);
+        const attn_status st = create_with(all[i], &info);
+        if (avail) {
+            cr_assert_eq(st, ATTN_OK, "%s is listed as available", all[i]);
+            cr_assert_str_eq(info.isa, all[i]);
+        } else {
+            /* not compiled in or not on this CPU: refused, never used */
+            cr_assert_eq(st, ATTN_E_BAD_ISA, "%s is not available", all[i]);
+        }
+        setenv("ATTN_ISA", all[i], 1);
+        cr_assert_eq(create_with(NULL, NULL), avail ? ATTN_OK : ATTN_E_BAD_ISA, "ATTN_ISA=%s",
+                     all[i]);
+        unsetenv("ATTN_ISA");
+    }
+    /* the default is the best (last) available table */
+    attn_builder_info info;
+    cr_assert_eq(create_with(NULL, &info), ATTN_OK);
+    cr_assert_str_eq(info.isa, isas[n - 1]);
+}
+
+Test(isa, tables_start_from_ref) {
+    const attn_kernels *ref = attn__kernels_ref();
+    const attn_kernels *tb[MAX_ISAS];
+    const int nt = tables(tb);
+    for (int k = 0; k < nt; k++) {
+        const attn_kernels *t = tb[k];
+        cr_assert(t->rows_target >= 1 && t->kv_tile >= 1, "%s", t->name);
+        cr_assert(t->merge == ref->merge, "%s: merge is not the portable one", t->name);
+        for (int d = 0; d < ATTN_DTYPE_COUNT; d++)
+            cr_assert(t->tile[d] && t->load_q[d] && t->store[d], "%s: NULL entry", t->name);
+    }
+#if defined(ATTN_HAVE_AVX512) && defined(ATTN_HAVE_AVX512BF16)
+    const attn_kernels *a = attn__kernels_avx512(), *b = attn__kernels_avx512bf16();
+    cr_assert_str_eq(a->name, "avx512");
+    cr_assert_str_eq(b->name, "avx512bf16");
+    cr_assert(a->rows_target == b->rows_target && a->kv_tile == b->kv_tile);
+    for (int d = 0; d < ATTN_DTYPE_COUNT; d++) {
+        cr_assert(a->load_q[d] == b->load_q[d] && a->store[d] == b->store[d]);
+        if (d != ATTN_DTYPE_BF16) cr_assert(a->tile[d] == b->tile[d]);
+    }
+    cr_assert(a->tile[ATTN_DTYPE_BF16] != b->tile[ATTN_DTYPE_BF16]);
+#endif
+#ifdef ATTN_HAVE_AVX2
+    cr_assert_str_eq(attn__kernels_avx2()->name, "avx2");
+#endif
+}
