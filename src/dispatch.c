@@ -70,9 +70,16 @@ static int cpu_any(void) { return 1; }
 /* clang 14's __builtin_cpu_supports does not know "f16c"; read CPUID leaf 1
  * ECX bit 29 directly (same answer, both compilers). */
 static int cpu_f16c(void) {
-    unsigned a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
-    return (c & (1u << 29)) != 0;
+    /* CPUID is serialising and traps to the hypervisor in a VM (microseconds):
+     * read it once.  Racing first callers compute and store the same value. */
+    static int cached = -1;
+    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (v < 0) {
+        unsigned a, b, c, d;
+        v = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
+        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+    }
+    return v;
 }
 
 static int cpu_avx2(void) {
