@@ -336,6 +336,9 @@ static inline void prefetch_keys(const attn_tile_args *a, size_t es, int32_t c0,
 INLINE void tile(attn_dtype dt, const attn_tile_args *a) {
     ATTN_ASSERT(a->n_tok >= 1 && a->g >= 1 && a->head_dim >= 1);
     ATTN_ASSERT(0 <= a->k0 && a->k0 < a->k1 && a->k1 <= a->seq_len);
+    /* k1 and the key limit come from mask.h (the plan's values, see there). */
+    const int32_t k1 = attn__tile_end(a->k1, a->seq_len, a->causal, a->block_size);
+    const int32_t key_limit = attn__key_limit(a->seq_len, a->causal, a->block_size);
     if (a->kv_tile < TILE || ((uintptr_t)a->kv % 32) || ((uintptr_t)a->scores % 32)) {
         /* work areas sized for a smaller tile (a foreign plan): stay correct */
         if (dt == ATTN_DTYPE_F32) attn_tile_f32__ref(a);
@@ -349,17 +352,17 @@ INLINE void tile(attn_dtype dt, const attn_tile_args *a) {
     const void *krow[TILE];
     const float *vrow[TILE];
 
-    for (int32_t c0 = a->k0; c0 < a->k1; c0 += TILE) {
-        const int32_t n = (a->k1 - c0 < TILE) ? a->k1 - c0 : TILE;
+    for (int32_t c0 = a->k0; c0 < k1; c0 += TILE) {
+        const int32_t n = (k1 - c0 < TILE) ? k1 - c0 : TILE;
         const int64_t c1 = (int64_t)c0 + n;
         int any = 0;
         for (int32_t t = 0; t < a->n_tok && !any; t++) {
             int64_t lo, hi;
-            attn__row_interval((int64_t)a->pos0 + t, a->seq_len, a->causal, a->window, &lo, &hi);
+            attn__row_interval((int64_t)a->pos0 + t, key_limit, a->causal, a->window, &lo, &hi);
             if (lo < c1 && hi > c0 && lo < hi) any = 1;
         }
         if (!any) continue;
-        if (c1 < a->k1) prefetch_keys(a, es, (int32_t)c1, (int32_t)(c1 + TILE < a->k1 ? c1 + TILE : a->k1));
+        if (c1 < k1) prefetch_keys(a, es, (int32_t)c1, (int32_t)(c1 + TILE < k1 ? c1 + TILE : k1));
 
         for (int32_t i = 0; i < n; i++) {
             const int32_t k = c0 + i;
@@ -388,7 +391,7 @@ INLINE void tile(attn_dtype dt, const attn_tile_args *a) {
             int32_t ilo[QR], ihi[QR], act = 0;
             for (int32_t r = 0; r < R; r++) {
                 int64_t lo, hi;
-                attn__row_interval((int64_t)a->pos0 + (r0 + r) / g, a->seq_len, a->causal, a->window,
+                attn__row_interval((int64_t)a->pos0 + (r0 + r) / g, key_limit, a->causal, a->window,
                              &lo, &hi);
                 lo = lo > c0 ? lo - c0 : 0;
                 hi = hi < c1 ? hi - c0 : n;

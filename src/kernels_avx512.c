@@ -434,6 +434,9 @@ void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pac
                        attn__avx512_dots_fn dots) {
     ATTN_ASSERT(a->n_tok >= 1 && a->g >= 1 && a->head_dim >= 1);
     ATTN_ASSERT(0 <= a->k0 && a->k0 < a->k1 && a->k1 <= a->seq_len);
+    /* k1 and the key limit come from mask.h (the plan's values, see there). */
+    const int32_t k1 = attn__tile_end(a->k1, a->seq_len, a->causal, a->block_size);
+    const int32_t key_limit = attn__key_limit(a->seq_len, a->causal, a->block_size);
     /* The work areas are sized from the plan's kv_tile; this table's is
      * TILE, but a foreign plan could pass less: stay correct then. */
     if (a->kv_tile < TILE || ((uintptr_t)a->kv % 64) || ((uintptr_t)a->scores % 64)) {
@@ -453,13 +456,13 @@ void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pac
     if (!widen && vdt == ATTN_DTYPE_BF16) pv = pv_block_bf16;
     if (!widen && vdt == ATTN_DTYPE_F16) pv = pv_block_f16;
 
-    for (int32_t c0 = a->k0; c0 < a->k1; c0 += TILE) {
-        const int32_t n = (a->k1 - c0 < TILE) ? a->k1 - c0 : TILE;
+    for (int32_t c0 = a->k0; c0 < k1; c0 += TILE) {
+        const int32_t n = (k1 - c0 < TILE) ? k1 - c0 : TILE;
         const int64_t c1 = (int64_t)c0 + n;
         int any = 0;
         for (int32_t t = 0; t < a->n_tok && !any; t++) {
             int64_t lo, hi;
-            attn__row_interval((int64_t)a->pos0 + t, a->seq_len, a->causal, a->window, &lo, &hi);
+            attn__row_interval((int64_t)a->pos0 + t, key_limit, a->causal, a->window, &lo, &hi);
             if (lo < c1 && hi > c0 && lo < hi) any = 1;
         }
         if (!any) continue;
@@ -471,7 +474,7 @@ void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pac
         for (int32_t i = 0; i < TILE; i++) {
             const int64_t k = c1 + i;
             kpf[i] = vpf[i] = NULL;
-            if (!ATTN_AVX512_PREFETCH || k >= a->k1) continue;
+            if (!ATTN_AVX512_PREFETCH || k >= k1) continue;
             const size_t off = ((size_t)a->blocks[k / a->block_size] * a->block_stride +
                                 a->head_offset + (size_t)(k % a->block_size) * D) * es;
             kpf[i] = (const char *)a->k_cache + off;
@@ -504,7 +507,7 @@ void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pac
             int32_t ilo[QR], ihi[QR], act = 0;
             for (int32_t r = 0; r < R; r++) {
                 int64_t lo, hi;
-                attn__row_interval((int64_t)a->pos0 + (r0 + r) / g, a->seq_len, a->causal, a->window,
+                attn__row_interval((int64_t)a->pos0 + (r0 + r) / g, key_limit, a->causal, a->window,
                              &lo, &hi);
                 lo = lo > c0 ? lo - c0 : 0;
                 hi = hi < c1 ? hi - c0 : n;

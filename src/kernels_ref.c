@@ -137,14 +137,9 @@ static inline void tile(attn_dtype dt, const attn_tile_args *a) {
     ATTN_ASSERT(0 <= a->k0 && a->k0 < a->k1 && a->k1 <= a->seq_len);
     ATTN_ASSERT(a->pos0 >= 0 && (int64_t)a->pos0 + a->n_tok <= a->seq_len);
 
-    int32_t k1 = a->k1;
-#ifdef ATTN_INJECT_padding_keys
-    /* INJECTED BUG (padding_keys): the tile runs to the end of the last
-     * block and non-causal rows are not masked at seq_len, so padding slots
-     * (stale or never written) leak into encoder rows. */
-    if (!a->causal && k1 == a->seq_len)
-        k1 = (int32_t)(((int64_t)k1 + a->block_size - 1) / a->block_size * a->block_size);
-#endif
+    /* k1 and the key limit come from mask.h (the plan's values, see there). */
+    const int32_t k1 = attn__tile_end(a->k1, a->seq_len, a->causal, a->block_size);
+    const int32_t key_limit = attn__key_limit(a->seq_len, a->causal, a->block_size);
     for (int32_t c0 = a->k0; c0 < k1; c0 += a->kv_tile) {
         const int32_t n = (k1 - c0 < a->kv_tile) ? k1 - c0 : a->kv_tile;
         const int64_t c1 = (int64_t)c0 + n;
@@ -154,7 +149,7 @@ static inline void tile(attn_dtype dt, const attn_tile_args *a) {
         int any = 0;
         for (int32_t t = 0; t < a->n_tok && !any; t++) {
             int64_t lo, hi;
-            attn__row_interval((int64_t)a->pos0 + t, a->seq_len, a->causal, a->window, &lo, &hi);
+            attn__row_interval((int64_t)a->pos0 + t, key_limit, a->causal, a->window, &lo, &hi);
             if (lo < c1 && hi > c0 && lo < hi) any = 1;
         }
         if (!any) continue;
@@ -166,10 +161,7 @@ static inline void tile(attn_dtype dt, const attn_tile_args *a) {
         for (int32_t t = 0; t < a->n_tok; t++) {
             const int64_t p = (int64_t)a->pos0 + t;
             int64_t lo, hi;
-            attn__row_interval(p, a->seq_len, a->causal, a->window, &lo, &hi);
-#ifdef ATTN_INJECT_padding_keys
-            if (!a->causal && hi == a->seq_len) hi = k1;
-#endif
+            attn__row_interval(p, key_limit, a->causal, a->window, &lo, &hi);
             /* The interval is the same for the g heads of a token; a token
              * that sees nothing of this chunk leaves its rows untouched, so
              * no row ever evaluates exp(-inf - -inf). */

@@ -41,4 +41,37 @@ static inline void attn__row_interval(int64_t p, int32_t seq_len, int32_t causal
     *hi = h;
 }
 
+/* The last key (exclusive) a tile kernel walks for an item ending at k1, and
+ * the key limit non-causal rows are masked at.  Both are the plan's values
+ * (k1, seq_len); they exist as functions so that the padding bug below
+ * reaches every kernel twin at once. */
+static inline int64_t attn__pad_to_block(int64_t n, int32_t block_size) {
+    return (n + block_size - 1) / block_size * block_size;
+}
+
+static inline int32_t attn__tile_end(int32_t k1, int32_t seq_len, int32_t causal,
+                                     int32_t block_size) {
+#ifdef ATTN_INJECT_padding_keys
+    /* INJECTED BUG (padding_keys): the tile runs to the end of the last
+     * block and non-causal rows are not masked at seq_len, so padding slots
+     * (stale or never written) leak into encoder rows. */
+    if (!causal && k1 == seq_len) return (int32_t)attn__pad_to_block(k1, block_size);
+#else
+    (void)seq_len;
+    (void)causal;
+    (void)block_size;
+#endif
+    return k1;
+}
+
+static inline int32_t attn__key_limit(int32_t seq_len, int32_t causal, int32_t block_size) {
+#ifdef ATTN_INJECT_padding_keys
+    if (!causal) return (int32_t)attn__pad_to_block(seq_len, block_size);
+#else
+    (void)causal;
+    (void)block_size;
+#endif
+    return seq_len;
+}
+
 #endif /* ATTN_MASK_H */
