@@ -134,12 +134,13 @@ deps:
 # ---- tests ----
 # Criterion runs every test in its own process; --jobs keeps both cores busy.
 CRITERION_JOBS ?= 2
+# The main Criterion run comes last so that its synthesis line closes the output.
 test: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory test-cases
-	@$(MAKE) --no-print-directory test-suites
-	@$(MAKE) --no-print-directory test-debug
 	@$(MAKE) --no-print-directory regress
+	@$(MAKE) --no-print-directory test-debug
+	@$(MAKE) --no-print-directory test-suites
 
 test-suites: $(TESTBIN)
 	$(TESTBIN) --jobs $(CRITERION_JOBS) --short-filename
