@@ -140,6 +140,7 @@ test: deps
 	@$(MAKE) --no-print-directory test-cases
 	@$(MAKE) --no-print-directory regress
 	@$(MAKE) --no-print-directory test-debug
+	@$(MAKE) --no-print-directory mutants-quick
 	@$(MAKE) --no-print-directory test-suites
 
 test-suites: $(TESTBIN)
