@@ -803,6 +803,25 @@ oracle_id check_case(const attn_case *c, unsigned what, finding *f) {
         goto out;
     attn_plan_destroy(plan);
     plan = NULL;
+
+    /* Sizing again with every single-tile row split: the case's own policy
+     * often plans no reduction at all, and reduction slots are where the
+     * historical sizing bugs lived (found by the mutant campaign: a bug in
+     * the partials' sizing escaped the plan-only target).  Cheap: no kernels. */
+    if ((what & CHECK_PLAN) && c->split != ATTN_SPLIT_ON) {
+        attn_plan_opts on = {ATTN_SPLIT_ON, 0, 0};
+        if (attn_builder_build(b, &p.batch, &on, &plan, &err) != ATTN_OK) {
+            res = found(f, ORACLE_BAD_INPUT,
+                        "the batch planned with split %d but was refused with split on: %s: %s",
+                        (int)c->split, attn_status_name(err.status), err.message);
+            plan = NULL;
+            goto out;
+        }
+        if ((res = oracle_check_sizing(plan, p.layers, p.group.num_layers, c->head_dim, f)))
+            goto out;
+        attn_plan_destroy(plan);
+        plan = NULL;
+    }
     attn_builder_destroy(b);
     b = NULL;
 
