@@ -362,32 +362,7 @@ oracle_id oracle_check_sizing(const attn_plan *plan, const attn_layer_desc *laye
 /* ------------------------------------------------------ differential etc. */
 
 int oracle_reference(const problem *p, int32_t l, double *ref) {
-    const attn_case *c = &p->c;
-    const case_layer *L = &c->layers[l];
-    ref_input in;
-    memset(&in, 0, sizeof in);
-    in.num_reqs = c->num_reqs;
-    in.query_start_loc = p->qsl;
-    in.seq_lens = p->seq_lens;
-    in.block_table = p->block_table;
-    in.block_table_stride = p->bt_stride;
-    in.causal = c->causal;
-    in.num_heads = L->num_heads;
-    in.num_kv_heads = c->num_kv_heads;
-    in.head_dim = c->head_dim;
-    in.block_size = c->block_size;
-    in.window = L->window;
-    in.softcap = L->softcap;
-    in.scale = L->scale;
-    in.alibi_slopes = p->layers[l].alibi_slopes;
-    in.sinks = p->layers[l].sinks;
-    in.q = p->q[l];
-    in.q_dtype = c->q_dtype;
-    in.k_cache = p->k_cache;
-    in.v_cache = p->v_cache;
-    in.kv_dtype = c->kv_dtype;
-    in.num_blocks = p->num_blocks;
-    return ref_attention(&in, ref);
+    return problem_reference(p, l, ref);
 }
 
 /* "token 5 (req 1, row 2) head 3 dim 17" of element index i of layer l. */

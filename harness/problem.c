@@ -425,3 +425,33 @@ int problem_init_descriptions(problem *p, const attn_case *c, size_t max_bytes, 
                               size_t errlen) {
     return init(p, c, max_bytes, 0, errbuf, errlen);
 }
+
+int problem_reference(const problem *p, int32_t l, double *out) {
+    const attn_case *c = &p->c;
+    if (!p->materialized || l < 0 || l >= c->num_layers) return -1;
+    const case_layer *L = &c->layers[l];
+    ref_input in;
+    memset(&in, 0, sizeof in);
+    in.num_reqs = c->num_reqs;
+    in.query_start_loc = p->qsl;
+    in.seq_lens = p->seq_lens;
+    in.block_table = p->block_table;
+    in.block_table_stride = p->bt_stride;
+    in.causal = c->causal;
+    in.num_heads = L->num_heads;
+    in.num_kv_heads = c->num_kv_heads;
+    in.head_dim = c->head_dim;
+    in.block_size = c->block_size;
+    in.window = L->window;
+    in.softcap = L->softcap;
+    in.scale = L->scale;
+    in.alibi_slopes = p->layers[l].alibi_slopes;
+    in.sinks = p->layers[l].sinks;
+    in.q = p->q[l];
+    in.q_dtype = c->q_dtype;
+    in.k_cache = p->k_cache;
+    in.v_cache = p->v_cache;
+    in.kv_dtype = c->kv_dtype;
+    in.num_blocks = p->num_blocks;
+    return ref_attention(&in, out);
+}

@@ -9,6 +9,7 @@
 #define ATTN_PROBLEM_H
 
 #include "case.h"
+#include "ref.h"
 
 typedef struct problem {
     attn_case c;                              /* copy of the case */
@@ -40,6 +41,10 @@ int problem_init(problem *p, const attn_case *c, size_t max_bytes, char *errbuf,
 int problem_init_descriptions(problem *p, const attn_case *c, size_t max_bytes, char *errbuf,
                               size_t errlen);
 void problem_free(problem *p);   /* safe on a zeroed or failed problem */
+
+/* The fp64 reference (harness/ref.c) for layer l of a materialized problem:
+ * out has problem_out_elems(p, l) doubles.  Returns ref_attention's result. */
+int problem_reference(const problem *p, int32_t l, double *out);
 
 /* Tensors for layer l with `out` as the output buffer. */
 attn_tensors problem_tensors(const problem *p, int32_t l, void *out);

@@ -102,38 +102,14 @@ static int run_layer(const problem *p, const attn_plan *plan, int32_t l, void *s
         /* keep the checker's message; still compare so the report is complete */
     }
 
-    const case_layer *L = &c->layers[l];
-    ref_input in;
-    memset(&in, 0, sizeof(in));
-    in.num_reqs = c->num_reqs;
-    in.query_start_loc = p->qsl;
-    in.seq_lens = p->seq_lens;
-    in.block_table = p->block_table;
-    in.block_table_stride = p->bt_stride;
-    in.causal = c->causal;
-    in.num_heads = L->num_heads;
-    in.num_kv_heads = c->num_kv_heads;
-    in.head_dim = c->head_dim;
-    in.block_size = c->block_size;
-    in.window = L->window;
-    in.softcap = L->softcap;
-    in.scale = L->scale;
-    in.alibi_slopes = p->layers[l].alibi_slopes;
-    in.sinks = p->layers[l].sinks;
-    in.q = p->q[l];
-    in.q_dtype = c->q_dtype;
-    in.k_cache = p->k_cache;
-    in.v_cache = p->v_cache;
-    in.kv_dtype = c->kv_dtype;
-    in.num_blocks = p->num_blocks;
-    if (ref_attention(&in, ref) != 0) {
+    if (problem_reference(p, l, ref) != 0) {
         snprintf(msg, msgcap, "layers.%d: the reference refused the input", (int)l);
         goto done;
     }
     lr->ran_ref = 1;
     int ok = attn_compare(ref, out, c->out_dtype, n, lr->tol, &lr->cmp);
     if (!ok && lr->scratch_ok) {
-        size_t w = lr->cmp.worst, D = (size_t)c->head_dim, H = (size_t)L->num_heads;
+        size_t w = lr->cmp.worst, D = (size_t)c->head_dim, H = (size_t)c->layers[l].num_heads;
         snprintf(msg, msgcap,
                  "layers.%d: %zu of %zu elements outside atol=%g rtol=%g; worst at "
                  "token %zu head %zu dim %zu: got %.9g want %.9g", (int)l, lr->cmp.bad, n,

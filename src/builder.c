@@ -63,7 +63,7 @@ attn_status attn__check_layer(const attn_layer_desc *l, int32_t index, attn_erro
     return ATTN_OK;
 }
 
-static attn_status check_kv(const attn_kv_desc *kv, attn_error *err) {
+attn_status attn__check_kv(const attn_kv_desc *kv, attn_error *err) {
     if (kv->num_kv_heads <= 0 || kv->num_kv_heads > ATTN_MAX_HEADS)
         return attn__fail(err, ATTN_E_BAD_HEADS, "kv.num_kv_heads = %d outside 1..%d",
                           (int)kv->num_kv_heads, ATTN_MAX_HEADS);
@@ -111,7 +111,7 @@ attn_status attn_builder_create(const attn_group_desc *g, attn_builder **out, at
     if (g->num_layers > 0 && !g->layers)
         return attn__fail(err, ATTN_E_NULL_ARG, "layers is NULL with num_layers = %d",
                           (int)g->num_layers);
-    if ((st = check_kv(&g->kv, err))) return st;
+    if ((st = attn__check_kv(&g->kv, err))) return st;
     if ((st = check_dtype(g->q_dtype, "q_dtype", err))) return st;
     if ((st = check_dtype(g->out_dtype, "out_dtype", err))) return st;
     if (g->num_threads < 1 || g->num_threads > ATTN_MAX_THREADS)

@@ -125,6 +125,9 @@ attn_status attn__layout_build(attn_plan *plan, attn_error *err);
  * returns false if one fails in a release build. */
 bool attn__plan_verify(const attn_plan *plan);
 
+/* Validate a KV-cache spec (heads, head_dim, block_size, dtype). */
+attn_status attn__check_kv(const attn_kv_desc *kv, attn_error *err);
+
 /* Validate a layer's own fields (heads, window, softcap, scale, slopes, sinks). */
 attn_status attn__check_layer(const attn_layer_desc *l, int32_t index, attn_error *err);
 

@@ -15,19 +15,9 @@ attn_status attn_reshape_and_cache(const attn_kv_desc *kv, int32_t num_blocks, c
         return attn__fail(err, ATTN_E_NULL_ARG, "%s is NULL",
                           !kv ? "kv" : !key ? "key" : !value ? "value"
                           : !slot_mapping ? "slot_mapping" : !k_cache ? "k_cache" : "v_cache");
-    if (kv->num_kv_heads <= 0 || kv->num_kv_heads > ATTN_MAX_HEADS)
-        return attn__fail(err, ATTN_E_BAD_HEADS, "kv.num_kv_heads = %d outside 1..%d",
-                          (int)kv->num_kv_heads, ATTN_MAX_HEADS);
-    if (kv->head_dim <= 0 || kv->head_dim > ATTN_MAX_HEAD_DIM)
-        return attn__fail(err, ATTN_E_BAD_HEAD_DIM, "kv.head_dim = %d outside 1..%d",
-                          (int)kv->head_dim, ATTN_MAX_HEAD_DIM);
-    if (kv->block_size <= 0 || kv->block_size > ATTN_MAX_BLOCK_SIZE)
-        return attn__fail(err, ATTN_E_BAD_BLOCK_SIZE, "kv.block_size = %d outside 1..%d",
-                          (int)kv->block_size, ATTN_MAX_BLOCK_SIZE);
+    attn_status st = attn__check_kv(kv, err);
+    if (st) return st;
     size_t es = attn_dtype_size(kv->dtype);
-    if (!es)
-        return attn__fail(err, ATTN_E_BAD_DTYPE, "kv.dtype = %d is not an attn_dtype",
-                          (int)kv->dtype);
     if (num_blocks < 1)
         return attn__fail(err, ATTN_E_BAD_BLOCK_TABLE, "num_blocks = %d (must be >= 1)",
                           (int)num_blocks);
