@@ -5,6 +5,7 @@
 #ifndef ATTN_FUZZ_COMMON_H
 #define ATTN_FUZZ_COMMON_H
 
+#include <stdint.h>
 #include <stdlib.h>
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -18,6 +19,11 @@ static inline void fuzz_common_init(void) {
     setenv("OMP_WAIT_POLICY", "passive", 0);
     setenv("KMP_BLOCKTIME", "0", 0);
 }
+
+/* Query tokens above which an input is skipped: planning is linear in them,
+ * and a hundred million tokens says nothing that a million does not (it only
+ * stalls the fuzzer for seconds per input). */
+#define FUZZ_MAX_TOKENS ((int64_t)1 << 20)
 
 #define FUZZ_DEFINE_INITIALIZE                                \
     int LLVMFuzzerInitialize(int *argc, char ***argv) {       \

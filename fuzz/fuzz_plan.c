@@ -19,9 +19,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* Planning is linear in the query tokens; a million of them says nothing
- * new and only slows the target down. */
-#define PLAN_MAX_TOKENS ((int64_t)1 << 20)
 
 FUZZ_DEFINE_INITIALIZE
 
@@ -31,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     c.expect = ATTN_OK;
     int64_t tokens = 0;
     for (int32_t r = 0; r < c.num_reqs; r++) tokens += c.q_len[r] > 0 ? c.q_len[r] : 0;
-    if (tokens > PLAN_MAX_TOKENS) return 0;
+    if (tokens > FUZZ_MAX_TOKENS) return 0;
     finding f;
     if (check_case(&c, CHECK_PLAN, &f) != ORACLE_NONE) oracle_fire(&f);
     return 0;

@@ -118,7 +118,10 @@ def one_run(bug, target, mode, seed, cap, workroot):
         rc = subprocess.call(cmd, stdout=f, stderr=subprocess.STDOUT, env=env)
     wall = time.time() - t0
     text = open(logpath, errors="replace").read()
-    crashes = [a for a in os.listdir(arts)]
+    # libFuzzer also drops slow-unit-* files (inputs over -report_slow_units
+    # seconds): slow is not a finding, only crashes, leaks, timeouts and OOMs.
+    crashes = sorted(a for a in os.listdir(arts)
+                     if a.startswith(("crash-", "leak-", "timeout-", "oom-")))
     detected = rc != 0 or bool(crashes)
     m = EXECS_RE.findall(text)
     execs = int(m[-1]) if m else max([int(x) for x in PROGRESS_RE.findall(text)] or [0])

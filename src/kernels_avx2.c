@@ -90,14 +90,23 @@ INLINE __m256 exp256(__m256 x) {
     return _mm256_andnot_ps(tiny, y);
 }
 
-/* tanh via t = e^(-2|x|) (see the avx512 twin for the error argument). */
+/* tanh via t = e^(-2|x|), and the odd polynomial for |x| < 1/4 (see the
+ * avx512 twin for the error argument). */
 INLINE __m256 tanh256(__m256 x) {
     const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32((int)0x80000000u));
     const __m256 ax = _mm256_andnot_ps(sign, x);
     const __m256 t = exp256(_mm256_mul_ps(ax, _mm256_set1_ps(-2.0f)));
     const __m256 one = _mm256_set1_ps(1.0f);
     const __m256 y = _mm256_div_ps(_mm256_sub_ps(one, t), _mm256_add_ps(one, t));
-    return _mm256_or_ps(y, _mm256_and_ps(x, sign));
+    const __m256 big = _mm256_or_ps(y, _mm256_and_ps(x, sign));
+    const __m256 x2 = _mm256_mul_ps(x, x);
+    __m256 q = _mm256_set1_ps(62.0f / 2835.0f);
+    q = _mm256_fmadd_ps(q, x2, _mm256_set1_ps(-17.0f / 315.0f));
+    q = _mm256_fmadd_ps(q, x2, _mm256_set1_ps(2.0f / 15.0f));
+    q = _mm256_fmadd_ps(q, x2, _mm256_set1_ps(-1.0f / 3.0f));
+    const __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(q, x2), x, x);
+    const __m256 is_small = _mm256_cmp_ps(ax, _mm256_set1_ps(0.25f), _CMP_LT_OQ);
+    return _mm256_blendv_ps(big, small, is_small);
 }
 
 INLINE float hmax256(__m256 v) {
