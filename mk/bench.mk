@@ -2,8 +2,8 @@
 #
 #   make bench        build $(B)/bench and run it; writes reports/bench.md
 #                     and reports/bench.json (limits measured in the same run)
-#   make bench-peer   a PyTorch comparison, only where /usr/bin/python3 has
-#                     torch; otherwise says so and succeeds
+#   (no bench-peer yet: this machine's python3 has no torch, so a PyTorch
+#   side-by-side could not be written or checked here)
 #
 # Only bench.c (the measurement loops: FMA/VDPBF16PS chains, the bandwidth
 # sweep) is built with -O3 -march=native; the engine is the ordinary
@@ -16,14 +16,7 @@ $(BENCH_BIN): bench/bench.c src/attn.h $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) -o $@ bench/bench.c $(LIB) $(LDLIBS_ALL)
 
-.PHONY: bench bench-peer
+.PHONY: bench
 bench: $(BENCH_BIN)
 	@mkdir -p reports
 	$(BENCH_BIN) reports
-
-bench-peer:
-	@if /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then \
-		echo "bench-peer: torch found, but no peer benchmark is implemented yet"; \
-	else \
-		echo "bench-peer: /usr/bin/python3 has no torch; skipping the PyTorch comparison"; \
-	fi
