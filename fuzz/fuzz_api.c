@@ -569,6 +569,8 @@ static void op_err_null(fixture *x) {
 
 FUZZ_DEFINE_INITIALIZE
 
+FUZZ_DEFINE_LSAN_SUPPRESSIONS
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     unsigned op = size > 0 ? data[0] : 0, arg = size > 1 ? data[1] : 0;
     unsigned n = (size > 2 ? data[2] : 0) | (size > 3 ? (unsigned)data[3] << 8 : 0u);

@@ -76,6 +76,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     return 0;
 }
 
+FUZZ_DEFINE_LSAN_SUPPRESSIONS
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     attn_case c;
     case_decode(data, size, &c);

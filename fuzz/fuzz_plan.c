@@ -22,6 +22,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 FUZZ_DEFINE_INITIALIZE
 
+FUZZ_DEFINE_LSAN_SUPPRESSIONS
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     attn_case c;
     case_decode(data, size, &c);
