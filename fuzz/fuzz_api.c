@@ -352,18 +352,18 @@ static void op_garbage(fixture *x, unsigned arg, unsigned n) {
     int must_refuse = 1;
     switch (arg % 16) {
     case 0: g.num_layers = j < 0 ? j : ATTN_MAX_LAYERS + 1 + (j & 7); what = "num_layers"; break;
-    case 1: g.num_threads = j <= 0 ? j : ATTN_MAX_THREADS + (j & 0xFFFF); what = "num_threads"; break;
-    case 2: g.kv.num_kv_heads = j <= 0 ? j : ATTN_MAX_HEADS + (j & 0xFFFF); what = "kv.num_kv_heads"; break;
-    case 3: g.kv.head_dim = j <= 0 ? j : ATTN_MAX_HEAD_DIM + (j & 0xFFFF); what = "kv.head_dim"; break;
-    case 4: g.kv.block_size = j <= 0 ? j : ATTN_MAX_BLOCK_SIZE + (j & 0xFFFF); what = "kv.block_size"; break;
+    case 1: g.num_threads = j <= 0 ? j : ATTN_MAX_THREADS + 1 + (j & 0xFFFF); what = "num_threads"; break;
+    case 2: g.kv.num_kv_heads = j <= 0 ? j : ATTN_MAX_HEADS + 1 + (j & 0xFFFF); what = "kv.num_kv_heads"; break;
+    case 3: g.kv.head_dim = j <= 0 ? j : ATTN_MAX_HEAD_DIM + 1 + (j & 0xFFFF); what = "kv.head_dim"; break;
+    case 4: g.kv.block_size = j <= 0 ? j : ATTN_MAX_BLOCK_SIZE + 1 + (j & 0xFFFF); what = "kv.block_size"; break;
     case 5: g.q_dtype = (attn_dtype)(j < 0 ? j : ATTN_DTYPE_COUNT + (j & 0xFF)); what = "q_dtype"; break;
     case 6: g.kv.dtype = (attn_dtype)(j < 0 ? j : ATTN_DTYPE_COUNT + (j & 0xFF)); what = "kv.dtype"; break;
     case 7: g.out_dtype = (attn_dtype)(j < 0 ? j : ATTN_DTYPE_COUNT + (j & 0xFF)); what = "out_dtype"; break;
-    case 8: g.num_layers = 0; g.layers = NULL; g.model_num_heads = j <= 0 ? j : ATTN_MAX_HEADS + (j & 0xFFFF); what = "model_num_heads"; break;
+    case 8: g.num_layers = 0; g.layers = NULL; g.model_num_heads = j <= 0 ? j : ATTN_MAX_HEADS + 1 + (j & 0xFFFF); what = "model_num_heads"; break;
     case 9: if (g.num_layers < 1) return; layers[n % (unsigned)g.num_layers].window = j == -1 ? 0 : (j < -1 ? j : (1 << 28) + 1 + (j & 0xFFFF)); what = "layer.window"; break;
     case 10: if (g.num_layers < 1) return; layers[n % (unsigned)g.num_layers].softcap = (n & 8) ? NAN : -INFINITY; what = "layer.softcap"; break;
     case 11: if (g.num_layers < 1) return; layers[n % (unsigned)g.num_layers].scale = (n & 8) ? INFINITY : -1.0f; what = "layer.scale"; break;
-    case 12: if (g.num_layers < 1) return; layers[n % (unsigned)g.num_layers].num_heads = j <= 0 ? j : ATTN_MAX_HEADS + (j & 0xFFFF); what = "layer.num_heads"; break;
+    case 12: if (g.num_layers < 1) return; layers[n % (unsigned)g.num_layers].num_heads = j <= 0 ? j : ATTN_MAX_HEADS + 1 + (j & 0xFFFF); what = "layer.num_heads"; break;
     case 13: g.isa = (n & 1) ? "bogus" : "avx512-but-longer-than-any-name"; what = "isa"; break;
     case 14: if (attn_strerror((attn_status)j) == NULL || attn_status_name((attn_status)j) == NULL)
                  violation("attn_strerror/attn_status_name(%d) returned NULL", (int)j);
