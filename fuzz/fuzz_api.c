@@ -121,6 +121,8 @@ typedef struct fixture {
     size_t scratch_bytes;
     void *scratch;              /* 64-aligned, scratch_bytes (+64 spare) */
     void *out;                  /* layer 0's output buffer */
+    attn_layer_desc layer;      /* the layer runs use: layer 0, or for a group
+                                   without layers one with the model-wide count */
 } fixture;
 
 static void fx_release(fixture *x) {
@@ -225,7 +227,7 @@ static void op_null(fixture *x, unsigned arg) {
     const attn_region *regs = NULL;
     const attn_work_item *items = NULL;
     const attn_reduction *reds = NULL;
-    const attn_layer_desc *L = &x->p.layers[0];
+    const attn_layer_desc *L = &x->layer;
     switch (arg % 48) {
     /* functions that need nothing built */
     case 0: want("create(group=NULL)", attn_builder_create(NULL, &b, &err), ATTN_E_NULL_ARG, &err); return;
@@ -439,7 +441,7 @@ static void op_scratch(fixture *x, unsigned arg) {
     if (!fx_build(x) || !fx_run_buffers(x)) return;
     attn_error err;
     attn_tensors t = problem_tensors(&x->p, 0, x->out);
-    const attn_layer_desc *L = &x->p.layers[0];
+    const attn_layer_desc *L = &x->layer;
     if (x->group.num_layers < 1) return;
     if (arg & 1) {
         /* One byte short, at the end of an exactly sized buffer. */
@@ -461,7 +463,7 @@ static void op_scratch(fixture *x, unsigned arg) {
 static void op_layer_mismatch(fixture *x, unsigned arg) {
     if (x->group.num_layers < 1 || !fx_build(x) || !fx_run_buffers(x)) return;
     attn_error err;
-    attn_layer_desc L = x->p.layers[0];
+    attn_layer_desc L = x->layer;
     int32_t hkv = x->group.kv.num_kv_heads, h = L.num_heads;
     int32_t k = 1 + (int32_t)(arg % 4);
     L.num_heads = (arg & 4) && h > hkv * k ? h - hkv * k : h + hkv * k;   /* a valid other count */
@@ -503,7 +505,7 @@ static void op_tensor_mismatch(fixture *x, unsigned arg) {
     }
     char call[64];
     snprintf(call, sizeof call, "run(tensors.%s)", what);
-    refused(call, attn_run(x->plan, &x->p.layers[0], &t, x->scratch, x->scratch_bytes, &err), &err);
+    refused(call, attn_run(x->plan, &x->layer, &t, x->scratch, x->scratch_bytes, &err), &err);
 }
 
 static void op_reshape(fixture *x, unsigned arg, unsigned n) {
@@ -596,6 +598,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     x.opts.split = c.split;
     x.opts.split_count = c.split_count;
     x.opts.redzone = 0;
+    if (c.num_layers > 0) {
+        x.layer = x.p.layers[0];
+    } else {
+        /* A group with no layers plans with model_num_heads; a run still
+         * needs a valid layer, else every run call is refused for the layer
+         * (ATTN_E_BAD_HEADS) before the defect under test is looked at. */
+        x.layer.name = "model";
+        x.layer.num_heads = c.model_num_heads;
+        x.layer.window = -1;
+    }
 
     switch (op % 8) {
     case 0: op_alloc_failure(&x, 1 + n % 48); break;
