@@ -1,6 +1,7 @@
 /*
  * oracles.c — the six oracles of DESIGN §4 and check_case, which runs them
- * on one case: the defect model (bad input), the mixed-heads refusal, the
+ * on one case: bad input and the mixed-heads refusal (judged by the defect
+ * model in defects.c), the
  * sizing comparison (without kernels), guarded runs (scratch bounds) checked
  * against the reference (differential), and the metamorphic runs (split
  * off/on/fixed, another thread count, physically permuted blocks, a
@@ -9,7 +10,7 @@
  * Owns: what counts as a finding and how it is worded and fired.  Does not
  * own the tolerances (compare.c), the inputs (problem.c), the reference
  * (ref.c) or the guarded memory (guard.c).  Knows nothing of src/ beyond
- * attn.h: the defect model below is written from the public contract, not
+ * attn.h: the defect model (defects.c) is written from the public contract, not
  * from the engine's validation code, so that a validation bug cannot hide
  * in both.
  *
@@ -91,159 +92,6 @@ void oracle_fire(const finding *f) {
     case ORACLE_BAD_INPUT: oracle_fire_bad_input();
     default: oracle_fire_unknown();
     }
-}
-
-/* ---------------------------------------------------------- defect model */
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 4, 5)))
-#endif
-static void defect(case_defects *d, defect_stage stage, attn_status st, const char *fmt, ...) {
-    if (d->n >= ORACLE_MAX_DEFECTS) return;   /* enough to judge; more add nothing */
-    case_defect *x = &d->d[d->n++];
-    x->status = st;
-    x->stage = stage;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(x->what, sizeof x->what, fmt, ap);
-    va_end(ap);
-}
-
-static int dtype_ok(attn_dtype t) { return (unsigned)t < ATTN_DTYPE_COUNT; }
-static int heads_ok(int32_t h) { return h >= 1 && h <= ATTN_MAX_HEADS; }
-
-static size_t dtype_bytes(attn_dtype t) {
-    switch (t) {
-    case ATTN_DTYPE_F32: return 4;
-    case ATTN_DTYPE_BF16: case ATTN_DTYPE_F16: return 2;
-    default: return 0;
-    }
-}
-
-static int isa_known(const char *name) {
-    const char *names[16];
-    int n = attn_isa_available(names, 16);
-    for (int i = 0; i < n && i < 16; i++)
-        if (strcmp(names[i], name) == 0) return 1;
-    return 0;
-}
-
-/* Written from attn.h's contract: what each field may hold and which status
- * names its violation.  Group defects are the builder's; batch and option
- * defects the plan's.  Several defects may coexist: the engine may name
- * any of them (within the stage that must see it). */
-void oracle_case_defects(const attn_case *c, case_defects *d) {
-    memset(d, 0, sizeof *d);
-    if (c->num_layers > CASE_MAX_LAYERS || c->num_reqs > CASE_MAX_REQS) {
-        d->unexpressible = 1;
-        return;
-    }
-    const defect_stage G = DEFECT_CREATE, B = DEFECT_BUILD;
-    /* problem_init hands the engine max(0, num_layers) layers */
-    const int32_t nl = c->num_layers < 0 ? 0 : c->num_layers;
-    const int32_t hkv = c->num_kv_heads;
-
-    /* ---- group ---- */
-    if (!heads_ok(hkv)) defect(d, G, ATTN_E_BAD_HEADS, "num_kv_heads = %d", (int)hkv);
-    if (c->head_dim < 1 || c->head_dim > ATTN_MAX_HEAD_DIM)
-        defect(d, G, ATTN_E_BAD_HEAD_DIM, "head_dim = %d", (int)c->head_dim);
-    if (c->block_size < 1 || c->block_size > ATTN_MAX_BLOCK_SIZE)
-        defect(d, G, ATTN_E_BAD_BLOCK_SIZE, "block_size = %d", (int)c->block_size);
-    if (!dtype_ok(c->q_dtype)) defect(d, G, ATTN_E_BAD_DTYPE, "q_dtype = %d", (int)c->q_dtype);
-    if (!dtype_ok(c->kv_dtype)) defect(d, G, ATTN_E_BAD_DTYPE, "kv_dtype = %d", (int)c->kv_dtype);
-    if (!dtype_ok(c->out_dtype))
-        defect(d, G, ATTN_E_BAD_DTYPE, "out_dtype = %d", (int)c->out_dtype);
-    if (c->threads < 1 || c->threads > ATTN_MAX_THREADS)
-        defect(d, G, ATTN_E_BAD_THREADS, "threads = %d", (int)c->threads);
-    for (int32_t l = 0; l < nl; l++) {
-        const case_layer *L = &c->layers[l];
-        if (!heads_ok(L->num_heads))
-            defect(d, G, ATTN_E_BAD_HEADS, "layers.%d.num_heads = %d", (int)l, (int)L->num_heads);
-        else if (heads_ok(hkv) && L->num_heads % hkv != 0)
-            /* attn.h: Hkv divides EVERY layer's num_heads; a mixed group may
-             * be refused for this as well as for the disagreement. */
-            defect(d, G, ATTN_E_BAD_HEADS, "layers.%d.num_heads = %d %% kv_heads %d", (int)l,
-                   (int)L->num_heads, (int)hkv);
-        if (L->window < -1 || L->window == 0 || L->window > ATTN_MAX_SEQ_LEN)
-            defect(d, G, ATTN_E_BAD_WINDOW, "layers.%d.window = %d", (int)l, (int)L->window);
-        if (!isfinite(L->softcap) || L->softcap < 0.0f)
-            defect(d, G, ATTN_E_BAD_LAYER, "layers.%d.softcap = %g", (int)l, (double)L->softcap);
-        if (!isfinite(L->scale) || L->scale < 0.0f)
-            defect(d, G, ATTN_E_BAD_LAYER, "layers.%d.scale = %g", (int)l, (double)L->scale);
-    }
-    if (nl == 0) {
-        if (!heads_ok(c->model_num_heads))
-            defect(d, G, ATTN_E_BAD_HEADS, "model_num_heads = %d (no layers)",
-                   (int)c->model_num_heads);
-        else if (heads_ok(hkv) && c->model_num_heads % hkv != 0)
-            defect(d, G, ATTN_E_BAD_HEADS, "model_num_heads = %d %% kv_heads %d (no layers)",
-                   (int)c->model_num_heads, (int)hkv);
-    }
-    for (int32_t l = 1; l < nl; l++)
-        if (c->layers[l].num_heads != c->layers[0].num_heads) {
-            d->mixed = 1;
-            defect(d, G, ATTN_E_MIXED_HEADS, "layers.0 has %d heads, layers.%d has %d",
-                   (int)c->layers[0].num_heads, (int)l, (int)c->layers[l].num_heads);
-            break;
-        }
-    const char *isa = c->isa[0] ? c->isa : getenv("ATTN_ISA");
-    if (isa && isa[0] && !isa_known(isa))
-        defect(d, G, ATTN_E_BAD_ISA, "isa = '%.32s'%s", isa, c->isa[0] ? "" : " (ATTN_ISA)");
-
-    /* ---- plan options ---- */
-    if ((unsigned)c->split > ATTN_SPLIT_FIXED)
-        defect(d, B, ATTN_E_BAD_OPTION, "split = %d", (int)c->split);
-    else if (c->split == ATTN_SPLIT_FIXED &&
-             (c->split_count < 1 || c->split_count > ATTN_MAX_SPLITS))
-        defect(d, B, ATTN_E_BAD_OPTION, "split_count = %d", (int)c->split_count);
-
-    /* ---- batch ---- */
-    if (c->num_reqs < 1) defect(d, B, ATTN_E_BAD_BATCH, "num_reqs = %d", (int)c->num_reqs);
-    if (c->causal != 0 && c->causal != 1)
-        defect(d, B, ATTN_E_BAD_BATCH, "causal = %d", (int)c->causal);
-    int64_t tokens = 0, blocks = 3;   /* problem.c's spare blocks */
-    for (int32_t r = 0; r < c->num_reqs; r++) {
-        if (c->q_len[r] < 1) {
-            defect(d, B, ATTN_E_BAD_BATCH, "q_len[%d] = %d", (int)r, (int)c->q_len[r]);
-        } else if (c->kv_len[r] < c->q_len[r] || c->kv_len[r] > ATTN_MAX_SEQ_LEN) {
-            defect(d, B, ATTN_E_BAD_SEQ_LEN, "kv_len[%d] = %d (q_len %d)", (int)r,
-                   (int)c->kv_len[r], (int)c->q_len[r]);
-        }
-        tokens += c->q_len[r];
-        if (c->block_size >= 1 && c->kv_len[r] > 0)
-            blocks += ((int64_t)c->kv_len[r] + c->block_size - 1) / c->block_size;
-    }
-    if (tokens > INT32_MAX) defect(d, B, ATTN_E_BAD_BATCH, "%lld query tokens", (long long)tokens);
-    /* The cache the run would address must fit size_t. */
-    if (heads_ok(hkv) && c->head_dim >= 1 && c->block_size >= 1 && dtype_ok(c->kv_dtype)) {
-        size_t x;
-        if (__builtin_mul_overflow((size_t)blocks, (size_t)hkv, &x) ||
-            __builtin_mul_overflow(x, (size_t)c->block_size, &x) ||
-            __builtin_mul_overflow(x, (size_t)c->head_dim, &x) ||
-            __builtin_mul_overflow(x, dtype_bytes(c->kv_dtype), &x))
-            defect(d, B, ATTN_E_OVERFLOW, "KV cache of %lld blocks overflows", (long long)blocks);
-    }
-}
-
-int oracle_defects_allow(const case_defects *d, unsigned mask, attn_status st) {
-    for (int i = 0; i < d->n; i++)
-        if ((d->d[i].stage & mask) && d->d[i].status == st) return 1;
-    return 0;
-}
-
-void oracle_defects_format(const case_defects *d, unsigned mask, char *buf, size_t cap) {
-    size_t u = 0;
-    if (!cap) return;
-    buf[0] = '\0';
-    u += (size_t)snprintf(buf, cap, "{");
-    int first = 1;
-    for (int i = 0; i < d->n && u < cap; i++) {
-        if (!(d->d[i].stage & mask)) continue;
-        u += (size_t)snprintf(buf + u, cap - u, "%s%s (%s)", first ? "" : ", ",
-                              attn_status_name(d->d[i].status), d->d[i].what);
-        first = 0;
-    }
-    if (u < cap) snprintf(buf + u, cap - u, first ? "none: valid}" : "}");
 }
 
 oracle_id oracle_check_expect(const attn_case *c, const case_defects *d, finding *f) {

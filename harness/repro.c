@@ -12,6 +12,7 @@
 #include "repro.h"
 
 #include "case_bytes.h"
+#include "repro_verdict.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -366,117 +367,6 @@ static int run_child(char *const argv[], const char *asan_extra, const char *log
     return -1;
 }
 
-/* ---------------------------------------------------------------- verdict */
-
-typedef struct verdict {
-    char kind[64];        /* "sizing", "asan:use-after-poison", "timeout"; "" = passes */
-    int from_oracle;      /* kind came from an `attnguard: ORACLE` line */
-    char detail[768];     /* the oracle's detail text */
-    char access[256];     /* ASan's "WRITE of size 4 at ..." line */
-    char error[256];      /* the sanitizer/libFuzzer ERROR line */
-    char summary[256];    /* the SUMMARY line */
-    int status;           /* the child's exit status */
-} verdict;
-
-static void copy_line(char *dst, size_t cap, const char *s, size_t n) {
-    while (n && (*s == ' ' || *s == '\t')) {
-        s++;
-        n--;
-    }
-    if (n >= cap) n = cap - 1;
-    memcpy(dst, s, n);
-    dst[n] = '\0';
-}
-
-/* The word after `prefix` in [s, s+n) into dst ("heap-buffer-overflow"). */
-static void word_after(char *dst, size_t cap, const char *s, size_t n, const char *prefix) {
-    const char *p = strstr(s, prefix);
-    dst[0] = '\0';
-    if (!p || p >= s + n) return;
-    p += strlen(prefix);
-    size_t k = 0;
-    while (p + k < s + n && p[k] != ' ' && p[k] != ':' && p[k] != '\n' && p[k] != '\r') k++;
-    if (k >= cap) k = cap - 1;
-    memcpy(dst, p, k);
-    dst[k] = '\0';
-}
-
-static void parse_log(const char *text, int status, verdict *v) {
-    memset(v, 0, sizeof *v);
-    v->status = status;
-    char asan_kind[48] = "", ubsan_kind[48] = "", fuzzer_kind[48] = "";   /* + prefix fits kind */
-    for (const char *s = text; *s;) {
-        const char *nl = strchr(s, '\n');
-        size_t n = nl ? (size_t)(nl - s) : strlen(s);
-        char line[1024];
-        copy_line(line, sizeof line, s, n);
-        const char *p;
-        if (!v->from_oracle && (p = strstr(line, "attnguard: ORACLE ")) != NULL) {
-            p += strlen("attnguard: ORACLE ");
-            const char *colon = strchr(p, ':');
-            size_t k = colon ? (size_t)(colon - p) : strlen(p);
-            if (k >= sizeof v->kind) k = sizeof v->kind - 1;
-            memcpy(v->kind, p, k);
-            v->kind[k] = '\0';
-            snprintf(v->detail, sizeof v->detail, "%s", colon ? colon + 1 + (colon[1] == ' ') : "");
-            v->from_oracle = 1;
-        } else if (!asan_kind[0] && strstr(line, "ERROR: AddressSanitizer: ")) {
-            word_after(asan_kind, sizeof asan_kind, line, strlen(line), "ERROR: AddressSanitizer: ");
-            str_copy(v->error, sizeof v->error, line);
-        } else if (!asan_kind[0] && strstr(line, "ERROR: LeakSanitizer")) {
-            snprintf(asan_kind, sizeof asan_kind, "leak");
-            str_copy(v->error, sizeof v->error, line);
-        } else if (!v->access[0] && (strncmp(line, "WRITE of size", 13) == 0 ||
-                                     strncmp(line, "READ of size", 12) == 0)) {
-            str_copy(v->access, sizeof v->access, line);
-        } else if (!ubsan_kind[0] && strstr(line, "runtime error:")) {
-            snprintf(ubsan_kind, sizeof ubsan_kind, "runtime-error");
-            if (!v->error[0]) str_copy(v->error, sizeof v->error, line);
-        } else if (!fuzzer_kind[0] && strstr(line, "ERROR: libFuzzer: ")) {
-            p = strstr(line, "ERROR: libFuzzer: ") + strlen("ERROR: libFuzzer: ");
-            if (strncmp(p, "timeout", 7) == 0) snprintf(fuzzer_kind, sizeof fuzzer_kind, "timeout");
-            else if (strncmp(p, "out-of-memory", 13) == 0)
-                snprintf(fuzzer_kind, sizeof fuzzer_kind, "oom");
-            else if (strncmp(p, "deadly signal", 13) == 0)
-                snprintf(fuzzer_kind, sizeof fuzzer_kind, "signal");
-            else if (strncmp(p, "fuzz target exited", 18) == 0)
-                snprintf(fuzzer_kind, sizeof fuzzer_kind, "exit");
-            else snprintf(fuzzer_kind, sizeof fuzzer_kind, "libfuzzer");
-            if (!v->error[0]) str_copy(v->error, sizeof v->error, line);
-        } else if (!v->summary[0] && strncmp(line, "SUMMARY: ", 9) == 0) {
-            str_copy(v->summary, sizeof v->summary, line);
-            /* with report_error_type=1 the summary names the check */
-            if (strstr(line, "SUMMARY: UndefinedBehaviorSanitizer: "))
-                word_after(ubsan_kind, sizeof ubsan_kind, line, strlen(line),
-                           "SUMMARY: UndefinedBehaviorSanitizer: ");
-        }
-        if (!nl) break;
-        s = nl + 1;
-    }
-    if (v->from_oracle) return;
-    if (asan_kind[0]) snprintf(v->kind, sizeof v->kind, "asan:%s", asan_kind);
-    else if (ubsan_kind[0]) snprintf(v->kind, sizeof v->kind, "ubsan:%s", ubsan_kind);
-    else if (fuzzer_kind[0]) snprintf(v->kind, sizeof v->kind, "%s", fuzzer_kind);
-    else if (status != 0) snprintf(v->kind, sizeof v->kind, "failure(exit %d)", status);
-}
-
-static void print_verdict(const verdict *v) {
-    if (!v->kind[0]) {
-        printf("repro: no finding (the input passes)\n");
-        return;
-    }
-    if (v->from_oracle) printf("repro: ORACLE %s\n", v->kind);
-    else printf("repro: %s (no attnguard oracle line; the sanitizer caught it)\n", v->kind);
-    /* For bounds findings the oracle's detail is the region/offset/overrun line. */
-    if (v->detail[0]) printf("repro:   %s\n", v->detail);
-    /* An oracle's abort shows up as libFuzzer's "deadly signal": noise.  A
-     * sanitizer's report (scratch-bounds caught by ASan) is worth its lines. */
-    int sanitizer = strstr(v->error, "Sanitizer") != NULL || strstr(v->error, "runtime error") != NULL;
-    if (v->error[0] && (sanitizer || !v->from_oracle)) printf("repro:   %s\n", v->error);
-    if (v->access[0]) printf("repro:   %s\n", v->access);
-    if (v->summary[0] && (sanitizer || !v->from_oracle)) printf("repro:   %s\n", v->summary);
-}
-
 /* --------------------------------------------------------------- locating */
 
 /* The libFuzzer binary: --fuzz-dir, else build/fuzz[-inject-X] under the
@@ -612,7 +502,7 @@ static int make_workdir(char *dir, size_t cap) {
 }
 
 /* Run the target on one input file and read the verdict. */
-static int run_verdict(const char *bin, const char *input, const char *log, verdict *v, char *err,
+static int run_verdict(const char *bin, const char *input, const char *log, repro_verdict *v, char *err,
                        size_t errlen) {
     char timeout[32], rss[32];
     snprintf(timeout, sizeof timeout, "-timeout=%d", REPRO_TIMEOUT_S);
@@ -623,7 +513,7 @@ static int run_verdict(const char *bin, const char *input, const char *log, verd
     size_t n;
     char *text = read_all(log, &n, err, errlen);
     if (!text) return -1;
-    parse_log(text, st, v);
+    repro_parse_log(text, st, v);
     free(text);
     return 0;
 }
@@ -678,7 +568,7 @@ static int minimize_once(const char *bin, const repro_opts *o, const char *input
 
 static int do_minimize(const char *bin, const repro_opts *o, const char *target,
                        const char *input, size_t in_bytes, const char *workdir,
-                       const verdict *orig) {
+                       const repro_verdict *orig) {
     char min_path[PATH_MAX], log[PATH_MAX], vlog[PATH_MAX], err[512];
     if (path_join(min_path, sizeof min_path, workdir, "minimized") != 0 ||
         path_join(log, sizeof log, workdir, "minimize.log") != 0 ||
@@ -695,7 +585,7 @@ static int do_minimize(const char *bin, const repro_opts *o, const char *target,
         "dedup_token_length=3:print_summary=1",
         "handle_abort=1:dedup_token_length=8:print_summary=1",
     };
-    verdict v;
+    repro_verdict v;
     int kept = 0;
     for (size_t k = 0; k < sizeof attempts / sizeof attempts[0] && !kept; k++) {
         printf("repro: minimizing with libFuzzer -minimize_crash=1 -runs=%ld (ASAN_OPTIONS=%s)\n",
@@ -757,7 +647,7 @@ static int do_minimize(const char *bin, const repro_opts *o, const char *target,
     printf("repro: minimized %zu -> %zu bytes, still %s; wrote %s:\n", in_bytes, mi.nbytes,
            v.kind, out);
     fputs(text, stdout);
-    print_verdict(&v);
+    repro_print_verdict(&v);
     return 1;
 }
 
@@ -876,13 +766,13 @@ int cli_repro(int argc, char **argv) {
     }
     printf("repro: running %s on it under AddressSanitizer\n", bin);
     fflush(stdout);
-    verdict v;
+    repro_verdict v;
     if (run_verdict(bin, input, log, &v, err, sizeof err) != 0) {
         fprintf(stderr, "attnguard repro: %s\n", err);
         return 2;
     }
     if (o.verbose) print_file(log);
-    print_verdict(&v);
+    repro_print_verdict(&v);
     printf("repro: full report: %s\n", log);
     if (!v.kind[0]) {
         if (o.minimize) printf("repro: nothing to minimize\n");
