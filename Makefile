@@ -64,7 +64,7 @@ DEPFLAGS = -MMD -MP
 
 # ---- sources ----
 # ISA files need their own -m flags and are compiled only when present.
-ISA_SRC := $(wildcard src/kernels_avx2.c src/kernels_avx512.c src/kernels_avx512bf16.c)
+ISA_SRC := $(wildcard src/kernels_avx2.c src/kernels_avx512.c src/kernels_avx512_decode.c src/kernels_avx512bf16.c)
 LIB_SRC := $(filter-out $(ISA_SRC),$(wildcard src/*.c)) $(ISA_SRC)
 # dispatch.c registers a table only when its file is compiled in.
 CFLAGS_ALL += $(if $(wildcard src/kernels_avx2.c),-DATTN_HAVE_AVX2=1)
@@ -92,9 +92,13 @@ TESTBIN := $(B)/tests/attn_tests
 # of note.  The portable twins stay fully checked.
 ISA_NOUBSAN := $(if $(findstring undefined,$(SANITIZER)),-fno-sanitize=undefined$(comma)float-divide-by-zero)
 
-$(B)/obj/src/kernels_avx2.o: ISA_FLAGS := -mavx2 -mfma -mf16c $(ISA_NOUBSAN)
-$(B)/obj/src/kernels_avx512.o: ISA_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c $(ISA_NOUBSAN)
-$(B)/obj/src/kernels_avx512bf16.o: ISA_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mfma -mf16c $(ISA_NOUBSAN)
+# The -m flags of each ISA file, in one place (mk/fuzz.mk, mk/coverage.mk
+# reuse them).
+AVX2_FLAGS := -mavx2 -mfma -mf16c
+AVX512_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
+AVX512BF16_FLAGS := $(AVX512_FLAGS) -mavx512bf16
+isa_flags_of = $(if $(findstring avx512bf16,$1),$(AVX512BF16_FLAGS),$(if $(findstring avx512,$1),$(AVX512_FLAGS),$(AVX2_FLAGS)))
+$(foreach f,$(ISA_SRC),$(eval $(B)/obj/$(f:.c=.o): ISA_FLAGS := $(call isa_flags_of,$(f)) $(ISA_NOUBSAN)))
 
 .PHONY: all test clean deps check-clang test-suites test-cases test-debug test-debug-run
 .DEFAULT_GOAL := all

@@ -44,7 +44,7 @@ echo "build.sh: CC=$CC CFLAGS=$CFLAGS openmp=${omp[*]:-no}"
 isa_flags() {
     case $1 in
     src/kernels_avx2.c) echo "-mavx2 -mfma -mf16c" ;;
-    src/kernels_avx512.c) echo "-mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c" ;;
+    src/kernels_avx512.c | src/kernels_avx512_decode.c) echo "-mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c" ;;
     src/kernels_avx512bf16.c)
         echo "-mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mfma -mf16c" ;;
     esac

@@ -35,9 +35,7 @@ COV_REPLAYS := $(COV_TARGETS:%=$(COV_B)/bin/replay_%)
 COV_CLI := $(COV_B)/bin/attnguard
 COV_TESTBIN := $(COV_B)/bin/attn_tests
 
-$(COV_B)/obj/src/kernels_avx2.o: ISA_FLAGS := -mavx2 -mfma -mf16c
-$(COV_B)/obj/src/kernels_avx512.o: ISA_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
-$(COV_B)/obj/src/kernels_avx512bf16.o: ISA_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mfma -mf16c
+$(foreach f,$(ISA_SRC),$(eval $(COV_B)/obj/$(f:.c=.o): ISA_FLAGS := $(call isa_flags_of,$(f))))
 
 .PHONY: coverage coverage-build
 

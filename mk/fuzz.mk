@@ -43,9 +43,7 @@ FZ_HAR_OBJ := $(HAR_SRC:%.c=$(FZ_B)/obj/%.o)
 FZ_BINS := $(FZ_TARGETS:%=$(FZ_B)/%)
 
 # SIMD kernels: ASan without UBSan, see the Makefile's ISA_NOUBSAN.
-$(FZ_B)/obj/src/kernels_avx2.o: ISA_FLAGS := -mavx2 -mfma -mf16c -fno-sanitize=undefined,float-divide-by-zero
-$(FZ_B)/obj/src/kernels_avx512.o: ISA_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c -fno-sanitize=undefined,float-divide-by-zero
-$(FZ_B)/obj/src/kernels_avx512bf16.o: ISA_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mfma -mf16c -fno-sanitize=undefined,float-divide-by-zero
+$(foreach f,$(ISA_SRC),$(eval $(FZ_B)/obj/$(f:.c=.o): ISA_FLAGS := $(call isa_flags_of,$(f)) -fno-sanitize=undefined$(comma)float-divide-by-zero))
 
 .PHONY: fuzz-build regress corpus
 

@@ -1,0 +1,240 @@
+/*
+ * kernels_avx512_inl.h — the AVX-512 primitives that both AVX-512 tile
+ * drivers share: kernels_avx512.c (the general flash-style tile) and
+ * kernels_avx512_decode.c (single-token items).  Include only from files
+ * compiled with the avx512 -m flags (see the Makefile).
+ *
+ * Owns: the vectorised exp and tanh, widening loads, the online softmax of
+ * one row over one chunk, and the P.V micro-kernel (instantiated per V
+ * dtype).  Everything is static inline: each driver gets its own copy, the
+ * compiler keeps the dtype a constant inside the loops.
+ */
+#ifndef ATTN_KERNELS_AVX512_INL_H
+#define ATTN_KERNELS_AVX512_INL_H
+
+#include "internal.h"
+#include "kernels.h"
+#include "dtype.h"
+
+#include <immintrin.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define TILE 64  /* keys per chunk (= kv_tile of the avx512 tables) */
+#define NV 4     /* zmm vectors per 64 keys */
+#define PR 6     /* rows per P.V block: 6 x 4 = 24 accumulators */
+#define DV 4     /* output vectors (64 dims) per P.V pass */
+
+#define INLINE static inline __attribute__((always_inline))
+/* Full unrolling of the register-blocked loops: at -O2 GCC otherwise
+ * keeps the accumulator arrays in memory (spills on every FMA). */
+#define UNROLL _Pragma("GCC unroll 16")
+
+/* ------------------------------------------------------------ exp, tanh */
+
+/* e^x for x <= ~88, vectorised.  Cody-Waite reduction x = n ln2 + r with a
+ * two-part ln2 (ln2_hi has 9 significant bits, so n * ln2_hi is exact for
+ * |n| < 2^15), |r| <= ln2/2, then the Cephes degree-6 minimax polynomial
+ * for e^r and scalef by 2^n (which also produces correct subnormals).
+ * Measured against a double-precision exp over every float in [-110, 0]
+ * (the range the softmax uses: s - m <= 0): max error 1.26 ulp on normal
+ * results (worst at x = -71.03), <= 0.78 of the subnormal spacing 2^-149
+ * below FLT_MIN (scalef rounds once).  x is
+ * clamped to -110 first: e^-110 < 2^-158 scales to exactly 0, so
+ * exp(-inf) = 0 (masked keys) without a special case, and never NaN. */
+static inline __m512 attn__avx512_exp(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(-110.0f));
+    x = _mm512_min_ps(x, _mm512_set1_ps(88.7f));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    const __m512 r2 = _mm512_mul_ps(r, r);
+    p = _mm512_fmadd_ps(p, r2, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    return _mm512_scalef_ps(p, n);
+}
+
+/* tanh(x) = sign(x) (1 - t) / (1 + t), t = e^(-2|x|) in (0, 1]: no
+ * overflow for any x, tanh(+-inf) = +-1.  Near 0 the subtraction 1 - t
+ * would cost relative accuracy (|error| ~2^-23 absolute, which a huge soft
+ * cap c turns into c * 2^-23 in c * tanh(s / c): the fuzzer found caps of
+ * 1e27 that way), so |x| < 1/4 takes the odd Taylor polynomial to x^9,
+ * whose truncation error is below 1e-8 relative there. */
+INLINE __m512 tanh512(__m512 x) {
+    const __m512 sign = _mm512_castsi512_ps(_mm512_set1_epi32((int)0x80000000u));
+    const __m512 ax = _mm512_andnot_ps(sign, x);
+    const __m512 t = attn__avx512_exp(_mm512_mul_ps(ax, _mm512_set1_ps(-2.0f)));
+    const __m512 one = _mm512_set1_ps(1.0f);
+    const __m512 y = _mm512_div_ps(_mm512_sub_ps(one, t), _mm512_add_ps(one, t));
+    const __m512 big = _mm512_or_ps(y, _mm512_and_ps(x, sign));
+    const __m512 x2 = _mm512_mul_ps(x, x);
+    __m512 q = _mm512_set1_ps(62.0f / 2835.0f);
+    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(-17.0f / 315.0f));
+    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(2.0f / 15.0f));
+    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(-1.0f / 3.0f));
+    const __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(q, x2), x, x);
+    const __mmask16 is_small = _mm512_cmp_ps_mask(ax, _mm512_set1_ps(0.25f), _CMP_LT_OQ);
+    return _mm512_mask_blend_ps(is_small, big, small);
+}
+
+/* ------------------------------------------------------------- helpers */
+
+
+static inline __mmask16 tail_mask(size_t left) {
+    return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
+}
+
+/* 16 elements of dtype dt at p (lanes outside m read as 0) -> fp32. */
+INLINE __m512 load16(attn_dtype dt, const void *p, __mmask16 m) {
+    if (dt == ATTN_DTYPE_F32) return _mm512_maskz_loadu_ps(m, p);
+    const __m256i h = _mm256_maskz_loadu_epi16(m, p);
+    if (dt == ATTN_DTYPE_BF16)
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    return _mm512_cvtph_ps(h);
+}
+
+/* ------------------------------------------------------ online softmax */
+
+/* One row's chunk: raw dots s[0..TILE) -> weights, state update.  Keys
+ * [ilo, ihi) of the chunk (relative, within [0, n)) are visible; kp0 =
+ * c0 - p (the ALiBi distance of key 0).  Returns alpha, the factor the
+ * row's accumulator must be scaled by; a row that sees nothing (or only
+ * -inf logits) gets all-zero weights and alpha = 1: its state is untouched. */
+static inline float softmax_row(const attn_tile_args *a, int32_t j, int64_t kp0, int32_t ilo,
+                         int32_t ihi, float *s, float *mrow, float *lrow) {
+    const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    __m512 x[NV];
+    __mmask16 vis[NV];
+    __m512 mx = ninf;
+    UNROLL
+    for (int v = 0; v < NV; v++) {
+        const __m512i idx = _mm512_add_epi32(iota, _mm512_set1_epi32(16 * v));
+        vis[v] = _mm512_cmpge_epi32_mask(idx, _mm512_set1_epi32(ilo)) &
+                 _mm512_cmplt_epi32_mask(idx, _mm512_set1_epi32(ihi));
+        __m512 t = _mm512_load_ps(s + 16 * v);
+        if (a->softcap > 0.0f) {
+            const __m512 c = _mm512_set1_ps(a->softcap);
+            t = _mm512_mul_ps(c, tanh512(_mm512_div_ps(t, c)));
+        }
+        if (a->alibi) {
+            /* (float)(k - p) as the portable kernel: exact below 2^24. */
+            const __m512 dist =
+                _mm512_cvtepi32_ps(_mm512_add_epi32(idx, _mm512_set1_epi32((int32_t)kp0)));
+            t = _mm512_add_ps(t, _mm512_mul_ps(_mm512_set1_ps(a->alibi[j]), dist));
+        }
+        x[v] = _mm512_mask_blend_ps(vis[v], ninf, t);
+        mx = _mm512_max_ps(mx, x[v]);
+    }
+    const float mxs = _mm512_reduce_max_ps(mx);
+    if (mxs == -INFINITY) {
+        UNROLL
+        for (int v = 0; v < NV; v++) _mm512_store_ps(s + 16 * v, _mm512_setzero_ps());
+        return 1.0f;
+    }
+    const float m_old = *mrow;
+    const float m_new = m_old > mxs ? m_old : mxs;
+    float alpha = 1.0f;
+    if (m_new != m_old) alpha = (m_old == -INFINITY) ? 0.0f : expf(m_old - m_new);
+    const __m512 mn = _mm512_set1_ps(m_new);
+    __m512 sum = _mm512_setzero_ps();
+    UNROLL
+    for (int v = 0; v < NV; v++) {
+        /* masked lanes hold -inf: exp gives exactly 0, the mask makes sure */
+        __m512 w = attn__avx512_exp(_mm512_sub_ps(x[v], mn));
+        w = _mm512_maskz_mov_ps(vis[v], w);
+        sum = _mm512_add_ps(sum, w);
+        _mm512_store_ps(s + 16 * v, w);
+    }
+    *lrow = *lrow * alpha + _mm512_reduce_add_ps(sum);
+    *mrow = m_new;
+    return alpha;
+}
+
+/* ------------------------------------------------------- P.V micro-kernel */
+
+/* acc[r][dofs .. dofs + 16*NVEC) = acc * alpha[r] + sum_i p[r][i] V[i][..]
+ * for R rows, keys i in [ilo, ihi); V rows of dtype vdt (widened on the
+ * fly); the last vector is masked by tm.  6 rows x 4 vectors = 24
+ * accumulators; per key, 4 V loads feed 24 FMAs with p broadcast. */
+INLINE void pv_rows(int R, int NVEC, attn_dtype vdt, float *acc, size_t D, size_t dofs,
+                    const float *alpha, const float *p, const void *const *vrow,
+                    const void *const *vpf, int32_t ilo, int32_t ihi, __mmask16 tm) {
+    const size_t es = attn_dtype_size(vdt);
+    __m512 c[PR][DV];
+    UNROLL
+    for (int r = 0; r < R; r++) {
+        const __m512 al = _mm512_set1_ps(alpha[r]);
+        const float *ar = acc + (size_t)r * D + dofs;
+        UNROLL
+        for (int v = 0; v < NVEC; v++)
+            c[r][v] = _mm512_mul_ps(_mm512_maskz_loadu_ps(v == NVEC - 1 ? tm : 0xffff, ar + 16 * v),
+                                    al);
+    }
+    for (int32_t i = ilo; i < ihi; i++) {
+        const unsigned char *vr = (const unsigned char *)vrow[i] + dofs * es;
+        if (vpf && vpf[i]) {
+            /* next chunk's V row, same bytes: 64 bytes per prefetch */
+            const char *pf = (const char *)vpf[i] + dofs * es;
+            UNROLL
+            for (int v = 0; v < NVEC; v++)
+                if ((16 * (size_t)v * es) % 64 == 0) _mm_prefetch(pf + 16 * (size_t)v * es, _MM_HINT_T1);
+        }
+        UNROLL
+        for (int v = 0; v < NVEC; v++) {
+            const __m512 x = load16(vdt, vr + 16 * (size_t)v * es, v == NVEC - 1 ? tm : 0xffff);
+            UNROLL
+            for (int r = 0; r < R; r++)
+                c[r][v] = _mm512_fmadd_ps(_mm512_set1_ps(p[(size_t)r * TILE + (size_t)i]), x,
+                                          c[r][v]);
+        }
+    }
+    UNROLL
+    for (int r = 0; r < R; r++) {
+        float *ar = acc + (size_t)r * D + dofs;
+        UNROLL
+        for (int v = 0; v < NVEC; v++)
+            _mm512_mask_storeu_ps(ar + 16 * v, v == NVEC - 1 ? tm : 0xffff, c[r][v]);
+    }
+}
+
+#define PV_CASE(T_, R_, N_)                                                               \
+    case (R_) * 8 + (N_):                                                                 \
+        pv_rows(R_, N_, T_, acc, D, dofs, alpha, p, vrow, vpf, ilo, ihi, tm);             \
+        break;
+#define PV_CASES(T_)                                                                      \
+    PV_CASE(T_, 1, 1) PV_CASE(T_, 1, 2) PV_CASE(T_, 1, 3) PV_CASE(T_, 1, 4)               \
+    PV_CASE(T_, 2, 1) PV_CASE(T_, 2, 2) PV_CASE(T_, 2, 3) PV_CASE(T_, 2, 4)               \
+    PV_CASE(T_, 3, 1) PV_CASE(T_, 3, 2) PV_CASE(T_, 3, 3) PV_CASE(T_, 3, 4)               \
+    PV_CASE(T_, 4, 1) PV_CASE(T_, 4, 2) PV_CASE(T_, 4, 3) PV_CASE(T_, 4, 4)               \
+    PV_CASE(T_, 5, 1) PV_CASE(T_, 5, 2) PV_CASE(T_, 5, 3) PV_CASE(T_, 5, 4)               \
+    PV_CASE(T_, 6, 1) PV_CASE(T_, 6, 2) PV_CASE(T_, 6, 3) PV_CASE(T_, 6, 4)
+
+/* One instantiation set per V dtype: the dtype must be a constant inside
+ * the micro-kernel for the widening to inline. */
+#define PV_BLOCK_FN(name_, T_)                                                            \
+    static inline void name_(int32_t R, float *acc, size_t D, const float *alpha, const float *p, \
+                      const void *const *vrow, const void *const *vpf, int32_t ilo,       \
+                      int32_t ihi) {                                                      \
+        for (size_t dofs = 0; dofs < D; dofs += 16 * DV) {                                \
+            const size_t left = D - dofs;                                                 \
+            const int nvec = (int)(left >= 16 * DV ? DV : (left + 15) / 16);              \
+            const __mmask16 tm = tail_mask(left - 16 * (size_t)(nvec - 1));               \
+            switch (R * 8 + nvec) {                                                       \
+                PV_CASES(T_)                                                              \
+            default: break;                                                               \
+            }                                                                             \
+        }                                                                                 \
+    }
+PV_BLOCK_FN(pv_block_f32, ATTN_DTYPE_F32)
+PV_BLOCK_FN(pv_block_bf16, ATTN_DTYPE_BF16)
+PV_BLOCK_FN(pv_block_f16, ATTN_DTYPE_F16)
+
+#endif /* ATTN_KERNELS_AVX512_INL_H */
