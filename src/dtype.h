@@ -13,12 +13,29 @@
  * handles subnormals in both directions and overflows to +-inf.
  *
  * Widening (bf16/f16 -> fp32) is exact.
+ *
+ * Also owns the element size of each dtype (attn__dtype_size, inline so
+ * that kernels specialised on a constant dtype see a constant size; the
+ * public attn_dtype_size() returns the same).
  */
 #ifndef ATTN_DTYPE_H
 #define ATTN_DTYPE_H
 
+#include "attn.h"
+
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+/* Bytes per element; 0 for a value outside the enum. */
+static inline size_t attn__dtype_size(attn_dtype dtype) {
+    switch (dtype) {
+    case ATTN_DTYPE_F32: return 4;
+    case ATTN_DTYPE_BF16: return 2;
+    case ATTN_DTYPE_F16: return 2;
+    default: return 0;
+    }
+}
 
 static inline uint32_t attn__f32_bits(float f) {
     uint32_t u;

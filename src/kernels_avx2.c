@@ -176,7 +176,7 @@ INLINE void transpose8(__m256 r[8]) {
 
 /* K of the chunk -> Kt[d][TILE] fp32 (key lanes >= n of a group zeroed). */
 INLINE void pack_kt(attn_dtype dt, size_t D, const void *const *krow, int32_t n, float *kt) {
-    const size_t es = attn_dtype_size(dt);
+    const size_t es = attn__dtype_size(dt);
     for (int32_t i0 = 0; i0 < n; i0 += 8) {
         for (size_t d0 = 0; d0 < D; d0 += 8) {
             __m256 r[8];
@@ -356,7 +356,7 @@ INLINE void tile(attn_dtype dt, const attn_tile_args *a) {
         return;
     }
     const int32_t g = a->g, rows = a->n_tok * g;
-    const size_t D = (size_t)a->head_dim, es = attn_dtype_size(dt);
+    const size_t D = (size_t)a->head_dim, es = attn__dtype_size(dt);
     float *vconv = a->kv + (size_t)TILE * D;
     const void *krow[TILE];
     const float *vrow[TILE];
@@ -442,7 +442,7 @@ void attn_tile_f16__avx2(const attn_tile_args *a) { tile(ATTN_DTYPE_F16, a); }
 
 INLINE void load_q(attn_dtype dt, const void *src, size_t token_stride, int32_t n_tok, int32_t g,
                    int32_t head_dim, float scale, float *dst) {
-    const size_t width = (size_t)g * (size_t)head_dim, es = attn_dtype_size(dt);
+    const size_t width = (size_t)g * (size_t)head_dim, es = attn__dtype_size(dt);
     const __m256 sc = _mm256_set1_ps(scale);
     for (int32_t t = 0; t < n_tok; t++) {
         const unsigned char *s = (const unsigned char *)src + (size_t)t * token_stride * es;
@@ -505,7 +505,7 @@ INLINE void store8(attn_dtype dt, void *p, size_t left, __m256 x) {
 INLINE void store(attn_dtype dt, const float *acc, const float *m, const float *l, int32_t n_tok,
                   int32_t g, int32_t head_dim, const float *sinks, void *dst,
                   size_t token_stride) {
-    const size_t D = (size_t)head_dim, es = attn_dtype_size(dt);
+    const size_t D = (size_t)head_dim, es = attn__dtype_size(dt);
     for (int32_t t = 0; t < n_tok; t++) {
         for (int32_t j = 0; j < g; j++) {
             const size_t r = (size_t)t * (size_t)g + (size_t)j;

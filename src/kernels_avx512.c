@@ -50,6 +50,10 @@
 #include "mask.h"
 
 #define QR 6     /* rows per Q.K block: 6 x 4 = 24 accumulators (= PR) */
+#ifndef ATTN_AVX512_SB
+#define ATTN_AVX512_SB 8 /* row blocks per phase group (see the chunk loop) */
+#endif
+#define SB ATTN_AVX512_SB
 
 /* Items with more rows than this widen V to fp32 once per chunk (the
  * widening is then shared by many row blocks); smaller (decode) items
@@ -131,7 +135,7 @@ INLINE void transpose16(__m512 r[16]) {
  * not written (their scores are masked to -inf before any use). */
 INLINE void pack_kt(attn_dtype dt, const attn_tile_args *a, const void *const *krow,
                     const void *const *kpf, int32_t n, float *kt) {
-    const size_t D = (size_t)a->head_dim, es = attn_dtype_size(dt);
+    const size_t D = (size_t)a->head_dim, es = attn__dtype_size(dt);
     for (int32_t i0 = 0; i0 < n; i0 += 16) {
         for (size_t d0 = 0; d0 < D; d0 += 16) {
             const __mmask16 m = tail_mask(D - d0);
@@ -231,15 +235,15 @@ void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pac
         return;
     }
     const int32_t g = a->g, rows = a->n_tok * g;
-    const size_t D = (size_t)a->head_dim, es = attn_dtype_size(vdt);
+    const size_t D = (size_t)a->head_dim, es = attn__dtype_size(vdt);
     float *vconv = a->kv + (size_t)TILE * D;
     const void *krow[TILE], *vrow[TILE];
     const void *kpf[TILE], *vpf[TILE]; /* next chunk's rows (prefetch), NULL past k1 */
     /* P.V reads V as: fp32 cache rows, widened rows in the KV area, or raw
      * bf16/f16 cache rows widened on the fly */
     const int widen = vdt != ATTN_DTYPE_F32 && rows > WIDEN_V_ROWS;
-    void (*pv)(int32_t, float *, size_t, const float *, const float *, const void *const *,
-               const void *const *, int32_t, int32_t) = pv_block_f32;
+    void (*pv)(int32_t, float *, size_t, const float *, const float *, size_t,
+               const void *const *, const void *const *, int32_t, int32_t) = pv_block_f32;
     if (!widen && vdt == ATTN_DTYPE_BF16) pv = pv_block_bf16;
     if (!widen && vdt == ATTN_DTYPE_F16) pv = pv_block_f16;
 
@@ -289,46 +293,55 @@ void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pac
         }
         pack(a, krow, kpf, n, a->kv);
 
-        for (int32_t r0 = 0; r0 < rows; r0 += QR) {
-            const int32_t R = rows - r0 < QR ? rows - r0 : QR;
-            int32_t ilo[QR], ihi[QR], act = 0;
-            for (int32_t r = 0; r < R; r++) {
-                int64_t lo, hi;
-                attn__row_interval((int64_t)a->pos0 + (r0 + r) / g, key_limit, a->causal, a->window,
-                             &lo, &hi);
-                lo = lo > c0 ? lo - c0 : 0;
-                hi = hi < c1 ? hi - c0 : n;
-                if (lo >= hi) lo = hi = 0;
-                ilo[r] = (int32_t)lo;
-                ihi[r] = (int32_t)hi;
-                act |= lo < hi;
+        /* Row blocks go in groups of SB: Q.K of every block of the group,
+         * then their softmax, then their P.V.  Interleaving the three per
+         * block would alternate between the packed K (TILE x D x 4 bytes)
+         * and the V rows (as much again), which do not fit L1 together;
+         * grouped, each phase keeps its operand in L1 across the group. */
+        for (int32_t sb0 = 0; sb0 < rows; sb0 += SB * QR) {
+            const int32_t sb1 = rows - sb0 < SB * QR ? rows : sb0 + SB * QR;
+            int32_t ilo[SB * QR], ihi[SB * QR], blo[SB], bhi[SB];
+            float alpha[SB * QR];
+            for (int32_t r0 = sb0; r0 < sb1; r0 += QR) {
+                const int32_t R = sb1 - r0 < QR ? sb1 - r0 : QR, b = (r0 - sb0) / QR;
+                blo[b] = TILE, bhi[b] = 0;
+                for (int32_t r = 0; r < R; r++) {
+                    int64_t lo, hi;
+                    attn__row_interval((int64_t)a->pos0 + (r0 + r) / g, key_limit, a->causal,
+                                       a->window, &lo, &hi);
+                    lo = lo > c0 ? lo - c0 : 0;
+                    hi = hi < c1 ? hi - c0 : n;
+                    if (lo >= hi) lo = hi = 0;
+                    ilo[r0 - sb0 + r] = (int32_t)lo;
+                    ihi[r0 - sb0 + r] = (int32_t)hi;
+                    if (lo < hi) {
+                        if (lo < blo[b]) blo[b] = (int32_t)lo;
+                        if (hi > bhi[b]) bhi[b] = (int32_t)hi;
+                    }
+                }
+                if (blo[b] < bhi[b]) dots(a, r0, R, a->kv, a->scores + (size_t)r0 * TILE);
             }
-            if (!act) continue;
-            float *s = a->scores + (size_t)r0 * TILE;
-            dots(a, r0, R, a->kv, s);
-            float alpha[QR];
-            for (int32_t r = 0; r < R; r++) {
-                const int32_t row = r0 + r;
-                if (ilo[r] >= ihi[r]) {
+            for (int32_t row = sb0; row < sb1; row++) {
+                const int32_t i = row - sb0;
+                float *s = a->scores + (size_t)row * TILE;
+                if (ilo[i] >= ihi[i]) {
                     /* sees nothing of this chunk: weights 0, state kept */
                     UNROLL
-                    for (int v = 0; v < NV; v++)
-                        _mm512_store_ps(s + (size_t)r * TILE + 16 * v, _mm512_setzero_ps());
-                    alpha[r] = 1.0f;
+                    for (int v = 0; v < NV; v++) _mm512_store_ps(s + 16 * v, _mm512_setzero_ps());
+                    alpha[i] = 1.0f;
                     continue;
                 }
-                alpha[r] = softmax_row(a, row % g, (int64_t)c0 - (a->pos0 + row / g), ilo[r],
-                                       ihi[r], s + (size_t)r * TILE, a->m + row, a->l + row);
+                alpha[i] = softmax_row(a, row % g, (int64_t)c0 - (a->pos0 + row / g), ilo[i], ihi[i],
+                                       s, a->m + row, a->l + row);
             }
-            int32_t lo = TILE, hi = 0;
-            for (int32_t r = 0; r < R; r++)
-                if (ilo[r] < ihi[r]) {
-                    if (ilo[r] < lo) lo = ilo[r];
-                    if (ihi[r] > hi) hi = ihi[r];
-                }
-            /* prefetch from the first row block only: later blocks would
-             * re-issue the same lines */
-            pv(R, a->acc + (size_t)r0 * D, D, alpha, s, vrow, r0 == 0 ? vpf : NULL, lo, hi);
+            for (int32_t r0 = sb0; r0 < sb1; r0 += QR) {
+                const int32_t R = sb1 - r0 < QR ? sb1 - r0 : QR, b = (r0 - sb0) / QR;
+                if (blo[b] >= bhi[b]) continue;
+                /* prefetch from the first row block only: later blocks
+                 * would re-issue the same lines */
+                pv(R, a->acc + (size_t)r0 * D, D, alpha + (r0 - sb0), a->scores + (size_t)r0 * TILE,
+                   TILE, vrow, r0 == 0 ? vpf : NULL, blo[b], bhi[b]);
+            }
         }
     }
 }
@@ -363,7 +376,7 @@ void attn_tile_f16__avx512(const attn_tile_args *a) {
 
 INLINE void load_q(attn_dtype dt, const void *src, size_t token_stride, int32_t n_tok, int32_t g,
                    int32_t head_dim, float scale, float *dst) {
-    const size_t width = (size_t)g * (size_t)head_dim, es = attn_dtype_size(dt);
+    const size_t width = (size_t)g * (size_t)head_dim, es = attn__dtype_size(dt);
     const __m512 sc = _mm512_set1_ps(scale);
     for (int32_t t = 0; t < n_tok; t++) {
         const unsigned char *s = (const unsigned char *)src + (size_t)t * token_stride * es;
@@ -416,7 +429,7 @@ INLINE void store16(attn_dtype dt, void *p, __mmask16 m, __m512 x) {
 INLINE void store(attn_dtype dt, const float *acc, const float *m, const float *l, int32_t n_tok,
                   int32_t g, int32_t head_dim, const float *sinks, void *dst,
                   size_t token_stride) {
-    const size_t D = (size_t)head_dim, es = attn_dtype_size(dt);
+    const size_t D = (size_t)head_dim, es = attn__dtype_size(dt);
     for (int32_t t = 0; t < n_tok; t++) {
         for (int32_t j = 0; j < g; j++) {
             const size_t r = (size_t)t * (size_t)g + (size_t)j;

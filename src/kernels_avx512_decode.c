@@ -48,19 +48,30 @@
 #ifndef ATTN_AVX512_DEC_PF
 #define ATTN_AVX512_DEC_PF 1 /* 0: no software prefetch (for measurements) */
 #endif
+#ifndef DEC_PF_DIST
+#define DEC_PF_DIST 1
+#endif
 #ifndef DEC_PF_HINT
 #define DEC_PF_HINT _MM_HINT_T1
 #endif
 #define DEC_MAX_ROWS 16   /* larger groups amortise the general tile's transpose */
+#define DEC_MAX_D 256     /* bounds the on-stack copies of q and acc (16 KiB each) */
+/* Keys per chunk.  Twice the general tile's: the per-chunk work (row
+ * reductions of the softmax, accumulator reload and rescale in P.V) is
+ * shared by more keys, and the scores live on this tile's stack, not in
+ * the plan's scores area (so the plan's kv_tile does not bound it). */
+#ifndef ATTN_DEC_DT
+#define ATTN_DEC_DT 128
+#endif
+#define DT ATTN_DEC_DT
 
 int attn__avx512_decode_fits(const attn_tile_args *a);
 void attn__avx512_decode_tile(const attn_tile_args *a, attn_dtype kdt);
 
-/* The items this tile takes: one token, few rows, work areas of the
- * table's shape (the scores area holds rows x TILE). */
+/* The items this tile takes: one token, few rows, D within the stack
+ * copies.  It uses none of the plan's work areas (scores, kv). */
 int attn__avx512_decode_fits(const attn_tile_args *a) {
-    return a->n_tok == 1 && a->g <= DEC_MAX_ROWS && a->kv_tile >= TILE &&
-           ((uintptr_t)a->scores % 64) == 0;
+    return a->n_tok == 1 && a->g <= DEC_MAX_ROWS && a->head_dim <= DEC_MAX_D;
 }
 
 /* ---------------------------------------------------------- Q.K block */
@@ -91,23 +102,24 @@ INLINE __m512 fold16(__m512 u0, __m512 u1, __m512 u2, __m512 u3) {
  * elements of mask tm.  pf: the next chunk's K and V rows (NULL entries:
  * none), whose lines are prefetched to L2 four keys at a time. */
 INLINE void qk_block(int R, attn_dtype kdt, const float *qp, size_t qs, size_t nc, uint32_t tm,
-                     const void *const *krow, const void *const *const pf[2], size_t row_bytes,
+                     const void *const *krow, const void *const *kpf,
                      int32_t n, float *s) {
-    const size_t es = attn_dtype_size(kdt);
-    __m512 u[DR][TILE / 4];
+    const size_t es = attn__dtype_size(kdt);
+    const size_t slice_bytes = kdt == ATTN_DTYPE_BF16 ? 64 : 16 * es;
+    __m512 u[DR][DT / 4];
     for (int32_t i0 = 0; i0 < n; i0 += 4) {
         const unsigned char *kr[4];
         UNROLL
         for (int j = 0; j < 4; j++)
             kr[j] = (const unsigned char *)krow[i0 + j < n ? i0 + j : n - 1];
-        if (pf) {
-            for (int h = 0; h < (ATTN_AVX512_DEC_PF == 2 ? 1 : 2); h++)
-                for (int j = 0; j < 4 && i0 + j < TILE; j++) {
-                    const char *p = (const char *)pf[h][i0 + j];
-                    if (p)
-                        for (size_t o = 0; o < row_bytes; o += 64) _mm_prefetch(p + o, DEC_PF_HINT);
-                }
-        }
+        /* the next chunk's K rows of these 4 keys, one line per slice and
+         * key (f16: every line twice), spread through the slice loop; keys
+         * with nothing to prefetch re-touch their own row (no branch) */
+        const char *pk[4];
+        UNROLL
+        for (int j = 0; j < 4; j++)
+            pk[j] = kpf && i0 + j < DT && kpf[i0 + j] ? (const char *)kpf[i0 + j]
+                                                          : (const char *)kr[j];
         __m512 c[DR][4];
         UNROLL
         for (int r = 0; r < R; r++)
@@ -117,6 +129,10 @@ INLINE void qk_block(int R, attn_dtype kdt, const float *qp, size_t qs, size_t n
          * keep the accumulators in memory) */
         for (size_t sl = 0; sl < nc; sl++) {
             const uint32_t m = sl + 1 == nc ? tm : 0xffffffffu;
+            if (kpf) {
+                UNROLL
+                for (int j = 0; j < 4; j++) _mm_prefetch(pk[j] + sl * slice_bytes, DEC_PF_HINT);
+            }
             if (kdt == ATTN_DTYPE_BF16) {
                 /* 32 bf16 per load: odd elements are the top halves of the
                  * 32-bit lanes, even elements the bottom halves shifted up */
@@ -162,36 +178,221 @@ INLINE void qk_block(int R, attn_dtype kdt, const float *qp, size_t qs, size_t n
             const __m512 u1 = i0 + 4 < n ? u[r][g4 + 1] : z;
             const __m512 u2 = i0 + 8 < n ? u[r][g4 + 2] : z;
             const __m512 u3 = i0 + 12 < n ? u[r][g4 + 3] : z;
-            _mm512_store_ps(s + (size_t)r * TILE + i0, fold16(u[r][g4], u1, u2, u3));
+            _mm512_store_ps(s + (size_t)r * DT + i0, fold16(u[r][g4], u1, u2, u3));
         }
     }
 }
 
 #define QK_FN(name_, T_)                                                                  \
     static void name_(int32_t R, const float *qp, size_t qs, size_t nc, uint32_t tm,     \
-                      const void *const *krow, const void *const *const pf[2],          \
-                      size_t row_bytes, int32_t n, float *s) {                           \
+                      const void *const *krow, const void *const *kpf, int32_t n,       \
+                      float *s) {                                                        \
         switch (R) {                                                                     \
-        case 1: qk_block(1, T_, qp, qs, nc, tm, krow, pf, row_bytes, n, s); break;      \
-        case 2: qk_block(2, T_, qp, qs, nc, tm, krow, pf, row_bytes, n, s); break;      \
-        case 3: qk_block(3, T_, qp, qs, nc, tm, krow, pf, row_bytes, n, s); break;      \
-        default: qk_block(4, T_, qp, qs, nc, tm, krow, pf, row_bytes, n, s); break;     \
+        case 1: qk_block(1, T_, qp, qs, nc, tm, krow, kpf, n, s); break;                 \
+        case 2: qk_block(2, T_, qp, qs, nc, tm, krow, kpf, n, s); break;                 \
+        case 3: qk_block(3, T_, qp, qs, nc, tm, krow, kpf, n, s); break;                 \
+        default: qk_block(4, T_, qp, qs, nc, tm, krow, kpf, n, s); break;                \
         }                                                                                \
     }
 QK_FN(qk_f32, ATTN_DTYPE_F32)
 QK_FN(qk_bf16, ATTN_DTYPE_BF16)
 QK_FN(qk_f16, ATTN_DTYPE_F16)
 
+/* ------------------------------------------------------------ softmax */
+
+/* The online softmax of every row over one chunk, all rows seeing the keys
+ * [ilo, ihi) of it: raw dots s[r][0..) (row stride DT) become weights
+ * (exactly 0 for masked keys), (m, l) of each row are updated, alpha[r] is
+ * the factor the row's accumulator must be scaled by.  The same rule as
+ * softmax_row (kernels_avx512_inl.h) — soft cap, ALiBi, -inf masking, a row
+ * whose visible logits are all -inf keeps its state (alpha 1, weights 0) —
+ * with the visibility masks computed once for all rows and the rescale
+ * factors of all rows through one vector exp instead of one expf each. */
+static void dec_softmax(const attn_tile_args *a, int32_t rows, int64_t kp0, int32_t ilo,
+                        int32_t ihi, float *s, float *alpha) {
+    const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    const int32_t v0 = ilo / 16, v1 = (ihi + 15) / 16;
+    __mmask16 vis[DT / 16];
+    for (int32_t v = v0; v < v1; v++) {
+        const __m512i idx = _mm512_add_epi32(iota, _mm512_set1_epi32(16 * v));
+        vis[v] = _mm512_cmpge_epi32_mask(idx, _mm512_set1_epi32(ilo)) &
+                 _mm512_cmplt_epi32_mask(idx, _mm512_set1_epi32(ihi));
+    }
+    float mx[DEC_MAX_ROWS] __attribute__((aligned(64)));
+    for (int32_t r = 0; r < rows; r++) {
+        float *sr = s + (size_t)r * DT;
+        __m512 m = ninf;
+        for (int32_t v = v0; v < v1; v++) {
+            __m512 t = _mm512_load_ps(sr + 16 * v);
+            if (a->softcap > 0.0f) {
+                const __m512 c = _mm512_set1_ps(a->softcap);
+                t = _mm512_mul_ps(c, tanh512(_mm512_div_ps(t, c)));
+            }
+            if (a->alibi) {
+                /* (float)(k - p) as the portable kernel: exact below 2^24 */
+                const __m512 dist = _mm512_cvtepi32_ps(
+                    _mm512_add_epi32(iota, _mm512_set1_epi32((int32_t)kp0 + 16 * v)));
+                t = _mm512_add_ps(t, _mm512_mul_ps(_mm512_set1_ps(a->alibi[r]), dist));
+            }
+            t = _mm512_mask_blend_ps(vis[v], ninf, t);
+            _mm512_store_ps(sr + 16 * v, t);
+            m = _mm512_max_ps(m, t);
+        }
+        mx[r] = _mm512_reduce_max_ps(m);
+    }
+    /* new maxima and rescale factors, 16 rows per vector */
+    for (int32_t r0 = 0; r0 < rows; r0 += 16) {
+        const __mmask16 lanes = tail_mask((size_t)(rows - r0));
+        const __m512 mo = _mm512_maskz_loadu_ps(lanes, a->m + r0);
+        const __m512 mc = _mm512_maskz_loadu_ps(lanes, mx + r0);
+        /* rows that see nothing but -inf keep their state */
+        const __mmask16 live = _mm512_cmp_ps_mask(mc, ninf, _CMP_NEQ_OQ) & lanes;
+        const __m512 mn = _mm512_mask_blend_ps(live, mo, _mm512_max_ps(mc, mo));
+        /* m_old = -inf (fresh row): exp clamps -inf to e^-110, which scales
+         * to exactly 0; m_old = m_new: exactly 1 */
+        const __m512 al = _mm512_mask_blend_ps(live, _mm512_set1_ps(1.0f),
+                                               attn__avx512_exp(_mm512_sub_ps(mo, mn)));
+        _mm512_mask_storeu_ps(alpha + r0, lanes, al);
+        _mm512_mask_storeu_ps(mx + r0, lanes, mn);
+    }
+    for (int32_t r = 0; r < rows; r++) {
+        float *sr = s + (size_t)r * DT;
+        if (mx[r] == -INFINITY) { /* fresh and still seeing nothing: stays neutral */
+            for (int32_t v = v0; v < v1; v++) _mm512_store_ps(sr + 16 * v, _mm512_setzero_ps());
+            continue;
+        }
+        const __m512 mn = _mm512_set1_ps(mx[r]);
+        __m512 sum = _mm512_setzero_ps();
+        for (int32_t v = v0; v < v1; v++) {
+            /* masked lanes hold -inf: exp gives exactly 0, the mask makes sure */
+            const __m512 w = _mm512_maskz_mov_ps(
+                vis[v], attn__avx512_exp(_mm512_sub_ps(_mm512_load_ps(sr + 16 * v), mn)));
+            sum = _mm512_add_ps(sum, w);
+            _mm512_store_ps(sr + 16 * v, w);
+        }
+        a->l[r] = a->l[r] * alpha[r] + _mm512_reduce_add_ps(sum);
+        a->m[r] = mx[r];
+    }
+}
+
+/* ---------------------------------------------------- P.V, bf16 pairs */
+
+/* P.V for bf16 V with the accumulator in the slice layout (per 32 dims:
+ * 16 even dims, then 16 odd dims; row stride qs): each 64-byte load of a V
+ * row is widened exactly into that layout with one shift and one AND, half
+ * the conversion work of VPMOVZXWD + shift per 16 elements.  NS (1 or 2)
+ * slices from sl0, the last one masked by ml; R <= PR rows. */
+INLINE void pv_pairs_rows(int R, int NS, float *accp, size_t qs, size_t sl0, uint32_t ml,
+                          const float *alpha, const float *p, const void *const *vrow,
+                          const void *const *vpf, int32_t ilo, int32_t ihi) {
+    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+    __m512 c[PR][4];
+    UNROLL
+    for (int r = 0; r < R; r++) {
+        const __m512 al = _mm512_set1_ps(alpha[r]);
+        UNROLL
+        for (int v = 0; v < 2 * NS; v++)
+            c[r][v] = _mm512_mul_ps(_mm512_load_ps(accp + (size_t)r * qs + sl0 * 32 + 16 * (size_t)v), al);
+    }
+    for (int32_t i = ilo; i < ihi; i++) {
+        const unsigned char *vr = (const unsigned char *)vrow[i] + sl0 * 64;
+        if (vpf && vpf[i]) {
+            UNROLL
+            for (int sl = 0; sl < NS; sl++)
+                _mm_prefetch((const char *)vpf[i] + (sl0 + (size_t)sl) * 64, DEC_PF_HINT);
+        }
+        UNROLL
+        for (int sl = 0; sl < NS; sl++) {
+            const __m512i w = sl == NS - 1 ? _mm512_maskz_loadu_epi16((__mmask32)ml, vr + 64 * sl)
+                                           : _mm512_loadu_si512(vr + 64 * sl);
+            const __m512 e = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+            const __m512 o = _mm512_castsi512_ps(_mm512_and_si512(w, hi));
+            UNROLL
+            for (int r = 0; r < R; r++) {
+                const __m512 pb = _mm512_set1_ps(p[(size_t)r * DT + (size_t)i]);
+                c[r][2 * sl] = _mm512_fmadd_ps(pb, e, c[r][2 * sl]);
+                c[r][2 * sl + 1] = _mm512_fmadd_ps(pb, o, c[r][2 * sl + 1]);
+            }
+        }
+    }
+    UNROLL
+    for (int r = 0; r < R; r++)
+        UNROLL
+        for (int v = 0; v < 2 * NS; v++)
+            _mm512_store_ps(accp + (size_t)r * qs + sl0 * 32 + 16 * (size_t)v, c[r][v]);
+}
+
+#define PVP_CASE(R_, N_)                                                                  \
+    case (R_) * 4 + (N_):                                                                 \
+        pv_pairs_rows(R_, N_, accp, qs, sl0, ml, alpha, p, vrow, vpf, ilo, ihi);          \
+        break;
+
+static void pv_pairs(int32_t R, float *accp, size_t qs, size_t nc, uint32_t tm,
+                     const float *alpha, const float *p, const void *const *vrow,
+                     const void *const *vpf, int32_t ilo, int32_t ihi) {
+    for (size_t sl0 = 0; sl0 < nc; sl0 += 2) {
+        const int ns = nc - sl0 >= 2 ? 2 : 1;
+        const uint32_t ml = sl0 + (size_t)ns == nc ? tm : 0xffffffffu;
+        switch (R * 4 + ns) {
+            PVP_CASE(1, 1) PVP_CASE(1, 2) PVP_CASE(2, 1) PVP_CASE(2, 2)
+            PVP_CASE(3, 1) PVP_CASE(3, 2) PVP_CASE(4, 1) PVP_CASE(4, 2)
+            PVP_CASE(5, 1) PVP_CASE(5, 2) PVP_CASE(6, 1) PVP_CASE(6, 2)
+        default: break;
+        }
+    }
+}
+
+/* Copy rows x D accumulators between the natural layout and the slice
+ * layout of pv_pairs (to_slices: natural -> slices, padding dims zeroed). */
+static void acc_layout(float *acc, size_t D, float *accp, size_t qs, int32_t rows,
+                       int to_slices) {
+    for (int32_t r = 0; r < rows; r++)
+        for (size_t d = to_slices ? D : qs; d < qs; d++) {
+            const size_t sl = d / 32, e = d % 32;
+            accp[(size_t)r * qs + sl * 32 + (e % 2 ? 16 + e / 2 : e / 2)] = 0.0f;
+        }
+    for (int32_t r = 0; r < rows; r++)
+        for (size_t d = 0; d < D; d++) {
+            const size_t sl = d / 32, e = d % 32;
+            const size_t pos = sl * 32 + (e % 2 ? 16 + e / 2 : e / 2);
+            if (to_slices)
+                accp[(size_t)r * qs + pos] = acc[(size_t)r * D + d];
+            else
+                acc[(size_t)r * D + d] = accp[(size_t)r * qs + pos];
+        }
+}
+
 /* ------------------------------------------------------------- driver */
+
+/* K and V row addresses of keys [k, k + n): one block-table lookup per
+ * block, consecutive slots of a block are row_bytes apart. */
+static void row_ptrs(const attn_tile_args *a, size_t es, size_t row_bytes, int32_t k, int32_t n,
+                     const void **krow, const void **vrow) {
+    const int32_t bs = a->block_size;
+    int32_t b = k / bs, slot = k % bs;
+    for (int32_t i = 0; i < n; b++, slot = 0) {
+        const int32_t blk = a->blocks[b];
+        ATTN_ASSERT(blk >= 0);
+        const size_t off = ((size_t)blk * a->block_stride + a->head_offset) * es + (size_t)slot * row_bytes;
+        const unsigned char *kb = (const unsigned char *)a->k_cache + off;
+        const unsigned char *vb = (const unsigned char *)a->v_cache + off;
+        const int32_t run = bs - slot < n - i ? bs - slot : n - i;
+        for (int32_t j = 0; j < run; j++, i++) {
+            krow[i] = kb + (size_t)j * row_bytes;
+            vrow[i] = vb + (size_t)j * row_bytes;
+        }
+    }
+}
 
 void attn__avx512_decode_tile(const attn_tile_args *a, attn_dtype kdt) {
     ATTN_ASSERT(attn__avx512_decode_fits(a));
-    ATTN_ASSERT(a->g >= 1 && a->head_dim >= 1 && a->head_dim <= ATTN_MAX_HEAD_DIM);
+    ATTN_ASSERT(a->g >= 1 && a->head_dim >= 1);
     ATTN_ASSERT(0 <= a->k0 && a->k0 < a->k1 && a->k1 <= a->seq_len);
     const int32_t k1 = attn__tile_end(a->k1, a->seq_len, a->causal, a->block_size);
     const int32_t key_limit = attn__key_limit(a->seq_len, a->causal, a->block_size);
-    const int32_t rows = a->g, bs = a->block_size;
-    const size_t D = (size_t)a->head_dim, es = attn_dtype_size(kdt);
+    const int32_t rows = a->g;
+    const size_t D = (size_t)a->head_dim, es = attn__dtype_size(kdt);
     int64_t vlo, vhi; /* the one row interval every head of the token shares */
     attn__row_interval((int64_t)a->pos0, key_limit, a->causal, a->window, &vlo, &vhi);
     if (vlo < a->k0) vlo = a->k0;
@@ -204,7 +405,7 @@ void attn__avx512_decode_tile(const attn_tile_args *a, attn_dtype kdt) {
     const size_t sw = pairs ? 32 : 16, nc = (D + sw - 1) / sw, qs = nc * sw;
     const size_t tail = D - (nc - 1) * sw;
     const uint32_t tm = tail >= 32 ? 0xffffffffu : (1u << tail) - 1u;
-    float qp[DEC_MAX_ROWS * ((ATTN_MAX_HEAD_DIM + 31) / 32 * 32)] __attribute__((aligned(64)));
+    float qp[DEC_MAX_ROWS * DEC_MAX_D] __attribute__((aligned(64)));
     for (int32_t r = 0; r < rows; r++) {
         const float *q = a->q + (size_t)r * D;
         float *dst = qp + (size_t)r * qs;
@@ -215,67 +416,52 @@ void attn__avx512_decode_tile(const attn_tile_args *a, attn_dtype kdt) {
                 dst[sl * sw + e] = d < D ? q[d] : 0.0f;
             }
     }
+    /* bf16: the accumulators live in the slice layout for the call */
+    float accp[DEC_MAX_ROWS * DEC_MAX_D] __attribute__((aligned(64)));
+    if (pairs) acc_layout(a->acc, D, accp, qs, rows, 1);
     void (*qk)(int32_t, const float *, size_t, size_t, uint32_t, const void *const *,
-               const void *const *const[2], size_t, int32_t, float *) = qk_f32;
-    void (*pv)(int32_t, float *, size_t, const float *, const float *, const void *const *,
-               const void *const *, int32_t, int32_t) = pv_block_f32;
-    if (kdt == ATTN_DTYPE_BF16) qk = qk_bf16, pv = pv_block_bf16;
+               const void *const *, int32_t, float *) = qk_f32;
+    void (*pv)(int32_t, float *, size_t, const float *, const float *, size_t,
+               const void *const *, const void *const *, int32_t, int32_t) = pv_block_f32;
+    if (kdt == ATTN_DTYPE_BF16) qk = qk_bf16;
     if (kdt == ATTN_DTYPE_F16) qk = qk_f16, pv = pv_block_f16;
 
-    const void *krow[TILE], *vrow[TILE], *kpf[TILE], *vpf[TILE];
-    /* key rows of a chunk, walked block by block */
+    const void *krow[DT], *vrow[DT], *kpf[DT], *vpf[DT];
+    float sc[DEC_MAX_ROWS * DT] __attribute__((aligned(64))); /* scores, then weights */
     const size_t row_bytes = D * es;
-    const unsigned char *kbase = a->k_cache, *vbase = a->v_cache;
-#define ROW_OFF(blk_, slot_)                                                                 \
-    (((size_t)(blk_) * a->block_stride + a->head_offset) * es + (size_t)(slot_) * row_bytes)
 
     /* chunks are aligned to k0 as in the general tile, starting at the
      * first chunk that holds a visible key */
-    const int32_t c_first = a->k0 + (int32_t)((vlo - a->k0) / TILE) * TILE;
-    for (int32_t c0 = c_first; c0 < vhi; c0 += TILE) {
-        const int32_t n = (k1 - c0 < TILE) ? k1 - c0 : TILE;
+    const int32_t c_first = a->k0 + (int32_t)((vlo - a->k0) / DT) * DT;
+    for (int32_t c0 = c_first; c0 < vhi; c0 += DT) {
+        const int32_t n = (k1 - c0 < DT) ? k1 - c0 : DT;
         const int32_t c1 = c0 + n;
-        {
-            int32_t b = c0 / bs, slot = c0 % bs;
-            for (int32_t i = 0; i < n; i++) {
-                const int32_t blk = a->blocks[b];
-                ATTN_ASSERT(blk >= 0);
-                const size_t off = ROW_OFF(blk, slot);
-                krow[i] = kbase + off;
-                vrow[i] = vbase + off;
-                if (++slot == bs) slot = 0, b++;
-            }
-        }
-        /* the next chunk's rows (only those that will be visible) */
-        const int32_t nn = c1 < vhi ? ((int32_t)vhi - c1 < TILE ? (int32_t)vhi - c1 : TILE) : 0;
-        if (nn > 0) {
-            int32_t b = c1 / bs, slot = c1 % bs;
-            for (int32_t i = 0; i < nn; i++) {
-                const size_t off = ROW_OFF(a->blocks[b], slot);
-                kpf[i] = kbase + off;
-                vpf[i] = vbase + off;
-                if (++slot == bs) slot = 0, b++;
-            }
-        }
-        for (int32_t i = nn; i < TILE; i++) kpf[i] = vpf[i] = NULL;
-        const void *const *const pf[2] = {kpf, vpf};
+        row_ptrs(a, es, row_bytes, c0, n, krow, vrow);
+        /* the next chunk's rows (only those that will be visible), or NULL */
+        const int64_t pf0 = (int64_t)c0 + DEC_PF_DIST * DT;
+        const int32_t nn = pf0 < vhi ? (vhi - pf0 < DT ? (int32_t)(vhi - pf0) : DT) : 0;
+        if (nn > 0) row_ptrs(a, es, row_bytes, (int32_t)pf0, nn, kpf, vpf);
+        for (int32_t i = nn; i < DT; i++) kpf[i] = vpf[i] = NULL;
 
         const int32_t ilo = vlo > c0 ? (int32_t)(vlo - c0) : 0;
         const int32_t ihi = vhi < c1 ? (int32_t)(vhi - c0) : n;
         for (int32_t r0 = 0; r0 < rows; r0 += DR) {
             const int32_t R = rows - r0 < DR ? rows - r0 : DR;
-            qk(R, qp + (size_t)r0 * qs, qs, nc, tm, krow, r0 == 0 && ATTN_AVX512_DEC_PF ? pf : NULL,
-               row_bytes, n, a->scores + (size_t)r0 * TILE);
+            qk(R, qp + (size_t)r0 * qs, qs, nc, tm, krow, r0 == 0 && ATTN_AVX512_DEC_PF ? kpf : NULL,
+               n, sc + (size_t)r0 * DT);
         }
         float alpha[DEC_MAX_ROWS];
-        for (int32_t r = 0; r < rows; r++)
-            alpha[r] = softmax_row(a, r, (int64_t)c0 - a->pos0, ilo, ihi,
-                                   a->scores + (size_t)r * TILE, a->m + r, a->l + r);
+        dec_softmax(a, rows, (int64_t)c0 - a->pos0, ilo, ihi, sc, alpha);
         for (int32_t r0 = 0; r0 < rows; r0 += PR) {
             const int32_t R = rows - r0 < PR ? rows - r0 : PR;
-            pv(R, a->acc + (size_t)r0 * D, D, alpha + r0, a->scores + (size_t)r0 * TILE, vrow,
-               r0 == 0 && ATTN_AVX512_DEC_PF == 2 ? vpf : NULL, ilo, ihi);
+            const void *const *pfv = r0 == 0 && ATTN_AVX512_DEC_PF ? vpf : NULL;
+            if (pairs)
+                pv_pairs(R, accp + (size_t)r0 * qs, qs, nc, tm, alpha + r0, sc + (size_t)r0 * DT,
+                         vrow, pfv, ilo, ihi);
+            else
+                pv(R, a->acc + (size_t)r0 * D, D, alpha + r0, sc + (size_t)r0 * DT, DT, vrow, pfv,
+                   ilo, ihi);
         }
     }
-#undef ROW_OFF
+    if (pairs) acc_layout(a->acc, D, accp, qs, rows, 0);
 }

@@ -161,13 +161,13 @@ static inline float softmax_row(const attn_tile_args *a, int32_t j, int64_t kp0,
 /* ------------------------------------------------------- P.V micro-kernel */
 
 /* acc[r][dofs .. dofs + 16*NVEC) = acc * alpha[r] + sum_i p[r][i] V[i][..]
- * for R rows, keys i in [ilo, ihi); V rows of dtype vdt (widened on the
- * fly); the last vector is masked by tm.  6 rows x 4 vectors = 24
+ * for R rows, keys i in [ilo, ihi), p[r][i] at p[r * ps + i]; V rows of
+ * dtype vdt (widened on the fly); the last vector is masked by tm.  6 rows x 4 vectors = 24
  * accumulators; per key, 4 V loads feed 24 FMAs with p broadcast. */
 INLINE void pv_rows(int R, int NVEC, attn_dtype vdt, float *acc, size_t D, size_t dofs,
-                    const float *alpha, const float *p, const void *const *vrow,
+                    const float *alpha, const float *p, size_t ps, const void *const *vrow,
                     const void *const *vpf, int32_t ilo, int32_t ihi, __mmask16 tm) {
-    const size_t es = attn_dtype_size(vdt);
+    const size_t es = attn__dtype_size(vdt);
     __m512 c[PR][DV];
     UNROLL
     for (int r = 0; r < R; r++) {
@@ -192,7 +192,7 @@ INLINE void pv_rows(int R, int NVEC, attn_dtype vdt, float *acc, size_t D, size_
             const __m512 x = load16(vdt, vr + 16 * (size_t)v * es, v == NVEC - 1 ? tm : 0xffff);
             UNROLL
             for (int r = 0; r < R; r++)
-                c[r][v] = _mm512_fmadd_ps(_mm512_set1_ps(p[(size_t)r * TILE + (size_t)i]), x,
+                c[r][v] = _mm512_fmadd_ps(_mm512_set1_ps(p[(size_t)r * ps + (size_t)i]), x,
                                           c[r][v]);
         }
     }
@@ -207,7 +207,7 @@ INLINE void pv_rows(int R, int NVEC, attn_dtype vdt, float *acc, size_t D, size_
 
 #define PV_CASE(T_, R_, N_)                                                               \
     case (R_) * 8 + (N_):                                                                 \
-        pv_rows(R_, N_, T_, acc, D, dofs, alpha, p, vrow, vpf, ilo, ihi, tm);             \
+        pv_rows(R_, N_, T_, acc, D, dofs, alpha, p, ps, vrow, vpf, ilo, ihi, tm);         \
         break;
 #define PV_CASES(T_)                                                                      \
     PV_CASE(T_, 1, 1) PV_CASE(T_, 1, 2) PV_CASE(T_, 1, 3) PV_CASE(T_, 1, 4)               \
@@ -221,8 +221,8 @@ INLINE void pv_rows(int R, int NVEC, attn_dtype vdt, float *acc, size_t D, size_
  * the micro-kernel for the widening to inline. */
 #define PV_BLOCK_FN(name_, T_)                                                            \
     static inline void name_(int32_t R, float *acc, size_t D, const float *alpha, const float *p, \
-                      const void *const *vrow, const void *const *vpf, int32_t ilo,       \
-                      int32_t ihi) {                                                      \
+                      size_t ps, const void *const *vrow, const void *const *vpf,          \
+                      int32_t ilo, int32_t ihi) {                                          \
         for (size_t dofs = 0; dofs < D; dofs += 16 * DV) {                                \
             const size_t left = D - dofs;                                                 \
             const int nvec = (int)(left >= 16 * DV ? DV : (left + 15) / 16);              \

@@ -231,11 +231,23 @@ void attn_tile_bf16__avx512(const attn_tile_args *a);
  * retires 106 GFLOP/s per core against 212 for fp32 FMA, so with Q split
  * in two terms the dot path costs 2x the FMA path's instructions at half
  * the rate per flop: compute-bound prefill ran at 62 vs 96 GFLOP/s.
- * Decode-shaped items keep the VDPBF16PS path: they are bandwidth-bound,
- * and packing bf16 pairs needs half the transposes and no widening. */
+ * Single-token items take the avx512 decode tile (kernels_avx512_decode.c):
+ * it needs no packing at all and widens bf16 K exactly with one AND and one
+ * shift per 32 elements; measured 1 thread, L2-resident bf16 decode (g 4,
+ * D 128): 11.4 GB/s here against 20 GB/s there.  What remains here are
+ * short multi-token items (a few query tokens of a small GQA group), where
+ * packing bf16 pairs needs half the transposes of the fp32 pack. */
 #define DP_MAX_ROWS 8
 
+/* From kernels_avx512_decode.c. */
+int attn__avx512_decode_fits(const attn_tile_args *a);
+void attn__avx512_decode_tile(const attn_tile_args *a, attn_dtype kdt);
+
 void attn_tile_bf16__avx512bf16(const attn_tile_args *a) {
+    if (attn__avx512_decode_fits(a)) {
+        attn__avx512_decode_tile(a, ATTN_DTYPE_BF16);
+        return;
+    }
     if (a->n_tok * a->g > DP_MAX_ROWS) {
         attn_tile_bf16__avx512(a);
         return;

@@ -4,6 +4,7 @@
  * global state: every message goes into the caller's attn_error.
  */
 #include "internal.h"
+#include "dtype.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,14 +85,7 @@ const char *attn_dtype_name(attn_dtype dtype) {
     }
 }
 
-size_t attn_dtype_size(attn_dtype dtype) {
-    switch (dtype) {
-    case ATTN_DTYPE_F32: return 4;
-    case ATTN_DTYPE_BF16: return 2;
-    case ATTN_DTYPE_F16: return 2;
-    default: return 0;
-    }
-}
+size_t attn_dtype_size(attn_dtype dtype) { return attn__dtype_size(dtype); }
 
 /* Reached only in ATTN_DEBUG builds, only when the engine broke its own
  * invariant (never because of caller input): printing and aborting is the
