@@ -31,6 +31,7 @@
 #include "../src/attn.h"
 #include "../src/internal.h"
 #include "../src/kernels.h"
+#include "../src/dtype.h"
 #include "../harness/case.h"
 #include "../harness/compare.h"
 #include "../harness/problem.h"
@@ -477,6 +478,111 @@ Test(isa, tile_edges_match_ref) {
         }
     }
     mini_free(&mc);
+}
+
+/* Single-token items (decode, and split pieces of a decode row): the
+ * avx512 tables route them to their own tile (kernels_avx512_decode.c:
+ * 128-key chunks, 4-row Q.K blocks, bf16 pairs widened in an even/odd
+ * layout).  Held to the portable tile for every KV dtype, group sizes on
+ * both sides of its 4-row / 6-row blocks and of its 16-row limit, head
+ * dims with 16- and 32-element tails and past its 256 limit, key ranges
+ * straddling its 128-key chunks, windows, soft cap and ALiBi, and a prior
+ * state in every row (the calls compose). */
+Test(isa, tile_decode_matches_ref, .timeout = 240) {
+    static const int32_t gs[] = {1, 3, 4, 5, 7, 12, 16, 17};
+    static const int32_t ds[] = {33, 64, 80, 128, 200, 256, 320};
+    static const int32_t ranges[][2] = {{0, 1}, {0, 127}, {0, 128}, {0, 129}, {3, 260},
+                                        {127, 385}, {200, 301}};
+    static const attn_dtype dts[] = {ATTN_DTYPE_F32, ATTN_DTYPE_BF16, ATTN_DTYPE_F16};
+    const attn_kernels *tb[MAX_ISAS];
+    const int nt = tables(tb);
+    const attn_kernels *ref = attn__kernels_ref();
+    const int32_t bs = 16, seq = 400;
+    int combos = 0;
+    for (int di = 0; di < N(ds); di++) {
+        const int32_t D = ds[di];
+        mini mc;
+        mini_init(&mc, seq, D, bs, 40 + (uint64_t)di);
+        const size_t n = (size_t)mc.nb * (size_t)bs * (size_t)D;
+        uint16_t *k16[2], *v16[2]; /* bf16, f16 copies (the fp32 values rounded) */
+        for (int h = 0; h < 2; h++) {
+            k16[h] = malloc(n * 2);
+            v16[h] = malloc(n * 2);
+            cr_assert(k16[h] && v16[h]);
+            for (size_t i = 0; i < n; i++) {
+                k16[h][i] = h ? attn__f32_to_f16(mc.k[i]) : attn__f32_to_bf16(mc.k[i]);
+                v16[h][i] = h ? attn__f32_to_f16(mc.v[i]) : attn__f32_to_bf16(mc.v[i]);
+            }
+        }
+        for (int gi = 0; gi < N(gs); gi++) {
+            const int32_t g = gs[gi];
+            float alibi[32];
+            for (int32_t j = 0; j < g; j++) alibi[j] = -0.01f * (float)(j + 1);
+            for (int ri = 0; ri < N(ranges); ri++) {
+                /* vary the rest along the loop indices */
+                const int v = di + gi + ri;
+                const attn_dtype dt = dts[v % 3];
+                const int32_t window = (v % 4 == 1) ? 90 : (v % 4 == 3) ? 1 : -1;
+                const int32_t pos0 = ranges[ri][1] - 1 + (v % 2) * 3;
+                for (int k = 0; k < nt; k++) {
+                    tile_bufs x, y;
+                    bufs_init(&x, g, D, ref->kv_tile, 50 + (uint64_t)v);
+                    bufs_init(&y, g, D, tb[k]->kv_tile, 50 + (uint64_t)v);
+                    for (int32_t r = 0; r < g; r++) { /* a prior state, odd rows fresh */
+                        const float m0 = r % 2 ? -INFINITY : 0.5f, l0 = r % 2 ? 0.0f : 2.0f;
+                        x.m[r] = y.m[r] = m0;
+                        x.l[r] = y.l[r] = l0;
+                        for (int32_t d = 0; d < D; d++)
+                            x.acc[(size_t)r * D + d] = y.acc[(size_t)r * D + d] =
+                                r % 2 ? 0.0f : 0.02f * (float)(d % 7) - 0.05f;
+                    }
+                    attn_tile_args ax = args_for(&mc, &x, 1, g, D, bs, seq, pos0, ranges[ri][0],
+                                                 ranges[ri][1], window, ref->kv_tile);
+                    attn_tile_args ay = args_for(&mc, &y, 1, g, D, bs, seq, pos0, ranges[ri][0],
+                                                 ranges[ri][1], window, tb[k]->kv_tile);
+                    if (dt != ATTN_DTYPE_F32) {
+                        const int h = dt == ATTN_DTYPE_F16;
+                        ax.k_cache = ay.k_cache = k16[h];
+                        ax.v_cache = ay.v_cache = v16[h];
+                    }
+                    if (v % 3 == 1) ax.softcap = ay.softcap = 3.0f;
+                    if (v % 5 == 2) ax.alibi = ay.alibi = alibi;
+                    ref->tile[dt](&ax);
+                    tb[k]->tile[dt](&ay);
+                    combos++;
+                    for (int32_t r = 0; r < g; r++) {
+                        const int m_ok = x.m[r] == y.m[r] ||
+                                         (isfinite(x.m[r]) && isfinite(y.m[r]) &&
+                                          fabsf(x.m[r] - y.m[r]) <= 1e-5f * (1.0f + fabsf(x.m[r])));
+                        cr_assert(m_ok, "%s %s D %d g %d [%d,%d) w %d row %d: m %g vs ref %g",
+                                  tb[k]->name, attn_dtype_name(dt), (int)D, (int)g,
+                                  (int)ranges[ri][0], (int)ranges[ri][1], (int)window, (int)r,
+                                  y.m[r], x.m[r]);
+                        cr_assert(fabsf(x.l[r] - y.l[r]) <= 1e-5f * (1.0f + x.l[r]),
+                                  "%s %s D %d g %d [%d,%d) row %d: l %g vs ref %g", tb[k]->name,
+                                  attn_dtype_name(dt), (int)D, (int)g, (int)ranges[ri][0],
+                                  (int)ranges[ri][1], (int)r, y.l[r], x.l[r]);
+                        for (int32_t d = 0; d < D; d++) {
+                            const float ex = x.acc[(size_t)r * D + d], ey = y.acc[(size_t)r * D + d];
+                            cr_assert(fabsf(ex - ey) <= 3e-5f * (1.0f + x.l[r]),
+                                      "%s %s D %d g %d [%d,%d) row %d acc[%d]: %g vs ref %g",
+                                      tb[k]->name, attn_dtype_name(dt), (int)D, (int)g,
+                                      (int)ranges[ri][0], (int)ranges[ri][1], (int)r, (int)d, ey,
+                                      ex);
+                        }
+                    }
+                    bufs_free(&x);
+                    bufs_free(&y);
+                }
+            }
+        }
+        for (int h = 0; h < 2; h++) {
+            free(k16[h]);
+            free(v16[h]);
+        }
+        mini_free(&mc);
+    }
+    cr_assert(combos > 0);
 }
 
 /* ----------------------------------------------------------- dispatch */
