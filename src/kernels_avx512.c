@@ -321,18 +321,17 @@ void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pac
                 }
                 if (blo[b] < bhi[b]) dots(a, r0, R, a->kv, a->scores + (size_t)r0 * TILE);
             }
-            for (int32_t row = sb0; row < sb1; row++) {
-                const int32_t i = row - sb0;
-                float *s = a->scores + (size_t)row * TILE;
-                if (ilo[i] >= ihi[i]) {
-                    /* sees nothing of this chunk: weights 0, state kept */
-                    UNROLL
-                    for (int v = 0; v < NV; v++) _mm512_store_ps(s + 16 * v, _mm512_setzero_ps());
-                    alpha[i] = 1.0f;
-                    continue;
+            for (int32_t r0 = sb0; r0 < sb1; r0 += QR) {
+                const int32_t R = sb1 - r0 < QR ? sb1 - r0 : QR, i = r0 - sb0;
+                if (blo[i / QR] >= bhi[i / QR]) continue; /* P.V skips the block too */
+                int32_t jh[QR];
+                int64_t kp0[QR];
+                for (int32_t r = 0; r < R; r++) {
+                    jh[r] = (r0 + r) % g;
+                    kp0[r] = (int64_t)c0 - (a->pos0 + (r0 + r) / g);
                 }
-                alpha[i] = softmax_row(a, row % g, (int64_t)c0 - (a->pos0 + row / g), ilo[i], ihi[i],
-                                       s, a->m + row, a->l + row);
+                softmax_rows(a, R, NV, ilo + i, ihi + i, jh, kp0, a->scores + (size_t)r0 * TILE,
+                             TILE, a->m + r0, a->l + r0, alpha + i);
             }
             for (int32_t r0 = sb0; r0 < sb1; r0 += QR) {
                 const int32_t R = sb1 - r0 < QR ? sb1 - r0 : QR, b = (r0 - sb0) / QR;

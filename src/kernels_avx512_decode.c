@@ -198,84 +198,6 @@ QK_FN(qk_f32, ATTN_DTYPE_F32)
 QK_FN(qk_bf16, ATTN_DTYPE_BF16)
 QK_FN(qk_f16, ATTN_DTYPE_F16)
 
-/* ------------------------------------------------------------ softmax */
-
-/* The online softmax of every row over one chunk, all rows seeing the keys
- * [ilo, ihi) of it: raw dots s[r][0..) (row stride DT) become weights
- * (exactly 0 for masked keys), (m, l) of each row are updated, alpha[r] is
- * the factor the row's accumulator must be scaled by.  The same rule as
- * softmax_row (kernels_avx512_inl.h) — soft cap, ALiBi, -inf masking, a row
- * whose visible logits are all -inf keeps its state (alpha 1, weights 0) —
- * with the visibility masks computed once for all rows and the rescale
- * factors of all rows through one vector exp instead of one expf each. */
-static void dec_softmax(const attn_tile_args *a, int32_t rows, int64_t kp0, int32_t ilo,
-                        int32_t ihi, float *s, float *alpha) {
-    const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-    const __m512 ninf = _mm512_set1_ps(-INFINITY);
-    const int32_t v0 = ilo / 16, v1 = (ihi + 15) / 16;
-    __mmask16 vis[DT / 16];
-    for (int32_t v = v0; v < v1; v++) {
-        const __m512i idx = _mm512_add_epi32(iota, _mm512_set1_epi32(16 * v));
-        vis[v] = _mm512_cmpge_epi32_mask(idx, _mm512_set1_epi32(ilo)) &
-                 _mm512_cmplt_epi32_mask(idx, _mm512_set1_epi32(ihi));
-    }
-    float mx[DEC_MAX_ROWS] __attribute__((aligned(64)));
-    for (int32_t r = 0; r < rows; r++) {
-        float *sr = s + (size_t)r * DT;
-        __m512 m = ninf;
-        for (int32_t v = v0; v < v1; v++) {
-            __m512 t = _mm512_load_ps(sr + 16 * v);
-            if (a->softcap > 0.0f) {
-                const __m512 c = _mm512_set1_ps(a->softcap);
-                t = _mm512_mul_ps(c, tanh512(_mm512_div_ps(t, c)));
-            }
-            if (a->alibi) {
-                /* (float)(k - p) as the portable kernel: exact below 2^24 */
-                const __m512 dist = _mm512_cvtepi32_ps(
-                    _mm512_add_epi32(iota, _mm512_set1_epi32((int32_t)kp0 + 16 * v)));
-                t = _mm512_add_ps(t, _mm512_mul_ps(_mm512_set1_ps(a->alibi[r]), dist));
-            }
-            t = _mm512_mask_blend_ps(vis[v], ninf, t);
-            _mm512_store_ps(sr + 16 * v, t);
-            m = _mm512_max_ps(m, t);
-        }
-        mx[r] = _mm512_reduce_max_ps(m);
-    }
-    /* new maxima and rescale factors, 16 rows per vector */
-    for (int32_t r0 = 0; r0 < rows; r0 += 16) {
-        const __mmask16 lanes = tail_mask((size_t)(rows - r0));
-        const __m512 mo = _mm512_maskz_loadu_ps(lanes, a->m + r0);
-        const __m512 mc = _mm512_maskz_loadu_ps(lanes, mx + r0);
-        /* rows that see nothing but -inf keep their state */
-        const __mmask16 live = _mm512_cmp_ps_mask(mc, ninf, _CMP_NEQ_OQ) & lanes;
-        const __m512 mn = _mm512_mask_blend_ps(live, mo, _mm512_max_ps(mc, mo));
-        /* m_old = -inf (fresh row): exp clamps -inf to e^-110, which scales
-         * to exactly 0; m_old = m_new: exactly 1 */
-        const __m512 al = _mm512_mask_blend_ps(live, _mm512_set1_ps(1.0f),
-                                               attn__avx512_exp(_mm512_sub_ps(mo, mn)));
-        _mm512_mask_storeu_ps(alpha + r0, lanes, al);
-        _mm512_mask_storeu_ps(mx + r0, lanes, mn);
-    }
-    for (int32_t r = 0; r < rows; r++) {
-        float *sr = s + (size_t)r * DT;
-        if (mx[r] == -INFINITY) { /* fresh and still seeing nothing: stays neutral */
-            for (int32_t v = v0; v < v1; v++) _mm512_store_ps(sr + 16 * v, _mm512_setzero_ps());
-            continue;
-        }
-        const __m512 mn = _mm512_set1_ps(mx[r]);
-        __m512 sum = _mm512_setzero_ps();
-        for (int32_t v = v0; v < v1; v++) {
-            /* masked lanes hold -inf: exp gives exactly 0, the mask makes sure */
-            const __m512 w = _mm512_maskz_mov_ps(
-                vis[v], attn__avx512_exp(_mm512_sub_ps(_mm512_load_ps(sr + 16 * v), mn)));
-            sum = _mm512_add_ps(sum, w);
-            _mm512_store_ps(sr + 16 * v, w);
-        }
-        a->l[r] = a->l[r] * alpha[r] + _mm512_reduce_add_ps(sum);
-        a->m[r] = mx[r];
-    }
-}
-
 /* ---------------------------------------------------- P.V, bf16 pairs */
 
 /* P.V for bf16 V with the accumulator in the slice layout (per 32 dims:
@@ -445,13 +367,17 @@ void attn__avx512_decode_tile(const attn_tile_args *a, attn_dtype kdt) {
 
         const int32_t ilo = vlo > c0 ? (int32_t)(vlo - c0) : 0;
         const int32_t ihi = vhi < c1 ? (int32_t)(vhi - c0) : n;
+        int32_t rlo[DEC_MAX_ROWS], rhi[DEC_MAX_ROWS], jh[DEC_MAX_ROWS];
+        int64_t kp0[DEC_MAX_ROWS];
+        for (int32_t r = 0; r < rows; r++) /* every head of the token sees the same keys */
+            rlo[r] = ilo, rhi[r] = ihi, jh[r] = r, kp0[r] = (int64_t)c0 - a->pos0;
         for (int32_t r0 = 0; r0 < rows; r0 += DR) {
             const int32_t R = rows - r0 < DR ? rows - r0 : DR;
             qk(R, qp + (size_t)r0 * qs, qs, nc, tm, krow, r0 == 0 && ATTN_AVX512_DEC_PF ? kpf : NULL,
                n, sc + (size_t)r0 * DT);
         }
         float alpha[DEC_MAX_ROWS];
-        dec_softmax(a, rows, (int64_t)c0 - a->pos0, ilo, ihi, sc, alpha);
+        softmax_rows(a, rows, DT / 16, rlo, rhi, jh, kp0, sc, DT, a->m, a->l, alpha);
         for (int32_t r0 = 0; r0 < rows; r0 += PR) {
             const int32_t R = rows - r0 < PR ? rows - r0 : PR;
             const void *const *pfv = r0 == 0 && ATTN_AVX512_DEC_PF ? vpf : NULL;
