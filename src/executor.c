@@ -78,7 +78,8 @@ static void gqa_store(const run_ctx *c, int32_t req, int32_t tok0, int32_t n_tok
 }
 #endif
 
-static void run_item(const run_ctx *c, int32_t thread, const attn_work_item *it) {
+static void run_item(const run_ctx *c, int32_t thread, const attn_work_item *it,
+                     const attn_work_item *next) {
     const attn_plan *p = c->p;
     const int32_t D = p->head_dim, n_tok = it->tok1 - it->tok0, rows = n_tok * c->g;
     float *q = region_ptr(c, thread_region(p, thread, ATTN_REGION_Q));
@@ -138,6 +139,10 @@ static void run_item(const run_ctx *c, int32_t thread, const attn_work_item *it)
         .l = l,
         .scores = region_ptr(c, thread_region(p, thread, ATTN_REGION_SCORES)),
         .kv = region_ptr(c, thread_region(p, thread, ATTN_REGION_KV)),
+        .next_blocks = next ? p->block_table + (size_t)next->req * (size_t)p->bt_stride : NULL,
+        .next_head_offset = next ? (size_t)next->kv_head * (size_t)p->block_size * (size_t)D : 0,
+        .next_k0 = next ? next->k0 : 0,
+        .next_k1 = next ? next->k1 : 0,
     };
     c->tile(&a);
 
@@ -319,7 +324,8 @@ attn_status attn_run(const attn_plan *p, const attn_layer_desc *layer, const att
 #endif
         for (int32_t pt = tid; pt < p->num_threads; pt += nth)
             for (size_t i = p->item_start[pt]; i < p->item_start[pt + 1]; i++)
-                run_item(&c, pt, &p->items[p->thread_items[i]]);
+                run_item(&c, pt, &p->items[p->thread_items[i]],
+                         i + 1 < p->item_start[pt + 1] ? &p->items[p->thread_items[i + 1]] : NULL);
 #pragma omp barrier
         for (int32_t pt = tid; pt < p->num_threads; pt += nth)
             for (size_t i = p->red_start[pt]; i < p->red_start[pt + 1]; i++)

@@ -60,6 +60,14 @@ typedef struct attn_tile_args {
     float *l;                /* [rows] running sum, in/out */
     float *scores;           /* work: [rows][kv_tile] */
     float *kv;               /* work: [2][kv_tile][head_dim] */
+    /* Prefetch hint: the item this thread runs next (its block-table row,
+     * head offset and key range, all validated by the plan like this
+     * item's), or next_blocks = NULL.  A kernel may only prefetch from it:
+     * the first lines of the next item are then on their way while this
+     * one finishes, instead of every item starting on a DRAM miss. */
+    const int32_t *next_blocks;
+    size_t next_head_offset;
+    int32_t next_k0, next_k1;
 } attn_tile_args;
 
 typedef void (*attn_tile_fn)(const attn_tile_args *a);

@@ -287,26 +287,6 @@ static void acc_layout(float *acc, size_t D, float *accp, size_t qs, int32_t row
 
 /* ------------------------------------------------------------- driver */
 
-/* K and V row addresses of keys [k, k + n): one block-table lookup per
- * block, consecutive slots of a block are row_bytes apart. */
-static void row_ptrs(const attn_tile_args *a, size_t es, size_t row_bytes, int32_t k, int32_t n,
-                     const void **krow, const void **vrow) {
-    const int32_t bs = a->block_size;
-    int32_t b = k / bs, slot = k % bs;
-    for (int32_t i = 0; i < n; b++, slot = 0) {
-        const int32_t blk = a->blocks[b];
-        ATTN_ASSERT(blk >= 0);
-        const size_t off = ((size_t)blk * a->block_stride + a->head_offset) * es + (size_t)slot * row_bytes;
-        const unsigned char *kb = (const unsigned char *)a->k_cache + off;
-        const unsigned char *vb = (const unsigned char *)a->v_cache + off;
-        const int32_t run = bs - slot < n - i ? bs - slot : n - i;
-        for (int32_t j = 0; j < run; j++, i++) {
-            krow[i] = kb + (size_t)j * row_bytes;
-            vrow[i] = vb + (size_t)j * row_bytes;
-        }
-    }
-}
-
 void attn__avx512_decode_tile(const attn_tile_args *a, attn_dtype kdt) {
     ATTN_ASSERT(attn__avx512_decode_fits(a));
     ATTN_ASSERT(a->g >= 1 && a->head_dim >= 1);
@@ -358,11 +338,20 @@ void attn__avx512_decode_tile(const attn_tile_args *a, attn_dtype kdt) {
     for (int32_t c0 = c_first; c0 < vhi; c0 += DT) {
         const int32_t n = (k1 - c0 < DT) ? k1 - c0 : DT;
         const int32_t c1 = c0 + n;
-        row_ptrs(a, es, row_bytes, c0, n, krow, vrow);
+        attn__row_ptrs(a, es, row_bytes, c0, n, krow, vrow);
         /* the next chunk's rows (only those that will be visible), or NULL */
         const int64_t pf0 = (int64_t)c0 + DEC_PF_DIST * DT;
-        const int32_t nn = pf0 < vhi ? (vhi - pf0 < DT ? (int32_t)(vhi - pf0) : DT) : 0;
-        if (nn > 0) row_ptrs(a, es, row_bytes, (int32_t)pf0, nn, kpf, vpf);
+        int32_t nn = pf0 < vhi ? (vhi - pf0 < DT ? (int32_t)(vhi - pf0) : DT) : 0;
+        if (nn > 0) {
+            attn__row_ptrs(a, es, row_bytes, (int32_t)pf0, nn, kpf, vpf);
+        } else if (a->next_blocks) {
+            /* the last chunk: prefetch the first keys of the next item */
+            attn_tile_args nx = *a;
+            nx.blocks = a->next_blocks;
+            nx.head_offset = a->next_head_offset;
+            nn = a->next_k1 - a->next_k0 < DT ? a->next_k1 - a->next_k0 : DT;
+            attn__row_ptrs(&nx, es, row_bytes, a->next_k0, nn, kpf, vpf);
+        }
         for (int32_t i = nn; i < DT; i++) kpf[i] = vpf[i] = NULL;
 
         const int32_t ilo = vlo > c0 ? (int32_t)(vlo - c0) : 0;

@@ -4,7 +4,8 @@
  * kernels_avx512_decode.c (single-token items).  Include only from files
  * compiled with the avx512 -m flags (see the Makefile).
  *
- * Owns: the vectorised exp and tanh, widening loads, the online softmax of
+ * Owns: the vectorised exp and tanh, widening loads, key row addresses in
+ * the paged cache, the online softmax of
  * a block of rows over one chunk, and the P.V micro-kernel (instantiated per V
  * dtype).  Everything is static inline: each driver gets its own copy, the
  * compiler keeps the dtype a constant inside the loops.
@@ -98,6 +99,28 @@ INLINE __m512 load16(attn_dtype dt, const void *p, __mmask16 m) {
     if (dt == ATTN_DTYPE_BF16)
         return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
     return _mm512_cvtph_ps(h);
+}
+
+/* ------------------------------------------------------ key addresses */
+
+/* K and V row addresses of keys [k, k + n): one block-table lookup per
+ * block, consecutive slots of a block are row_bytes apart. */
+static inline void attn__row_ptrs(const attn_tile_args *a, size_t es, size_t row_bytes, int32_t k, int32_t n,
+                     const void **krow, const void **vrow) {
+    const int32_t bs = a->block_size;
+    int32_t b = k / bs, slot = k % bs;
+    for (int32_t i = 0; i < n; b++, slot = 0) {
+        const int32_t blk = a->blocks[b];
+        ATTN_ASSERT(blk >= 0);
+        const size_t off = ((size_t)blk * a->block_stride + a->head_offset) * es + (size_t)slot * row_bytes;
+        const unsigned char *kb = (const unsigned char *)a->k_cache + off;
+        const unsigned char *vb = (const unsigned char *)a->v_cache + off;
+        const int32_t run = bs - slot < n - i ? bs - slot : n - i;
+        for (int32_t j = 0; j < run; j++, i++) {
+            krow[i] = kb + (size_t)j * row_bytes;
+            vrow[i] = vb + (size_t)j * row_bytes;
+        }
+    }
 }
 
 /* ------------------------------------------------------ online softmax */
