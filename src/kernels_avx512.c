@@ -5,10 +5,12 @@
  * that has every one of those features.
  *
  * Owns: attn_tile_{f32,bf16,f16}__avx512, attn_load_q_*__avx512,
- * attn_store_*__avx512, the vectorised exp/tanh, and attn__avx512_tile(),
- * the flash-style tile driver that kernels_avx512bf16.c reuses with its own
- * K packing and Q.K micro-kernel.  Merge stays the portable one (it runs
- * once per split row and is not on any hot path).
+ * attn_store_*__avx512, and attn__avx512_tile(), the flash-style tile
+ * driver that kernels_avx512bf16.c reuses with its own K packing and Q.K
+ * micro-kernel.  The primitives both AVX-512 drivers share (exp, tanh,
+ * softmax, P.V, key addresses) are in kernels_avx512_inl.h.  Single-token
+ * items (decode) go to kernels_avx512_decode.c instead.  Merge stays the
+ * portable one (it runs once per split row and is not on any hot path).
  *
  * Tile algorithm (one work item = rows = n_tok * g query rows of one KV head
  * over the keys [k0, k1)), per chunk of TILE = 64 keys:
@@ -21,17 +23,21 @@
  *      of the KV area;
  *   3. Q.K micro-kernel: blocks of up to QR = 6 rows x 64 keys = 24 zmm
  *      accumulators; per d, 4 loads of Kt and 6 broadcasts of q feed 24 FMAs;
- *   4. online softmax per row, vectorised over the 64 keys: soft cap (tanh),
- *      ALiBi, the exact visibility mask (-inf), row max, exp, sum;
+ *   4. online softmax, a block of rows at a time, vectorised over the 64
+ *      keys: soft cap (tanh), ALiBi, the exact visibility mask (-inf), row
+ *      max, exp, sum; the rows' rescale factors through one vector exp;
  *   5. P.V micro-kernel on the same 6 rows: 6 rows x 64 output dims = 24
  *      zmm accumulators (rescaled by alpha = e^(m_old - m_new) on load), one
  *      pass per 64 dims; per key, 4 V loads feed 24 FMAs with p broadcast.
+ *   Steps 3-5 run phase by phase over groups of SB row blocks (all Q.K of
+ *   the group, then its softmax, then its P.V), so the packed K and the V
+ *   rows each stay in L1 during their phase.
  *   While a chunk is computed, the next chunk's K and V lines are
  *   prefetched to L2, one prefetch next to each pack / P.V load: in the
  *   paged layout consecutive blocks of one head are Hkv blocks apart, and
  *   the hardware streamer restarts at every block.
- * Decode is the same code with rows = g (the GQA group's heads share every
- * K/V load); prefill has more rows per item (rows_target, below).
+ * Items with several query tokens (prefill, and decode groups larger than
+ * the decode tile takes) come here; rows_target below sets their size.
  *
  * Masking is the portable kernel's rule (attn__row_interval from mask.h,
  * shared with every twin): masked keys get exactly zero weight, a row that sees
