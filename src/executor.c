@@ -21,7 +21,10 @@ typedef struct run_ctx {
     unsigned char *scratch;
     int32_t g;              /* the LAYER's query heads per KV head (kernels loop over it) */
     int32_t hq;             /* the layer's query heads (tensor strides) */
-    float scale;
+    /* The layer's scale as q_mul x 2^q_exp (q_exp = 0 for any ordinary
+     * scale; see split_scale and normalise_q). */
+    float q_mul;
+    int32_t q_exp;
     attn_tile_fn tile;
     attn_load_q_fn load_q;
     attn_store_fn store;
@@ -59,7 +62,7 @@ static void gqa_load_q(const run_ctx *c, int32_t req, int32_t tok0, int32_t n_to
             size_t tok = (size_t)c->p->qsl[req] + (size_t)(tok0 + t);
             size_t e = (tok * (size_t)c->hq + gqa_head(c, kv_head, j)) * D;
             c->load_q((const unsigned char *)c->t->q + e * c->q_es, 0, 1, 1, (int32_t)D,
-                      c->scale, q + ((size_t)t * (size_t)c->g + (size_t)j) * D);
+                      c->q_mul, q + ((size_t)t * (size_t)c->g + (size_t)j) * D);
         }
 }
 
@@ -78,6 +81,31 @@ static void gqa_store(const run_ctx *c, int32_t req, int32_t tok0, int32_t n_tok
 }
 #endif
 
+/* Huge scales.  The API accepts any finite scale > 0, and the kernels take
+ * q already multiplied by it; a caller's 1e38 makes q x scale overflow
+ * fp32, and products near FLT_MAX make the dot products' partial sums
+ * overflow (to NaN where one sum saturates to +inf and another to -inf,
+ * as fuzz_attention found: corpus/cases/huge-scale-decode.case).  So a
+ * scale above 2^32 is split into a mantissa for load_q and a power of two,
+ * and q rows whose largest element exceeds 2^32 are scaled down by an
+ * exact power of two; the kernels multiply each logit back by 2^qk_exp
+ * (attn_tile_args) before the soft cap, where an overflow gives +-inf with
+ * the sign of the dot product.  Power-of-two scaling is exact, and neither
+ * step is taken for ordinary inputs, whose results stay bit for bit. */
+static void split_scale(float scale, float *mul, int32_t *e) {
+    *e = scale > 0x1p32f ? ilogbf(scale) : 0;
+    *mul = ldexpf(scale, -*e);
+}
+
+static int32_t normalise_q(float *q, size_t n) {
+    float mx = 0.0f;
+    for (size_t i = 0; i < n; i++) mx = fmaxf(mx, fabsf(q[i]));
+    if (!(mx > 0x1p32f) || !isfinite(mx)) return 0;
+    const int32_t e = ilogbf(mx);
+    for (size_t i = 0; i < n; i++) q[i] = ldexpf(q[i], -e);
+    return e;
+}
+
 static void run_item(const run_ctx *c, int32_t thread, const attn_work_item *it,
                      const attn_work_item *next) {
     const attn_plan *p = c->p;
@@ -93,10 +121,12 @@ static void run_item(const run_ctx *c, int32_t thread, const attn_work_item *it,
 
 #ifndef ATTN_INJECT_gqa_map
     c->load_q((const unsigned char *)c->t->q + e0 * c->q_es, tok_stride, n_tok, c->g, D,
-              c->scale, q);
+              c->q_mul, q);
 #else
     gqa_load_q(c, it->req, it->tok0, n_tok, it->kv_head, q);
 #endif
+    int32_t qk_exp = c->q_exp + normalise_q(q, (size_t)rows * (size_t)D);
+    if (qk_exp > 254) qk_exp = 254; /* far beyond fp32 either way; keeps 2^qk_exp two floats */
     memset(acc, 0, (size_t)rows * (size_t)D * sizeof(float));
     for (int32_t i = 0; i < rows; i++) {
         m[i] = -INFINITY;
@@ -123,6 +153,7 @@ static void run_item(const run_ctx *c, int32_t thread, const attn_work_item *it,
         .causal = p->causal,
         .window = c->layer->window,
         .softcap = c->layer->softcap,
+        .qk_exp = qk_exp,
         .alibi = c->layer->alibi_slopes ? c->layer->alibi_slopes + (size_t)it->kv_head * (size_t)c->g
                                         : NULL,
         .k_cache = c->t->k_cache,
@@ -299,7 +330,7 @@ attn_status attn_run(const attn_plan *p, const attn_layer_desc *layer, const att
         .scratch = scratch,
         .g = layer->num_heads / p->num_kv_heads,
         .hq = layer->num_heads,
-        .scale = layer->scale > 0.0f ? layer->scale : 1.0f / sqrtf((float)p->head_dim),
+        .q_mul = 0.0f,
         .tile = p->kern->tile[p->kv_dtype],
         .load_q = p->kern->load_q[p->q_dtype],
         .store = p->kern->store[p->out_dtype],
@@ -307,6 +338,8 @@ attn_status attn_run(const attn_plan *p, const attn_layer_desc *layer, const att
         .o_es = attn_dtype_size(p->out_dtype),
         .failed = 0,
     };
+    split_scale(layer->scale > 0.0f ? layer->scale : 1.0f / sqrtf((float)p->head_dim), &c.q_mul,
+                &c.q_exp);
     /* Flags are cleared every run: a piece proves it ran by setting its own. */
     for (size_t i = 0; i < p->num_reds; i++) {
         const attn_region *r = &p->regions[p->reds[i].region_flags];

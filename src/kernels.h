@@ -31,8 +31,9 @@
  * Keys of [k0, k1) not visible to a row are masked (contribute nothing);
  * a row that sees none of them keeps its state unchanged (m = -inf, l = 0,
  * acc = 0 if it was fresh): never NaN.
- * Logit: s = <q_row, K[k]> (q is pre-scaled); if softcap > 0 s = c*tanh(s/c);
- * if alibi, s += alibi[j] * (k - p).
+ * Logit: s = 2^qk_exp * <q_row, K[k]> (q is pre-scaled; qk_exp is 0 except
+ * for huge scales, see executor.c); if softcap > 0 s = c*tanh(s/c); if
+ * alibi, s += alibi[j] * (k - p).
  * The caller initialises fresh state (acc 0, m -inf, l 0) before the first
  * call of an item; several calls over consecutive key ranges compose.
  * Preconditions (guaranteed by the plan, which validated the block table at
@@ -47,6 +48,7 @@ typedef struct attn_tile_args {
     int32_t causal;
     int32_t window;          /* -1 = none */
     float softcap;           /* 0 = off */
+    int32_t qk_exp;          /* logits are 2^qk_exp x the dot products; 0..254, 0 normally */
     const float *alibi;      /* [g] slopes of this KV head's query heads, or NULL */
     const void *k_cache, *v_cache; /* cache base (kv dtype) */
     size_t block_stride;     /* elements from block b to b+1: Hkv * bs * D */

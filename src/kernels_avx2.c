@@ -233,6 +233,11 @@ static float softmax_row(const attn_tile_args *a, int32_t j, int64_t kp0, int32_
         const __m256i lt = _mm256_cmpgt_epi32(_mm256_set1_epi32(ihi), idx);
         vis[v] = _mm256_castsi256_ps(_mm256_and_si256(ge, lt));
         __m256 t = _mm256_load_ps(s + 8 * v);
+        if (a->qk_exp) { /* 2^qk_exp as two finite factors (qk_exp <= 254) */
+            const int32_t e1 = a->qk_exp < 127 ? a->qk_exp : 127;
+            t = _mm256_mul_ps(_mm256_mul_ps(t, _mm256_set1_ps(ldexpf(1.0f, e1))),
+                              _mm256_set1_ps(ldexpf(1.0f, a->qk_exp - e1)));
+        }
         if (a->softcap > 0.0f) {
             const __m256 c = _mm256_set1_ps(a->softcap);
             t = _mm256_mul_ps(c, tanh256(_mm256_div_ps(t, c)));

@@ -307,19 +307,6 @@ void attn__avx512_decode_tile(const attn_tile_args *a, attn_dtype kdt) {
     const size_t sw = pairs ? 32 : 16, nc = (D + sw - 1) / sw, qs = nc * sw;
     const size_t tail = D - (nc - 1) * sw;
     const uint32_t tm = tail >= 32 ? 0xffffffffu : (1u << tail) - 1u;
-    /* q arrives multiplied by the caller's scale, which the API lets be
-     * as large as ~1e38.  The fp32 dot products can then overflow: the
-     * portable kernel's running sum saturates to +-inf, but qk_block's 16
-     * lane sums can saturate to +inf in one lane and -inf in another,
-     * which the fold turns into NaN (fuzz_attention found it: scale 1.6e38,
-     * soft cap 50, corpus/cases/huge-scale-decode.case).  So q is scaled
-     * by an exact power of two to bring its largest element near 1 and the
-     * dot products are scaled back after the fold, where an overflow gives
-     * +-inf with the sign of the sum.  Ordinary scales never take this. */
-    float qmax = 0.0f;
-    for (size_t i = 0; i < (size_t)rows * D; i++) qmax = fmaxf(qmax, fabsf(a->q[i]));
-    const int qexp = qmax > 0x1p32f ? ilogbf(qmax) : 0;
-    const float qmul = ldexpf(1.0f, -qexp);
     float qp[DEC_MAX_ROWS * DEC_MAX_D] __attribute__((aligned(64)));
     for (int32_t r = 0; r < rows; r++) {
         const float *q = a->q + (size_t)r * D;
@@ -328,7 +315,7 @@ void attn__avx512_decode_tile(const attn_tile_args *a, attn_dtype kdt) {
             for (size_t e = 0; e < sw; e++) {
                 /* slice element e holds dim d */
                 const size_t d = sl * sw + (pairs ? (e < 16 ? 2 * e : 2 * (e - 16) + 1) : e);
-                dst[sl * sw + e] = d < D ? q[d] * qmul : 0.0f;
+                dst[sl * sw + e] = d < D ? q[d] : 0.0f;
             }
     }
     /* bf16: the accumulators live in the slice layout for the call */
@@ -377,13 +364,6 @@ void attn__avx512_decode_tile(const attn_tile_args *a, attn_dtype kdt) {
             const int32_t R = rows - r0 < DR ? rows - r0 : DR;
             qk(R, qp + (size_t)r0 * qs, qs, nc, tm, krow, r0 == 0 && ATTN_AVX512_DEC_PF ? kpf : NULL,
                n, sc + (size_t)r0 * DT);
-        }
-        if (qexp) { /* the dot products back to the caller's scale */
-            const __m512 smul = _mm512_set1_ps(ldexpf(1.0f, qexp));
-            for (int32_t r = 0; r < rows; r++)
-                for (int32_t v = ilo / 16; v < (ihi + 15) / 16; v++)
-                    _mm512_store_ps(sc + (size_t)r * DT + 16 * v,
-                                    _mm512_mul_ps(_mm512_load_ps(sc + (size_t)r * DT + 16 * v), smul));
         }
         float alpha[DEC_MAX_ROWS];
         softmax_rows(a, rows, DT / 16, rlo, rhi, jh, kp0, sc, DT, a->m, a->l, alpha);

@@ -151,6 +151,7 @@ static inline void softmax_rows(const attn_tile_args *a, int32_t R, int nvk, con
             const __mmask16 vis = _mm512_cmpge_epi32_mask(idx, _mm512_set1_epi32(ilo[r])) &
                                   _mm512_cmplt_epi32_mask(idx, _mm512_set1_epi32(ihi[r]));
             __m512 t = _mm512_load_ps(sr + 16 * v);
+            if (a->qk_exp) t = _mm512_scalef_ps(t, _mm512_set1_ps((float)a->qk_exp));
             if (a->softcap > 0.0f) {
                 const __m512 c = _mm512_set1_ps(a->softcap);
                 t = _mm512_mul_ps(c, tanh512(_mm512_div_ps(t, c)));

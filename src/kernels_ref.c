@@ -184,6 +184,7 @@ static inline void tile(attn_dtype dt, const attn_tile_args *a) {
                     const float *kr = kt + (size_t)i * D;
                     float dot = 0.0f;
                     for (size_t d = 0; d < D; d++) dot += q[d] * kr[d];
+                    if (a->qk_exp) dot = ldexpf(dot, a->qk_exp);
                     if (a->softcap > 0.0f) dot = a->softcap * tanhf(dot / a->softcap);
                     if (a->alibi) dot += a->alibi[j] * (float)(k - p);
                     s[i] = dot;

@@ -274,6 +274,25 @@ Test(isa, laguna_mixed_batch, .timeout = 300) {
     }
 }
 
+/* A huge scale (the API accepts any finite one): q x scale near FLT_MAX
+ * overflowed the fp32 dot products — NaN logits in the AVX-512 decode
+ * tile, wrong-signed saturated sums in the others (fuzz_attention,
+ * corpus/cases/huge-scale-decode.case).  The executor now takes powers of
+ * two out of q (attn_tile_args.qk_exp).  Decode and prefill, f32 and bf16,
+ * with and without a soft cap. */
+Test(isa, huge_scale, .timeout = 120) {
+    for (int v = 0; v < 4; v++) {
+        attn_case c = mk(32, 8, 64, 16, v % 2 ? ATTN_DTYPE_BF16 : ATTN_DTYPE_F32);
+        c.layers[0].softcap = v < 2 ? 50.0f : 0.0f;
+        c.layers[0].scale = v < 2 ? 1.5e38f : 3e30f;
+        c.layers[0].sinks = 1;
+        c.q_len[0] = v < 2 ? 1 : 37;
+        c.kv_len[0] = v < 2 ? 300 : 37;
+        c.seed = 0x5ca1e0u + (uint64_t)v;
+        check_case(&c);
+    }
+}
+
 Test(isa, noncausal_windows, .timeout = 120) {
     for (int i = 0; i < N(k_win); i++) {
         attn_case c = mk(8, 2, 64, 48, k_dt[i % N(k_dt)]);
