@@ -478,14 +478,19 @@ int main(int argc, char **argv) {
     const int limits = getenv("BENCH_NO_LIMITS") == NULL;
     for (int t = 1; t <= 2 && limits; t++) {
         fma_peak(t, 2000000); /* warm up clocks */
-        c0 = cpu_now(), w0 = now();
-        fma[t] = fma_peak(t, 20000000);
-        fma_c[t] = fma[t] / SHARE(t);
+        /* A peak is the best of 3 runs: on a shared machine noise only ever
+         * lowers it (one run of this bench measured 327 instead of ~450
+         * GFLOP/s on 2 threads, which would have flattered every ratio). */
+        for (int rep = 0; rep < 3; rep++) {
+            c0 = cpu_now(), w0 = now();
+            const double f = fma_peak(t, 20000000);
+            if (f > fma[t]) fma[t] = f, fma_c[t] = f / SHARE(t);
 #ifdef __AVX512BF16__
-        c0 = cpu_now(), w0 = now();
-        bf[t] = bf16_peak(t, 20000000);
-        bf_c[t] = bf[t] / SHARE(t);
+            c0 = cpu_now(), w0 = now();
+            const double b = bf16_peak(t, 20000000);
+            if (b > bf[t]) bf[t] = b, bf_c[t] = b / SHARE(t);
 #endif
+        }
     }
     if (limits) {
         const size_t bytes = (size_t)2 << 30;
