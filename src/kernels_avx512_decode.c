@@ -265,19 +265,23 @@ static void pv_pairs(int32_t R, float *accp, size_t qs, size_t nc, uint32_t tm,
     }
 }
 
+/* The bf16 slice layout, the one place it is spelled: within each 32-dim
+ * slice, the 16 even dims first, then the 16 odd dims (what one AND and
+ * one shift of 32 packed bf16 produce).  Position of natural dim d. */
+static inline size_t pair_pos(size_t d) {
+    const size_t e = d % 32;
+    return d - e + (e % 2 ? 16 + e / 2 : e / 2);
+}
+
 /* Copy rows x D accumulators between the natural layout and the slice
  * layout of pv_pairs (to_slices: natural -> slices, padding dims zeroed). */
 static void acc_layout(float *acc, size_t D, float *accp, size_t qs, int32_t rows,
                        int to_slices) {
     for (int32_t r = 0; r < rows; r++)
-        for (size_t d = to_slices ? D : qs; d < qs; d++) {
-            const size_t sl = d / 32, e = d % 32;
-            accp[(size_t)r * qs + sl * 32 + (e % 2 ? 16 + e / 2 : e / 2)] = 0.0f;
-        }
+        for (size_t d = to_slices ? D : qs; d < qs; d++) accp[(size_t)r * qs + pair_pos(d)] = 0.0f;
     for (int32_t r = 0; r < rows; r++)
         for (size_t d = 0; d < D; d++) {
-            const size_t sl = d / 32, e = d % 32;
-            const size_t pos = sl * 32 + (e % 2 ? 16 + e / 2 : e / 2);
+            const size_t pos = pair_pos(d);
             if (to_slices)
                 accp[(size_t)r * qs + pos] = acc[(size_t)r * D + d];
             else
@@ -311,12 +315,7 @@ void attn__avx512_decode_tile(const attn_tile_args *a, attn_dtype kdt) {
     for (int32_t r = 0; r < rows; r++) {
         const float *q = a->q + (size_t)r * D;
         float *dst = qp + (size_t)r * qs;
-        for (size_t sl = 0; sl < nc; sl++)
-            for (size_t e = 0; e < sw; e++) {
-                /* slice element e holds dim d */
-                const size_t d = sl * sw + (pairs ? (e < 16 ? 2 * e : 2 * (e - 16) + 1) : e);
-                dst[sl * sw + e] = d < D ? q[d] : 0.0f;
-            }
+        for (size_t d = 0; d < qs; d++) dst[pairs ? pair_pos(d) : d] = d < D ? q[d] : 0.0f;
     }
     /* bf16: the accumulators live in the slice layout for the call */
     float accp[DEC_MAX_ROWS * DEC_MAX_D] __attribute__((aligned(64)));
