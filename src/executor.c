@@ -98,8 +98,22 @@ static void split_scale(float scale, float *mul, int32_t *e) {
 }
 
 static int32_t normalise_q(float *q, size_t n) {
-    float mx = 0.0f;
-    for (size_t i = 0; i < n; i++) mx = fmaxf(mx, fabsf(q[i]));
+    /* The largest |q| as an integer max over the bit patterns (for
+     * non-negative floats the order is the same; NaNs count as 0, as
+     * fmaxf would drop them): exact in any order, so it vectorises.  A
+     * scalar fmaxf scan (an out-of-line call per element) was ~3 % of an
+     * fp32 prefill. */
+    uint32_t mb = 0;
+#pragma omp simd reduction(max : mb)
+    for (size_t i = 0; i < n; i++) {
+        uint32_t b;
+        memcpy(&b, &q[i], sizeof b);
+        b &= 0x7fffffffu;
+        b = b > 0x7f800000u ? 0u : b;
+        mb = b > mb ? b : mb;
+    }
+    float mx;
+    memcpy(&mx, &mb, sizeof mx);
     if (!(mx > 0x1p32f) || !isfinite(mx)) return 0;
     const int32_t e = ilogbf(mx);
     for (size_t i = 0; i < n; i++) q[i] = ldexpf(q[i], -e);
