@@ -501,17 +501,17 @@ Test(isa, tile_edges_match_ref) {
 
 /* Single-token items (decode, and split pieces of a decode row): the
  * avx512 tables route them to their own tile (kernels_avx512_decode.c:
- * 128-key chunks, 4-row Q.K blocks, bf16 pairs widened in an even/odd
+ * 64-key chunks, 4-row Q.K blocks, bf16 pairs widened in an even/odd
  * layout).  Held to the portable tile for every KV dtype, group sizes on
  * both sides of its 4-row / 6-row blocks and of its 16-row limit, head
  * dims with 16- and 32-element tails and past its 256 limit, key ranges
- * straddling its 128-key chunks, windows, soft cap and ALiBi, and a prior
+ * straddling its 64-key chunks, windows, soft cap and ALiBi, and a prior
  * state in every row (the calls compose). */
 Test(isa, tile_decode_matches_ref, .timeout = 240) {
     static const int32_t gs[] = {1, 3, 4, 5, 7, 12, 16, 17};
     static const int32_t ds[] = {33, 64, 80, 128, 200, 256, 320};
-    static const int32_t ranges[][2] = {{0, 1}, {0, 127}, {0, 128}, {0, 129}, {3, 260},
-                                        {127, 385}, {200, 301}};
+    static const int32_t ranges[][2] = {{0, 1}, {0, 63}, {0, 64}, {0, 65}, {0, 127},
+                                        {0, 128}, {0, 129}, {3, 260}, {127, 385}, {200, 301}};
     static const attn_dtype dts[] = {ATTN_DTYPE_F32, ATTN_DTYPE_BF16, ATTN_DTYPE_F16};
     const attn_kernels *tb[MAX_ISAS];
     const int nt = tables(tb);
