@@ -452,7 +452,9 @@ static double run_spec(const spec *s, int threads, int reps, int hq2, int window
 
 /* BENCH_ONLY=word[,word]: run only the named parts (decode1, decode8,
  * prefill, laguna) — for iterating on one kernel; reports are still
- * written from what ran. */
+ * written from what ran.  BENCH_DTYPE (f32, bf16) narrows the decode and
+ * prefill rows to one dtype, BENCH_THREADS=1 to one thread count,
+ * BENCH_NO_LIMITS=1 skips the limit measurements. */
 static int skip(const char *part) {
     const char *only = getenv("BENCH_ONLY");
     return only && !strstr(only, part);
@@ -535,6 +537,9 @@ int main(int argc, char **argv) {
         for (int di = 0; di < 2; di++) {
             const attn_dtype dt = dts[di];
             const char *dn = attn_dtype_name(dt);
+            /* BENCH_DTYPE=f32 or bf16: only that dtype's decode and
+             * prefill rows (for profiling one kernel) */
+            if (getenv("BENCH_DTYPE") && strcmp(getenv("BENCH_DTYPE"), dn) != 0) continue;
             /* decode */
             /* the third variant: B=8 bf16 cold at block size 32, the 8 KiB
              * pieces the README recommends (block 16 gives bf16 4 KiB

@@ -9,7 +9,8 @@
  * driver that kernels_avx512bf16.c reuses with its own K packing and Q.K
  * micro-kernel.  The primitives both AVX-512 drivers share (exp, tanh,
  * softmax, P.V, key addresses) are in kernels_avx512_inl.h.  Single-token
- * items (decode) go to kernels_avx512_decode.c instead.  Merge stays the
+ * items (decode) go to kernels_avx512_decode.c instead, many-row fp32
+ * items to kernels_avx512_lanes.c.  Merge stays the
  * portable one (it runs once per split row and is not on any hot path).
  *
  * Tile algorithm (one work item = rows = n_tok * g query rows of one KV head
@@ -37,7 +38,9 @@
  *   paged layout consecutive blocks of one head are Hkv blocks apart, and
  *   the hardware streamer restarts at every block.
  * Items with several query tokens (prefill, and decode groups larger than
- * the decode tile takes) come here; rows_target below sets their size.
+ * the decode tile takes) come here, except fp32 items of 32 .. 128 rows in
+ * whole vectors of 16, which kernels_avx512_lanes.c takes (query rows in
+ * the lanes, no K pack); rows_target below sets the items' size.
  *
  * Masking is the portable kernel's rule (attn__row_interval from mask.h,
  * shared with every twin): masked keys get exactly zero weight, a row that sees
@@ -102,37 +105,6 @@ void attn_store_bf16__avx512(const float *, const float *, const float *, int32_
 void attn_store_f16__avx512(const float *, const float *, const float *, int32_t, int32_t,
                             int32_t, const float *, void *, size_t);
 const attn_kernels *attn__kernels_avx512(void);
-
-/* In-register transpose of 16 rows of 16 32-bit lanes: r[j] becomes the
- * j-th column. */
-INLINE void transpose16(__m512 r[16]) {
-    __m512 t[16];
-    UNROLL
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    UNROLL
-    for (int i = 0; i < 4; i++) {
-        r[4 * i + 0] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
-        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
-        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
-    }
-    UNROLL
-    for (int i = 0; i < 2; i++) {
-        UNROLL
-        for (int k = 0; k < 4; k++) {
-            t[8 * i + k] = _mm512_shuffle_f32x4(r[8 * i + k], r[8 * i + k + 4], 0x88);
-            t[8 * i + k + 4] = _mm512_shuffle_f32x4(r[8 * i + k], r[8 * i + k + 4], 0xDD);
-        }
-    }
-    UNROLL
-    for (int k = 0; k < 8; k++) {
-        r[k] = _mm512_shuffle_f32x4(t[k], t[k + 8], 0x88);
-        r[k + 8] = _mm512_shuffle_f32x4(t[k], t[k + 8], 0xDD);
-    }
-}
 
 /* ------------------------------------------------------------- packing */
 
@@ -248,7 +220,7 @@ void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pac
     /* P.V reads V as: fp32 cache rows, widened rows in the KV area, or raw
      * bf16/f16 cache rows widened on the fly */
     const int widen = vdt != ATTN_DTYPE_F32 && rows > WIDEN_V_ROWS;
-    void (*pv)(int32_t, float *, size_t, const float *, const float *, size_t,
+    void (*pv)(int32_t, float *, size_t, const float *, const float *const *, size_t,
                const void *const *, const void *const *, int32_t, int32_t) = pv_block_f32;
     if (!widen && vdt == ATTN_DTYPE_BF16) pv = pv_block_bf16;
     if (!widen && vdt == ATTN_DTYPE_F16) pv = pv_block_f16;
@@ -342,10 +314,12 @@ void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pac
             for (int32_t r0 = sb0; r0 < sb1; r0 += QR) {
                 const int32_t R = sb1 - r0 < QR ? sb1 - r0 : QR, b = (r0 - sb0) / QR;
                 if (blo[b] >= bhi[b]) continue;
+                const float *pr[QR];
+                for (int32_t r = 0; r < R; r++) pr[r] = a->scores + (size_t)(r0 + r) * TILE;
                 /* prefetch from the first row block only: later blocks
                  * would re-issue the same lines */
-                pv(R, a->acc + (size_t)r0 * D, D, alpha + (r0 - sb0), a->scores + (size_t)r0 * TILE,
-                   TILE, vrow, r0 == 0 ? vpf : NULL, blo[b], bhi[b]);
+                pv(R, a->acc + (size_t)r0 * D, D, alpha + (r0 - sb0), pr, 1, vrow,
+                   r0 == 0 ? vpf : NULL, blo[b], bhi[b]);
             }
         }
     }
@@ -354,12 +328,21 @@ void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pac
 /* From kernels_avx512_decode.c: single-token items take that tile. */
 int attn__avx512_decode_fits(const attn_tile_args *a);
 void attn__avx512_decode_tile(const attn_tile_args *a, attn_dtype kdt);
+/* From kernels_avx512_lanes.c: fp32 items with many rows take that tile. */
+int attn__avx512_lanes_fits(const attn_tile_args *a, attn_dtype kdt);
+void attn__avx512_lanes_tile(const attn_tile_args *a);
 
 void attn_tile_f32__avx512(const attn_tile_args *a) {
     if (attn__avx512_decode_fits(a)) {
         attn__avx512_decode_tile(a, ATTN_DTYPE_F32);
         return;
     }
+#ifndef ATTN_NO_LANES /* -DATTN_NO_LANES: the general tile only (A/B measurements) */
+    if (attn__avx512_lanes_fits(a, ATTN_DTYPE_F32)) {
+        attn__avx512_lanes_tile(a);
+        return;
+    }
+#endif
     attn__avx512_tile(a, ATTN_DTYPE_F32, pack_f32, dots_f32);
 }
 void attn_tile_bf16__avx512(const attn_tile_args *a) {

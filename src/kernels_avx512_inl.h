@@ -4,7 +4,8 @@
  * kernels_avx512_decode.c (single-token items).  Include only from files
  * compiled with the avx512 -m flags (see the Makefile).
  *
- * Owns: the vectorised exp and tanh, widening loads, key row addresses in
+ * Owns: the vectorised exp and tanh, widening loads, the 16x16 transpose,
+ * key row addresses in
  * the paged cache, the online softmax of
  * a block of rows over one chunk, and the P.V micro-kernel (instantiated per V
  * dtype).  Everything is static inline: each driver gets its own copy, the
@@ -99,6 +100,37 @@ INLINE __m512 load16(attn_dtype dt, const void *p, __mmask16 m) {
     if (dt == ATTN_DTYPE_BF16)
         return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
     return _mm512_cvtph_ps(h);
+}
+
+/* In-register transpose of 16 rows of 16 32-bit lanes: r[j] becomes the
+ * j-th column. */
+INLINE void transpose16(__m512 r[16]) {
+    __m512 t[16];
+    UNROLL
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    UNROLL
+    for (int i = 0; i < 4; i++) {
+        r[4 * i + 0] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    UNROLL
+    for (int i = 0; i < 2; i++) {
+        UNROLL
+        for (int k = 0; k < 4; k++) {
+            t[8 * i + k] = _mm512_shuffle_f32x4(r[8 * i + k], r[8 * i + k + 4], 0x88);
+            t[8 * i + k + 4] = _mm512_shuffle_f32x4(r[8 * i + k], r[8 * i + k + 4], 0xDD);
+        }
+    }
+    UNROLL
+    for (int k = 0; k < 8; k++) {
+        r[k] = _mm512_shuffle_f32x4(t[k], t[k + 8], 0x88);
+        r[k + 8] = _mm512_shuffle_f32x4(t[k], t[k + 8], 0xDD);
+    }
 }
 
 /* ------------------------------------------------------ key addresses */
@@ -210,13 +242,16 @@ static inline void softmax_rows(const attn_tile_args *a, int32_t R, int nvk, con
 /* ------------------------------------------------------- P.V micro-kernel */
 
 /* acc[r][dofs .. dofs + 16*NVEC) = acc * alpha[r] + sum_i p[r][i] V[i][..]
- * for R rows, keys i in [ilo, ihi), p[r][i] at p[r * ps + i]; V rows of
+ * for R rows, keys i in [ilo, ihi), p[r][i] at pr[r][i * pk] (pk = 1:
+ * weights row by row; pk = 16: the key-major panels of
+ * kernels_avx512_lanes.c, a row's weights 16 floats apart); V rows of
  * dtype vdt (widened on the fly); the last vector is masked by tm.  6 rows
  * x 4 vectors = 24 accumulators; per key, 4 V loads feed 24 FMAs with p
  * broadcast. */
 INLINE void pv_rows(int R, int NVEC, attn_dtype vdt, float *acc, size_t D, size_t dofs,
-                    const float *alpha, const float *p, size_t ps, const void *const *vrow,
-                    const void *const *vpf, int32_t ilo, int32_t ihi, __mmask16 tm) {
+                    const float *alpha, const float *const *pr, size_t pk,
+                    const void *const *vrow, const void *const *vpf, int32_t ilo, int32_t ihi,
+                    __mmask16 tm) {
     const size_t es = attn__dtype_size(vdt);
     __m512 c[PR][DV];
     UNROLL
@@ -247,7 +282,7 @@ INLINE void pv_rows(int R, int NVEC, attn_dtype vdt, float *acc, size_t D, size_
             x[v] = load16(vdt, vr + 16 * (size_t)v * es, v == NVEC - 1 ? tm : 0xffff);
         UNROLL
         for (int r = 0; r < R; r++) {
-            const __m512 b = _mm512_set1_ps(p[(size_t)r * ps + (size_t)i]);
+            const __m512 b = _mm512_set1_ps(pr[r][(size_t)i * pk]);
             UNROLL
             for (int v = 0; v < NVEC; v++) c[r][v] = _mm512_fmadd_ps(b, x[v], c[r][v]);
         }
@@ -263,7 +298,7 @@ INLINE void pv_rows(int R, int NVEC, attn_dtype vdt, float *acc, size_t D, size_
 
 #define PV_CASE(T_, R_, N_)                                                               \
     case (R_) * 8 + (N_):                                                                 \
-        pv_rows(R_, N_, T_, acc, D, dofs, alpha, p, ps, vrow, vpf, ilo, ihi, tm);         \
+        pv_rows(R_, N_, T_, acc, D, dofs, alpha, pr, pk, vrow, vpf, ilo, ihi, tm);        \
         break;
 #define PV_CASES(T_)                                                                      \
     PV_CASE(T_, 1, 1) PV_CASE(T_, 1, 2) PV_CASE(T_, 1, 3) PV_CASE(T_, 1, 4)               \
@@ -276,8 +311,9 @@ INLINE void pv_rows(int R, int NVEC, attn_dtype vdt, float *acc, size_t D, size_
 /* One instantiation set per V dtype: the dtype must be a constant inside
  * the micro-kernel for the widening to inline. */
 #define PV_BLOCK_FN(name_, T_)                                                            \
-    static inline void name_(int32_t R, float *acc, size_t D, const float *alpha, const float *p, \
-                      size_t ps, const void *const *vrow, const void *const *vpf,          \
+    static inline void name_(int32_t R, float *acc, size_t D, const float *alpha,          \
+                      const float *const *pr, size_t pk, const void *const *vrow,           \
+                      const void *const *vpf,                                              \
                       int32_t ilo, int32_t ihi) {                                          \
         for (size_t dofs = 0; dofs < D; dofs += 16 * DV) {                                \
             const size_t left = D - dofs;                                                 \
