@@ -641,6 +641,92 @@ Test(isa, tile_decode_matches_ref, .timeout = 240) {
     cr_assert(combos > 0);
 }
 
+/* fp32 items of 32 .. 128 rows in whole vectors of 16: the avx512 tables
+ * route them to the lanes tile (kernels_avx512_lanes.c: q transposed into
+ * 64-row panels, key-major score panels, vertical softmax).  Held to the
+ * portable tile over row counts on both sides of its panel and vector
+ * edges (36 and 132 rows take the general tile), head dims with 16-dim
+ * tails, key ranges and causal diagonals that cut its 64-key chunks and
+ * 6-key blocks, split-style starts, windows, soft cap, ALiBi, 2^qk_exp
+ * logit scaling and a prior state in every row. */
+Test(isa, tile_lanes_matches_ref, .timeout = 240) {
+    static const int32_t shapes[][2] = {{8, 4}, {12, 4}, {16, 4}, {20, 4}, {28, 4},
+                                        {32, 4}, {9, 4},  {33, 4}, {48, 1}, {128, 1}};
+    static const int32_t ds[] = {16, 40, 100, 128, 136};
+    static const int32_t ranges[][2] = {{0, 64}, {0, 97}, {0, 130}, {5, 200}, {61, 129},
+                                        {64, 300}};
+    const attn_kernels *tb[MAX_ISAS];
+    const int nt = tables(tb);
+    const attn_kernels *ref = attn__kernels_ref();
+    const int32_t bs = 16, seq = 300;
+    int combos = 0;
+    for (int di = 0; di < N(ds); di++) {
+        const int32_t D = ds[di];
+        mini mc;
+        mini_init(&mc, seq, D, bs, 70 + (uint64_t)di);
+        for (int si = 0; si < N(shapes); si++) {
+            const int32_t n_tok = shapes[si][0], g = shapes[si][1], rows = n_tok * g;
+            float alibi[4];
+            for (int32_t j = 0; j < g; j++) alibi[j] = -0.02f * (float)(j + 1);
+            for (int ri = 0; ri < N(ranges); ri++) {
+                const int v = di + si + ri;
+                const int32_t window = (v % 4 == 1) ? 70 : (v % 4 == 3) ? 5 : -1;
+                /* the last n_tok tokens end at the range's end (diagonal in
+                 * the last chunks), or every key is in the past */
+                const int32_t pos0 = v % 2 ? ranges[ri][1] - n_tok : seq - n_tok;
+                if (pos0 < 0) continue;
+                for (int k = 0; k < nt; k++) {
+                    tile_bufs x, y;
+                    bufs_init(&x, rows, D, ref->kv_tile, 80 + (uint64_t)v);
+                    bufs_init(&y, rows, D, tb[k]->kv_tile, 80 + (uint64_t)v);
+                    for (int32_t r = 0; r < rows; r++) { /* a prior state, every third row fresh */
+                        const float m0 = r % 3 ? 0.25f : -INFINITY, l0 = r % 3 ? 1.5f : 0.0f;
+                        x.m[r] = y.m[r] = m0;
+                        x.l[r] = y.l[r] = l0;
+                        for (int32_t d = 0; d < D; d++)
+                            x.acc[(size_t)r * D + d] = y.acc[(size_t)r * D + d] =
+                                r % 3 ? 0.03f * (float)(d % 5) - 0.05f : 0.0f;
+                    }
+                    attn_tile_args ax = args_for(&mc, &x, n_tok, g, D, bs, seq, pos0,
+                                                 ranges[ri][0], ranges[ri][1], window, ref->kv_tile);
+                    attn_tile_args ay = args_for(&mc, &y, n_tok, g, D, bs, seq, pos0,
+                                                 ranges[ri][0], ranges[ri][1], window,
+                                                 tb[k]->kv_tile);
+                    if (v % 3 == 1) ax.softcap = ay.softcap = 2.0f;
+                    if (v % 5 == 2) ax.alibi = ay.alibi = alibi;
+                    if (v % 7 == 3) ax.qk_exp = ay.qk_exp = 2;
+                    ref->tile[ATTN_DTYPE_F32](&ax);
+                    tb[k]->tile[ATTN_DTYPE_F32](&ay);
+                    combos++;
+                    for (int32_t r = 0; r < rows; r++) {
+                        const int m_ok = x.m[r] == y.m[r] ||
+                                         (isfinite(x.m[r]) && isfinite(y.m[r]) &&
+                                          fabsf(x.m[r] - y.m[r]) <= 1e-5f * (1.0f + fabsf(x.m[r])));
+                        cr_assert(m_ok, "%s D %d rows %d [%d,%d) w %d row %d: m %g vs ref %g",
+                                  tb[k]->name, (int)D, (int)rows, (int)ranges[ri][0],
+                                  (int)ranges[ri][1], (int)window, (int)r, y.m[r], x.m[r]);
+                        cr_assert(fabsf(x.l[r] - y.l[r]) <= 1e-5f * (1.0f + x.l[r]),
+                                  "%s D %d rows %d [%d,%d) row %d: l %g vs ref %g", tb[k]->name,
+                                  (int)D, (int)rows, (int)ranges[ri][0], (int)ranges[ri][1],
+                                  (int)r, y.l[r], x.l[r]);
+                        for (int32_t d = 0; d < D; d++) {
+                            const float ex = x.acc[(size_t)r * D + d], ey = y.acc[(size_t)r * D + d];
+                            cr_assert(fabsf(ex - ey) <= 3e-5f * (1.0f + x.l[r]),
+                                      "%s D %d rows %d [%d,%d) row %d acc[%d]: %g vs ref %g",
+                                      tb[k]->name, (int)D, (int)rows, (int)ranges[ri][0],
+                                      (int)ranges[ri][1], (int)r, (int)d, ey, ex);
+                        }
+                    }
+                    bufs_free(&x);
+                    bufs_free(&y);
+                }
+            }
+        }
+        mini_free(&mc);
+    }
+    cr_assert(combos > 0);
+}
+
 /* ----------------------------------------------------------- dispatch */
 
 static attn_status create_with(const char *isa, attn_builder_info *info) {
