@@ -42,7 +42,8 @@
  * the scratch areas were sized for. */
 typedef struct attn_tile_args {
     int32_t n_tok, g, head_dim;
-    const float *q;          /* [rows][head_dim] fp32, already multiplied by scale */
+    float *q;                /* [rows][head_dim] fp32, already multiplied by scale; a tile
+                              * may reuse it as work space once it has read it */
     int32_t pos0;            /* position of the item's token 0 */
     int32_t seq_len;         /* keys of the request */
     int32_t causal;

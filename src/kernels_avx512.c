@@ -220,7 +220,7 @@ void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pac
     /* P.V reads V as: fp32 cache rows, widened rows in the KV area, or raw
      * bf16/f16 cache rows widened on the fly */
     const int widen = vdt != ATTN_DTYPE_F32 && rows > WIDEN_V_ROWS;
-    void (*pv)(int32_t, float *, size_t, const float *, const float *const *, size_t,
+    void (*pv)(int32_t, float *, size_t, const float *, const float *, size_t,
                const void *const *, const void *const *, int32_t, int32_t) = pv_block_f32;
     if (!widen && vdt == ATTN_DTYPE_BF16) pv = pv_block_bf16;
     if (!widen && vdt == ATTN_DTYPE_F16) pv = pv_block_f16;
@@ -314,12 +314,10 @@ void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pac
             for (int32_t r0 = sb0; r0 < sb1; r0 += QR) {
                 const int32_t R = sb1 - r0 < QR ? sb1 - r0 : QR, b = (r0 - sb0) / QR;
                 if (blo[b] >= bhi[b]) continue;
-                const float *pr[QR];
-                for (int32_t r = 0; r < R; r++) pr[r] = a->scores + (size_t)(r0 + r) * TILE;
                 /* prefetch from the first row block only: later blocks
                  * would re-issue the same lines */
-                pv(R, a->acc + (size_t)r0 * D, D, alpha + (r0 - sb0), pr, 1, vrow,
-                   r0 == 0 ? vpf : NULL, blo[b], bhi[b]);
+                pv(R, a->acc + (size_t)r0 * D, D, alpha + (r0 - sb0), a->scores + (size_t)r0 * TILE,
+                   TILE, vrow, r0 == 0 ? vpf : NULL, blo[b], bhi[b]);
             }
         }
     }

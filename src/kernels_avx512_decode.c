@@ -327,7 +327,7 @@ void attn__avx512_decode_tile(const attn_tile_args *a, attn_dtype kdt) {
     if (pairs) acc_layout(a->acc, D, accp, qs, rows, 1);
     void (*qk)(int32_t, const float *, size_t, size_t, uint32_t, const void *const *,
                const void *const *, int32_t, float *) = qk_f32;
-    void (*pv)(int32_t, float *, size_t, const float *, const float *const *, size_t,
+    void (*pv)(int32_t, float *, size_t, const float *, const float *, size_t,
                const void *const *, const void *const *, int32_t, int32_t) = pv_block_f32;
     if (kdt == ATTN_DTYPE_BF16) qk = qk_bf16;
     if (kdt == ATTN_DTYPE_F16) qk = qk_f16, pv = pv_block_f16;
@@ -377,11 +377,9 @@ void attn__avx512_decode_tile(const attn_tile_args *a, attn_dtype kdt) {
             if (pairs)
                 pv_pairs(R, accp + (size_t)r0 * qs, qs, nc, tm, alpha + r0, sc + (size_t)r0 * DT,
                          vrow, pfv, ilo, ihi);
-            else {
-                const float *pr[PR];
-                for (int32_t r = 0; r < R; r++) pr[r] = sc + (size_t)(r0 + r) * DT;
-                pv(R, a->acc + (size_t)r0 * D, D, alpha + r0, pr, 1, vrow, pfv, ilo, ihi);
-            }
+            else
+                pv(R, a->acc + (size_t)r0 * D, D, alpha + r0, sc + (size_t)r0 * DT, DT, vrow, pfv,
+                   ilo, ihi);
         }
     }
     if (pairs) acc_layout(a->acc, D, accp, qs, rows, 0);

@@ -35,7 +35,8 @@
 
 /* ------------------------------------------------------------ exp, tanh */
 
-/* e^x for x <= ~88, vectorised.  Cody-Waite reduction x = n ln2 + r with a
+/* e^x for x <= 0 (every caller: s - max, m_old - m_new, -2|x| for tanh),
+ * vectorised.  Cody-Waite reduction x = n ln2 + r with a
  * two-part ln2 (ln2_hi has 9 significant bits, so n * ln2_hi is exact for
  * |n| < 2^15), |r| <= ln2/2, then the Cephes degree-6 minimax polynomial
  * for e^r and scalef by 2^n (which also produces correct subnormals).
@@ -44,10 +45,11 @@
  * results (worst at x = -71.03), <= 0.78 of the subnormal spacing 2^-149
  * below FLT_MIN (scalef rounds once).  x is
  * clamped to -110 first: e^-110 < 2^-158 scales to exactly 0, so
- * exp(-inf) = 0 (masked keys) without a special case, and never NaN. */
+ * exp(-inf) = 0 (masked keys) without a special case, and a NaN x (the
+ * clamp returns its second operand) gives 0 too.  No upper clamp: no
+ * caller passes x > 0 (an upper clamp at 88.7 cost one of ~15 ops). */
 static inline __m512 attn__avx512_exp(__m512 x) {
     x = _mm512_max_ps(x, _mm512_set1_ps(-110.0f));
-    x = _mm512_min_ps(x, _mm512_set1_ps(88.7f));
     const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
@@ -242,15 +244,12 @@ static inline void softmax_rows(const attn_tile_args *a, int32_t R, int nvk, con
 /* ------------------------------------------------------- P.V micro-kernel */
 
 /* acc[r][dofs .. dofs + 16*NVEC) = acc * alpha[r] + sum_i p[r][i] V[i][..]
- * for R rows, keys i in [ilo, ihi), p[r][i] at pr[r][i * pk] (pk = 1:
- * weights row by row; pk = 16: the key-major panels of
- * kernels_avx512_lanes.c, a row's weights 16 floats apart); V rows of
+ * for R rows, keys i in [ilo, ihi), p[r][i] at p[r * ps + i]; V rows of
  * dtype vdt (widened on the fly); the last vector is masked by tm.  6 rows
  * x 4 vectors = 24 accumulators; per key, 4 V loads feed 24 FMAs with p
  * broadcast. */
 INLINE void pv_rows(int R, int NVEC, attn_dtype vdt, float *acc, size_t D, size_t dofs,
-                    const float *alpha, const float *const *pr, size_t pk,
-                    const void *const *vrow, const void *const *vpf, int32_t ilo, int32_t ihi,
+                    const float *alpha, const float *p, size_t ps, const void *const *vrow, const void *const *vpf, int32_t ilo, int32_t ihi,
                     __mmask16 tm) {
     const size_t es = attn__dtype_size(vdt);
     __m512 c[PR][DV];
@@ -282,7 +281,7 @@ INLINE void pv_rows(int R, int NVEC, attn_dtype vdt, float *acc, size_t D, size_
             x[v] = load16(vdt, vr + 16 * (size_t)v * es, v == NVEC - 1 ? tm : 0xffff);
         UNROLL
         for (int r = 0; r < R; r++) {
-            const __m512 b = _mm512_set1_ps(pr[r][(size_t)i * pk]);
+            const __m512 b = _mm512_set1_ps(p[(size_t)r * ps + (size_t)i]);
             UNROLL
             for (int v = 0; v < NVEC; v++) c[r][v] = _mm512_fmadd_ps(b, x[v], c[r][v]);
         }
@@ -298,7 +297,7 @@ INLINE void pv_rows(int R, int NVEC, attn_dtype vdt, float *acc, size_t D, size_
 
 #define PV_CASE(T_, R_, N_)                                                               \
     case (R_) * 8 + (N_):                                                                 \
-        pv_rows(R_, N_, T_, acc, D, dofs, alpha, pr, pk, vrow, vpf, ilo, ihi, tm);        \
+        pv_rows(R_, N_, T_, acc, D, dofs, alpha, p, ps, vrow, vpf, ilo, ihi, tm);         \
         break;
 #define PV_CASES(T_)                                                                      \
     PV_CASE(T_, 1, 1) PV_CASE(T_, 1, 2) PV_CASE(T_, 1, 3) PV_CASE(T_, 1, 4)               \
@@ -311,9 +310,8 @@ INLINE void pv_rows(int R, int NVEC, attn_dtype vdt, float *acc, size_t D, size_
 /* One instantiation set per V dtype: the dtype must be a constant inside
  * the micro-kernel for the widening to inline. */
 #define PV_BLOCK_FN(name_, T_)                                                            \
-    static inline void name_(int32_t R, float *acc, size_t D, const float *alpha,          \
-                      const float *const *pr, size_t pk, const void *const *vrow,           \
-                      const void *const *vpf,                                              \
+    static inline void name_(int32_t R, float *acc, size_t D, const float *alpha, const float *p, \
+                      size_t ps, const void *const *vrow, const void *const *vpf,          \
                       int32_t ilo, int32_t ihi) {                                          \
         for (size_t dofs = 0; dofs < D; dofs += 16 * DV) {                                \
             const size_t left = D - dofs;                                                 \

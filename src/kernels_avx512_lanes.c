@@ -19,13 +19,21 @@
  *     are plain vertical max / exp / add over 16 rows at once, the mask
  *     is one pair of integer compares per key, the rescale factors come
  *     out as a vector — no horizontal reduction anywhere;
- *   - P.V is the shared micro-kernel (kernels_avx512_inl.h) reading the
- *     weights from the panels (row r, key i at panel + 16 i + r % 16).
+ *   - P.V mirrors Q.K^T: the accumulator is transposed for the item's
+ *     duration into Ot panels [D][64 rows] in the q work area (q is no
+ *     longer needed once Qt is built), and per key 4 weight loads from
+ *     the S^T panels and 6 broadcasts of V[key][d] from the cache rows
+ *     feed 24 FMAs.
+ *   Panels (64 rows wide, the last one as wide as the rows left) rather
+ *   than [D][rows] / [keys][rows] matrices: 512-byte row strides put every
+ *   8th line on the same L1 sets (Q.K^T in L1: 83 -> 91 % of the FMA peak).
  *   Profile of a 1-thread fp32 prefill (L 2048, `perf record -e
  *   cpu-clock`) in the general tile: P.V 39 %, Q.K 31 %, softmax and
- *   driver 15 %, K pack 6.5 % of the kernel time; here: P.V 42 %, Q.K^T
- *   36 %, softmax, driver and the q transpose 12 %, and the whole
- *   prefill 8-15 % faster (paired runs, scripts/bench_ab.sh -p).
+ *   driver 15 %, K pack 6.5 % of the kernel time.  Here (rdtsc per phase,
+ *   one 128-row item over 1024 L2-resident keys): Q.K^T 44 %, softmax
+ *   10 %, P.V 46 % of the chunk loop; Q.K^T and P.V each retire ~1.5 FMA
+ *   per cycle of the 2 possible.  Whole prefill rows 9-17 % faster than
+ *   on the general tile (paired runs, scripts/bench_ab.sh -p).
  *   Items with rows not a multiple of 16 (or outside 32 .. 2 x TILE) stay
  *   on the general tile: the panels would not fit the plan's work areas.
  *
@@ -42,9 +50,9 @@
 #include "mask.h"
 
 #define LANES_MIN_ROWS 32 /* fewer rows would leave most lanes of Q.K^T empty */
-#define NRV 4             /* row vectors per Q.K^T block */
-#define QB (16 * NRV)     /* rows per Qt panel */
-#define NKB 6             /* keys per Q.K^T block: 6 x 4 = 24 accumulators */
+#define NRV 4             /* row vectors per Q.K^T / P.V block */
+#define QB (16 * NRV)     /* rows per Qt / Ot panel */
+#define NKB 6             /* keys per Q.K^T block, dims per P.V block: 6 x 4 = 24 accumulators */
 #define SP (TILE * 16)    /* floats per S^T panel (16 rows x TILE keys) */
 
 int attn__avx512_lanes_fits(const attn_tile_args *a, attn_dtype kdt);
@@ -52,17 +60,18 @@ void attn__avx512_lanes_tile(const attn_tile_args *a);
 
 /* fp32 items of whole 16-row vectors whose transposed q fits the KV work
  * area (2 x kv_tile x D floats) and whose S^T panels fill the scores area
- * (rows x kv_tile floats) exactly. */
+ * (rows x kv_tile floats) exactly; Ot fills q's own rows x D floats. */
 int attn__avx512_lanes_fits(const attn_tile_args *a, attn_dtype kdt) {
     const int64_t rows = (int64_t)a->n_tok * a->g;
     return kdt == ATTN_DTYPE_F32 && rows >= LANES_MIN_ROWS && rows <= 2 * TILE && rows % 16 == 0 &&
-           a->kv_tile >= TILE && (uintptr_t)a->kv % 64 == 0 && (uintptr_t)a->scores % 64 == 0;
+           a->kv_tile >= TILE && (uintptr_t)a->kv % 64 == 0 && (uintptr_t)a->scores % 64 == 0 &&
+           (uintptr_t)a->q % 64 == 0;
 }
 
 /* ------------------------------------------------------ Q.K^T micro-kernel */
 
-/* S^T for NK keys (krow[0..NK)) and NR row vectors: qt is the vectors'
- * Qt panel ([D][QB], the first vector at qt), st the first vector's S^T
+/* S^T for NK keys (krow[0..NK)) and NR row vectors: qt is their Qt
+ * panel ([D][16 NR]), st the first vector's S^T
  * panel at the first key (panels SP floats apart, keys 16 floats apart).
  * kpf: the next chunk's rows of the same keys (or NULL), one line
  * prefetched to L2 per 16 dims and key. */
@@ -84,7 +93,7 @@ INLINE void qkt_rows(int NK, int NR, const float *qt, size_t D, const void *cons
         }
         __m512 q[NRV];
         UNROLL
-        for (int v = 0; v < NR; v++) q[v] = _mm512_load_ps(qt + d * QB + 16 * (size_t)v);
+        for (int v = 0; v < NR; v++) q[v] = _mm512_load_ps(qt + d * 16 * NR + 16 * (size_t)v);
         UNROLL
         for (int j = 0; j < NK; j++) {
             const __m512 b = _mm512_set1_ps(k[j][d]);
@@ -121,12 +130,18 @@ __attribute__((noinline)) static void qkt_block(int32_t NK, int32_t NR, const fl
  * out (0 for every key outside [klo, khi) and every masked key).  lo/hi:
  * the rows' visible key intervals (absolute), pos: their positions,
  * slope: their ALiBi slopes (when a->alibi).  m, l: the rows' state;
- * alpha: the factor each row's accumulator must be scaled by. */
-INLINE void softmax_lanes(const attn_tile_args *a, float *st, int32_t c0, int32_t n, int32_t klo,
-                          int32_t khi, __m512i lo, __m512i hi, __m512i pos, __m512 slope,
-                          float *m, float *l, float *alpha) {
+ * alpha: the factor each row's accumulator must be scaled by.  plain:
+ * every row sees all n keys and the logits are the raw dots (no soft cap,
+ * ALiBi or 2^qk_exp), so the first pass is a bare max (most chunks of a
+ * long prefill; the general pass costs ~6 more ops per key). */
+INLINE void softmax_lanes(int plain, const attn_tile_args *a, float *st, int32_t c0, int32_t n,
+                          int32_t klo, int32_t khi, __m512i lo, __m512i hi, __m512i pos,
+                          __m512 slope, float *m, float *l, float *alpha) {
     const __m512 ninf = _mm512_set1_ps(-INFINITY);
     __m512 mx = ninf;
+    if (plain) /* every row sees every key, logits = dots: only the max */
+        for (int32_t k = 0; k < n; k++) mx = _mm512_max_ps(mx, _mm512_load_ps(st + 16 * (size_t)k));
+    else
     for (int32_t k = klo; k < khi; k++) {
         const __m512i key = _mm512_set1_epi32(c0 + k);
         const __mmask16 vis = _mm512_cmpge_epi32_mask(key, lo) & _mm512_cmplt_epi32_mask(key, hi);
@@ -168,14 +183,95 @@ INLINE void softmax_lanes(const attn_tile_args *a, float *st, int32_t c0, int32_
 
 /* ------------------------------------------------------------- P.V */
 
-/* The shared P.V micro-kernel, kept out of line: inlined into the driver
- * it competed with the softmax constants the compiler hoists there, and
- * one of its 24 accumulators went to the stack (a store-to-load chain in
- * the key loop, ~6 % of the tile's samples on those two instructions). */
-__attribute__((noinline)) static void pv_f32(int32_t R, float *acc, size_t D, const float *alpha,
-                                             const float *const *pr, const void *const *vrow,
-                                             const void *const *vpf, int32_t ilo, int32_t ihi) {
-    pv_block_f32(R, acc, D, alpha, pr, 16, vrow, vpf, ilo, ihi);
+/* P.V with the rows in the lanes, the mirror of Q.K^T: the accumulator is
+ * kept transposed, Ot panels [D][16 NR] (in the q work area once Qt is
+ * built), and for ND dims from d0 and NR row vectors
+ *     Ot[d][r] = Ot[d][r] alpha[r] + sum_i V[i][d] P^T[i][r],
+ * per key ND broadcasts of V[i][d] straight from the cache row and NR
+ * weight loads from the S^T panels feed ND x NR FMAs.  ot: the block's
+ * first dim in the panel; pt: the first vector's S^T panel; vpf: the next
+ * chunk's V rows (or NULL): each line is prefetched by the block that
+ * first reaches into it. */
+INLINE void pvt_rows(int ND, int NR, float *ot, const float *alpha, const float *pt,
+                     const void *const *vrow, const void *const *vpf, size_t d0, int32_t ilo,
+                     int32_t ihi) {
+    __m512 c[NKB][NRV];
+    UNROLL
+    for (int v = 0; v < NR; v++) {
+        const __m512 al = _mm512_load_ps(alpha + 16 * v);
+        UNROLL
+        for (int j = 0; j < ND; j++)
+            c[j][v] = _mm512_mul_ps(_mm512_load_ps(ot + (size_t)j * 16 * NR + 16 * (size_t)v), al);
+    }
+    const size_t line = (d0 + (size_t)ND - 1) / 16; /* the line this block reaches */
+    const int pf = vpf && (d0 == 0 || (d0 - 1) / 16 != line);
+    for (int32_t i = ilo; i < ihi; i++) {
+        if (pf && vpf[i]) _mm_prefetch((const char *)vpf[i] + line * 64, _MM_HINT_T1);
+        const float *vr = (const float *)vrow[i] + d0;
+        __m512 p[NRV];
+        UNROLL
+        for (int v = 0; v < NR; v++) p[v] = _mm512_load_ps(pt + (size_t)v * SP + 16 * (size_t)i);
+        UNROLL
+        for (int j = 0; j < ND; j++) {
+            const __m512 b = _mm512_set1_ps(vr[j]);
+            UNROLL
+            for (int v = 0; v < NR; v++) c[j][v] = _mm512_fmadd_ps(b, p[v], c[j][v]);
+        }
+    }
+    UNROLL
+    for (int j = 0; j < ND; j++)
+        UNROLL
+        for (int v = 0; v < NR; v++) _mm512_store_ps(ot + (size_t)j * 16 * NR + 16 * (size_t)v, c[j][v]);
+}
+
+#define PVT_CASE(D_, R_)                                                                  \
+    case (D_) * 8 + (R_): pvt_rows(D_, R_, ot, alpha, pt, vrow, vpf, d0, ilo, ihi); break;
+#define PVT_CASES(D_) PVT_CASE(D_, 1) PVT_CASE(D_, 2) PVT_CASE(D_, 3) PVT_CASE(D_, 4)
+/* Out of line, as qkt_block. */
+__attribute__((noinline)) static void pvt_block(int32_t ND, int32_t NR, float *ot,
+                                                const float *alpha, const float *pt,
+                                                const void *const *vrow, const void *const *vpf,
+                                                size_t d0, int32_t ilo, int32_t ihi) {
+    switch (ND * 8 + NR) {
+        PVT_CASES(1) PVT_CASES(2) PVT_CASES(3) PVT_CASES(4) PVT_CASES(5) PVT_CASES(6)
+    default: break;
+    }
+}
+
+/* Panels of QB rows, [D][width] each, back to back; the last one only as
+ * wide as the rows left, so rows x D floats hold them all.  Returns the
+ * address of row r (a multiple of 16) at d = 0 and the panel's width. */
+static float *panel_at(float *base, int32_t r, int32_t rows, size_t D, size_t *width) {
+    const int32_t p0 = r / QB * QB;
+    *width = (size_t)(rows - p0 < QB ? rows - p0 : QB);
+    return base + (size_t)p0 * D + (size_t)(r - p0);
+}
+
+/* Copy rows x D floats between acc ([rows][D]) and Ot panels (see
+ * panel_at), to_ot or back; rows a multiple of 16. */
+static void acc_transpose(float *acc, float *ot, int32_t rows, size_t D, int to_ot) {
+    for (int32_t r0 = 0; r0 < rows; r0 += 16) {
+        size_t ps;
+        float *panel = panel_at(ot, r0, rows, D, &ps);
+        for (size_t d0 = 0; d0 < D; d0 += 16) {
+            const __mmask16 m = tail_mask(D - d0);
+            const size_t nd = D - d0 < 16 ? D - d0 : 16;
+            __m512 x[16];
+            if (to_ot) {
+                UNROLL
+                for (int i = 0; i < 16; i++) x[i] = _mm512_maskz_loadu_ps(m, acc + (size_t)(r0 + i) * D + d0);
+                transpose16(x);
+                for (size_t j = 0; j < nd; j++) _mm512_store_ps(panel + (d0 + j) * ps, x[j]);
+            } else {
+                UNROLL
+                for (int j = 0; j < 16; j++)
+                    x[j] = (size_t)j < nd ? _mm512_load_ps(panel + (d0 + (size_t)j) * ps) : _mm512_setzero_ps();
+                transpose16(x);
+                UNROLL
+                for (int i = 0; i < 16; i++) _mm512_mask_storeu_ps(acc + (size_t)(r0 + i) * D + d0, m, x[i]);
+            }
+        }
+    }
 }
 
 /* ------------------------------------------------------------- driver */
@@ -227,15 +323,13 @@ void attn__avx512_lanes_tile(const attn_tile_args *a) {
     }
     if (item_lo >= item_hi) return; /* nothing visible: every row keeps its state */
 
-    /* Qt in the KV work area (2 x TILE x D floats): one [D][QB] panel per
-     * QB = 64 rows, so that a Q.K^T block streams 256 contiguous bytes per
-     * d.  (With one [D][rows] matrix the rows of Qt were 512 bytes apart
-     * and every 8th d fell on the same L1 sets, 16 lines per set against
-     * 12 ways: 6 x 4 blocks measured 83 % of the FMA peak in L1 that way,
-     * 91 % on panels.)  A last panel of fewer than QB rows keeps stride QB. */
+    /* Qt in the KV work area (2 x TILE x D floats >= rows x D), in panels
+     * (panel_at), so that a Q.K^T block streams 16 NR contiguous floats
+     * per d. */
     float *qt = a->kv;
     for (int32_t r0 = 0; r0 < rows; r0 += 16) {
-        float *panel = qt + (size_t)(r0 / QB) * D * QB + r0 % QB;
+        size_t ps;
+        float *panel = panel_at(qt, r0, rows, D, &ps);
         for (size_t d0 = 0; d0 < D; d0 += 16) {
             const __mmask16 m = tail_mask(D - d0);
             __m512 x[16];
@@ -244,19 +338,24 @@ void attn__avx512_lanes_tile(const attn_tile_args *a) {
                 x[i] = _mm512_maskz_loadu_ps(m, a->q + (size_t)(r0 + i) * D + d0);
             transpose16(x);
             const size_t nd = D - d0 < 16 ? D - d0 : 16;
-            for (size_t j = 0; j < nd; j++) _mm512_store_ps(panel + (d0 + j) * QB, x[j]);
+            for (size_t j = 0; j < nd; j++) _mm512_store_ps(panel + (d0 + j) * ps, x[j]);
         }
     }
 
+    /* The accumulator, transposed into Ot panels in the q work area (q is
+     * read: Qt holds it now), back at the end. */
+    float *ot = a->q;
+    acc_transpose(a->acc, ot, rows, D, 1);
+
     /* S^T in the scores area as one panel per vector of 16 rows, [TILE
      * keys][16 rows] (4 KiB): the softmax walks a panel with aligned
-     * loads, and P.V's weights for one key sit in one line.  (Rows of
-     * S^T[key][rows] 512 bytes apart put a P.V block's 64 weight lines on
-     * 8 L1 sets.)  Then the weights P^T, in place. */
+     * loads, P.V loads a key's weights for 16 rows as one line.  Then the
+     * weights P^T, in place. */
     float *st = a->scores;
     const void *krow[TILE + NKB], *vrow[TILE + NKB], *kpf[TILE + NKB], *vpf[TILE + NKB];
     float alpha[2 * TILE] __attribute__((aligned(64)));
     const size_t row_bytes = D * sizeof(float);
+    const int transforms = a->qk_exp || a->softcap > 0.0f || a->alibi;
 
     /* chunks aligned to k0 as in the general tile, from the first chunk
      * any row sees */
@@ -283,7 +382,7 @@ void attn__avx512_lanes_tile(const attn_tile_args *a) {
             for (int32_t k = klo & ~1, nk; k < khi; k += nk) {
                 nk = (khi - k + 1) & ~1;
                 if (nk > NKB) nk = NKB;
-                qkt_block(nk, NR, qt + (size_t)(v0 / NRV) * D * QB, D, krow + k,
+                qkt_block(nk, NR, qt + (size_t)(16 * v0) * D, D, krow + k,
                           v0 == 0 ? kpf + k : NULL, st + (size_t)v0 * SP + 16 * (size_t)k);
             }
         }
@@ -292,21 +391,33 @@ void attn__avx512_lanes_tile(const attn_tile_args *a) {
             const int32_t r0 = 16 * v;
             int32_t klo, khi;
             span(lo, hi, r0, r0 + 16, c0, n, &klo, &khi);
-            softmax_lanes(a, st + (size_t)v * SP, c0, n, klo, khi, _mm512_load_si512(lo + r0),
-                          _mm512_load_si512(hi + r0), _mm512_load_si512(pos + r0),
-                          _mm512_load_ps(slope + r0), a->m + r0, a->l + r0, alpha + r0);
+            int all = !transforms;
+            for (int32_t r = r0; r < r0 + 16 && all; r++) all = lo[r] <= c0 && hi[r] >= c0 + n;
+            if (all)
+                softmax_lanes(1, a, st + (size_t)v * SP, c0, n, 0, n, _mm512_load_si512(lo + r0),
+                              _mm512_load_si512(hi + r0), _mm512_load_si512(pos + r0),
+                              _mm512_load_ps(slope + r0), a->m + r0, a->l + r0, alpha + r0);
+            else
+                softmax_lanes(0, a, st + (size_t)v * SP, c0, n, klo, khi,
+                              _mm512_load_si512(lo + r0), _mm512_load_si512(hi + r0),
+                              _mm512_load_si512(pos + r0), _mm512_load_ps(slope + r0), a->m + r0,
+                              a->l + r0, alpha + r0);
         }
-        /* P.V, PR rows at a time over the keys they see; the first block
-         * prefetches the next chunk's V */
-        for (int32_t r0 = 0; r0 < rows; r0 += PR) {
-            const int32_t R = rows - r0 < PR ? rows - r0 : PR;
+        /* P.V, one Ot panel (NRV row vectors) at a time over the keys its
+         * rows see, in blocks of NKB dims; the first panel prefetches the
+         * next chunk's V */
+        for (int32_t v0 = 0; v0 < nvec; v0 += NRV) {
+            const int32_t NR = nvec - v0 < NRV ? nvec - v0 : NRV;
             int32_t klo, khi;
-            span(lo, hi, r0, r0 + R, c0, n, &klo, &khi);
+            span(lo, hi, 16 * v0, 16 * (v0 + NR), c0, n, &klo, &khi);
             if (klo >= khi) continue; /* alpha = 1, weights 0: nothing to do */
-            const float *pr[PR];
-            for (int32_t r = 0; r < R; r++) pr[r] = st + (size_t)((r0 + r) / 16) * SP + (r0 + r) % 16;
-            pv_f32(R, a->acc + (size_t)r0 * D, D, alpha + r0, pr, vrow, r0 == 0 ? vpf : NULL, klo,
-                   khi);
+            float *panel = ot + (size_t)(16 * v0) * D; /* width 16 NR */
+            for (size_t d0 = 0; d0 < D; d0 += NKB) {
+                const int32_t nd = D - d0 < NKB ? (int32_t)(D - d0) : NKB;
+                pvt_block(nd, NR, panel + d0 * 16 * (size_t)NR, alpha + 16 * v0, st + (size_t)v0 * SP, vrow,
+                          v0 == 0 ? vpf : NULL, d0, klo, khi);
+            }
         }
     }
+    acc_transpose(a->acc, ot, rows, D, 0);
 }
