@@ -453,7 +453,8 @@ static double run_spec(const spec *s, int threads, int reps, int hq2, int window
 /* BENCH_ONLY=word[,word]: run only the named parts (decode1, decode8,
  * prefill, laguna) — for iterating on one kernel; reports are still
  * written from what ran.  BENCH_DTYPE (f32, bf16) narrows the decode and
- * prefill rows to one dtype, BENCH_THREADS=1 to one thread count,
+ * prefill rows to one dtype, BENCH_HKV (32, 8) the prefill rows to one KV
+ * head count, BENCH_THREADS=1 to one thread count,
  * BENCH_NO_LIMITS=1 skips the limit measurements. */
 static int skip(const char *part) {
     const char *only = getenv("BENCH_ONLY");
@@ -602,6 +603,7 @@ int main(int argc, char **argv) {
                 const char *isa = "";
                 double cpu = 0;
                 if (skip("prefill")) continue;
+                if (getenv("BENCH_HKV") && atoi(getenv("BENCH_HKV")) != s.hkv) continue;
                 /* the limit the row is compared with, measured again right
                  * before and after it (see the decode rows) */
 #ifdef __AVX512BF16__
