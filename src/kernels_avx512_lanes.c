@@ -276,21 +276,30 @@ static void acc_transpose(float *acc, float *ot, int32_t rows, size_t D, int to_
 
 /* ------------------------------------------------------------- driver */
 
-/* Union of the visible intervals [lo[r], hi[r]) of rows [r0, r1), clipped
- * to the chunk [c0, c0 + n) and made chunk-relative; empty: lo = hi = 0. */
-static void span(const int32_t *lo, const int32_t *hi, int32_t r0, int32_t r1, int32_t c0,
-                 int32_t n, int32_t *slo, int32_t *shi) {
-    int32_t a = n, b = 0;
-    for (int32_t r = r0; r < r1; r++) {
-        const int32_t x = lo[r] > c0 ? lo[r] - c0 : 0;
-        const int32_t y = hi[r] - c0 < n ? hi[r] - c0 : n;
-        if (x < y) {
-            if (x < a) a = x;
-            if (y > b) b = y;
-        }
-    }
-    if (a >= b) a = b = 0;
-    *slo = a, *shi = b;
+/* The keys of the chunk [c0, c0 + n) that some row of a vector (or panel)
+ * may see: its rows' hull [vlo, vhi) clipped to the chunk, chunk-relative;
+ * empty: 0, 0.  A superset of the union of the rows' intervals when they
+ * leave gaps (never for causal rows or windows wider than the vector's
+ * position spread): the extra keys get weight 0 like any masked key. */
+static inline void span(int32_t vlo, int32_t vhi, int32_t c0, int32_t n, int32_t *slo,
+                        int32_t *shi) {
+    int32_t x = vlo > c0 ? vlo - c0 : 0, y = vhi - c0 < n ? vhi - c0 : n;
+    if (x >= y) x = y = 0;
+    *slo = x, *shi = y;
+}
+
+/* The hull of vectors [v0, v0 + nr) (empty vectors hold 0, 0). */
+static inline int32_t panel_lo(const int32_t *vlo, const int32_t *vhi, int32_t v0, int32_t nr) {
+    int32_t x = INT32_MAX;
+    for (int32_t v = v0; v < v0 + nr; v++)
+        if (vlo[v] < vhi[v] && vlo[v] < x) x = vlo[v];
+    return x;
+}
+static inline int32_t panel_hi(const int32_t *vlo, const int32_t *vhi, int32_t v0, int32_t nr) {
+    int32_t y = INT32_MIN;
+    for (int32_t v = v0; v < v0 + nr; v++)
+        if (vlo[v] < vhi[v] && vhi[v] > y) y = vhi[v];
+    return y;
 }
 
 void attn__avx512_lanes_tile(const attn_tile_args *a) {
@@ -322,6 +331,22 @@ void attn__avx512_lanes_tile(const attn_tile_args *a) {
         }
     }
     if (item_lo >= item_hi) return; /* nothing visible: every row keeps its state */
+    /* per vector of 16 rows: the hull of its rows' intervals (for the
+     * spans) and the interval all of them see (for the plain softmax) */
+    int32_t vlo[2 * TILE / 16], vhi[2 * TILE / 16];
+    int32_t vin_lo[2 * TILE / 16], vin_hi[2 * TILE / 16];
+    for (int32_t v = 0; v < nvec; v++) {
+        vlo[v] = INT32_MAX, vhi[v] = INT32_MIN, vin_lo[v] = INT32_MIN, vin_hi[v] = INT32_MAX;
+        for (int32_t r = 16 * v; r < 16 * v + 16; r++) {
+            if (lo[r] < hi[r]) {
+                if (lo[r] < vlo[v]) vlo[v] = lo[r];
+                if (hi[r] > vhi[v]) vhi[v] = hi[r];
+            }
+            if (lo[r] > vin_lo[v]) vin_lo[v] = lo[r];
+            if (hi[r] < vin_hi[v]) vin_hi[v] = hi[r];
+        }
+        if (vlo[v] >= vhi[v]) vlo[v] = vhi[v] = 0;
+    }
 
     /* Qt in the KV work area (2 x TILE x D floats >= rows x D), in panels
      * (panel_at), so that a Q.K^T block streams 16 NR contiguous floats
@@ -378,7 +403,7 @@ void attn__avx512_lanes_tile(const attn_tile_args *a) {
         for (int32_t v0 = 0; v0 < nvec; v0 += NRV) {
             const int32_t NR = nvec - v0 < NRV ? nvec - v0 : NRV;
             int32_t klo, khi;
-            span(lo, hi, 16 * v0, 16 * (v0 + NR), c0, n, &klo, &khi);
+            span(panel_lo(vlo, vhi, v0, NR), panel_hi(vlo, vhi, v0, NR), c0, n, &klo, &khi);
             for (int32_t k = klo & ~1, nk; k < khi; k += nk) {
                 nk = (khi - k + 1) & ~1;
                 if (nk > NKB) nk = NKB;
@@ -390,10 +415,8 @@ void attn__avx512_lanes_tile(const attn_tile_args *a) {
         for (int32_t v = 0; v < nvec; v++) {
             const int32_t r0 = 16 * v;
             int32_t klo, khi;
-            span(lo, hi, r0, r0 + 16, c0, n, &klo, &khi);
-            int all = !transforms;
-            for (int32_t r = r0; r < r0 + 16 && all; r++) all = lo[r] <= c0 && hi[r] >= c0 + n;
-            if (all)
+            span(vlo[v], vhi[v], c0, n, &klo, &khi);
+            if (!transforms && vin_lo[v] <= c0 && vin_hi[v] >= c0 + n)
                 softmax_lanes(1, a, st + (size_t)v * SP, c0, n, 0, n, _mm512_load_si512(lo + r0),
                               _mm512_load_si512(hi + r0), _mm512_load_si512(pos + r0),
                               _mm512_load_ps(slope + r0), a->m + r0, a->l + r0, alpha + r0);
@@ -409,7 +432,7 @@ void attn__avx512_lanes_tile(const attn_tile_args *a) {
         for (int32_t v0 = 0; v0 < nvec; v0 += NRV) {
             const int32_t NR = nvec - v0 < NRV ? nvec - v0 : NRV;
             int32_t klo, khi;
-            span(lo, hi, 16 * v0, 16 * (v0 + NR), c0, n, &klo, &khi);
+            span(panel_lo(vlo, vhi, v0, NR), panel_hi(vlo, vhi, v0, NR), c0, n, &klo, &khi);
             if (klo >= khi) continue; /* alpha = 1, weights 0: nothing to do */
             float *panel = ot + (size_t)(16 * v0) * D; /* width 16 NR */
             for (size_t d0 = 0; d0 < D; d0 += NKB) {
