@@ -1,13 +1,13 @@
 /*
- * kernels_avx512_inl.h — the AVX-512 primitives that both AVX-512 tile
- * drivers share: kernels_avx512.c (the general flash-style tile) and
- * kernels_avx512_decode.c (single-token items).  Include only from files
- * compiled with the avx512 -m flags (see the Makefile).
+ * kernels_avx512_inl.h — the AVX-512 primitives the AVX-512 tile drivers
+ * share: kernels_avx512.c (the general flash-style tile),
+ * kernels_avx512_decode.c (single-token items) and kernels_avx512_lanes.c
+ * (fp32 prefill, rows in the lanes).  Include only from files compiled
+ * with the avx512 -m flags (see the Makefile).
  *
  * Owns: the vectorised exp and tanh, widening loads, the 16x16 transpose,
- * key row addresses in
- * the paged cache, the online softmax of
- * a block of rows over one chunk, and the P.V micro-kernel (instantiated per V
+ * key row addresses in the paged cache, the online softmax of a block of
+ * rows over one chunk, and the P.V micro-kernel (instantiated per V
  * dtype).  Everything is static inline: each driver gets its own copy, the
  * compiler keeps the dtype a constant inside the loops.
  */
