@@ -67,7 +67,8 @@ static void gqa_load_q(const run_ctx *c, int32_t req, int32_t tok0, int32_t n_to
 }
 
 static void gqa_store(const run_ctx *c, int32_t req, int32_t tok0, int32_t n_tok,
-                      int32_t kv_head, const float *acc, const float *m, const float *l) {
+                      int32_t kv_head, const float *acc, const float *m, const float *l,
+                      int32_t m_exp) {
     const size_t D = (size_t)c->p->head_dim;
     for (int32_t t = 0; t < n_tok; t++)
         for (int32_t j = 0; j < c->g; j++) {
@@ -75,7 +76,7 @@ static void gqa_store(const run_ctx *c, int32_t req, int32_t tok0, int32_t n_tok
             size_t tok = (size_t)c->p->qsl[req] + (size_t)(tok0 + t);
             size_t e = (tok * (size_t)c->hq + h) * D;
             c->store(acc + r * D, m + r, l + r, 1, 1, (int32_t)D,
-                     c->layer->sinks ? c->layer->sinks + h : NULL,
+                     c->layer->sinks ? c->layer->sinks + h : NULL, m_exp,
                      (unsigned char *)c->t->out + e * c->o_es, 0);
         }
 }
@@ -89,8 +90,12 @@ static void gqa_store(const run_ctx *c, int32_t req, int32_t tok0, int32_t n_tok
  * scale above 2^32 is split into a mantissa for load_q and a power of two,
  * and q rows whose largest element exceeds 2^32 are scaled down by an
  * exact power of two; the kernels multiply each logit back by 2^qk_exp
- * (attn_tile_args) before the soft cap, where an overflow gives +-inf with
- * the sign of the dot product.  Power-of-two scaling is exact, and neither
+ * (attn_tile_args) before a soft cap, where an overflow gives +-inf with
+ * the sign of the dot product and the cap bounds it.  Without a soft cap
+ * those logits could overflow too (scale 2.91e38 gave NaN outputs:
+ * corpus/cases/huge-scale-nocap.case), so there the softmax state stays in
+ * units of 2^qk_exp logits (kernels.h, attn__m_exp) and the store and the
+ * split merge are told the units.  Power-of-two scaling is exact, and no
  * step is taken for ordinary inputs, whose results stay bit for bit. */
 static void split_scale(float scale, float *mul, int32_t *e) {
     *e = scale > 0x1p32f ? ilogbf(scale) : 0;
@@ -120,6 +125,25 @@ static int32_t normalise_q(float *q, size_t n) {
     return e;
 }
 
+/* Load the query rows of (req, tokens [tok0, tok0 + n_tok), kv_head's
+ * group) into q, scaled and normalised; returns their logit exponent
+ * qk_exp (attn_tile_args).  A reduction calls it again for the same rows
+ * to learn the units its pieces' states are in. */
+static int32_t load_rows(const run_ctx *c, float *q, int32_t req, int32_t tok0, int32_t n_tok,
+                         int32_t kv_head) {
+    const int32_t D = c->p->head_dim, rows = n_tok * c->g;
+#ifndef ATTN_INJECT_gqa_map
+    const size_t e0 = row_elem(c, req, tok0, kv_head);
+    c->load_q((const unsigned char *)c->t->q + e0 * c->q_es, (size_t)c->hq * (size_t)D, n_tok,
+              c->g, D, c->q_mul, q);
+#else
+    gqa_load_q(c, req, tok0, n_tok, kv_head, q);
+#endif
+    int32_t qk_exp = c->q_exp + normalise_q(q, (size_t)rows * (size_t)D);
+    if (qk_exp > 254) qk_exp = 254; /* far beyond fp32 either way; keeps 2^qk_exp two floats */
+    return qk_exp;
+}
+
 static void run_item(const run_ctx *c, int32_t thread, const attn_work_item *it,
                      const attn_work_item *next) {
     const attn_plan *p = c->p;
@@ -133,14 +157,8 @@ static void run_item(const run_ctx *c, int32_t thread, const attn_work_item *it,
     const size_t e0 = row_elem(c, it->req, it->tok0, it->kv_head);
     (void)e0; /* unused only in the gqa_map injection */
 
-#ifndef ATTN_INJECT_gqa_map
-    c->load_q((const unsigned char *)c->t->q + e0 * c->q_es, tok_stride, n_tok, c->g, D,
-              c->q_mul, q);
-#else
-    gqa_load_q(c, it->req, it->tok0, n_tok, it->kv_head, q);
-#endif
-    int32_t qk_exp = c->q_exp + normalise_q(q, (size_t)rows * (size_t)D);
-    if (qk_exp > 254) qk_exp = 254; /* far beyond fp32 either way; keeps 2^qk_exp two floats */
+    const int32_t qk_exp = load_rows(c, q, it->req, it->tok0, n_tok, it->kv_head);
+    const int32_t m_exp = attn__m_exp(qk_exp, c->layer->softcap);
     memset(acc, 0, (size_t)rows * (size_t)D * sizeof(float));
     for (int32_t i = 0; i < rows; i++) {
         m[i] = -INFINITY;
@@ -194,11 +212,11 @@ static void run_item(const run_ctx *c, int32_t thread, const attn_work_item *it,
     if (it->num_pieces == 1) {
         const float *sinks = c->layer->sinks ? c->layer->sinks + (size_t)it->kv_head * (size_t)c->g : NULL;
 #ifndef ATTN_INJECT_gqa_map
-        c->store(acc, m, l, n_tok, c->g, D, sinks, (unsigned char *)c->t->out + e0 * c->o_es,
-                 tok_stride);
+        c->store(acc, m, l, n_tok, c->g, D, sinks, m_exp,
+                 (unsigned char *)c->t->out + e0 * c->o_es, tok_stride);
 #else
         (void)sinks;
-        gqa_store(c, it->req, it->tok0, n_tok, it->kv_head, acc, m, l);
+        gqa_store(c, it->req, it->tok0, n_tok, it->kv_head, acc, m, l, m_exp);
 #endif
         return;
     }
@@ -249,18 +267,23 @@ static void run_reduction(run_ctx *c, int32_t thread, const attn_reduction *rd) 
 #endif
     float *acc = region_ptr(c, thread_region(p, thread, ATTN_REGION_ACC));
     float *state = region_ptr(c, thread_region(p, thread, ATTN_REGION_STATE));
+    /* the pieces' state units: their rows, loaded again (every piece of a
+     * row had the same q, so the same exponent) */
+    const int32_t qk_exp = load_rows(c, region_ptr(c, thread_region(p, thread, ATTN_REGION_Q)),
+                                     rd->req, rd->tok0, n_tok, rd->kv_head);
+    const int32_t m_exp = attn__m_exp(qk_exp, c->layer->softcap);
     p->kern->merge(region_ptr(c, (size_t)rd->region_partial), region_ptr(c, (size_t)rd->region_max),
-                   region_ptr(c, (size_t)rd->region_sum), rd->num_pieces, rows, D, acc, state,
-                   state + rows);
+                   region_ptr(c, (size_t)rd->region_sum), rd->num_pieces, rows, D, m_exp, acc,
+                   state, state + rows);
     const float *sinks = c->layer->sinks ? c->layer->sinks + (size_t)rd->kv_head * (size_t)c->g : NULL;
     size_t e0 = row_elem(c, rd->req, rd->tok0, rd->kv_head);
 #ifndef ATTN_INJECT_gqa_map
-    c->store(acc, state, state + rows, n_tok, c->g, D, sinks,
+    c->store(acc, state, state + rows, n_tok, c->g, D, sinks, m_exp,
              (unsigned char *)c->t->out + e0 * c->o_es, (size_t)c->hq * (size_t)D);
 #else
     (void)sinks;
     (void)e0;
-    gqa_store(c, rd->req, rd->tok0, n_tok, rd->kv_head, acc, state, state + rows);
+    gqa_store(c, rd->req, rd->tok0, n_tok, rd->kv_head, acc, state, state + rows, m_exp);
 #endif
 }
 

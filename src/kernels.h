@@ -20,6 +20,7 @@
 
 #include "attn.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,12 @@
  * Logit: s = 2^qk_exp * <q_row, K[k]> (q is pre-scaled; qk_exp is 0 except
  * for huge scales, see executor.c); if softcap > 0 s = c*tanh(s/c); if
  * alibi, s += alibi[j] * (k - p).
+ * State units: the running max m is kept in units of 2^E logits, E =
+ * attn__m_exp(qk_exp, softcap) (below), and the weights are
+ * e^((s' - m) 2^E) for s' = s / 2^E: without a soft cap to bound them,
+ * 2^qk_exp * dot overflows fp32 for huge scales, while s' (the dot product
+ * plus the ALiBi term / 2^E) does not.  E = 0 for every ordinary input,
+ * where this is the plain online softmax.
  * The caller initialises fresh state (acc 0, m -inf, l 0) before the first
  * call of an item; several calls over consecutive key ranges compose.
  * Preconditions (guaranteed by the plan, which validated the block table at
@@ -82,22 +89,49 @@ typedef void (*attn_load_q_fn)(const void *src, size_t token_stride, int32_t n_t
                                int32_t g, int32_t head_dim, float scale, float *dst);
 
 /* Normalise and store: out_row = acc * e^(m - M) / (l * e^(m - M) + [sink] e^(sink - M)),
- * M = max(m, sink).  A row with nothing visible and no sink stores zeros.
- * sinks: [g] logits of this group's heads, or NULL.  dst addressing as for
- * load_q. */
+ * M = max(m, sink), with m in units of 2^m_exp logits (see the tile
+ * contract; attn__store_factor computes the factor).  A row with nothing
+ * visible and no sink stores zeros.  sinks: [g] logits of this group's
+ * heads, or NULL.  dst addressing as for load_q. */
 typedef void (*attn_store_fn)(const float *acc, const float *m, const float *l,
                               int32_t n_tok, int32_t g, int32_t head_dim,
-                              const float *sinks, void *dst, size_t token_stride);
+                              const float *sinks, int32_t m_exp, void *dst,
+                              size_t token_stride);
 
 /* Merge `pieces` split partials by log-sum-exp into (acc, m, l):
- *   M = max_i m_i; acc = sum_i e^(m_i - M) acc_i; l = sum_i e^(m_i - M) l_i.
+ *   M = max_i m_i; acc = sum_i e^(m_i - M) acc_i; l = sum_i e^(m_i - M) l_i,
+ * the differences m_i - M scaled by 2^m_exp (the pieces' state units).
  * partial: [pieces][rows][D], pm/pl: [pieces][rows].  Pieces with
  * m_i = -inf contribute nothing; if every m_i = -inf the result is the
  * neutral state (acc 0, m -inf, l 0).  Sinks are applied by the store. */
 /* (The output may alias piece 0 of the partials.) */
 typedef void (*attn_merge_fn)(const float *partial, const float *pm, const float *pl,
-                              int32_t pieces, int32_t rows, int32_t head_dim,
+                              int32_t pieces, int32_t rows, int32_t head_dim, int32_t m_exp,
                               float *acc, float *m, float *l);
+
+/* The units of the softmax state: a tile's m (and the store's and merge's)
+ * is in 2^E logits, E = qk_exp when no soft cap bounds the logits, else 0
+ * (a soft cap's logits are finite: c tanh(2^qk_exp dot / c)). */
+static inline int32_t attn__m_exp(int32_t qk_exp, float softcap) {
+    return softcap > 0.0f ? 0 : qk_exp;
+}
+
+/* The store's per-row factor alpha / L (see attn_store_fn), the one
+ * spelling every ISA's store uses: m, l the row's state in 2^m_exp units,
+ * sink its logit (has_sink 0: none).  *zero: the row stores zeros (nothing
+ * visible and no sink, or an all-zero sum).  For m_exp = 0 this is
+ * exactly M = max(m, sink), alpha = e^(m - M), L = l alpha + e^(sink - M). */
+static inline float attn__store_factor(float m, float l, int has_sink, float sink,
+                                       int32_t m_exp, int *zero) {
+    const float s = has_sink ? (m_exp ? ldexpf(sink, -m_exp) : sink) : -INFINITY;
+    const float M = m > s ? m : s;
+    /* m = -inf means nothing was visible: acc is 0 and l is 0, and
+     * exp(m - M) must not be evaluated as exp(-inf - -inf). */
+    const float alpha = (m == -INFINITY) ? 0.0f : expf(m_exp ? ldexpf(m - M, m_exp) : m - M);
+    const float L = l * alpha + (has_sink ? expf(m_exp ? ldexpf(s - M, m_exp) : s - M) : 0.0f);
+    *zero = (M == -INFINITY || L == 0.0f);
+    return *zero ? 0.0f : alpha / L;
+}
 
 typedef struct attn_kernels {
     const char *name;          /* "ref", "avx2", "avx512", "avx512bf16" */
@@ -120,12 +154,12 @@ void attn_load_q_f32__ref(const void *, size_t, int32_t, int32_t, int32_t, float
 void attn_load_q_bf16__ref(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
 void attn_load_q_f16__ref(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
 void attn_store_f32__ref(const float *, const float *, const float *, int32_t, int32_t,
-                         int32_t, const float *, void *, size_t);
+                         int32_t, const float *, int32_t, void *, size_t);
 void attn_store_bf16__ref(const float *, const float *, const float *, int32_t, int32_t,
-                          int32_t, const float *, void *, size_t);
+                          int32_t, const float *, int32_t, void *, size_t);
 void attn_store_f16__ref(const float *, const float *, const float *, int32_t, int32_t,
-                         int32_t, const float *, void *, size_t);
+                         int32_t, const float *, int32_t, void *, size_t);
 void attn_merge_f32__ref(const float *, const float *, const float *, int32_t, int32_t,
-                         int32_t, float *, float *, float *);
+                         int32_t, int32_t, float *, float *, float *);
 
 #endif /* ATTN_KERNELS_H */

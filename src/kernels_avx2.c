@@ -48,11 +48,11 @@ void attn_load_q_f32__avx2(const void *, size_t, int32_t, int32_t, int32_t, floa
 void attn_load_q_bf16__avx2(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
 void attn_load_q_f16__avx2(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
 void attn_store_f32__avx2(const float *, const float *, const float *, int32_t, int32_t,
-                          int32_t, const float *, void *, size_t);
+                          int32_t, const float *, int32_t, void *, size_t);
 void attn_store_bf16__avx2(const float *, const float *, const float *, int32_t, int32_t,
-                           int32_t, const float *, void *, size_t);
+                           int32_t, const float *, int32_t, void *, size_t);
 void attn_store_f16__avx2(const float *, const float *, const float *, int32_t, int32_t,
-                          int32_t, const float *, void *, size_t);
+                          int32_t, const float *, int32_t, void *, size_t);
 const attn_kernels *attn__kernels_avx2(void);
 
 #define INLINE static inline __attribute__((always_inline))
@@ -219,9 +219,19 @@ INLINE void dots_rows(int R, const float *q, size_t D, const float *kt, float *s
         for (int j = 0; j < NV; j++) _mm256_store_ps(s + (size_t)r * TILE + 8 * j, c[r][j]);
 }
 
-/* One row's softmax over the chunk (see the avx512 twin's softmax_row). */
+/* x 2^e for |e| <= 254, as two finite power-of-two factors (exact while
+ * the result stays normal). */
+INLINE __m256 pow2_mul(__m256 x, int32_t e) {
+    const int32_t e1 = e > 127 ? 127 : e < -126 ? -126 : e;
+    return _mm256_mul_ps(_mm256_mul_ps(x, _mm256_set1_ps(ldexpf(1.0f, e1))),
+                         _mm256_set1_ps(ldexpf(1.0f, e - e1)));
+}
+
+/* One row's softmax over the chunk (see the avx512 twin's softmax_row).
+ * Logits and m in 2^me units (kernels.h). */
 static float softmax_row(const attn_tile_args *a, int32_t j, int64_t kp0, int32_t ilo,
                          int32_t ihi, float *s, float *mrow, float *lrow) {
+    const int32_t me = attn__m_exp(a->qk_exp, a->softcap);
     const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m256 ninf = _mm256_set1_ps(-INFINITY);
     __m256 x[NV], vis[NV];
@@ -233,11 +243,7 @@ static float softmax_row(const attn_tile_args *a, int32_t j, int64_t kp0, int32_
         const __m256i lt = _mm256_cmpgt_epi32(_mm256_set1_epi32(ihi), idx);
         vis[v] = _mm256_castsi256_ps(_mm256_and_si256(ge, lt));
         __m256 t = _mm256_load_ps(s + 8 * v);
-        if (a->qk_exp) { /* 2^qk_exp as two finite factors (qk_exp <= 254) */
-            const int32_t e1 = a->qk_exp < 127 ? a->qk_exp : 127;
-            t = _mm256_mul_ps(_mm256_mul_ps(t, _mm256_set1_ps(ldexpf(1.0f, e1))),
-                              _mm256_set1_ps(ldexpf(1.0f, a->qk_exp - e1)));
-        }
+        if (a->qk_exp && !me) t = pow2_mul(t, a->qk_exp); /* under a soft cap only */
         if (a->softcap > 0.0f) {
             const __m256 c = _mm256_set1_ps(a->softcap);
             t = _mm256_mul_ps(c, tanh256(_mm256_div_ps(t, c)));
@@ -245,7 +251,9 @@ static float softmax_row(const attn_tile_args *a, int32_t j, int64_t kp0, int32_
         if (a->alibi) {
             const __m256 dist =
                 _mm256_cvtepi32_ps(_mm256_add_epi32(idx, _mm256_set1_epi32((int32_t)kp0)));
-            t = _mm256_add_ps(t, _mm256_mul_ps(_mm256_set1_ps(a->alibi[j]), dist));
+            __m256 b = _mm256_mul_ps(_mm256_set1_ps(a->alibi[j]), dist);
+            if (me) b = pow2_mul(b, -me);
+            t = _mm256_add_ps(t, b);
         }
         x[v] = _mm256_blendv_ps(ninf, t, vis[v]);
         mx = _mm256_max_ps(mx, x[v]);
@@ -259,12 +267,15 @@ static float softmax_row(const attn_tile_args *a, int32_t j, int64_t kp0, int32_
     const float m_old = *mrow;
     const float m_new = m_old > mxs ? m_old : mxs;
     float alpha = 1.0f;
-    if (m_new != m_old) alpha = (m_old == -INFINITY) ? 0.0f : expf(m_old - m_new);
+    if (m_new != m_old)
+        alpha = (m_old == -INFINITY) ? 0.0f : expf(me ? ldexpf(m_old - m_new, me) : m_old - m_new);
     const __m256 mn = _mm256_set1_ps(m_new);
     __m256 sum = _mm256_setzero_ps();
     UNROLL
     for (int v = 0; v < NV; v++) {
-        const __m256 w = _mm256_and_ps(vis[v], exp256(_mm256_sub_ps(x[v], mn)));
+        __m256 d = _mm256_sub_ps(x[v], mn);
+        if (me) d = pow2_mul(d, me);
+        const __m256 w = _mm256_and_ps(vis[v], exp256(d));
         sum = _mm256_add_ps(sum, w);
         _mm256_store_ps(s + 8 * v, w);
     }
@@ -508,20 +519,16 @@ INLINE void store8(attn_dtype dt, void *p, size_t left, __m256 x) {
 }
 
 INLINE void store(attn_dtype dt, const float *acc, const float *m, const float *l, int32_t n_tok,
-                  int32_t g, int32_t head_dim, const float *sinks, void *dst,
+                  int32_t g, int32_t head_dim, const float *sinks, int32_t m_exp, void *dst,
                   size_t token_stride) {
     const size_t D = (size_t)head_dim, es = attn__dtype_size(dt);
     for (int32_t t = 0; t < n_tok; t++) {
         for (int32_t j = 0; j < g; j++) {
             const size_t r = (size_t)t * (size_t)g + (size_t)j;
             unsigned char *o = (unsigned char *)dst + ((size_t)t * token_stride + (size_t)j * D) * es;
-            const float mr = m[r];
-            const float sink = sinks ? sinks[j] : -INFINITY;
-            const float M = mr > sink ? mr : sink;
-            const float alpha = (mr == -INFINITY) ? 0.0f : expf(mr - M);
-            const float L = l[r] * alpha + (sinks ? expf(sink - M) : 0.0f);
-            const int zero = (M == -INFINITY || L == 0.0f);
-            const __m256 f = _mm256_set1_ps(zero ? 0.0f : alpha / L);
+            int zero; /* the portable store's factor, the same function */
+            const __m256 f = _mm256_set1_ps(
+                attn__store_factor(m[r], l[r], sinks != NULL, sinks ? sinks[j] : 0.0f, m_exp, &zero));
             const float *ar = acc + r * D;
             for (size_t d = 0; d < D; d += 8) {
                 const __m256 x = zero ? _mm256_setzero_ps()
@@ -533,16 +540,16 @@ INLINE void store(attn_dtype dt, const float *acc, const float *m, const float *
 }
 
 void attn_store_f32__avx2(const float *acc, const float *m, const float *l, int32_t n_tok,
-                          int32_t g, int32_t hd, const float *sinks, void *dst, size_t ts) {
-    store(ATTN_DTYPE_F32, acc, m, l, n_tok, g, hd, sinks, dst, ts);
+                          int32_t g, int32_t hd, const float *sinks, int32_t m_exp, void *dst, size_t ts) {
+    store(ATTN_DTYPE_F32, acc, m, l, n_tok, g, hd, sinks, m_exp, dst, ts);
 }
 void attn_store_bf16__avx2(const float *acc, const float *m, const float *l, int32_t n_tok,
-                           int32_t g, int32_t hd, const float *sinks, void *dst, size_t ts) {
-    store(ATTN_DTYPE_BF16, acc, m, l, n_tok, g, hd, sinks, dst, ts);
+                           int32_t g, int32_t hd, const float *sinks, int32_t m_exp, void *dst, size_t ts) {
+    store(ATTN_DTYPE_BF16, acc, m, l, n_tok, g, hd, sinks, m_exp, dst, ts);
 }
 void attn_store_f16__avx2(const float *acc, const float *m, const float *l, int32_t n_tok,
-                          int32_t g, int32_t hd, const float *sinks, void *dst, size_t ts) {
-    store(ATTN_DTYPE_F16, acc, m, l, n_tok, g, hd, sinks, dst, ts);
+                          int32_t g, int32_t hd, const float *sinks, int32_t m_exp, void *dst, size_t ts) {
+    store(ATTN_DTYPE_F16, acc, m, l, n_tok, g, hd, sinks, m_exp, dst, ts);
 }
 
 /* ---------------------------------------------------------------- table */

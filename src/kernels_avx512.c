@@ -99,11 +99,11 @@ void attn_load_q_f32__avx512(const void *, size_t, int32_t, int32_t, int32_t, fl
 void attn_load_q_bf16__avx512(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
 void attn_load_q_f16__avx512(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
 void attn_store_f32__avx512(const float *, const float *, const float *, int32_t, int32_t,
-                            int32_t, const float *, void *, size_t);
+                            int32_t, const float *, int32_t, void *, size_t);
 void attn_store_bf16__avx512(const float *, const float *, const float *, int32_t, int32_t,
-                             int32_t, const float *, void *, size_t);
+                             int32_t, const float *, int32_t, void *, size_t);
 void attn_store_f16__avx512(const float *, const float *, const float *, int32_t, int32_t,
-                            int32_t, const float *, void *, size_t);
+                            int32_t, const float *, int32_t, void *, size_t);
 const attn_kernels *attn__kernels_avx512(void);
 
 /* ------------------------------------------------------------- packing */
@@ -413,21 +413,16 @@ INLINE void store16(attn_dtype dt, void *p, __mmask16 m, __m512 x) {
 }
 
 INLINE void store(attn_dtype dt, const float *acc, const float *m, const float *l, int32_t n_tok,
-                  int32_t g, int32_t head_dim, const float *sinks, void *dst,
+                  int32_t g, int32_t head_dim, const float *sinks, int32_t m_exp, void *dst,
                   size_t token_stride) {
     const size_t D = (size_t)head_dim, es = attn__dtype_size(dt);
     for (int32_t t = 0; t < n_tok; t++) {
         for (int32_t j = 0; j < g; j++) {
             const size_t r = (size_t)t * (size_t)g + (size_t)j;
             unsigned char *o = (unsigned char *)dst + ((size_t)t * token_stride + (size_t)j * D) * es;
-            /* the scalar normalisation of the portable store, verbatim */
-            const float mr = m[r];
-            const float sink = sinks ? sinks[j] : -INFINITY;
-            const float M = mr > sink ? mr : sink;
-            const float alpha = (mr == -INFINITY) ? 0.0f : expf(mr - M);
-            const float L = l[r] * alpha + (sinks ? expf(sink - M) : 0.0f);
-            const int zero = (M == -INFINITY || L == 0.0f);
-            const __m512 f = _mm512_set1_ps(zero ? 0.0f : alpha / L);
+            int zero; /* the portable store's factor, the same function */
+            const __m512 f = _mm512_set1_ps(
+                attn__store_factor(m[r], l[r], sinks != NULL, sinks ? sinks[j] : 0.0f, m_exp, &zero));
             const float *ar = acc + r * D;
             for (size_t d = 0; d < D; d += 16) {
                 const __mmask16 mk = tail_mask(D - d);
@@ -441,16 +436,16 @@ INLINE void store(attn_dtype dt, const float *acc, const float *m, const float *
 }
 
 void attn_store_f32__avx512(const float *acc, const float *m, const float *l, int32_t n_tok,
-                            int32_t g, int32_t hd, const float *sinks, void *dst, size_t ts) {
-    store(ATTN_DTYPE_F32, acc, m, l, n_tok, g, hd, sinks, dst, ts);
+                            int32_t g, int32_t hd, const float *sinks, int32_t m_exp, void *dst, size_t ts) {
+    store(ATTN_DTYPE_F32, acc, m, l, n_tok, g, hd, sinks, m_exp, dst, ts);
 }
 void attn_store_bf16__avx512(const float *acc, const float *m, const float *l, int32_t n_tok,
-                             int32_t g, int32_t hd, const float *sinks, void *dst, size_t ts) {
-    store(ATTN_DTYPE_BF16, acc, m, l, n_tok, g, hd, sinks, dst, ts);
+                             int32_t g, int32_t hd, const float *sinks, int32_t m_exp, void *dst, size_t ts) {
+    store(ATTN_DTYPE_BF16, acc, m, l, n_tok, g, hd, sinks, m_exp, dst, ts);
 }
 void attn_store_f16__avx512(const float *acc, const float *m, const float *l, int32_t n_tok,
-                            int32_t g, int32_t hd, const float *sinks, void *dst, size_t ts) {
-    store(ATTN_DTYPE_F16, acc, m, l, n_tok, g, hd, sinks, dst, ts);
+                            int32_t g, int32_t hd, const float *sinks, int32_t m_exp, void *dst, size_t ts) {
+    store(ATTN_DTYPE_F16, acc, m, l, n_tok, g, hd, sinks, m_exp, dst, ts);
 }
 
 /* ---------------------------------------------------------------- table */

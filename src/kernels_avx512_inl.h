@@ -157,6 +157,13 @@ static inline void attn__row_ptrs(const attn_tile_args *a, size_t es, size_t row
     }
 }
 
+/* A difference of logits held in 2^me units (kernels.h) back in logit
+ * units: exact (scalef by a power of two), -inf where it leaves the fp32
+ * range downward; the identity for me = 0. */
+static inline __m512 to_logits(__m512 x, int32_t me) {
+    return me ? _mm512_scalef_ps(x, _mm512_set1_ps((float)me)) : x;
+}
+
 /* ------------------------------------------------------ online softmax */
 
 /* The online softmax of R (<= 16) rows over one chunk of nvk x 16 keys.
@@ -174,9 +181,11 @@ static inline void attn__row_ptrs(const attn_tile_args *a, size_t es, size_t row
 static inline void softmax_rows(const attn_tile_args *a, int32_t R, int nvk, const int32_t *ilo,
                                 const int32_t *ihi, const int32_t *jh, const int64_t *kp0,
                                 float *s, size_t ss, float *m, float *l, float *alpha) {
+    const int32_t me = attn__m_exp(a->qk_exp, a->softcap);
     const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     const __m512 ninf = _mm512_set1_ps(-INFINITY);
     float mx[16] __attribute__((aligned(64)));
+    for (int32_t r = R; r < 16; r++) mx[r] = -INFINITY; /* lanes past R: loaded, never live */
     for (int32_t r = 0; r < R; r++) {
         float *sr = s + (size_t)r * ss;
         __m512 mv = ninf;
@@ -185,7 +194,9 @@ static inline void softmax_rows(const attn_tile_args *a, int32_t R, int nvk, con
             const __mmask16 vis = _mm512_cmpge_epi32_mask(idx, _mm512_set1_epi32(ilo[r])) &
                                   _mm512_cmplt_epi32_mask(idx, _mm512_set1_epi32(ihi[r]));
             __m512 t = _mm512_load_ps(sr + 16 * v);
-            if (a->qk_exp) t = _mm512_scalef_ps(t, _mm512_set1_ps((float)a->qk_exp));
+            /* logits in 2^me units (kernels.h): scaled up by 2^qk_exp
+             * only under a soft cap, which bounds them */
+            if (a->qk_exp && !me) t = _mm512_scalef_ps(t, _mm512_set1_ps((float)a->qk_exp));
             if (a->softcap > 0.0f) {
                 const __m512 c = _mm512_set1_ps(a->softcap);
                 t = _mm512_mul_ps(c, tanh512(_mm512_div_ps(t, c)));
@@ -194,7 +205,9 @@ static inline void softmax_rows(const attn_tile_args *a, int32_t R, int nvk, con
                 /* (float)(k - p) as the portable kernel: exact below 2^24. */
                 const __m512 dist = _mm512_cvtepi32_ps(
                     _mm512_add_epi32(idx, _mm512_set1_epi32((int32_t)kp0[r])));
-                t = _mm512_add_ps(t, _mm512_mul_ps(_mm512_set1_ps(a->alibi[jh[r]]), dist));
+                __m512 b = _mm512_mul_ps(_mm512_set1_ps(a->alibi[jh[r]]), dist);
+                if (me) b = _mm512_scalef_ps(b, _mm512_set1_ps((float)-me));
+                t = _mm512_add_ps(t, b);
             }
             t = _mm512_mask_blend_ps(vis, ninf, t);
             _mm512_store_ps(sr + 16 * v, t);
@@ -212,7 +225,7 @@ static inline void softmax_rows(const attn_tile_args *a, int32_t R, int nvk, con
      * exactly 0; m_old = m_new: exactly 1 */
     _mm512_mask_storeu_ps(alpha, lanes,
                           _mm512_mask_blend_ps(live, _mm512_set1_ps(1.0f),
-                                               attn__avx512_exp(_mm512_sub_ps(mo, mn))));
+                                               attn__avx512_exp(to_logits(_mm512_sub_ps(mo, mn), me))));
     _mm512_store_ps(mx, mn);
     for (int32_t r = 0; r < R; r++) {
         float *sr = s + (size_t)r * ss;
@@ -231,7 +244,7 @@ static inline void softmax_rows(const attn_tile_args *a, int32_t R, int nvk, con
                                       _mm512_cmplt_epi32_mask(idx, _mm512_set1_epi32(ihi[r]));
                 /* masked lanes hold -inf: exp gives exactly 0, the mask makes sure */
                 w = _mm512_maskz_mov_ps(
-                    vis, attn__avx512_exp(_mm512_sub_ps(_mm512_load_ps(sr + 16 * v), mr)));
+                    vis, attn__avx512_exp(to_logits(_mm512_sub_ps(_mm512_load_ps(sr + 16 * v), mr), me)));
                 sum = _mm512_add_ps(sum, w);
             }
             _mm512_store_ps(sr + 16 * v, w);

@@ -138,6 +138,7 @@ INLINE void softmax_lanes(int plain, const attn_tile_args *a, float *st, int32_t
                           int32_t klo, int32_t khi, __m512i lo, __m512i hi, __m512i pos,
                           __m512 slope, float *m, float *l, float *alpha) {
     const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    const int32_t me = attn__m_exp(a->qk_exp, a->softcap);
     __m512 mx = ninf;
     if (plain) /* every row sees every key, logits = dots: only the max */
         for (int32_t k = 0; k < n; k++) mx = _mm512_max_ps(mx, _mm512_load_ps(st + 16 * (size_t)k));
@@ -146,13 +147,14 @@ INLINE void softmax_lanes(int plain, const attn_tile_args *a, float *st, int32_t
         const __m512i key = _mm512_set1_epi32(c0 + k);
         const __mmask16 vis = _mm512_cmpge_epi32_mask(key, lo) & _mm512_cmplt_epi32_mask(key, hi);
         __m512 t = _mm512_load_ps(st + 16 * (size_t)k);
-        if (a->qk_exp) t = _mm512_scalef_ps(t, _mm512_set1_ps((float)a->qk_exp));
+        if (a->qk_exp && !me) /* logits in 2^me units (kernels.h) */
+            t = _mm512_scalef_ps(t, _mm512_set1_ps((float)a->qk_exp));
         if (a->softcap > 0.0f) {
             const __m512 cap = _mm512_set1_ps(a->softcap);
             t = _mm512_mul_ps(cap, tanh512(_mm512_div_ps(t, cap)));
         }
         if (a->alibi) /* (float)(k - p) as the portable kernel: exact below 2^24 */
-            t = _mm512_add_ps(t, _mm512_mul_ps(slope, _mm512_cvtepi32_ps(_mm512_sub_epi32(key, pos))));
+            t = _mm512_add_ps(t, to_logits(_mm512_mul_ps(slope, _mm512_cvtepi32_ps(_mm512_sub_epi32(key, pos))), -me));
         t = _mm512_mask_blend_ps(vis, ninf, t);
         _mm512_store_ps(st + 16 * (size_t)k, t);
         mx = _mm512_max_ps(mx, t);
@@ -163,7 +165,7 @@ INLINE void softmax_lanes(int plain, const attn_tile_args *a, float *st, int32_t
     const __mmask16 live = _mm512_cmp_ps_mask(mx, ninf, _CMP_NEQ_OQ);
     const __m512 mn = _mm512_mask_blend_ps(live, mo, _mm512_max_ps(mx, mo));
     const __m512 al = _mm512_mask_blend_ps(live, _mm512_set1_ps(1.0f),
-                                           attn__avx512_exp(_mm512_sub_ps(mo, mn)));
+                                           attn__avx512_exp(to_logits(_mm512_sub_ps(mo, mn), me)));
     _mm512_storeu_ps(alpha, al);
     _mm512_storeu_ps(m, mn);
     /* weights: masked keys hold -inf, whose exp is exactly 0; rows that
@@ -173,7 +175,7 @@ INLINE void softmax_lanes(int plain, const attn_tile_args *a, float *st, int32_t
         __m512 w = _mm512_setzero_ps();
         if (k >= klo && k < khi) {
             const __m512 t = _mm512_load_ps(st + 16 * (size_t)k);
-            w = _mm512_maskz_mov_ps(live, attn__avx512_exp(_mm512_sub_ps(t, mn)));
+            w = _mm512_maskz_mov_ps(live, attn__avx512_exp(to_logits(_mm512_sub_ps(t, mn), me)));
             sum = _mm512_add_ps(sum, w);
         }
         _mm512_store_ps(st + 16 * (size_t)k, w);

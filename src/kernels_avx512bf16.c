@@ -265,11 +265,11 @@ void attn_load_q_f32__avx512(const void *, size_t, int32_t, int32_t, int32_t, fl
 void attn_load_q_bf16__avx512(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
 void attn_load_q_f16__avx512(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
 void attn_store_f32__avx512(const float *, const float *, const float *, int32_t, int32_t,
-                            int32_t, const float *, void *, size_t);
+                            int32_t, const float *, int32_t, void *, size_t);
 void attn_store_bf16__avx512(const float *, const float *, const float *, int32_t, int32_t,
-                             int32_t, const float *, void *, size_t);
+                             int32_t, const float *, int32_t, void *, size_t);
 void attn_store_f16__avx512(const float *, const float *, const float *, int32_t, int32_t,
-                            int32_t, const float *, void *, size_t);
+                            int32_t, const float *, int32_t, void *, size_t);
 
 static const attn_kernels avx512bf16_table = {
     .name = "avx512bf16",

@@ -127,10 +127,15 @@ static inline void gather(attn_dtype dt, const attn_tile_args *a, int32_t c0, in
     }
 }
 
+/* A difference of two logits in 2^me units, back in logit units (exact:
+ * a power of two; -inf where it leaves the fp32 range downward). */
+static inline float units(float x, int32_t me) { return me ? ldexpf(x, me) : x; }
+
 static inline void tile(attn_dtype dt, const attn_tile_args *a) {
     const int32_t g = a->g;
     const size_t D = (size_t)a->head_dim;
     const size_t T = (size_t)a->kv_tile;
+    const int32_t me = attn__m_exp(a->qk_exp, a->softcap);
 
     ATTN_ASSERT(a->n_tok >= 1 && g >= 1 && a->head_dim >= 1);
     ATTN_ASSERT(a->kv_tile >= 1 && a->block_size >= 1);
@@ -184,9 +189,14 @@ static inline void tile(attn_dtype dt, const attn_tile_args *a) {
                     const float *kr = kt + (size_t)i * D;
                     float dot = 0.0f;
                     for (size_t d = 0; d < D; d++) dot += q[d] * kr[d];
-                    if (a->qk_exp) dot = ldexpf(dot, a->qk_exp);
+                    /* logits in 2^me units (kernels.h): scaled up by
+                     * 2^qk_exp only under a soft cap, which bounds them */
+                    if (a->qk_exp && !me) dot = ldexpf(dot, a->qk_exp);
                     if (a->softcap > 0.0f) dot = a->softcap * tanhf(dot / a->softcap);
-                    if (a->alibi) dot += a->alibi[j] * (float)(k - p);
+                    if (a->alibi) {
+                        const float b = a->alibi[j] * (float)(k - p);
+                        dot += me ? ldexpf(b, -me) : b;
+                    }
                     s[i] = dot;
                     if (dot > mx) mx = dot;
                 }
@@ -199,14 +209,14 @@ static inline void tile(attn_dtype dt, const attn_tile_args *a) {
                 const float m_new = m_old > mx ? m_old : mx;
                 if (m_new != m_old) {
                     /* Fresh row (m_old = -inf): alpha = 0, and acc/l are 0. */
-                    const float alpha = (m_old == -INFINITY) ? 0.0f : expf(m_old - m_new);
+                    const float alpha = (m_old == -INFINITY) ? 0.0f : expf(units(m_old - m_new, me));
                     for (size_t d = 0; d < D; d++) acc[d] *= alpha;
                     a->l[r] *= alpha;
                 }
                 float sum = 0.0f;
                 for (int32_t i = 0; i < n; i++) {
                     if (s[i] == -INFINITY) continue; /* masked: weight exactly 0 */
-                    const float w = expf(s[i] - m_new);
+                    const float w = expf(units(s[i] - m_new, me));
                     s[i] = w; /* visible entries now hold the unnormalised weights */
                     sum += w;
                     const float *vr = vt + (size_t)i * D;
@@ -227,52 +237,43 @@ void attn_tile_f16__ref(const attn_tile_args *a) { tile(ATTN_DTYPE_F16, a); }
 
 static inline void store(attn_dtype dt, const float *acc, const float *m, const float *l,
                          int32_t n_tok, int32_t g, int32_t head_dim, const float *sinks,
-                         void *dst, size_t token_stride) {
+                         int32_t m_exp, void *dst, size_t token_stride) {
     const size_t D = (size_t)head_dim;
     for (int32_t t = 0; t < n_tok; t++) {
         for (int32_t j = 0; j < g; j++) {
             const size_t r = (size_t)t * (size_t)g + (size_t)j;
             const size_t o = (size_t)t * token_stride + (size_t)j * D;
-            const float mr = m[r];
-            const float sink = sinks ? sinks[j] : -INFINITY;
-            const float M = mr > sink ? mr : sink;
-            /* m = -inf means nothing was visible: acc is 0 and l is 0, and
-             * exp(m - M) must not be evaluated as exp(-inf - -inf). */
-            const float alpha = (mr == -INFINITY) ? 0.0f : expf(mr - M);
-            const float L = l[r] * alpha + (sinks ? expf(sink - M) : 0.0f);
-            if (M == -INFINITY || L == 0.0f) {
-                for (size_t d = 0; d < D; d++) from_f32(dt, dst, o + d, 0.0f);
-                continue;
-            }
-            /* One rounding for alpha / L, then one multiply per element. */
-            const float f = alpha / L;
+            int zero;
+            /* one rounding for alpha / L, then one multiply per element */
+            const float f = attn__store_factor(m[r], l[r], sinks != NULL, sinks ? sinks[j] : 0.0f,
+                                               m_exp, &zero);
             const float *ar = acc + r * D;
-            for (size_t d = 0; d < D; d++) from_f32(dt, dst, o + d, ar[d] * f);
+            for (size_t d = 0; d < D; d++) from_f32(dt, dst, o + d, zero ? 0.0f : ar[d] * f);
         }
     }
 }
 
 void attn_store_f32__ref(const float *acc, const float *m, const float *l, int32_t n_tok,
-                         int32_t g, int32_t head_dim, const float *sinks, void *dst,
+                         int32_t g, int32_t head_dim, const float *sinks, int32_t m_exp, void *dst,
                          size_t token_stride) {
-    store(ATTN_DTYPE_F32, acc, m, l, n_tok, g, head_dim, sinks, dst, token_stride);
+    store(ATTN_DTYPE_F32, acc, m, l, n_tok, g, head_dim, sinks, m_exp, dst, token_stride);
 }
 void attn_store_bf16__ref(const float *acc, const float *m, const float *l, int32_t n_tok,
-                          int32_t g, int32_t head_dim, const float *sinks, void *dst,
+                          int32_t g, int32_t head_dim, const float *sinks, int32_t m_exp, void *dst,
                           size_t token_stride) {
-    store(ATTN_DTYPE_BF16, acc, m, l, n_tok, g, head_dim, sinks, dst, token_stride);
+    store(ATTN_DTYPE_BF16, acc, m, l, n_tok, g, head_dim, sinks, m_exp, dst, token_stride);
 }
 void attn_store_f16__ref(const float *acc, const float *m, const float *l, int32_t n_tok,
-                         int32_t g, int32_t head_dim, const float *sinks, void *dst,
+                         int32_t g, int32_t head_dim, const float *sinks, int32_t m_exp, void *dst,
                          size_t token_stride) {
-    store(ATTN_DTYPE_F16, acc, m, l, n_tok, g, head_dim, sinks, dst, token_stride);
+    store(ATTN_DTYPE_F16, acc, m, l, n_tok, g, head_dim, sinks, m_exp, dst, token_stride);
 }
 
 /* ---------------------------------------------------------------- merge */
 
 void attn_merge_f32__ref(const float *partial, const float *pm, const float *pl,
-                         int32_t pieces, int32_t rows, int32_t head_dim, float *acc,
-                         float *m, float *l) {
+                         int32_t pieces, int32_t rows, int32_t head_dim, int32_t m_exp,
+                         float *acc, float *m, float *l) {
     const size_t D = (size_t)head_dim;
     const size_t R = (size_t)rows;
     ATTN_ASSERT(pieces >= 1 && rows >= 1 && head_dim >= 1);
@@ -301,11 +302,11 @@ void attn_merge_f32__ref(const float *partial, const float *pm, const float *pl,
             const float mi = pm[(size_t)i * R + r];
             if (mi == -INFINITY) continue;
 #ifndef ATTN_INJECT_merge_scale
-            const float w = expf(mi - M);
+            const float w = expf(units(mi - M, m_exp));
 #else
             /* INJECTED BUG (merge_scale): the first piece is merged without
              * its rescale factor e^(m_0 - M). */
-            const float w = first ? 1.0f : expf(mi - M);
+            const float w = first ? 1.0f : expf(units(mi - M, m_exp));
 #endif
             const float *pr = partial + ((size_t)i * R + r) * D;
             if (first) {

@@ -308,11 +308,32 @@ Test(isa, huge_scale, .timeout = 120) {
  * soft cap the true logits are +-50.  Decode and prefill, fp32 and bf16
  * KV.  Fails when normalise_q misses the largest element (tried: a min
  * instead of a max over the elements). */
+/* Huge logits without a soft cap (corpus/cases/huge-scale-nocap.case: the
+ * fuzzer's scale 2.91e38 made +inf logits and NaN outputs on every table):
+ * decode rows of one and of 300 keys, a 32-token prefill (the lanes tile
+ * for fp32), sinks, ALiBi, split rows merged across threads; fp32 and bf16
+ * KV against the fp64 reference. */
+Test(isa, huge_scale_nocap, .timeout = 120) {
+    for (int v = 0; v < 6; v++) {
+        attn_case c = mk(16, 4, 64, 16, v % 2 ? ATTN_DTYPE_BF16 : ATTN_DTYPE_F32);
+        c.layers[0].softcap = 0.0f;
+        c.layers[0].scale = v < 4 ? 2.9e38f : 1e30f;
+        c.layers[0].sinks = v % 3 == 0;
+        c.layers[0].alibi = v >= 4;
+        c.q_len[0] = v < 2 ? 1 : v < 4 ? 1 : 32;
+        c.kv_len[0] = v < 2 ? 1 : v < 4 ? 300 : 200;
+        c.threads = 2;
+        c.split = ATTN_SPLIT_ON;
+        c.seed = 0x5ca1e8u + (uint64_t)v;
+        check_case(&c);
+    }
+}
+
 Test(isa, huge_q, .timeout = 120) {
-    for (int v = 0; v < 4; v++) {
+    for (int v = 0; v < 6; v++) {
         attn_case c = mk(8, 2, 64, 16, ATTN_DTYPE_F32);
         c.kv_dtype = v % 2 ? ATTN_DTYPE_BF16 : ATTN_DTYPE_F32;
-        c.layers[0].softcap = 50.0f;
+        c.layers[0].softcap = v < 4 ? 50.0f : 0.0f; /* 4, 5: logits beyond FLT_MAX */
         c.layers[0].scale = 1.0f;
         c.q_len[0] = v < 2 ? 1 : 21;
         c.kv_len[0] = v < 2 ? 300 : 40;
