@@ -249,19 +249,20 @@ static float *panel_at(float *base, int32_t r, int32_t rows, size_t D, size_t *w
     return base + (size_t)p0 * D + (size_t)(r - p0);
 }
 
-/* Copy rows x D floats between acc ([rows][D]) and Ot panels (see
- * panel_at), to_ot or back; rows a multiple of 16. */
-static void acc_transpose(float *acc, float *ot, int32_t rows, size_t D, int to_ot) {
+/* Copy rows x D floats between row-major [rows][D] and panels (see
+ * panel_at), to_panels or back; rows a multiple of 16.  Builds Qt from q
+ * and moves the accumulator into Ot and back. */
+static void rows_panels(float *rm, float *pn, int32_t rows, size_t D, int to_panels) {
     for (int32_t r0 = 0; r0 < rows; r0 += 16) {
         size_t ps;
-        float *panel = panel_at(ot, r0, rows, D, &ps);
+        float *panel = panel_at(pn, r0, rows, D, &ps);
         for (size_t d0 = 0; d0 < D; d0 += 16) {
             const __mmask16 m = tail_mask(D - d0);
             const size_t nd = D - d0 < 16 ? D - d0 : 16;
             __m512 x[16];
-            if (to_ot) {
+            if (to_panels) {
                 UNROLL
-                for (int i = 0; i < 16; i++) x[i] = _mm512_maskz_loadu_ps(m, acc + (size_t)(r0 + i) * D + d0);
+                for (int i = 0; i < 16; i++) x[i] = _mm512_maskz_loadu_ps(m, rm + (size_t)(r0 + i) * D + d0);
                 transpose16(x);
                 for (size_t j = 0; j < nd; j++) _mm512_store_ps(panel + (d0 + j) * ps, x[j]);
             } else {
@@ -270,7 +271,7 @@ static void acc_transpose(float *acc, float *ot, int32_t rows, size_t D, int to_
                     x[j] = (size_t)j < nd ? _mm512_load_ps(panel + (d0 + (size_t)j) * ps) : _mm512_setzero_ps();
                 transpose16(x);
                 UNROLL
-                for (int i = 0; i < 16; i++) _mm512_mask_storeu_ps(acc + (size_t)(r0 + i) * D + d0, m, x[i]);
+                for (int i = 0; i < 16; i++) _mm512_mask_storeu_ps(rm + (size_t)(r0 + i) * D + d0, m, x[i]);
             }
         }
     }
@@ -354,25 +355,12 @@ void attn__avx512_lanes_tile(const attn_tile_args *a) {
      * (panel_at), so that a Q.K^T block streams 16 NR contiguous floats
      * per d. */
     float *qt = a->kv;
-    for (int32_t r0 = 0; r0 < rows; r0 += 16) {
-        size_t ps;
-        float *panel = panel_at(qt, r0, rows, D, &ps);
-        for (size_t d0 = 0; d0 < D; d0 += 16) {
-            const __mmask16 m = tail_mask(D - d0);
-            __m512 x[16];
-            UNROLL
-            for (int i = 0; i < 16; i++)
-                x[i] = _mm512_maskz_loadu_ps(m, a->q + (size_t)(r0 + i) * D + d0);
-            transpose16(x);
-            const size_t nd = D - d0 < 16 ? D - d0 : 16;
-            for (size_t j = 0; j < nd; j++) _mm512_store_ps(panel + (d0 + j) * ps, x[j]);
-        }
-    }
+    rows_panels(a->q, qt, rows, D, 1);
 
     /* The accumulator, transposed into Ot panels in the q work area (q is
      * read: Qt holds it now), back at the end. */
     float *ot = a->q;
-    acc_transpose(a->acc, ot, rows, D, 1);
+    rows_panels(a->acc, ot, rows, D, 1);
 
     /* S^T in the scores area as one panel per vector of 16 rows, [TILE
      * keys][16 rows] (4 KiB): the softmax walks a panel with aligned
@@ -444,5 +432,5 @@ void attn__avx512_lanes_tile(const attn_tile_args *a) {
             }
         }
     }
-    acc_transpose(a->acc, ot, rows, D, 0);
+    rows_panels(a->acc, ot, rows, D, 0);
 }
