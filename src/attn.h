@@ -278,6 +278,9 @@ typedef struct attn_plan_info {
     int32_t num_reqs, num_tokens, num_heads, num_kv_heads, head_dim;
     int32_t num_threads;
     int32_t q_tile_tokens;    /* query tokens per work item (prefill tiles) */
+    int32_t head_run;         /* KV heads per decode run: that many consecutive heads'
+                               * single-token, unsplit items of one token stay on one
+                               * thread, adjacent in its list, and run together (1: none) */
     int32_t kv_tile;          /* keys per kernel tile */
     int32_t window;           /* group window used to bound KV ranges */
     int32_t causal;

@@ -26,6 +26,7 @@ typedef struct run_ctx {
     float q_mul;
     int32_t q_exp;
     attn_tile_fn tile;
+    attn_tile_heads_fn tile_heads; /* NULL: every item runs alone */
     attn_load_q_fn load_q;
     attn_store_fn store;
     size_t q_es, o_es;      /* element sizes */
@@ -144,21 +145,15 @@ static int32_t load_rows(const run_ctx *c, float *q, int32_t req, int32_t tok0, 
     return qk_exp;
 }
 
-static void run_item(const run_ctx *c, int32_t thread, const attn_work_item *it,
-                     const attn_work_item *next) {
+/* Item `it`'s tile arguments, its q rows loaded into q and its state
+ * (acc, m, l: rows each) initialised fresh; next: the item this thread
+ * runs after it (a prefetch hint), or NULL. */
+static void item_args(const run_ctx *c, int32_t thread, const attn_work_item *it,
+                      const attn_work_item *next, float *q, float *acc, float *m, float *l,
+                      attn_tile_args *a) {
     const attn_plan *p = c->p;
     const int32_t D = p->head_dim, n_tok = it->tok1 - it->tok0, rows = n_tok * c->g;
-    float *q = region_ptr(c, thread_region(p, thread, ATTN_REGION_Q));
-    float *acc = region_ptr(c, thread_region(p, thread, ATTN_REGION_ACC));
-    float *state = region_ptr(c, thread_region(p, thread, ATTN_REGION_STATE));
-    float *m = state, *l = state + rows;
-    const size_t tok_stride = (size_t)c->hq * (size_t)D;
-    (void)tok_stride;
-    const size_t e0 = row_elem(c, it->req, it->tok0, it->kv_head);
-    (void)e0; /* unused only in the gqa_map injection */
-
     const int32_t qk_exp = load_rows(c, q, it->req, it->tok0, n_tok, it->kv_head);
-    const int32_t m_exp = attn__m_exp(qk_exp, c->layer->softcap);
     memset(acc, 0, (size_t)rows * (size_t)D * sizeof(float));
     for (int32_t i = 0; i < rows; i++) {
         m[i] = -INFINITY;
@@ -166,7 +161,7 @@ static void run_item(const run_ctx *c, int32_t thread, const attn_work_item *it,
     }
     const int32_t seq = p->seq_lens[it->req], q_len = p->qsl[it->req + 1] - p->qsl[it->req];
     (void)q_len;
-    attn_tile_args a = {
+    *a = (attn_tile_args){
         .n_tok = n_tok,
         .g = c->g,
         .head_dim = D,
@@ -177,9 +172,6 @@ static void run_item(const run_ctx *c, int32_t thread, const attn_work_item *it,
         /* INJECTED BUG (causal_offset): query position taken as its index
          * in the chunk instead of seq_len - q_len + i. */
         .pos0 = it->tok0,
-#endif
-#ifdef ATTN_INJECT_causal_offset
-    /* (q_len unused by the injected position) */
 #endif
         .seq_len = seq,
         .causal = p->causal,
@@ -207,8 +199,19 @@ static void run_item(const run_ctx *c, int32_t thread, const attn_work_item *it,
         .next_k0 = next ? next->k0 : 0,
         .next_k1 = next ? next->k1 : 0,
     };
-    c->tile(&a);
+}
 
+/* After the tile: an unsplit item stores its rows; a split piece
+ * publishes its partial for the reduction. */
+static void item_finish(const run_ctx *c, const attn_work_item *it, const attn_tile_args *a) {
+    const attn_plan *p = c->p;
+    const int32_t D = p->head_dim, n_tok = it->tok1 - it->tok0, rows = n_tok * c->g;
+    const float *acc = a->acc, *m = a->m, *l = a->l;
+    const int32_t m_exp = attn__m_exp(a->qk_exp, c->layer->softcap);
+    const size_t tok_stride = (size_t)c->hq * (size_t)D;
+    (void)tok_stride;
+    const size_t e0 = row_elem(c, it->req, it->tok0, it->kv_head);
+    (void)e0; /* unused only in the gqa_map injection */
     if (it->num_pieces == 1) {
         const float *sinks = c->layer->sinks ? c->layer->sinks + (size_t)it->kv_head * (size_t)c->g : NULL;
 #ifndef ATTN_INJECT_gqa_map
@@ -246,6 +249,59 @@ static void run_item(const run_ctx *c, int32_t thread, const attn_work_item *it,
     memcpy(pm + (size_t)it->piece * (size_t)rows, m, (size_t)rows * sizeof(float));
     memcpy(pl + (size_t)it->piece * (size_t)rows, l, (size_t)rows * sizeof(float));
     flags[it->piece] = 1;
+}
+
+static void run_item(const run_ctx *c, int32_t thread, const attn_work_item *it,
+                     const attn_work_item *next) {
+    const attn_plan *p = c->p;
+    const int32_t rows = (it->tok1 - it->tok0) * c->g;
+    float *state = region_ptr(c, thread_region(p, thread, ATTN_REGION_STATE));
+    attn_tile_args a;
+    item_args(c, thread, it, next, region_ptr(c, thread_region(p, thread, ATTN_REGION_Q)),
+              region_ptr(c, thread_region(p, thread, ATTN_REGION_ACC)), state, state + rows, &a);
+    c->tile(&a);
+    item_finish(c, it, &a);
+}
+
+/* The decode run starting at list entry i of the thread's list [i, end):
+ * consecutive entries that are single-token, unsplit items of one
+ * (request, token, key range) with consecutive KV heads, at most
+ * head_run of them (plan.c keeps a run's items adjacent on one thread).
+ * Returns its length (1: run the item alone). */
+static size_t run_length(const run_ctx *c, size_t i, size_t end) {
+    const attn_plan *p = c->p;
+    const attn_work_item *a = &p->items[p->thread_items[i]];
+    if (!c->tile_heads || a->tok1 - a->tok0 != 1 || a->num_pieces != 1) return 1;
+    size_t n = 1;
+    while (i + n < end && n < (size_t)p->head_run) {
+        const attn_work_item *b = &p->items[p->thread_items[i + n]];
+        if (b->req != a->req || b->tok0 != a->tok0 || b->tok1 != a->tok1 || b->k0 != a->k0 ||
+            b->k1 != a->k1 || b->num_pieces != 1 || b->kv_head != a->kv_head + (int32_t)n)
+            break;
+        n++;
+    }
+    return n;
+}
+
+/* Run entries [i, i + n) of the thread's list (a decode run) through
+ * tile_heads: item h's rows at h * g in the thread's Q, ACC and STATE
+ * regions, which hold head_run x g rows (plan.c, row_groups). */
+static void run_heads(const run_ctx *c, int32_t thread, size_t i, size_t n, size_t end) {
+    const attn_plan *p = c->p;
+    const size_t g = (size_t)c->g, D = (size_t)p->head_dim;
+    ATTN_ASSERT(n <= (size_t)p->head_run && p->head_run <= ATTN__HEAD_RUN_MAX);
+    float *q = region_ptr(c, thread_region(p, thread, ATTN_REGION_Q));
+    float *acc = region_ptr(c, thread_region(p, thread, ATTN_REGION_ACC));
+    float *state = region_ptr(c, thread_region(p, thread, ATTN_REGION_STATE));
+    attn_tile_args a[ATTN__HEAD_RUN_MAX] = {{0}};
+    for (size_t h = 0; h < n; h++) {
+        const attn_work_item *it = &p->items[p->thread_items[i + h]];
+        const attn_work_item *next = i + h + 1 < end ? &p->items[p->thread_items[i + h + 1]] : NULL;
+        item_args(c, thread, it, next, q + h * g * D, acc + h * g * D, state + h * g,
+                  state + (n + h) * g, &a[h]);
+    }
+    c->tile_heads(a, (int32_t)n);
+    for (size_t h = 0; h < n; h++) item_finish(c, &p->items[p->thread_items[i + h]], &a[h]);
 }
 
 static void run_reduction(run_ctx *c, int32_t thread, const attn_reduction *rd) {
@@ -369,6 +425,7 @@ attn_status attn_run(const attn_plan *p, const attn_layer_desc *layer, const att
         .hq = layer->num_heads,
         .q_mul = 0.0f,
         .tile = p->kern->tile[p->kv_dtype],
+        .tile_heads = p->kern->tile_heads[p->kv_dtype],
         .load_q = p->kern->load_q[p->q_dtype],
         .store = p->kern->store[p->out_dtype],
         .q_es = attn_dtype_size(p->q_dtype),
@@ -393,9 +450,15 @@ attn_status attn_run(const attn_plan *p, const attn_layer_desc *layer, const att
         tid = omp_get_thread_num();
 #endif
         for (int32_t pt = tid; pt < p->num_threads; pt += nth)
-            for (size_t i = p->item_start[pt]; i < p->item_start[pt + 1]; i++)
-                run_item(&c, pt, &p->items[p->thread_items[i]],
-                         i + 1 < p->item_start[pt + 1] ? &p->items[p->thread_items[i + 1]] : NULL);
+            for (size_t i = p->item_start[pt], end = p->item_start[pt + 1]; i < end;) {
+                const size_t n = run_length(&c, i, end);
+                if (n > 1)
+                    run_heads(&c, pt, i, n, end);
+                else
+                    run_item(&c, pt, &p->items[p->thread_items[i]],
+                             i + 1 < end ? &p->items[p->thread_items[i + 1]] : NULL);
+                i += n;
+            }
 #pragma omp barrier
         for (int32_t pt = tid; pt < p->num_threads; pt += nth)
             for (size_t i = p->red_start[pt]; i < p->red_start[pt + 1]; i++)

@@ -69,6 +69,11 @@ struct attn_builder {
     attn_dtype q_dtype, kv_dtype, out_dtype;
 };
 
+/* Most KV heads in one decode run (plan.c head_run, executor.c run_heads):
+ * bounds the executor's argument array and the growth of the thread
+ * regions (16 x g rows). */
+#define ATTN__HEAD_RUN_MAX 16
+
 #define ATTN_PLAN_MAGIC 0x6174706cu  /* "atpl": catches a destroyed/garbage handle early */
 
 /* ---- the plan ---- */
@@ -83,7 +88,11 @@ struct attn_plan {
     attn_dtype q_dtype, kv_dtype, out_dtype;
     int32_t q_tile;         /* max query tokens per work item */
     int32_t kv_tile;        /* keys per kernel tile */
-    int32_t max_tokens;     /* max tokens of any item (<= q_tile): sizes thread regions */
+    /* Groups of g rows each thread's Q, ACC, STATE and SCORES regions hold:
+     * the most tokens of any item, or more where a decode run of several
+     * KV heads' single-token items shares them (head_run, plan.c). */
+    int32_t row_groups;
+    int32_t head_run;       /* KV heads per decode run (1: items run one by one) */
 
     /* batch (copies) */
     int32_t num_reqs, num_tokens, num_blocks, bt_stride, causal;

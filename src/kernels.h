@@ -82,6 +82,18 @@ typedef struct attn_tile_args {
 
 typedef void (*attn_tile_fn)(const attn_tile_args *a);
 
+/* Several items at once: the same as tile(&a[h]) for h = 0 .. n-1, in any
+ * interleaving of their work.  The executor passes only single-token,
+ * unsplit items of one request that differ in nothing but their KV head
+ * (consecutive heads, ascending) and their own q, acc, m, l and alibi
+ * (disjoint for every h).  Why: in the paged layout the pieces of one
+ * block's KV heads are adjacent, so walking the heads chunk by chunk reads
+ * long contiguous runs where one head at a time strides over the others'
+ * pieces (src/kernels_avx512_decode.c has the measurements).  A table
+ * without it leaves the entry NULL, and the plan then keeps its items
+ * apart (plan.c, decode_run). */
+typedef void (*attn_tile_heads_fn)(const attn_tile_args *a, int32_t n);
+
 /* Load the item's query rows into fp32 and multiply by scale.
  * src points at token 0, head 0 of the group; token t's g*head_dim
  * contiguous elements start at src + t * token_stride (elements). */
@@ -138,6 +150,7 @@ typedef struct attn_kernels {
     int32_t rows_target;       /* preferred rows (tokens * g) per work item */
     int32_t kv_tile;           /* keys per tile */
     attn_tile_fn tile[ATTN_DTYPE_COUNT];      /* indexed by KV dtype */
+    attn_tile_heads_fn tile_heads[ATTN_DTYPE_COUNT]; /* by KV dtype; NULL: none */
     attn_load_q_fn load_q[ATTN_DTYPE_COUNT];  /* indexed by query dtype */
     attn_store_fn store[ATTN_DTYPE_COUNT];    /* indexed by output dtype */
     attn_merge_fn merge;

@@ -358,6 +358,32 @@ void attn_tile_f16__avx512(const attn_tile_args *a) {
     attn__avx512_tile(a, ATTN_DTYPE_F16, pack_f16, dots_f32);
 }
 
+/* Several heads' items at once (kernels.h, attn_tile_heads_fn): the decode
+ * tile walks them together when it takes every one of them, else they run
+ * one by one through `one`, the table's tile for their KV dtype. */
+void attn__avx512_decode_heads(const attn_tile_args *a, int32_t n, attn_dtype kdt);
+void attn__avx512_tile_heads(const attn_tile_args *a, int32_t n, attn_dtype kdt,
+                             attn_tile_fn one);
+void attn__avx512_tile_heads(const attn_tile_args *a, int32_t n, attn_dtype kdt,
+                             attn_tile_fn one) {
+    int fits = 1;
+    for (int32_t h = 0; h < n; h++) fits &= attn__avx512_decode_fits(&a[h]);
+    if (fits) {
+        attn__avx512_decode_heads(a, n, kdt);
+        return;
+    }
+    for (int32_t h = 0; h < n; h++) one(&a[h]);
+}
+void attn_tile_heads_f32__avx512(const attn_tile_args *a, int32_t n) {
+    attn__avx512_tile_heads(a, n, ATTN_DTYPE_F32, attn_tile_f32__avx512);
+}
+void attn_tile_heads_bf16__avx512(const attn_tile_args *a, int32_t n) {
+    attn__avx512_tile_heads(a, n, ATTN_DTYPE_BF16, attn_tile_bf16__avx512);
+}
+void attn_tile_heads_f16__avx512(const attn_tile_args *a, int32_t n) {
+    attn__avx512_tile_heads(a, n, ATTN_DTYPE_F16, attn_tile_f16__avx512);
+}
+
 /* --------------------------------------------------------------- load_q */
 
 INLINE void load_q(attn_dtype dt, const void *src, size_t token_stride, int32_t n_tok, int32_t g,
@@ -463,6 +489,11 @@ static const attn_kernels avx512_table = {
         [ATTN_DTYPE_F32] = attn_tile_f32__avx512,
         [ATTN_DTYPE_BF16] = attn_tile_bf16__avx512,
         [ATTN_DTYPE_F16] = attn_tile_f16__avx512,
+    },
+    .tile_heads = {
+        [ATTN_DTYPE_F32] = attn_tile_heads_f32__avx512,
+        [ATTN_DTYPE_BF16] = attn_tile_heads_bf16__avx512,
+        [ATTN_DTYPE_F16] = attn_tile_heads_f16__avx512,
     },
     .load_q = {
         [ATTN_DTYPE_F32] = attn_load_q_f32__avx512,

@@ -32,11 +32,21 @@
  *   softmax and P.V are the general tile's (kernels_avx512_inl.h): one
  *        visible interval for every row, V widened on the fly.
  *   memory: key and value row addresses are walked block by block (no
- *        division per key), and the next chunk's K and V lines are
- *        prefetched to L2 one per load of the current chunk — in the paged
+ *        division per key), and the next step's K and V lines are
+ *        prefetched to L2 one per load of the current step — in the paged
  *        layout a head's consecutive blocks are Hkv blocks apart, so the
  *        hardware streamer restarts at every block and would leave the
  *        stream latency-bound.
+ *   heads: the executor hands a decode run of several KV heads' items of
+ *        one token at once (kernels.h, attn_tile_heads_fn), and the walk
+ *        goes chunk by chunk, every head of the run in turn: one chunk's K
+ *        (then V) pieces of all those heads, which in the paged layout are
+ *        adjacent pieces of the same blocks, are read back to back, and a
+ *        step is one (head, chunk).  Pure reads of the bench's layout
+ *        (/tmp driver, 2 threads, D 128, block 16): one head at a time
+ *        26-29 GB/s, 8 heads chunk by chunk 34-36 GB/s.  Measured on the
+ *        engine (`scripts/bench_ab.sh 3 decode8`, B=8 cold, 2 threads):
+ *        fp32 24.2 -> 27.0 GB/s, bf16 21.4 -> 23.8 GB/s.
  *
  * Numerics: as the general avx512 tile (fp32 products and sums in a
  * different association than the portable kernel; same exp and masking).
@@ -56,6 +66,7 @@
 #endif
 #define DEC_MAX_ROWS 16   /* larger groups amortise the general tile's transpose */
 #define DEC_MAX_D 256     /* bounds the on-stack copies of q and acc (16 KiB each) */
+#define DEC_STACK_FLOATS (DEC_MAX_ROWS * DEC_MAX_D) /* one item at the bounds, or several heads */
 /* Keys per chunk.  64 (the general tile's TILE) against 128: the scores
  * live on this tile's stack either way (the plan's kv_tile does not bound
  * it); 64 keeps the chunk's K (and then V) lines nearer L1 and the
@@ -72,6 +83,7 @@
 
 int attn__avx512_decode_fits(const attn_tile_args *a);
 void attn__avx512_decode_tile(const attn_tile_args *a, attn_dtype kdt);
+void attn__avx512_decode_heads(const attn_tile_args *a, int32_t n, attn_dtype kdt);
 
 /* The items this tile takes: one token, few rows, D within the stack
  * copies.  It uses none of the plan's work areas (scores, kv). */
@@ -100,17 +112,19 @@ INLINE __m512 fold16(__m512 u0, __m512 u1, __m512 u2, __m512 u3) {
     return _mm512_add_ps(_mm512_shuffle_f32x4(x1, x2, 0x88), _mm512_shuffle_f32x4(x1, x2, 0xDD));
 }
 
-/* Raw dots of R (<= DR) rows of qp (stride qs floats, in the slice layout
- * of attn__avx512_decode_tile) with keys [0, n) of the chunk, into s (rows
- * of stride TILE).  Keys of the last group past n repeat key n-1 (their
+/* Raw dots of R (<= DR) rows of the q block qb with keys [0, n) of the
+ * chunk, into s (rows of stride DT).  qb is slice-major: slice sl of row r
+ * is the sw floats at qb + (sl * R + r) * sw (sw = 32 for bf16, else 16),
+ * so one pointer with immediate offsets reaches every row.  Keys of the last group past n repeat key n-1 (their
  * lanes are masked by the softmax).  nc slices, the last one holding the
  * elements of mask tm.  pf: the next chunk's K and V rows (NULL entries:
  * none), whose lines are prefetched to L2 four keys at a time. */
-INLINE void qk_block(int R, attn_dtype kdt, const float *qp, size_t qs, size_t nc, uint32_t tm,
+INLINE void qk_block(int R, attn_dtype kdt, const float *qb, size_t nc, uint32_t tm,
                      const void *const *krow, const void *const *kpf,
                      int32_t n, float *s) {
     const size_t es = attn__dtype_size(kdt);
     const size_t slice_bytes = kdt == ATTN_DTYPE_BF16 ? 64 : 16 * es;
+    const size_t sw = kdt == ATTN_DTYPE_BF16 ? 32 : 16;
     __m512 u[DR][DT / 4];
     for (int32_t i0 = 0; i0 < n; i0 += 4) {
         const unsigned char *kr[4];
@@ -132,7 +146,8 @@ INLINE void qk_block(int R, attn_dtype kdt, const float *qp, size_t qs, size_t n
             for (int j = 0; j < 4; j++) c[r][j] = _mm512_setzero_ps();
         /* (one loop with a per-slice mask: a separate tail step made GCC
          * keep the accumulators in memory) */
-        for (size_t sl = 0; sl < nc; sl++) {
+        const float *qv = qb;
+        for (size_t sl = 0; sl < nc; sl++, qv += (size_t)R * sw) {
             const uint32_t m = sl + 1 == nc ? tm : 0xffffffffu;
             if (kpf) {
                 UNROLL
@@ -151,8 +166,8 @@ INLINE void qk_block(int R, attn_dtype kdt, const float *qp, size_t qs, size_t n
                 }
                 UNROLL
                 for (int r = 0; r < R; r++) {
-                    const __m512 qe = _mm512_load_ps(qp + (size_t)r * qs + sl * 32);
-                    const __m512 qo = _mm512_load_ps(qp + (size_t)r * qs + sl * 32 + 16);
+                    const __m512 qe = _mm512_load_ps(qv + 32 * r);
+                    const __m512 qo = _mm512_load_ps(qv + 32 * r + 16);
                     UNROLL
                     for (int j = 0; j < 4; j++) {
                         c[r][j] = _mm512_fmadd_ps(qe, ke[j], c[r][j]);
@@ -165,9 +180,9 @@ INLINE void qk_block(int R, attn_dtype kdt, const float *qp, size_t qs, size_t n
                 for (int j = 0; j < 4; j++) k[j] = load16(kdt, kr[j] + sl * 16 * es, (__mmask16)m);
                 UNROLL
                 for (int r = 0; r < R; r++) {
-                    const __m512 qv = _mm512_load_ps(qp + (size_t)r * qs + sl * 16);
+                    const __m512 q = _mm512_load_ps(qv + 16 * r);
                     UNROLL
-                    for (int j = 0; j < 4; j++) c[r][j] = _mm512_fmadd_ps(qv, k[j], c[r][j]);
+                    for (int j = 0; j < 4; j++) c[r][j] = _mm512_fmadd_ps(q, k[j], c[r][j]);
                 }
             }
         }
@@ -189,14 +204,14 @@ INLINE void qk_block(int R, attn_dtype kdt, const float *qp, size_t qs, size_t n
 }
 
 #define QK_FN(name_, T_)                                                                  \
-    static void name_(int32_t R, const float *qp, size_t qs, size_t nc, uint32_t tm,     \
+    static void name_(int32_t R, const float *qb, size_t nc, uint32_t tm,                \
                       const void *const *krow, const void *const *kpf, int32_t n,       \
                       float *s) {                                                        \
         switch (R) {                                                                     \
-        case 1: qk_block(1, T_, qp, qs, nc, tm, krow, kpf, n, s); break;                 \
-        case 2: qk_block(2, T_, qp, qs, nc, tm, krow, kpf, n, s); break;                 \
-        case 3: qk_block(3, T_, qp, qs, nc, tm, krow, kpf, n, s); break;                 \
-        default: qk_block(4, T_, qp, qs, nc, tm, krow, kpf, n, s); break;                \
+        case 1: qk_block(1, T_, qb, nc, tm, krow, kpf, n, s); break;                     \
+        case 2: qk_block(2, T_, qb, nc, tm, krow, kpf, n, s); break;                     \
+        case 3: qk_block(3, T_, qb, nc, tm, krow, kpf, n, s); break;                     \
+        default: qk_block(4, T_, qb, nc, tm, krow, kpf, n, s); break;                    \
         }                                                                                \
     }
 QK_FN(qk_f32, ATTN_DTYPE_F32)
@@ -296,10 +311,15 @@ static void acc_layout(float *acc, size_t D, float *accp, size_t qs, int32_t row
 
 /* ------------------------------------------------------------- driver */
 
-void attn__avx512_decode_tile(const attn_tile_args *a, attn_dtype kdt) {
-    ATTN_ASSERT(attn__avx512_decode_fits(a));
-    ATTN_ASSERT(a->g >= 1 && a->head_dim >= 1);
-    ATTN_ASSERT(0 <= a->k0 && a->k0 < a->k1 && a->k1 <= a->seq_len);
+/* One batch of heads whose stack copies fit (attn__avx512_decode_heads):
+ * a[0 .. nh) share the token, the key range and everything but the KV
+ * head and the per-head state.  Walk: chunk by chunk, every head of the
+ * batch in turn, so one chunk's K (then V) pieces of all the batch's heads
+ * are read one after another — adjacent pieces of the same blocks — and
+ * the prefetch runs one (head, chunk) step ahead: the next head's rows of
+ * this chunk, after the last head the first head's next chunk, after the
+ * last chunk the item after a[nh - 1]. */
+static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt) {
     const int32_t k1 = attn__tile_end(a->k1, a->seq_len, a->causal, a->block_size);
     const int32_t key_limit = attn__key_limit(a->seq_len, a->causal, a->block_size);
     const int32_t rows = a->g;
@@ -311,21 +331,33 @@ void attn__avx512_decode_tile(const attn_tile_args *a, attn_dtype kdt) {
     if (vlo >= vhi) return; /* nothing visible: every row keeps its state */
 
     /* q in the slice layout of qk_block: fp32/f16 slices of 16 dims, bf16
-     * slices of 32 dims as [16 even dims][16 odd dims]; zero past D. */
+     * slices of 32 dims as [16 even dims][16 odd dims]; zero past D; and
+     * slice-major within each block of DR rows (see qk_block).  Head h's
+     * rows start at h * rows * qs. */
     const int pairs = kdt == ATTN_DTYPE_BF16;
     const size_t sw = pairs ? 32 : 16, nc = (D + sw - 1) / sw, qs = nc * sw;
     const size_t tail = D - (nc - 1) * sw;
     const uint32_t tm = tail >= 32 ? 0xffffffffu : (1u << tail) - 1u;
-    float qp[DEC_MAX_ROWS * DEC_MAX_D] __attribute__((aligned(64)));
-    for (int32_t r = 0; r < rows; r++) {
-        const float *q = a->q + (size_t)r * D;
-        float *dst = qp + (size_t)r * qs;
-        for (size_t d = 0; d < qs; d++) dst[pairs ? pair_pos(d) : d] = d < D ? q[d] : 0.0f;
-    }
+    const size_t head_floats = (size_t)rows * qs;
+    ATTN_ASSERT((size_t)nh * head_floats <= DEC_STACK_FLOATS);
+    float qp[DEC_STACK_FLOATS] __attribute__((aligned(64)));
     /* bf16: the accumulators live in the slice layout for the call */
-    float accp[DEC_MAX_ROWS * DEC_MAX_D] __attribute__((aligned(64)));
-    if (pairs) acc_layout(a->acc, D, accp, qs, rows, 1);
-    void (*qk)(int32_t, const float *, size_t, size_t, uint32_t, const void *const *,
+    float accp[DEC_STACK_FLOATS] __attribute__((aligned(64)));
+    for (int32_t h = 0; h < nh; h++) {
+        ATTN_ASSERT(a[h].pos0 == a->pos0 && a[h].k0 == a->k0 && a[h].k1 == a->k1 &&
+                    a[h].g == rows && a[h].head_dim == a->head_dim);
+        for (int32_t r = 0; r < rows; r++) {
+            const int32_t r0 = r / DR * DR, R = rows - r0 < DR ? rows - r0 : DR;
+            const float *q = a[h].q + (size_t)r * D;
+            float *blk = qp + (size_t)h * head_floats + (size_t)r0 * qs + (size_t)(r - r0) * sw;
+            for (size_t d = 0; d < qs; d++) {
+                const size_t pos = pairs ? pair_pos(d) : d;
+                blk[pos / sw * (size_t)R * sw + pos % sw] = d < D ? q[d] : 0.0f;
+            }
+        }
+        if (pairs) acc_layout(a[h].acc, D, accp + (size_t)h * head_floats, qs, rows, 1);
+    }
+    void (*qk)(int32_t, const float *, size_t, uint32_t, const void *const *,
                const void *const *, int32_t, float *) = qk_f32;
     void (*pv)(int32_t, float *, size_t, const float *, const float *, size_t,
                const void *const *, const void *const *, int32_t, int32_t) = pv_block_f32;
@@ -342,45 +374,74 @@ void attn__avx512_decode_tile(const attn_tile_args *a, attn_dtype kdt) {
     for (int32_t c0 = c_first; c0 < vhi; c0 += DT) {
         const int32_t n = (k1 - c0 < DT) ? k1 - c0 : DT;
         const int32_t c1 = c0 + n;
-        attn__row_ptrs(a, es, row_bytes, c0, n, krow, vrow);
-        /* the next chunk's rows (only those that will be visible), or NULL */
-        const int64_t pf0 = (int64_t)c0 + DEC_PF_DIST * DT;
-        int32_t nn = pf0 < vhi ? (vhi - pf0 < DT ? (int32_t)(vhi - pf0) : DT) : 0;
-        if (nn > 0) {
-            attn__row_ptrs(a, es, row_bytes, (int32_t)pf0, nn, kpf, vpf);
-        } else if (a->next_blocks) {
-            /* the last chunk: prefetch the first keys of the next item */
-            attn_tile_args nx = *a;
-            nx.blocks = a->next_blocks;
-            nx.head_offset = a->next_head_offset;
-            nn = a->next_k1 - a->next_k0 < DT ? a->next_k1 - a->next_k0 : DT;
-            attn__row_ptrs(&nx, es, row_bytes, a->next_k0, nn, kpf, vpf);
-        }
-        for (int32_t i = nn; i < DT; i++) kpf[i] = vpf[i] = NULL;
-
         const int32_t ilo = vlo > c0 ? (int32_t)(vlo - c0) : 0;
         const int32_t ihi = vhi < c1 ? (int32_t)(vhi - c0) : n;
-        int32_t rlo[DEC_MAX_ROWS], rhi[DEC_MAX_ROWS], jh[DEC_MAX_ROWS];
-        int64_t kp0[DEC_MAX_ROWS];
-        for (int32_t r = 0; r < rows; r++) /* every head of the token sees the same keys */
-            rlo[r] = ilo, rhi[r] = ihi, jh[r] = r, kp0[r] = (int64_t)c0 - a->pos0;
-        for (int32_t r0 = 0; r0 < rows; r0 += DR) {
-            const int32_t R = rows - r0 < DR ? rows - r0 : DR;
-            qk(R, qp + (size_t)r0 * qs, qs, nc, tm, krow, r0 == 0 && ATTN_AVX512_DEC_PF ? kpf : NULL,
-               n, sc + (size_t)r0 * DT);
-        }
-        float alpha[DEC_MAX_ROWS];
-        softmax_rows(a, rows, DT / 16, rlo, rhi, jh, kp0, sc, DT, a->m, a->l, alpha);
-        for (int32_t r0 = 0; r0 < rows; r0 += PR) {
-            const int32_t R = rows - r0 < PR ? rows - r0 : PR;
-            const void *const *pfv = r0 == 0 && ATTN_AVX512_DEC_PF ? vpf : NULL;
-            if (pairs)
-                pv_pairs(R, accp + (size_t)r0 * qs, qs, nc, tm, alpha + r0, sc + (size_t)r0 * DT,
-                         vrow, pfv, ilo, ihi);
-            else
-                pv(R, a->acc + (size_t)r0 * D, D, alpha + r0, sc + (size_t)r0 * DT, DT, vrow, pfv,
-                   ilo, ihi);
+        for (int32_t h = 0; h < nh; h++) {
+            const attn_tile_args *x = &a[h];
+            attn__row_ptrs(x, es, row_bytes, c0, n, krow, vrow);
+            /* the next step's rows (only keys that will be visible), or NULL */
+            int32_t nn = 0;
+            const int64_t pf0 = (int64_t)c0 + DEC_PF_DIST * DT;
+            if (h + 1 < nh) {
+                nn = ihi - ilo;
+                attn__row_ptrs(&a[h + 1], es, row_bytes, c0 + ilo, nn, kpf + ilo, vpf + ilo);
+                for (int32_t i = 0; i < ilo; i++) kpf[i] = vpf[i] = NULL;
+                nn += ilo;
+            } else if (pf0 < vhi) {
+                nn = vhi - pf0 < DT ? (int32_t)(vhi - pf0) : DT;
+                attn__row_ptrs(a, es, row_bytes, (int32_t)pf0, nn, kpf, vpf);
+            } else if (x->next_blocks) {
+                /* the last step: prefetch the first keys of the next item */
+                attn_tile_args nx = *x;
+                nx.blocks = x->next_blocks;
+                nx.head_offset = x->next_head_offset;
+                nn = x->next_k1 - x->next_k0 < DT ? x->next_k1 - x->next_k0 : DT;
+                attn__row_ptrs(&nx, es, row_bytes, x->next_k0, nn, kpf, vpf);
+            }
+            for (int32_t i = nn; i < DT; i++) kpf[i] = vpf[i] = NULL;
+
+            int32_t rlo[DEC_MAX_ROWS], rhi[DEC_MAX_ROWS], jh[DEC_MAX_ROWS];
+            int64_t kp0[DEC_MAX_ROWS];
+            for (int32_t r = 0; r < rows; r++) /* every head of the token sees the same keys */
+                rlo[r] = ilo, rhi[r] = ihi, jh[r] = r, kp0[r] = (int64_t)c0 - x->pos0;
+            const float *qh = qp + (size_t)h * head_floats;
+            for (int32_t r0 = 0; r0 < rows; r0 += DR) {
+                const int32_t R = rows - r0 < DR ? rows - r0 : DR;
+                qk(R, qh + (size_t)r0 * qs, nc, tm, krow, r0 == 0 && ATTN_AVX512_DEC_PF ? kpf : NULL,
+                   n, sc + (size_t)r0 * DT);
+            }
+            float alpha[DEC_MAX_ROWS];
+            softmax_rows(x, rows, DT / 16, rlo, rhi, jh, kp0, sc, DT, x->m, x->l, alpha);
+            float *acch = accp + (size_t)h * head_floats;
+            for (int32_t r0 = 0; r0 < rows; r0 += PR) {
+                const int32_t R = rows - r0 < PR ? rows - r0 : PR;
+                const void *const *pfv = r0 == 0 && ATTN_AVX512_DEC_PF ? vpf : NULL;
+                if (pairs)
+                    pv_pairs(R, acch + (size_t)r0 * qs, qs, nc, tm, alpha + r0, sc + (size_t)r0 * DT,
+                             vrow, pfv, ilo, ihi);
+                else
+                    pv(R, x->acc + (size_t)r0 * D, D, alpha + r0, sc + (size_t)r0 * DT, DT, vrow,
+                       pfv, ilo, ihi);
+            }
         }
     }
-    if (pairs) acc_layout(a->acc, D, accp, qs, rows, 0);
+    if (pairs)
+        for (int32_t h = 0; h < nh; h++)
+            acc_layout(a[h].acc, D, accp + (size_t)h * head_floats, qs, rows, 0);
+}
+
+void attn__avx512_decode_heads(const attn_tile_args *a, int32_t n, attn_dtype kdt) {
+    ATTN_ASSERT(n >= 1);
+    for (int32_t h = 0; h < n; h++) ATTN_ASSERT(attn__avx512_decode_fits(&a[h]));
+    ATTN_ASSERT(a->g >= 1 && a->head_dim >= 1);
+    ATTN_ASSERT(0 <= a->k0 && a->k0 < a->k1 && a->k1 <= a->seq_len);
+    /* as many heads per batch as the stack copies hold (8 at g 4, D 128) */
+    const size_t sw = kdt == ATTN_DTYPE_BF16 ? 32 : 16;
+    const size_t qs = ((size_t)a->head_dim + sw - 1) / sw * sw;
+    const int32_t per = (int32_t)(DEC_STACK_FLOATS / ((size_t)a->g * qs));
+    for (int32_t h0 = 0; h0 < n; h0 += per) decode_batch(a + h0, n - h0 < per ? n - h0 : per, kdt);
+}
+
+void attn__avx512_decode_tile(const attn_tile_args *a, attn_dtype kdt) {
+    attn__avx512_decode_heads(a, 1, kdt);
 }

@@ -255,12 +255,22 @@ void attn_tile_bf16__avx512bf16(const attn_tile_args *a) {
     attn__avx512_tile(a, ATTN_DTYPE_BF16, pack_pairs, dots_pairs);
 }
 
+/* Several bf16 heads at once: as the avx512 table's, with this table's
+ * tile for items the decode tile does not take. */
+void attn__avx512_tile_heads(const attn_tile_args *a, int32_t n, attn_dtype kdt,
+                             attn_tile_fn one);
+static void attn_tile_heads_bf16__avx512bf16(const attn_tile_args *a, int32_t n) {
+    attn__avx512_tile_heads(a, n, ATTN_DTYPE_BF16, attn_tile_bf16__avx512bf16);
+}
+
 /* The avx512 table with the bf16 tile replaced.  Spelled out as a constant
  * (a first-use copy of *attn__kernels_avx512() would race between
  * concurrent builders); tests/test_isa.c checks that every entry other
- * than name and tile[bf16] equals the avx512 table's. */
+ * than name, tile[bf16] and tile_heads[bf16] equals the avx512 table's. */
 void attn_tile_f32__avx512(const attn_tile_args *a);
 void attn_tile_f16__avx512(const attn_tile_args *a);
+void attn_tile_heads_f32__avx512(const attn_tile_args *a, int32_t n);
+void attn_tile_heads_f16__avx512(const attn_tile_args *a, int32_t n);
 void attn_load_q_f32__avx512(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
 void attn_load_q_bf16__avx512(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
 void attn_load_q_f16__avx512(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
@@ -279,6 +289,11 @@ static const attn_kernels avx512bf16_table = {
         [ATTN_DTYPE_F32] = attn_tile_f32__avx512,
         [ATTN_DTYPE_BF16] = attn_tile_bf16__avx512bf16,
         [ATTN_DTYPE_F16] = attn_tile_f16__avx512,
+    },
+    .tile_heads = {
+        [ATTN_DTYPE_F32] = attn_tile_heads_f32__avx512,
+        [ATTN_DTYPE_BF16] = attn_tile_heads_bf16__avx512bf16,
+        [ATTN_DTYPE_F16] = attn_tile_heads_f16__avx512,
     },
     .load_q = {
         [ATTN_DTYPE_F32] = attn_load_q_f32__avx512,

@@ -64,7 +64,7 @@ static const char *const k_kind_name[ATTN_REGION_KIND_COUNT] = {
 static size_t region_bytes(const attn_plan *p, const attn_region *r, int32_t group_size,
                            int32_t head_dim, bool *ov) {
     if (r->owner_kind == ATTN_OWNER_THREAD)
-        return attn__footprint(r->kind, group_size, head_dim, p->max_tokens, p->kv_tile, 0, ov);
+        return attn__footprint(r->kind, group_size, head_dim, p->row_groups, p->kv_tile, 0, ov);
     const attn_reduction *rd = &p->reds[r->owner];
     return attn__footprint(r->kind, group_size, head_dim, rd->tok1 - rd->tok0, p->kv_tile,
                            rd->num_pieces, ov);
@@ -183,7 +183,7 @@ bool attn__plan_verify(const attn_plan *p) {
         int32_t q_len = p->qsl[it->req + 1] - p->qsl[it->req];
         VERIFY(it->kv_head >= 0 && it->kv_head < p->num_kv_heads);
         VERIFY(it->tok0 >= 0 && it->tok0 < it->tok1 && it->tok1 <= q_len);
-        VERIFY(it->tok1 - it->tok0 <= p->max_tokens);
+        VERIFY(it->tok1 - it->tok0 <= p->row_groups);
         VERIFY(it->k0 >= 0 && it->k0 < it->k1 && it->k1 <= p->seq_lens[it->req]);
         VERIFY(it->thread >= 0 && it->thread < p->num_threads);
         VERIFY(it->piece >= 0 && it->piece < it->num_pieces);
@@ -194,11 +194,14 @@ bool attn__plan_verify(const attn_plan *p) {
             VERIFY(it->reduction == -1);
         }
     }
+    /* a decode run's heads fit the thread regions (executor.c, run_heads) */
+    VERIFY(p->head_run >= 1 && p->head_run <= p->row_groups &&
+           p->num_kv_heads % p->head_run == 0);
     for (size_t i = 0; i < p->num_reds; i++) {
         const attn_reduction *rd = &p->reds[i];
         VERIFY(rd->thread >= 0 && rd->thread < p->num_threads);
         VERIFY(rd->num_pieces >= 2 && rd->num_pieces <= ATTN_MAX_SPLITS);
-        VERIFY(rd->tok1 - rd->tok0 <= p->max_tokens);
+        VERIFY(rd->tok1 - rd->tok0 <= p->row_groups);
         const int32_t ix[4] = {rd->region_flags, rd->region_partial, rd->region_max,
                                rd->region_sum};
         for (int k = 0; k < 4; k++) {

@@ -157,9 +157,9 @@ static int cmp_cost_desc(const void *a, const void *b) {
 
 /* Longest-processing-time-first onto the least-loaded thread; ties go to
  * the lowest thread so the partition is a pure function of the batch.
- * Writes owner[i] and the CSR lists (each thread's entries in index order). */
-static attn_status partition(const attn_allocator *al, size_t n, const uint64_t *cost,
-                             int32_t threads, int32_t *owner, int32_t *list, size_t *start) {
+ * Writes owner[i] for n units of cost[i]. */
+static attn_status lpt(const attn_allocator *al, size_t n, const uint64_t *cost, int32_t threads,
+                       int32_t *owner) {
     cost_ix *ord = attn__alloc_array(al, n, sizeof *ord);
     uint64_t *load = attn__alloc_array(al, (size_t)threads, sizeof *load);
     if (!ord || !load) {
@@ -177,15 +177,55 @@ static attn_status partition(const attn_allocator *al, size_t n, const uint64_t 
         owner[ord[i].ix] = best;
         load[best] += ord[i].cost;
     }
-    memset(start, 0, ((size_t)threads + 1) * sizeof *start);
-    for (size_t i = 0; i < n; i++) start[owner[i] + 1]++;
-    for (int32_t t = 0; t < threads; t++) start[t + 1] += start[t];
-    /* load[] now serves as each thread's fill cursor. */
-    for (int32_t t = 0; t < threads; t++) load[t] = start[t];
-    for (size_t i = 0; i < n; i++) list[load[owner[i]]++] = (int32_t)i;
     attn__free(al, ord);
     attn__free(al, load);
     return ATTN_OK;
+}
+
+/* The CSR lists of an assignment: each thread's entries in index order. */
+static void thread_lists(size_t n, const int32_t *owner, int32_t threads, int32_t *list,
+                         size_t *start) {
+    memset(start, 0, ((size_t)threads + 1) * sizeof *start);
+    for (size_t i = 0; i < n; i++) start[owner[i] + 1]++;
+    for (int32_t t = 0; t < threads; t++) start[t + 1] += start[t];
+    for (size_t i = 0; i < n; i++) list[start[owner[i]]++] = (int32_t)i;
+    /* the fill moved each start to the next thread's: shift back */
+    for (int32_t t = threads; t > 0; t--) start[t] = start[t - 1];
+    start[0] = 0;
+}
+
+/* Items are partitioned in units: a unit is one item, or a decode run of
+ * head_run consecutive KV heads of one single-token, unsplit (request,
+ * token), which stays on one thread, its items adjacent in that thread's
+ * list, for the executor to hand to tile_heads together (kernels.h).
+ * unit[i]: item i's unit; returns the number of units. */
+static size_t item_units(const attn_plan *p, int32_t *unit) {
+    size_t u = 0;
+    for (size_t i = 0; i < p->num_items; i++) {
+        const attn_work_item *it = &p->items[i];
+        const int joins = i > 0 && p->head_run > 1 && it->kv_head % p->head_run != 0 &&
+                          it->tok1 - it->tok0 == 1 && it->num_pieces == 1;
+        unit[i] = joins ? unit[i - 1] : (int32_t)u++;
+    }
+    return u;
+}
+
+/* Heads per decode run.  A run reads one chunk's K and V pieces of all its
+ * heads back to back: in the paged layout those of one block are adjacent,
+ * where one head at a time strides over the others' pieces (measured,
+ * pure reads of this layout at D 128, 2 threads: 26-29 GB/s one head at a
+ * time, 34-36 GB/s walking 8 heads chunk by chunk).  So: the longest run
+ * (a divisor of Hkv, so runs tile the heads) that still leaves 2 units per
+ * thread to balance; 1 when the kernel table has no tile_heads or no item
+ * has a single token.  singles: the unsplit single-token (request, token)
+ * pairs; others: the remaining items. */
+static int32_t head_run(const attn_builder *b, size_t singles, size_t others) {
+    if (!b->kern->tile_heads[b->kv_dtype] || singles == 0) return 1;
+    const int32_t hkv = b->num_kv_heads;
+    for (int32_t r = min32(hkv, ATTN__HEAD_RUN_MAX); r > 1; r--)
+        if (hkv % r == 0 && singles * (size_t)(hkv / r) + others >= 2 * (size_t)b->num_threads)
+            return r;
+    return 1;
 }
 
 void attn_plan_destroy(attn_plan *p) {
@@ -346,25 +386,47 @@ attn_status attn_builder_build(const attn_builder *b, const attn_batch *bt,
     }
     p->num_items = ni;
     p->num_reds = nr;
-    p->max_tokens = max_tokens;
+    p->row_groups = max_tokens;
 
     /* Reductions partition first (cost[] is reused for items next). */
-    if (partition(al, nr, cost, p->num_threads, owner, p->thread_reds, p->red_start)) {
+    if (lpt(al, nr, cost, p->num_threads, owner)) {
         attn__free(al, cost);
         attn__free(al, owner);
         st = NOMEM("the reduction partition");
         goto fail;
     }
+    thread_lists(nr, owner, p->num_threads, p->thread_reds, p->red_start);
     for (size_t i = 0; i < nr; i++) p->reds[i].thread = owner[i];
+
+    size_t singles = 0;
+    for (size_t i = 0; i < ni; i++)
+        singles += p->items[i].kv_head == 0 && p->items[i].tok1 - p->items[i].tok0 == 1 &&
+                   p->items[i].num_pieces == 1;
+    p->head_run = head_run(b, singles, ni - singles * (size_t)b->num_kv_heads);
+    p->row_groups = max32(p->row_groups, p->head_run);
+    int32_t *unit = attn__alloc_array(al, ni, sizeof *unit);
+    if (!unit) {
+        attn__free(al, cost);
+        attn__free(al, owner);
+        st = NOMEM("the item units");
+        goto fail;
+    }
+    const size_t nu = item_units(p, unit);
+    /* A fixed per-item overhead keeps tiny items from looking free. */
+    memset(cost, 0, nu * sizeof *cost);
     for (size_t i = 0; i < ni; i++) {
         const attn_work_item *it = &p->items[i];
-        /* A fixed per-item overhead keeps tiny items from looking free. */
-        cost[i] = (uint64_t)(it->tok1 - it->tok0) * rows_per_tok *
-                  (uint64_t)(it->k1 - it->k0 + 16);
+        cost[unit[i]] += (uint64_t)(it->tok1 - it->tok0) * rows_per_tok *
+                         (uint64_t)(it->k1 - it->k0 + 16);
     }
-    st = partition(al, ni, cost, p->num_threads, owner, p->thread_items, p->item_start);
-    if (st == ATTN_OK)
+    st = lpt(al, nu, cost, p->num_threads, owner);
+    if (st == ATTN_OK) {
+        /* owner[] of units -> of items, from the last item down (unit[i] <= i) */
+        for (size_t i = ni; i-- > 0;) owner[i] = owner[unit[i]];
+        thread_lists(ni, owner, p->num_threads, p->thread_items, p->item_start);
         for (size_t i = 0; i < ni; i++) p->items[i].thread = owner[i];
+    }
+    attn__free(al, unit);
     attn__free(al, cost);
     attn__free(al, owner);
     if (st) {
@@ -448,6 +510,7 @@ attn_status attn_plan_get_info(const attn_plan *p, attn_plan_info *out, attn_err
     i.head_dim = p->head_dim;
     i.num_threads = p->num_threads;
     i.q_tile_tokens = p->q_tile;
+    i.head_run = p->head_run;
     i.kv_tile = p->kv_tile;
     i.window = p->window;
     i.causal = p->causal;

@@ -750,6 +750,127 @@ Test(isa, tile_lanes_matches_ref, .timeout = 240) {
 
 /* ----------------------------------------------------------- dispatch */
 
+/* tile_heads (kernels.h): several KV heads' single-token items walked
+ * together must give every item bit for bit what the table's own tile
+ * gives it alone — same arithmetic per head, only the order of the heads'
+ * chunks differs.  Heads of one paged cache (block stride Hkv x bs x D),
+ * each with its own q and a prior state (odd rows fresh), run counts that
+ * cross the decode tile's stack batches (8 heads at g 4, D 128), group
+ * sizes and head dims it does not take (g 17, D 320: the per-item
+ * fallback), windows, soft cap, ALiBi, key ranges that cut its chunks,
+ * and a next-item prefetch hint. */
+Test(isa, tile_heads_match_tile, .timeout = 240) {
+    static const struct { int32_t g, D, n; } shapes[] = {
+        {4, 128, 2}, {4, 128, 8}, {4, 128, 9}, {1, 64, 16}, {6, 80, 5},
+        {16, 256, 3}, {17, 64, 2}, {2, 320, 3}, {5, 33, 7},
+    };
+    static const int32_t ranges[][2] = {{0, 1}, {0, 64}, {0, 129}, {3, 260}, {127, 385}};
+    static const attn_dtype dts[] = {ATTN_DTYPE_F32, ATTN_DTYPE_BF16, ATTN_DTYPE_F16};
+    const attn_kernels *tb[MAX_ISAS];
+    const int nt = tables(tb);
+    const int32_t bs = 16, seq = 400, nb = seq / bs;
+    int combos = 0;
+    for (int si = 0; si < (int)(sizeof shapes / sizeof *shapes); si++) {
+        const int32_t g = shapes[si].g, D = shapes[si].D, n = shapes[si].n;
+        /* cache[nb][n heads][bs][D], blocks in reverse order */
+        const size_t ne = (size_t)nb * (size_t)n * (size_t)bs * (size_t)D;
+        float *k32 = malloc(ne * 4), *v32 = malloc(ne * 4);
+        uint16_t *k16 = malloc(ne * 2), *v16 = malloc(ne * 2);
+        int32_t *blocks = malloc((size_t)nb * sizeof(int32_t));
+        cr_assert(k32 && v32 && k16 && v16 && blocks);
+        uint64_t s = 900 + (uint64_t)si;
+        for (size_t i = 0; i < ne; i++) {
+            k32[i] = (float)problem_rng_unit(&s);
+            v32[i] = (float)problem_rng_unit(&s);
+        }
+        for (int32_t b = 0; b < nb; b++) blocks[b] = nb - 1 - b;
+        float alibi[ATTN__HEAD_RUN_MAX * 17];
+        for (int32_t j = 0; j < n * g; j++) alibi[j] = -0.01f * (float)(j % 7 + 1);
+        for (int ri = 0; ri < (int)(sizeof ranges / sizeof *ranges); ri++) {
+            const int v = si + ri;
+            const attn_dtype dt = dts[v % 3];
+            const int32_t window = (v % 4 == 1) ? 90 : (v % 4 == 3) ? 1 : -1;
+            const int32_t pos0 = ranges[ri][1] - 1 + (v % 2) * 3;
+            const void *kc = k32, *vc = v32;
+            if (dt != ATTN_DTYPE_F32) {
+                for (size_t i = 0; i < ne; i++) {
+                    k16[i] = dt == ATTN_DTYPE_F16 ? attn__f32_to_f16(k32[i]) : attn__f32_to_bf16(k32[i]);
+                    v16[i] = dt == ATTN_DTYPE_F16 ? attn__f32_to_f16(v32[i]) : attn__f32_to_bf16(v32[i]);
+                }
+                kc = k16;
+                vc = v16;
+            }
+            for (int k = 0; k < nt; k++) {
+                if (!tb[k]->tile_heads[dt]) continue;
+                tile_bufs x[ATTN__HEAD_RUN_MAX], y[ATTN__HEAD_RUN_MAX];
+                attn_tile_args ax[ATTN__HEAD_RUN_MAX], ay[ATTN__HEAD_RUN_MAX];
+                for (int32_t h = 0; h < n; h++) {
+                    bufs_init(&x[h], g, D, tb[k]->kv_tile, 70 + (uint64_t)(v * 31 + h));
+                    bufs_init(&y[h], g, D, tb[k]->kv_tile, 70 + (uint64_t)(v * 31 + h));
+                    for (int32_t r = 0; r < g; r++) { /* a prior state, odd rows fresh */
+                        const float m0 = r % 2 ? -INFINITY : 0.25f * (float)(h % 3);
+                        x[h].m[r] = y[h].m[r] = m0;
+                        x[h].l[r] = y[h].l[r] = r % 2 ? 0.0f : 1.5f;
+                        for (int32_t d = 0; d < D; d++)
+                            x[h].acc[(size_t)r * D + d] = y[h].acc[(size_t)r * D + d] =
+                                r % 2 ? 0.0f : 0.01f * (float)((d + h) % 5) - 0.02f;
+                    }
+                    attn_tile_args a;
+                    memset(&a, 0, sizeof a);
+                    a.n_tok = 1;
+                    a.g = g;
+                    a.head_dim = D;
+                    a.pos0 = pos0;
+                    a.seq_len = seq;
+                    a.causal = 1;
+                    a.window = window;
+                    a.softcap = v % 3 == 1 ? 3.0f : 0.0f;
+                    a.alibi = v % 5 == 2 ? alibi + (size_t)h * (size_t)g : NULL;
+                    a.k_cache = kc;
+                    a.v_cache = vc;
+                    a.block_stride = (size_t)n * (size_t)bs * (size_t)D;
+                    a.head_offset = (size_t)h * (size_t)bs * (size_t)D;
+                    a.blocks = blocks;
+                    a.block_size = bs;
+                    a.k0 = ranges[ri][0];
+                    a.k1 = ranges[ri][1];
+                    a.kv_tile = tb[k]->kv_tile;
+                    /* the next item: the following head, or for the last a
+                     * short range of head 0 */
+                    a.next_blocks = blocks;
+                    a.next_head_offset = (size_t)((h + 1) % n) * (size_t)bs * (size_t)D;
+                    a.next_k0 = h + 1 < n ? a.k0 : 5;
+                    a.next_k1 = h + 1 < n ? a.k1 : 40;
+                    ax[h] = ay[h] = a;
+                    ax[h].q = x[h].q, ax[h].acc = x[h].acc, ax[h].m = x[h].m, ax[h].l = x[h].l;
+                    ax[h].scores = x[h].scores, ax[h].kv = x[h].kv;
+                    ay[h].q = y[h].q, ay[h].acc = y[h].acc, ay[h].m = y[h].m, ay[h].l = y[h].l;
+                    ay[h].scores = y[h].scores, ay[h].kv = y[h].kv;
+                }
+                tb[k]->tile_heads[dt](ax, n);
+                for (int32_t h = 0; h < n; h++) tb[k]->tile[dt](&ay[h]);
+                combos++;
+                for (int32_t h = 0; h < n; h++) {
+                    const size_t rb = (size_t)g * sizeof(float), ab = rb * (size_t)D;
+                    cr_assert(!memcmp(x[h].m, y[h].m, rb) && !memcmp(x[h].l, y[h].l, rb) &&
+                                  !memcmp(x[h].acc, y[h].acc, ab),
+                              "%s %s g %d D %d n %d [%d,%d) w %d head %d: tile_heads differs "
+                              "from tile (m[0] %g vs %g, acc[0] %g vs %g)",
+                              tb[k]->name, attn_dtype_name(dt), (int)g, (int)D, (int)n,
+                              (int)ranges[ri][0], (int)ranges[ri][1], (int)window, (int)h,
+                              x[h].m[0], y[h].m[0], x[h].acc[0], y[h].acc[0]);
+                    bufs_free(&x[h]);
+                    bufs_free(&y[h]);
+                }
+            }
+        }
+        free(k32); free(v32); free(k16); free(v16); free(blocks);
+    }
+#ifdef ATTN_HAVE_AVX512
+    cr_assert(combos > 0, "no table with tile_heads was exercised");
+#endif
+}
+
 static attn_status create_with(const char *isa, attn_builder_info *info) {
     attn_layer_desc l;
     memset(&l, 0, sizeof l);
@@ -828,7 +949,8 @@ Test(isa, tables_start_from_ref) {
     cr_assert(a->rows_target == b->rows_target && a->kv_tile == b->kv_tile);
     for (int d = 0; d < ATTN_DTYPE_COUNT; d++) {
         cr_assert(a->load_q[d] == b->load_q[d] && a->store[d] == b->store[d]);
-        if (d != ATTN_DTYPE_BF16) cr_assert(a->tile[d] == b->tile[d]);
+        if (d != ATTN_DTYPE_BF16)
+            cr_assert(a->tile[d] == b->tile[d] && a->tile_heads[d] == b->tile_heads[d]);
     }
     cr_assert(a->tile[ATTN_DTYPE_BF16] != b->tile[ATTN_DTYPE_BF16]);
 #endif

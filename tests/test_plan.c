@@ -293,6 +293,26 @@ static void check_plan(const plan_params *pp, const attn_plan *p, const tu_batch
         i = j;
     }
 
+    /* ---- decode runs: head_run consecutive heads of a single-token,
+     * unsplit (request, token) are adjacent items on one thread ---- */
+    cr_assert(info.head_run >= 1 && pp->hkv % info.head_run == 0, "%s: head_run %d for Hkv %d",
+              tag, info.head_run, pp->hkv);
+    for (size_t i = 0; i < ni; i++) {
+        const attn_work_item *w = &it[i];
+        if (info.head_run == 1 || w->tok1 - w->tok0 != 1 || w->num_pieces != 1 ||
+            w->kv_head % info.head_run != 0)
+            continue;
+        cr_assert(i + (size_t)info.head_run <= ni, "%s: run at item %zu cut short", tag, i);
+        for (int32_t h = 1; h < info.head_run; h++) {
+            const attn_work_item *x = &it[i + (size_t)h];
+            cr_assert(x->req == w->req && x->tok0 == w->tok0 && x->kv_head == w->kv_head + h &&
+                          x->thread == w->thread && x->num_pieces == 1,
+                      "%s: item %zu (req %d head %d thread %d) breaks the run of item %zu (req "
+                      "%d head %d thread %d)", tag, i + (size_t)h, x->req, x->kv_head, x->thread,
+                      i, w->req, w->kv_head, w->thread);
+        }
+    }
+
     /* ---- reductions and their regions ---- */
     if (pp->split == ATTN_SPLIT_OFF) cr_assert_eq(nr, 0, "%s: split OFF but %zu reductions", tag, nr);
     size_t *pieces_seen = calloc(nr + 1, sizeof *pieces_seen);
@@ -584,4 +604,41 @@ Test(plan, fixed_split_counts_exact) {
             attn_builder_destroy(b);
             tu_batch_free(&tb);
         }
+}
+
+/* The head-run policy (plan.c, head_run): the longest divisor of Hkv that
+ * leaves 2 units per thread, only on a table with tile_heads (the
+ * AVX-512 ones); the portable table runs every item alone. */
+Test(plan, decode_head_runs) {
+    static const struct { const char *isa; int32_t reqs, threads, want; } cases[] = {
+        {"avx512", 8, 2, 8}, {"avx512", 2, 2, 4}, {"avx512", 1, 2, 2}, {"avx512", 1, 1, 4},
+        {"ref", 8, 2, 1},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        const char *avail[8];
+        const int na = attn_isa_available(avail, 8);
+        int have = 0;
+        for (int i = 0; i < na; i++) have |= !strcmp(avail[i], cases[c].isa);
+        if (!have) continue;
+        attn_layer_desc l[1] = {tu_layer(32, -1)};
+        attn_group_desc g = tu_group(l, 1, 8, 128, 16, cases[c].threads);
+        g.isa = cases[c].isa;
+        attn_error err;
+        attn_builder *b = NULL;
+        cr_assert_eq(attn_builder_create(&g, &b, &err), ATTN_OK, "%s", err.message);
+        int32_t ql[8], kl[8];
+        for (int r = 0; r < 8; r++) ql[r] = 1, kl[r] = 1000 + 37 * r;
+        tu_batch tb;
+        cr_assert_eq(tu_batch_init(&tb, cases[c].reqs, ql, kl, 16, 1, 0), 0);
+        attn_plan_opts o = {ATTN_SPLIT_OFF, 0, 0};
+        attn_plan *p = NULL;
+        cr_assert_eq(attn_builder_build(b, &tb.b, &o, &p, &err), ATTN_OK, "%s", err.message);
+        attn_plan_info info;
+        cr_assert_eq(attn_plan_get_info(p, &info, &err), ATTN_OK);
+        cr_assert_eq(info.head_run, cases[c].want, "%s, %d requests, %d threads: head_run %d, want %d",
+                     cases[c].isa, cases[c].reqs, cases[c].threads, info.head_run, cases[c].want);
+        attn_plan_destroy(p);
+        attn_builder_destroy(b);
+        tu_batch_free(&tb);
+    }
 }
