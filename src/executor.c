@@ -1,7 +1,9 @@
 /*
  * executor.c — attn_run: validates a layer and its tensors against the
  * plan, then executes the plan's static partition with OpenMP (the only
- * file that uses OpenMP).  Phase 1 runs every work item; a split piece
+ * file that uses OpenMP).  Phase 1 runs every work item (a decode run of
+ * several KV heads' single-token items together, through the kernel
+ * table's tile_heads: plan.c, head_run); a split piece
  * leaves its fp32 partial, max and sum in its reduction's regions and sets
  * its completion flag.  After a barrier, phase 2 merges split rows.  The
  * kernels see the scratchpad only through pointers into the plan's regions.
