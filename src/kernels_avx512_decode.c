@@ -350,9 +350,12 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt) {
             const int32_t r0 = r / DR * DR, R = rows - r0 < DR ? rows - r0 : DR;
             const float *q = a[h].q + (size_t)r * D;
             float *blk = qp + (size_t)h * head_floats + (size_t)r0 * qs + (size_t)(r - r0) * sw;
+            /* shifts, not a division by sw per element: that division cost
+             * ~10 % of a 256-key, L2-resident decode of 8 heads (/tmp driver) */
+            const unsigned sw_log2 = pairs ? 5 : 4;
             for (size_t d = 0; d < qs; d++) {
                 const size_t pos = pairs ? pair_pos(d) : d;
-                blk[pos / sw * (size_t)R * sw + pos % sw] = d < D ? q[d] : 0.0f;
+                blk[(pos >> sw_log2) * (size_t)R * sw + (pos & (sw - 1))] = d < D ? q[d] : 0.0f;
             }
         }
         if (pairs) acc_layout(a[h].acc, D, accp + (size_t)h * head_floats, qs, rows, 1);
