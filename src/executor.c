@@ -273,12 +273,12 @@ static void run_item(const run_ctx *c, int32_t thread, const attn_work_item *it,
 static size_t run_length(const run_ctx *c, size_t i, size_t end) {
     const attn_plan *p = c->p;
     const attn_work_item *a = &p->items[p->thread_items[i]];
-    if (!c->tile_heads || a->tok1 - a->tok0 != 1 || a->num_pieces != 1) return 1;
+    if (!c->tile_heads || !attn__run_item(a)) return 1;
     size_t n = 1;
     while (i + n < end && n < (size_t)p->head_run) {
         const attn_work_item *b = &p->items[p->thread_items[i + n]];
-        if (b->req != a->req || b->tok0 != a->tok0 || b->tok1 != a->tok1 || b->k0 != a->k0 ||
-            b->k1 != a->k1 || b->num_pieces != 1 || b->kv_head != a->kv_head + (int32_t)n)
+        if (!attn__run_item(b) || b->req != a->req || b->tok0 != a->tok0 || b->k0 != a->k0 ||
+            b->k1 != a->k1 || b->kv_head != a->kv_head + (int32_t)n)
             break;
         n++;
     }

@@ -74,6 +74,12 @@ struct attn_builder {
  * regions (16 x g rows). */
 #define ATTN__HEAD_RUN_MAX 16
 
+/* Whether an item may be part of a decode run: one query token, unsplit
+ * (the one spelling the plan's partition and the executor share). */
+static inline int attn__run_item(const attn_work_item *it) {
+    return it->tok1 - it->tok0 == 1 && it->num_pieces == 1;
+}
+
 #define ATTN_PLAN_MAGIC 0x6174706cu  /* "atpl": catches a destroyed/garbage handle early */
 
 /* ---- the plan ---- */

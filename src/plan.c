@@ -204,7 +204,7 @@ static size_t item_units(const attn_plan *p, int32_t *unit) {
     for (size_t i = 0; i < p->num_items; i++) {
         const attn_work_item *it = &p->items[i];
         const int joins = i > 0 && p->head_run > 1 && it->kv_head % p->head_run != 0 &&
-                          it->tok1 - it->tok0 == 1 && it->num_pieces == 1;
+                          attn__run_item(it);
         unit[i] = joins ? unit[i - 1] : (int32_t)u++;
     }
     return u;
@@ -400,8 +400,7 @@ attn_status attn_builder_build(const attn_builder *b, const attn_batch *bt,
 
     size_t singles = 0;
     for (size_t i = 0; i < ni; i++)
-        singles += p->items[i].kv_head == 0 && p->items[i].tok1 - p->items[i].tok0 == 1 &&
-                   p->items[i].num_pieces == 1;
+        singles += p->items[i].kv_head == 0 && attn__run_item(&p->items[i]);
     p->head_run = head_run(b, singles, ni - singles * (size_t)b->num_kv_heads);
     p->row_groups = max32(p->row_groups, p->head_run);
     int32_t *unit = attn__alloc_array(al, ni, sizeof *unit);

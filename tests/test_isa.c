@@ -815,35 +815,23 @@ Test(isa, tile_heads_match_tile, .timeout = 240) {
                             x[h].acc[(size_t)r * D + d] = y[h].acc[(size_t)r * D + d] =
                                 r % 2 ? 0.0f : 0.01f * (float)((d + h) % 5) - 0.02f;
                     }
-                    attn_tile_args a;
-                    memset(&a, 0, sizeof a);
-                    a.n_tok = 1;
-                    a.g = g;
-                    a.head_dim = D;
-                    a.pos0 = pos0;
-                    a.seq_len = seq;
-                    a.causal = 1;
-                    a.window = window;
+                    /* args_for's single-head cache, then this cache's heads */
+                    const mini mc = {k32, v32, blocks, nb};
+                    attn_tile_args a = args_for(&mc, &x[h], 1, g, D, bs, seq, pos0, ranges[ri][0],
+                                                ranges[ri][1], window, tb[k]->kv_tile);
                     a.softcap = v % 3 == 1 ? 3.0f : 0.0f;
                     a.alibi = v % 5 == 2 ? alibi + (size_t)h * (size_t)g : NULL;
                     a.k_cache = kc;
                     a.v_cache = vc;
                     a.block_stride = (size_t)n * (size_t)bs * (size_t)D;
                     a.head_offset = (size_t)h * (size_t)bs * (size_t)D;
-                    a.blocks = blocks;
-                    a.block_size = bs;
-                    a.k0 = ranges[ri][0];
-                    a.k1 = ranges[ri][1];
-                    a.kv_tile = tb[k]->kv_tile;
                     /* the next item: the following head, or for the last a
                      * short range of head 0 */
                     a.next_blocks = blocks;
                     a.next_head_offset = (size_t)((h + 1) % n) * (size_t)bs * (size_t)D;
                     a.next_k0 = h + 1 < n ? a.k0 : 5;
                     a.next_k1 = h + 1 < n ? a.k1 : 40;
-                    ax[h] = ay[h] = a;
-                    ax[h].q = x[h].q, ax[h].acc = x[h].acc, ax[h].m = x[h].m, ax[h].l = x[h].l;
-                    ax[h].scores = x[h].scores, ax[h].kv = x[h].kv;
+                    ax[h] = ay[h] = a; /* a points at x[h]'s buffers */
                     ay[h].q = y[h].q, ay[h].acc = y[h].acc, ay[h].m = y[h].m, ay[h].l = y[h].l;
                     ay[h].scores = y[h].scores, ay[h].kv = y[h].kv;
                 }
