@@ -145,6 +145,7 @@ test: deps
 	@$(MAKE) --no-print-directory regress
 	@$(MAKE) --no-print-directory test-debug
 	@$(MAKE) --no-print-directory mutants-quick
+	@$(MAKE) --no-print-directory test-peer
 	@$(MAKE) --no-print-directory test-suites
 
 # Under sanitizers, LeakSanitizer ignores Criterion 2.4.1's own runner leak

@@ -2,8 +2,17 @@
 #
 #   make bench        build $(B)/bench and run it; writes reports/bench.md
 #                     and reports/bench.json (limits measured in the same run)
-#   (no bench-peer yet: this machine's python3 has no torch, so a PyTorch
-#   side-by-side could not be written or checked here)
+#   make bench-peer   the same run, then PyTorch's scaled-dot-product
+#                     attention on the same shapes (bench/peer.py) beside
+#                     it: reports/bench-peer.{md,json}
+#   make test-peer    (part of `make test`) bench/peer.py --selftest: the
+#                     peer's GQA folding, causal offsets and window masks
+#                     against a float64 loop, so the side-by-side compares
+#                     the same attention
+#
+# The peer runs in /usr/bin/python3 with Debian's python3-torch (PyPI is not
+# reachable from the project machines); bench-peer BENCH_ONLY=... narrows
+# both sides alike.
 #
 # Only bench.c (the measurement loops: FMA/VDPBF16PS chains, the bandwidth
 # sweep) is built with -O3 -march=native; the engine is the ordinary
@@ -20,3 +29,18 @@ $(BENCH_BIN): bench/bench.c src/attn.h $(LIB)
 bench: $(BENCH_BIN)
 	@mkdir -p reports
 	$(BENCH_BIN) reports
+
+PEER_PY := /usr/bin/python3
+PEER_DEPS_PKGS := python3-torch
+
+.PHONY: bench-peer test-peer peer-deps
+peer-deps:
+	@bash .ci/deps.sh $(PEER_DEPS_PKGS)
+
+test-peer: peer-deps
+	$(PEER_PY) bench/peer.py --selftest
+
+bench-peer: $(BENCH_BIN) test-peer
+	@mkdir -p reports
+	$(BENCH_BIN) reports
+	$(PEER_PY) bench/peer.py --engine reports/bench.json --out reports
