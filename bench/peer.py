@@ -243,6 +243,8 @@ def measure(threads_max, reps, only):
     for t in range(1, threads_max + 1):
         torch.set_num_threads(t)
         for dn, dtype in (("f32", torch.float32), ("bf16", torch.bfloat16)):
+            if os.environ.get("BENCH_DTYPE", dn) != dn:
+                continue
             for B in (1, 8):
                 if only and f"decode{B}" not in only:
                     continue
@@ -253,6 +255,8 @@ def measure(threads_max, reps, only):
                     print_row(rows[-1])
             for hkv in (32, 8):
                 if only and "prefill" not in only:
+                    continue
+                if os.environ.get("BENCH_HKV", str(hkv)) != str(hkv):
                     continue
                 sec, _, gf = prefill_row(run, hkv, dtype, 5)
                 rows.append({"name": f"prefill L=2048 H=32 Hkv={hkv} {dn}", "threads": t,
@@ -331,7 +335,11 @@ def main():
         ap.error("--engine bench.json is required")
     with open(args.engine) as f:
         engine = json.load(f)
+    # bench.c's narrowing variables (BENCH_ONLY, BENCH_THREADS, BENCH_DTYPE,
+    # BENCH_HKV) narrow the peer alike
     only = os.environ.get("BENCH_ONLY", "")
+    if os.environ.get("BENCH_THREADS"):
+        args.threads = min(args.threads, int(os.environ["BENCH_THREADS"]))
     _, name = sdpa()
     print(f"bench-peer: {name}, torch {torch.__version__}")
     peer = measure(min(args.threads, 2), max(args.reps, 5), only)

@@ -11,8 +11,9 @@
 #                     the same attention
 #
 # The peer runs in /usr/bin/python3 with Debian's python3-torch (PyPI is not
-# reachable from the project machines); bench-peer BENCH_ONLY=... narrows
-# both sides alike.
+# reachable from the project machines).  bench.c's narrowing variables
+# (BENCH_ONLY, BENCH_THREADS, BENCH_DTYPE, BENCH_HKV) narrow both sides
+# alike.
 #
 # Only bench.c (the measurement loops: FMA/VDPBF16PS chains, the bandwidth
 # sweep) is built with -O3 -march=native; the engine is the ordinary
