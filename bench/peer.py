@@ -191,16 +191,14 @@ def decode_row(run, B, dtype, cold, reps):
     copies = [decode_prepare(q, rand((B, HKV, KV_LEN, D), dtype),
                              rand((B, HKV, KV_LEN, D), dtype), -1) for _ in range(rot)]
     sec = timed(lambda k: (lambda: run(*copies[k])), rot, reps)
-    return sec, kv_bytes / sec * 1e-9, 0.0
+    return sec
 
 
 def prefill_row(run, hkv, dtype, reps):
     L, hq = 2048, 32
     q = rand((L, hq, D), dtype)
     args = chunk_prepare(q, rand((hkv, L, D), dtype), rand((hkv, L, D), dtype), -1)
-    sec = timed(lambda k: (lambda: run(*args)), 1, reps)
-    flops = 4.0 * L * L * D * hq / 2.0  # useful flops, causal counted as half
-    return sec, 0.0, flops / sec * 1e-9
+    return timed(lambda k: (lambda: run(*args)), 1, reps)
 
 
 def laguna_row(run, reps):
@@ -226,15 +224,7 @@ def laguna_row(run, reps):
             for a in copies[k]:
                 run(*a)
         return go
-    sec = timed(call, rot, reps)
-    fl = bytes_ = 0.0
-    for r in range(ndec + 1):  # the same useful work as bench.c counts
-        qlen = 1 if r < ndec else L
-        for i in range(qlen):
-            p = KV_LEN - qlen + i
-            fl += 4.0 * D * (48.0 * (p + 1) + 64.0 * min(p + 1, W))
-        bytes_ += 2.0 * KV_LEN * HKV * D * esz + (2.0 * W * HKV * D * esz if r < ndec else 0)
-    return sec, bytes_ / sec * 1e-9, fl / sec * 1e-9
+    return timed(call, rot, reps)
 
 
 def measure(threads_max, reps, only):
@@ -249,37 +239,38 @@ def measure(threads_max, reps, only):
                 if only and f"decode{B}" not in only:
                     continue
                 for cold in (True, False):
-                    sec, gbs, _ = decode_row(run, B, dtype, cold, reps * (2 if cold else 1))
+                    sec = decode_row(run, B, dtype, cold, reps * (2 if cold else 1))
                     rows.append({"name": f"decode B={B} kv4096 {dn} {'cold' if cold else 'hot'}",
-                                 "threads": t, "ms": sec * 1e3, "gbs": gbs, "gflops": 0.0})
+                                 "threads": t, "ms": sec * 1e3})
                     print_row(rows[-1])
             for hkv in (32, 8):
                 if only and "prefill" not in only:
                     continue
                 if os.environ.get("BENCH_HKV", str(hkv)) != str(hkv):
                     continue
-                sec, _, gf = prefill_row(run, hkv, dtype, 5)
+                sec = prefill_row(run, hkv, dtype, 5)
                 rows.append({"name": f"prefill L=2048 H=32 Hkv={hkv} {dn}", "threads": t,
-                             "ms": sec * 1e3, "gbs": 0.0, "gflops": gf})
+                             "ms": sec * 1e3})
                 print_row(rows[-1])
         if not only or "laguna" in only:
-            sec, gbs, gf = laguna_row(run, reps)
+            sec = laguna_row(run, reps)
             rows.append({"name": "laguna mixed (48 full + 64 w512) bf16", "threads": t,
-                         "ms": sec * 1e3, "gbs": gbs, "gflops": gf})
+                         "ms": sec * 1e3})
             print_row(rows[-1])
     return rows
 
 
 def print_row(r):
-    fig = f"{r['gbs']:7.1f} GB/s" if r["gbs"] and not r["gflops"] else f"{r['gflops']:7.1f} GFLOP/s"
-    print(f"  torch {r['name']:<40} {r['threads']} thr {r['ms']:10.2f} ms {fig}", flush=True)
+    print(f"  torch {r['name']:<40} {r['threads']} thr {r['ms']:10.2f} ms", flush=True)
 
 
 # ---------------------------------------------------------------- reports
 
 def side_by_side(engine, peer):
     """Rows of both, joined on (name, threads); speed-up = torch ms / engine
-    ms (> 1: the engine is faster)."""
+    ms (> 1: the engine is faster).  The useful work of a row (bytes or
+    flops) is bench.c's alone: PyTorch's figure is the engine's scaled by
+    the time ratio, so the two counts cannot drift apart."""
     eng = {(r["name"], r["threads"]): r for r in engine["results"]}
     out = []
     for p in peer:
@@ -290,7 +281,8 @@ def side_by_side(engine, peer):
                     "torch_ms": p["ms"], "speedup": p["ms"] / e["ms"],
                     "metric": "GB/s" if p["name"].startswith("decode") else "GFLOP/s",
                     "engine_fig": e["gbs"] if p["name"].startswith("decode") else e["gflops"],
-                    "torch_fig": p["gbs"] if p["name"].startswith("decode") else p["gflops"],
+                    "torch_fig": (e["gbs"] if p["name"].startswith("decode") else e["gflops"])
+                    * e["ms"] / p["ms"],
                     "engine_pct": e["pct"], "limit": e["limit"]})
     return out
 
