@@ -310,7 +310,9 @@ typedef struct attn_tensors {
  * whose shapes or dtypes differ (ATTN_E_TENSOR_MISMATCH), a scratchpad
  * smaller than attn_plan_scratch_size (ATTN_E_SCRATCH_TOO_SMALL) or not
  * ATTN_ALIGN-aligned.  Uses the plan's thread count (OpenMP).  The kernels
- * touch the scratchpad only inside the plan's regions. */
+ * touch the scratchpad only inside the plan's regions.  Speed, not
+ * correctness: the caches, q, out and the scratchpad run fastest on huge
+ * pages (README, "Using the engine": a prefill reads one q row per token). */
 attn_status attn_run(const attn_plan *plan, const attn_layer_desc *layer,
                      const attn_tensors *tensors, void *scratch, size_t scratch_bytes,
                      attn_error *err);
