@@ -74,7 +74,7 @@ static volatile float g_sink; /* keeps the limit loops' results alive */
  * 32 heads).  Measured with the query and output on 4 KiB pages (`perf
  * record -e cpu-clock`, 1-thread fp32 prefill, Hkv 32): loading q took
  * 12.4 % of the samples and storing out 5.0 %; on huge pages 1.8 % and
- * 2.8 %, and the fp32 prefill rows ran 10-14 % faster (`BENCH_ONLY=prefill
+ * 2.8 %, and the fp32 prefill rows ran 11-14 % faster (`BENCH_ONLY=prefill
  * BENCH_DTYPE=f32`, the two builds back to back). */
 static void *big_alloc(size_t bytes) {
     const size_t huge = (size_t)2 << 20;
