@@ -207,7 +207,10 @@ def huge(t):
     import numpy as np  # a dependency of python3-torch
     n = t.numel() * t.element_size()
     m = mmap.mmap(-1, n + HUGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    m.madvise(mmap.MADV_HUGEPAGE)
+    try:  # a hint, as in bench.c: a kernel without THP refuses it, and that is no error
+        m.madvise(mmap.MADV_HUGEPAGE)
+    except (AttributeError, OSError):
+        pass
     off = -ctypes.addressof(ctypes.c_char.from_buffer(m)) % HUGE
     raw = np.frombuffer(m, dtype=NP_SAME_SIZE[t.dtype], count=t.numel(), offset=off)
     out = torch.from_numpy(raw).view(t.dtype).view(t.shape)  # keeps m alive
