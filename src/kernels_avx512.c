@@ -34,7 +34,8 @@
  *   the group, then its softmax, then its P.V), so the packed K and the V
  *   rows each stay in L1 during their phase.
  *   While a chunk is computed, the next chunk's K and V lines are
- *   prefetched to L2, one prefetch next to each pack / P.V load: in the
+ *   prefetched to L2, one prefetch next to each pack / V widening / P.V
+ *   load (V in address order: pv_pf in kernels_avx512_inl.h): in the
  *   paged layout consecutive blocks of one head are Hkv blocks apart, and
  *   the hardware streamer restarts at every block.
  * Items with several query tokens (prefill, and decode groups larger than
@@ -259,11 +260,15 @@ void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pac
             if (!widen) {
                 vrow[i] = (const unsigned char *)a->v_cache + off * es;
             } else {
-                /* Widen V once per chunk: every row block reuses it. */
+                /* Widen V once per chunk: every row block reuses it.
+                 * The next chunk's V row of this key is prefetched here,
+                 * one line per 64 bytes read, in address order; P.V then
+                 * reads only the widened rows and prefetches nothing. */
                 float *dst = vconv + (size_t)i * D;
                 const unsigned char *src = (const unsigned char *)a->v_cache + off * es;
                 for (size_t d = 0; d < D; d += 16) {
                     const __mmask16 m = tail_mask(D - d);
+                    if (vpf[i] && (d * es) % 64 == 0) _mm_prefetch((const char *)vpf[i] + d * es, _MM_HINT_T1);
                     _mm512_mask_storeu_ps(dst + d, m, load16(vdt, src + d * es, m));
                 }
                 vrow[i] = dst;
@@ -317,7 +322,7 @@ void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pac
                 /* prefetch from the first row block only: later blocks
                  * would re-issue the same lines */
                 pv(R, a->acc + (size_t)r0 * D, D, alpha + (r0 - sb0), a->scores + (size_t)r0 * TILE,
-                   TILE, vrow, r0 == 0 ? vpf : NULL, blo[b], bhi[b]);
+                   TILE, vrow, r0 == 0 && !widen ? vpf : NULL, blo[b], bhi[b]);
             }
         }
     }

@@ -36,7 +36,14 @@
  *        prefetched to L2 one per load of the current step — in the paged
  *        layout a head's consecutive blocks are Hkv blocks apart, so the
  *        hardware streamer restarts at every block and would leave the
- *        stream latency-bound.
+ *        stream latency-bound.  K's lines are prefetched in the loads'
+ *        order (a slice of 4 keys at a time), V's in address order (pv_pf
+ *        in kernels_avx512_inl.h).  Both orders were measured each way
+ *        (`scripts/bench_ab.sh 4 decode8`, B=8 cold, 2 threads): V in
+ *        address order instead of the loads' order +3.7 to +8.1 % (fp32),
+ *        +5.6 to +9.3 % (bf16); K in address order as well then -1 to
+ *        -7 % (fp32) and -6 to +1 % (bf16), so K keeps the loads' order.  Why K and V differ we do
+ *        not know (no PMU counters on the development VM).
  *   heads: the executor hands a decode run of several KV heads' items of
  *        one token at once (kernels.h, attn_tile_heads_fn), and the walk
  *        goes chunk by chunk, every head of the run in turn: one chunk's K
@@ -224,11 +231,16 @@ QK_FN(qk_f16, ATTN_DTYPE_F16)
  * 16 even dims, then 16 odd dims; row stride qs): each 64-byte load of a V
  * row is widened exactly into that layout with one shift and one AND, half
  * the conversion work of VPMOVZXWD + shift per 16 elements.  NS (1 or 2)
- * slices from sl0, the last one masked by ml; R <= PR rows. */
-INLINE void pv_pairs_rows(int R, int NS, float *accp, size_t qs, size_t sl0, uint32_t ml,
-                          const float *alpha, const float *p, const void *const *vrow,
-                          const void *const *vpf, int32_t ilo, int32_t ihi) {
+ * slices from sl0 of the row's nc, the last one masked by ml; R <= PR rows.
+ * vpf (or NULL): the next chunk's rows of the same keys. */
+INLINE void pv_pairs_rows(int R, int NS, float *accp, size_t qs, size_t nc, size_t sl0,
+                          uint32_t ml, const float *alpha, const float *p,
+                          const void *const *vrow, const void *const *vpf, int32_t ilo,
+                          int32_t ihi) {
     const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+    /* the next chunk's rows in address order, 2 slices (128 bytes) per key
+     * and pass (pv_pf, kernels_avx512_inl.h) */
+    pv_pf pc = pv_pf_start((int32_t)(sl0 / 2), (int32_t)((nc + 1) / 2), ilo, ihi);
     __m512 c[PR][4];
     UNROLL
     for (int r = 0; r < R; r++) {
@@ -239,10 +251,15 @@ INLINE void pv_pairs_rows(int R, int NS, float *accp, size_t qs, size_t sl0, uin
     }
     for (int32_t i = ilo; i < ihi; i++) {
         const unsigned char *vr = (const unsigned char *)vrow[i] + sl0 * 64;
-        if (vpf && vpf[i]) {
-            UNROLL
-            for (int sl = 0; sl < NS; sl++)
-                _mm_prefetch((const char *)vpf[i] + (sl0 + (size_t)sl) * 64, DEC_PF_HINT);
+        if (vpf) {
+            if (vpf[pc.key]) {
+                UNROLL
+                for (int sl = 0; sl < 2; sl++)
+                    if (2 * (size_t)pc.part + (size_t)sl < nc)
+                        _mm_prefetch((const char *)vpf[pc.key] + (2 * (size_t)pc.part + (size_t)sl) * 64,
+                                     DEC_PF_HINT);
+            }
+            pv_pf_next(&pc);
         }
         UNROLL
         for (int sl = 0; sl < NS; sl++) {
@@ -267,7 +284,7 @@ INLINE void pv_pairs_rows(int R, int NS, float *accp, size_t qs, size_t sl0, uin
 
 #define PVP_CASE(R_, N_)                                                                  \
     case (R_) * 4 + (N_):                                                                 \
-        pv_pairs_rows(R_, N_, accp, qs, sl0, ml, alpha, p, vrow, vpf, ilo, ihi);          \
+        pv_pairs_rows(R_, N_, accp, qs, nc, sl0, ml, alpha, p, vrow, vpf, ilo, ihi);          \
         break;
 
 static void pv_pairs(int32_t R, float *accp, size_t qs, size_t nc, uint32_t tm,
