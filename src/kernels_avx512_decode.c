@@ -87,6 +87,18 @@
 #define ATTN_DEC_DT 64
 #endif
 #define DT ATTN_DEC_DT
+/* fp32 caches take chunks of 32 keys (a run's step then reads 2 blocks of
+ * 16 keys per head instead of 4): with V prefetched in address order,
+ * `scripts/bench_ab.sh 5 decode8` (B=8, 2 threads, both builds with
+ * -falign-loops=64) gave fp32 cold +0.8 to +4.8 %, hot +0.4 to +5.3 %
+ * against 64; bf16 ran 3-4 % slower at 32 (3 rounds), so bf16 and f16
+ * keep DT.  A pure read of the run's pattern (/tmp driver, 2 threads, 24
+ * register FMAs per line) streamed 32.1-32.4 GB/s at 16 keys per step,
+ * 29.5-30.2 at 32 and 28.7-30.5 at 64; the tile's per-chunk work (folds,
+ * softmax, rescaling) grows as the chunk shrinks. */
+#ifndef ATTN_DEC_DT_F32
+#define ATTN_DEC_DT_F32 32
+#endif
 
 int attn__avx512_decode_fits(const attn_tile_args *a);
 void attn__avx512_decode_tile(const attn_tile_args *a, attn_dtype kdt);
@@ -390,9 +402,11 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt) {
 
     /* chunks are aligned to k0 as in the general tile, starting at the
      * first chunk that holds a visible key */
-    const int32_t c_first = a->k0 + (int32_t)((vlo - a->k0) / DT) * DT;
-    for (int32_t c0 = c_first; c0 < vhi; c0 += DT) {
-        const int32_t n = (k1 - c0 < DT) ? k1 - c0 : DT;
+    const int32_t dt = kdt == ATTN_DTYPE_F32 ? ATTN_DEC_DT_F32 : DT; /* keys per chunk */
+    _Static_assert(ATTN_DEC_DT_F32 % 16 == 0 && ATTN_DEC_DT_F32 <= DT, "fp32 chunk");
+    const int32_t c_first = a->k0 + (int32_t)((vlo - a->k0) / dt) * dt;
+    for (int32_t c0 = c_first; c0 < vhi; c0 += dt) {
+        const int32_t n = (k1 - c0 < dt) ? k1 - c0 : dt;
         const int32_t c1 = c0 + n;
         const int32_t ilo = vlo > c0 ? (int32_t)(vlo - c0) : 0;
         const int32_t ihi = vhi < c1 ? (int32_t)(vhi - c0) : n;
@@ -401,21 +415,21 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt) {
             attn__row_ptrs(x, es, row_bytes, c0, n, krow, vrow);
             /* the next step's rows (only keys that will be visible), or NULL */
             int32_t nn = 0;
-            const int64_t pf0 = (int64_t)c0 + DEC_PF_DIST * DT;
+            const int64_t pf0 = (int64_t)c0 + DEC_PF_DIST * dt;
             if (h + 1 < nh) {
                 nn = ihi - ilo;
                 attn__row_ptrs(&a[h + 1], es, row_bytes, c0 + ilo, nn, kpf + ilo, vpf + ilo);
                 for (int32_t i = 0; i < ilo; i++) kpf[i] = vpf[i] = NULL;
                 nn += ilo;
             } else if (pf0 < vhi) {
-                nn = vhi - pf0 < DT ? (int32_t)(vhi - pf0) : DT;
+                nn = vhi - pf0 < dt ? (int32_t)(vhi - pf0) : dt;
                 attn__row_ptrs(a, es, row_bytes, (int32_t)pf0, nn, kpf, vpf);
             } else if (x->next_blocks) {
                 /* the last step: prefetch the first keys of the next item */
                 attn_tile_args nx = *x;
                 nx.blocks = x->next_blocks;
                 nx.head_offset = x->next_head_offset;
-                nn = x->next_k1 - x->next_k0 < DT ? x->next_k1 - x->next_k0 : DT;
+                nn = x->next_k1 - x->next_k0 < dt ? x->next_k1 - x->next_k0 : dt;
                 attn__row_ptrs(&nx, es, row_bytes, x->next_k0, nn, kpf, vpf);
             }
             for (int32_t i = nn; i < DT; i++) kpf[i] = vpf[i] = NULL;
@@ -431,7 +445,7 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt) {
                    n, sc + (size_t)r0 * DT);
             }
             float alpha[DEC_MAX_ROWS];
-            softmax_rows(x, rows, DT / 16, rlo, rhi, jh, kp0, sc, DT, x->m, x->l, alpha);
+            softmax_rows(x, rows, dt / 16, rlo, rhi, jh, kp0, sc, DT, x->m, x->l, alpha);
             float *acch = accp + (size_t)h * head_floats;
             for (int32_t r0 = 0; r0 < rows; r0 += PR) {
                 const int32_t R = rows - r0 < PR ? rows - r0 : PR;
