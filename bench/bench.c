@@ -241,8 +241,9 @@ static double read_bw(const float *buf, size_t bytes, int threads, int reps) {
 }
 
 /* GB/s reading K and V (the two halves of buf) in the engine's paged
- * layout, as decode streams them: per request, in 64-key chunks, the 8 KV
- * heads' pieces in turn (a decode run, kernels_avx512_decode.c): a chunk's
+ * layout, as decode streams them: per request, in chunks of `chunk` keys
+ * (the tile's: 32 for fp32, 64 for bf16), the 8 KV heads' pieces in turn
+ * (a decode run, kernels_avx512_decode.c): a chunk's
  * K pieces of one head, then its V pieces, bs x 128 dims x es bytes each,
  * with a T1 prefetch of the next (head, chunk) step's lines.  Requests of
  * 4096 keys, Hkv 8, split statically over the threads; best of `reps`
@@ -250,10 +251,10 @@ static double read_bw(const float *buf, size_t bytes, int threads, int reps) {
  * are short (the hardware streamer restarts at every one), and those of
  * one step are Hkv pieces apart. */
 static double paged_read_bw(const unsigned char *buf, size_t bytes, size_t es, int bs,
-                            int threads, int reps) {
+                            int chunk, int threads, int reps) {
     const size_t piece = (size_t)bs * 128 * es, blk = 8 * piece, half = bytes / 2;
     const size_t nb_req = 4096 / (size_t)bs, reqs = half / (blk * nb_req);
-    const size_t cb = 64 / (size_t)bs; /* blocks per 64-key chunk */
+    const size_t cb = (size_t)chunk / (size_t)bs; /* blocks per chunk */
     const unsigned char *K = buf, *V = buf + half;
     double best = 0;
     for (int r = 0; r < reps; r++) {
@@ -548,9 +549,11 @@ int main(int argc, char **argv) {
     double fma_c[3] = {0}, bf_c[3] = {0}, bw_c[3] = {0};
     char thp_mode[32] = "?"; /* thp_status, measured with the 2 GiB buffer filled */
     long thp_mib = -1;
-    /* paged K/V read ceilings: fp32 block 16, bf16 block 16, bf16 block 32 */
+    /* paged K/V read ceilings: fp32 block 16, bf16 block 16, bf16 block 32,
+     * each in the decode tile's chunk for its dtype */
     static const size_t pg_es[3] = {4, 2, 2};
     static const int pg_bs[3] = {16, 16, 32};
+    static const int pg_chunk[3] = {32, 64, 64};
     static const char *const pg_name[3] = {"f32_bs16", "bf16_bs16", "bf16_bs32"};
     double pg[3][3] = {{0}};
     double c0, w0;
@@ -593,7 +596,8 @@ int main(int argc, char **argv) {
         }
         for (int k = 0; k < 3; k++)
             for (int t = 1; t <= 2; t++)
-                pg[k][t] = paged_read_bw((const unsigned char *)buf, bytes, pg_es[k], pg_bs[k], t, 3);
+                pg[k][t] = paged_read_bw((const unsigned char *)buf, bytes, pg_es[k], pg_bs[k],
+                                        pg_chunk[k], t, 3);
         bwbuf = buf; /* kept for the limits measured next to each cold decode row */
     }
     printf("limits (wall | per granted CPU): 1 thread, 2 threads\n");
@@ -835,8 +839,9 @@ int main(int argc, char **argv) {
                 pg[k][1], pg[k][2]);
     fprintf(fm, "\nThe DRAM read limit is the better of a plain sequential read and the same "
                 "read with a software prefetch 1 KiB ahead.  The paged rows read the decode "
-                "layout with no arithmetic, in the engine's order (per request, 64-key chunks, "
-                "the 8 KV heads' K then V pieces in turn, the next step prefetched): the "
+                "layout with no arithmetic, in the engine's order (per request, chunks of 32 "
+                "keys for fp32 and 64 for bf16, the 8 KV heads' K then V pieces in turn, the "
+                "next step prefetched): the "
                 "ceiling of the access pattern itself.  Decode percentages below are of the "
                 "DRAM read bandwidth, as the targets are stated.\n\n");
     fprintf(fm, "Huge pages: the kernel's THP mode was `%s`, and with the 2 GiB buffer filled "
