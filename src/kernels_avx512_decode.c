@@ -94,7 +94,7 @@
  * against 64; bf16 ran 3-4 % slower at 32 (3 rounds), so bf16 and f16
  * keep DT.  A pure read of the run's pattern (/tmp driver, 2 threads, 24
  * register FMAs per line) streamed 32.1-32.4 GB/s at 16 keys per step,
- * 29.5-30.2 at 32 and 28.7-30.5 at 64; the tile's per-chunk work (folds,
+ * 29.5-30.7 at 32 and 28.5-30.5 at 64; the tile's per-chunk work (folds,
  * softmax, rescaling) grows as the chunk shrinks. */
 #ifndef ATTN_DEC_DT_F32
 #define ATTN_DEC_DT_F32 32
