@@ -42,8 +42,9 @@
  *        (`scripts/bench_ab.sh 4 decode8`, B=8 cold, 2 threads): V in
  *        address order instead of the loads' order +3.7 to +8.1 % (fp32),
  *        +5.6 to +9.3 % (bf16); K in address order as well then -1 to
- *        -7 % (fp32) and -6 to +1 % (bf16), so K keeps the loads' order.  Why K and V differ we do
- *        not know (no PMU counters on the development VM).
+ *        -7 % (fp32) and -6 to +1 % (bf16), so K keeps the loads' order.
+ *        Why K and V differ we do not know (no PMU counters on the
+ *        development VM).
  *   heads: the executor hands a decode run of several KV heads' items of
  *        one token at once (kernels.h, attn_tile_heads_fn), and the walk
  *        goes chunk by chunk, every head of the run in turn: one chunk's K

@@ -261,8 +261,9 @@ static inline void softmax_rows(const attn_tile_args *a, int32_t R, int nvk, con
  * 64 dims too).  The next chunk's V rows are walked in address order —
  * key by key, each row's parts in turn — across all npass passes: slot
  * t = pass x n + (i - ilo) of the n = ihi - ilo keys is part t % npass of
- * key ilo + t / npass, so the loads of pass 0 prefetch the first half of
- * the keys whole, pass 1 the second half.  Why not each pass its own
+ * key ilo + t / npass, so with 2 passes (D 128) the loads of pass 0
+ * prefetch the first half of the keys whole, pass 1 the second half.
+ * Why not each pass its own
  * dims of every key (the loads' order): that asks DRAM for every other
  * 256-byte run of a block, then comes back for the gaps.  Measured on the
  * decode tile (`scripts/bench_ab.sh 4 decode8`, B=8 cold, 2 threads,
