@@ -100,6 +100,18 @@
 #ifndef ATTN_DEC_DT_F32
 #define ATTN_DEC_DT_F32 32
 #endif
+/* bf16 slices of 32 dims that are whole (D a multiple of 32, as every
+ * usual head size) load K and V rows without a mask: a masked 16-bit load
+ * (VMOVDQU16 with a zeroing mask) costs this CPU an extra micro-op on the
+ * FMA ports.  Q.K with K in L1 (/tmp driver around qk_bf16, 4 rows, D 128)
+ * 35.6-36.4 -> 33.1-34.2 cycles per key.  B=8 bf16 cold decode, 2
+ * threads (`BENCH_DTYPE=bf16 scripts/bench_ab.sh 4 decode8`, against the
+ * masked loads): block 32 +6.0 to +15.9 %, block 16 0 to +6.0 %; with
+ * both builds -falign-loops=64, block 32 +3.7 to +8.3 %, block 16 -2.2 to
+ * +1.8 %.  0 keeps the masks (for measurements). */
+#ifndef ATTN_DEC_FULL
+#define ATTN_DEC_FULL 1
+#endif
 
 int attn__avx512_decode_fits(const attn_tile_args *a);
 void attn__avx512_decode_tile(const attn_tile_args *a, attn_dtype kdt);
@@ -135,11 +147,13 @@ INLINE __m512 fold16(__m512 u0, __m512 u1, __m512 u2, __m512 u3) {
 /* Raw dots of R (<= DR) rows of the q block qb with keys [0, n) of the
  * chunk, into s (rows of stride DT).  qb is slice-major: slice sl of row r
  * is the sw floats at qb + (sl * R + r) * sw (sw = 32 for bf16, else 16),
- * so one pointer with immediate offsets reaches every row.  Keys of the last group past n repeat key n-1 (their
+ * so one pointer with immediate offsets reaches every row.  Keys of the
+ * last group past n repeat key n-1 (their
  * lanes are masked by the softmax).  nc slices, the last one holding the
  * elements of mask tm.  pf: the next chunk's K and V rows (NULL entries:
- * none), whose lines are prefetched to L2 four keys at a time. */
-INLINE void qk_block(int R, attn_dtype kdt, const float *qb, size_t nc, uint32_t tm,
+ * none), whose lines are prefetched to L2 four keys at a time.  FULL
+ * (bf16 only): every slice is whole (tm all ones), so K loads unmasked. */
+INLINE void qk_block(int R, attn_dtype kdt, int FULL, const float *qb, size_t nc, uint32_t tm,
                      const void *const *krow, const void *const *kpf,
                      int32_t n, float *s) {
     const size_t es = attn__dtype_size(kdt);
@@ -180,7 +194,10 @@ INLINE void qk_block(int R, attn_dtype kdt, const float *qb, size_t nc, uint32_t
                 __m512 ke[4], ko[4];
                 UNROLL
                 for (int j = 0; j < 4; j++) {
-                    const __m512i w = _mm512_maskz_loadu_epi16((__mmask32)m, kr[j] + sl * 64);
+                    /* a masked 16-bit load costs an extra micro-op here:
+                     * whole slices load plainly (see ATTN_DEC_FULL) */
+                    const __m512i w = FULL ? _mm512_loadu_si512(kr[j] + sl * 64)
+                                           : _mm512_maskz_loadu_epi16((__mmask32)m, kr[j] + sl * 64);
                     ke[j] = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
                     ko[j] = _mm512_castsi512_ps(_mm512_and_si512(w, hi));
                 }
@@ -223,20 +240,21 @@ INLINE void qk_block(int R, attn_dtype kdt, const float *qb, size_t nc, uint32_t
     }
 }
 
-#define QK_FN(name_, T_)                                                                  \
+#define QK_FN(name_, T_, F_)                                                              \
     static void name_(int32_t R, const float *qb, size_t nc, uint32_t tm,                \
                       const void *const *krow, const void *const *kpf, int32_t n,       \
                       float *s) {                                                        \
         switch (R) {                                                                     \
-        case 1: qk_block(1, T_, qb, nc, tm, krow, kpf, n, s); break;                     \
-        case 2: qk_block(2, T_, qb, nc, tm, krow, kpf, n, s); break;                     \
-        case 3: qk_block(3, T_, qb, nc, tm, krow, kpf, n, s); break;                     \
-        default: qk_block(4, T_, qb, nc, tm, krow, kpf, n, s); break;                    \
+        case 1: qk_block(1, T_, F_, qb, nc, tm, krow, kpf, n, s); break;                 \
+        case 2: qk_block(2, T_, F_, qb, nc, tm, krow, kpf, n, s); break;                 \
+        case 3: qk_block(3, T_, F_, qb, nc, tm, krow, kpf, n, s); break;                 \
+        default: qk_block(4, T_, F_, qb, nc, tm, krow, kpf, n, s); break;                \
         }                                                                                \
     }
-QK_FN(qk_f32, ATTN_DTYPE_F32)
-QK_FN(qk_bf16, ATTN_DTYPE_BF16)
-QK_FN(qk_f16, ATTN_DTYPE_F16)
+QK_FN(qk_f32, ATTN_DTYPE_F32, 0)
+QK_FN(qk_bf16, ATTN_DTYPE_BF16, 0)
+QK_FN(qk_bf16_full, ATTN_DTYPE_BF16, ATTN_DEC_FULL)
+QK_FN(qk_f16, ATTN_DTYPE_F16, 0)
 
 /* ---------------------------------------------------- P.V, bf16 pairs */
 
@@ -244,9 +262,10 @@ QK_FN(qk_f16, ATTN_DTYPE_F16)
  * 16 even dims, then 16 odd dims; row stride qs): each 64-byte load of a V
  * row is widened exactly into that layout with one shift and one AND, half
  * the conversion work of VPMOVZXWD + shift per 16 elements.  NS (1 or 2)
- * slices from sl0 of the row's nc, the last one masked by ml; R <= PR rows.
- * vpf (or NULL): the next chunk's rows of the same keys. */
-INLINE void pv_pairs_rows(int R, int NS, float *accp, size_t qs, size_t nc, size_t sl0,
+ * slices from sl0 of the row's nc, the last one masked by ml unless FULL
+ * (ml all ones: plain loads, as in qk_block); R <= PR rows.  vpf (or
+ * NULL): the next chunk's rows of the same keys. */
+INLINE void pv_pairs_rows(int R, int NS, int FULL, float *accp, size_t qs, size_t nc, size_t sl0,
                           uint32_t ml, const float *alpha, const float *p,
                           const void *const *vrow, const void *const *vpf, int32_t ilo,
                           int32_t ihi) {
@@ -276,8 +295,9 @@ INLINE void pv_pairs_rows(int R, int NS, float *accp, size_t qs, size_t nc, size
         }
         UNROLL
         for (int sl = 0; sl < NS; sl++) {
-            const __m512i w = sl == NS - 1 ? _mm512_maskz_loadu_epi16((__mmask32)ml, vr + 64 * sl)
-                                           : _mm512_loadu_si512(vr + 64 * sl);
+            const __m512i w = sl == NS - 1 && !FULL
+                                  ? _mm512_maskz_loadu_epi16((__mmask32)ml, vr + 64 * sl)
+                                  : _mm512_loadu_si512(vr + 64 * sl);
             const __m512 e = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
             const __m512 o = _mm512_castsi512_ps(_mm512_and_si512(w, hi));
             UNROLL
@@ -296,8 +316,12 @@ INLINE void pv_pairs_rows(int R, int NS, float *accp, size_t qs, size_t nc, size
 }
 
 #define PVP_CASE(R_, N_)                                                                  \
-    case (R_) * 4 + (N_):                                                                 \
-        pv_pairs_rows(R_, N_, accp, qs, nc, sl0, ml, alpha, p, vrow, vpf, ilo, ihi);          \
+    case ((R_) * 4 + (N_)) * 2:                                                           \
+        pv_pairs_rows(R_, N_, 0, accp, qs, nc, sl0, ml, alpha, p, vrow, vpf, ilo, ihi);       \
+        break;                                                                            \
+    case ((R_) * 4 + (N_)) * 2 + 1:                                                       \
+        pv_pairs_rows(R_, N_, ATTN_DEC_FULL, accp, qs, nc, sl0, ml, alpha, p, vrow, vpf, ilo, \
+                      ihi);                                                               \
         break;
 
 static void pv_pairs(int32_t R, float *accp, size_t qs, size_t nc, uint32_t tm,
@@ -306,7 +330,7 @@ static void pv_pairs(int32_t R, float *accp, size_t qs, size_t nc, uint32_t tm,
     for (size_t sl0 = 0; sl0 < nc; sl0 += 2) {
         const int ns = nc - sl0 >= 2 ? 2 : 1;
         const uint32_t ml = sl0 + (size_t)ns == nc ? tm : 0xffffffffu;
-        switch (R * 4 + ns) {
+        switch ((R * 4 + ns) * 2 + (ml == 0xffffffffu)) {
             PVP_CASE(1, 1) PVP_CASE(1, 2) PVP_CASE(2, 1) PVP_CASE(2, 2)
             PVP_CASE(3, 1) PVP_CASE(3, 2) PVP_CASE(4, 1) PVP_CASE(4, 2)
             PVP_CASE(5, 1) PVP_CASE(5, 2) PVP_CASE(6, 1) PVP_CASE(6, 2)
@@ -394,7 +418,7 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt) {
                const void *const *, int32_t, float *) = qk_f32;
     void (*pv)(int32_t, float *, size_t, const float *, const float *, size_t,
                const void *const *, const void *const *, int32_t, int32_t) = pv_block_f32;
-    if (kdt == ATTN_DTYPE_BF16) qk = qk_bf16;
+    if (kdt == ATTN_DTYPE_BF16) qk = tm == 0xffffffffu ? qk_bf16_full : qk_bf16;
     if (kdt == ATTN_DTYPE_F16) qk = qk_f16, pv = pv_block_f16;
 
     const void *krow[DT], *vrow[DT], *kpf[DT], *vpf[DT];
