@@ -148,11 +148,11 @@ INLINE __m512 fold16(__m512 u0, __m512 u1, __m512 u2, __m512 u3) {
  * chunk, into s (rows of stride DT).  qb is slice-major: slice sl of row r
  * is the sw floats at qb + (sl * R + r) * sw (sw = 32 for bf16, else 16),
  * so one pointer with immediate offsets reaches every row.  Keys of the
- * last group past n repeat key n-1 (their
- * lanes are masked by the softmax).  nc slices, the last one holding the
- * elements of mask tm.  pf: the next chunk's K and V rows (NULL entries:
- * none), whose lines are prefetched to L2 four keys at a time.  FULL
- * (bf16 only): every slice is whole (tm all ones), so K loads unmasked. */
+ * last group past n repeat key n-1 (their lanes are masked by the
+ * softmax).  nc slices, the last one holding the elements of mask tm.
+ * pf: the next chunk's K and V rows (NULL entries: none), whose lines are
+ * prefetched to L2 four keys at a time.  FULL (bf16 only): every slice is
+ * whole (tm all ones), so K loads unmasked. */
 INLINE void qk_block(int R, attn_dtype kdt, int FULL, const float *qb, size_t nc, uint32_t tm,
                      const void *const *krow, const void *const *kpf,
                      int32_t n, float *s) {
