@@ -240,18 +240,76 @@ static double read_bw(const float *buf, size_t bytes, int threads, int reps) {
     return best;
 }
 
+/* One request's walk of the paged read below: its K and V pieces as
+ * decode streams them, a chunk's K pieces of one head, then its V pieces,
+ * the 8 heads in turn, with a T1 prefetch of the next (head, chunk) step's
+ * lines, one per line read.  nfma independent FMAs per line read (0, or a
+ * multiple of 8; a constant at every call, so the loop unrolls away) stand
+ * for a kernel's arithmetic: at the FMA peak they take nfma / 2 cycles. */
+static inline __attribute__((always_inline)) float paged_walk(const unsigned char *K,
+                                                              const unsigned char *V, size_t base,
+                                                              size_t nb_req, size_t cb,
+                                                              size_t piece, const int nfma) {
+    const size_t blk = 8 * piece;
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0;
+    /* 16 chains: at 4 cycles per FMA, 8 would just keep both FMA ports
+     * busy and leave no slack; distinct starting values, or the compiler
+     * merges chains that see the same operations */
+    const __m512 c = _mm512_set1_ps(1e-3f);
+    __m512 a[16];
+    for (int i = 0; i < 16; i++) a[i] = _mm512_set1_ps((float)i);
+    for (size_t b0 = 0; b0 < nb_req; b0 += cb)
+        for (size_t h = 0; h < 8; h++) {
+            /* the next step: the next head's chunk, or head 0's next chunk */
+            const size_t nb0 = h + 1 < 8 ? b0 : b0 + cb, nh = (h + 1) % 8;
+            const int pf = nb0 < nb_req;
+            for (int kv = 0; kv < 2; kv++) {
+                const unsigned char *x = kv ? V : K;
+                for (size_t b = b0; b < b0 + cb; b++) {
+                    const unsigned char *p = x + base + b * blk + h * piece;
+                    const unsigned char *q = x + base + (nb0 + b - b0) * blk + nh * piece;
+                    for (size_t o = 0; o < piece; o += 64) {
+                        if (pf) _mm_prefetch((const char *)q + o, _MM_HINT_T1);
+                        const __m512 w = _mm512_load_ps((const float *)(p + o));
+                        if (kv) s1 = _mm512_add_ps(s1, w);
+                        else s0 = _mm512_add_ps(s0, w);
+                        /* a += w c: bounded sums of the data, so no
+                         * denormal (a microcode assist) ever occurs */
+#pragma GCC unroll 64
+                        for (int g = 0; g < nfma; g++) a[g % 16] = _mm512_fmadd_ps(w, c, a[g % 16]);
+                    }
+                }
+            }
+        }
+    for (int i = 1; i < 16; i++) a[0] = _mm512_add_ps(a[0], a[i]);
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), a[0]));
+}
+
+typedef float (*paged_walk_fn)(const unsigned char *K, const unsigned char *V, size_t base,
+                               size_t nb_req, size_t cb, size_t piece);
+#define PAGED_WALK(nfma_)                                                                      \
+    static float paged_walk_##nfma_(const unsigned char *K, const unsigned char *V,          \
+                                    size_t base, size_t nb_req, size_t cb, size_t piece) {   \
+        return paged_walk(K, V, base, nb_req, cb, piece, nfma_);                             \
+    }
+PAGED_WALK(0)
+PAGED_WALK(8)
+PAGED_WALK(16)
+PAGED_WALK(24)
+PAGED_WALK(32)
+
 /* GB/s reading K and V (the two halves of buf) in the engine's paged
- * layout, as decode streams them: per request, in chunks of `chunk` keys
- * (the tile's: 32 for fp32, 64 for bf16), the 8 KV heads' pieces in turn
- * (a decode run, kernels_avx512_decode.c): a chunk's
- * K pieces of one head, then its V pieces, bs x 128 dims x es bytes each,
- * with a T1 prefetch of the next (head, chunk) step's lines.  Requests of
+ * layout, as decode streams them (paged_walk): per request, in chunks of
+ * `chunk` keys (the tile's: 32 for fp32, 64 for bf16), the 8 KV heads'
+ * pieces in turn (a decode run, kernels_avx512_decode.c).  Requests of
  * 4096 keys, Hkv 8, split statically over the threads; best of `reps`
- * passes.  This is the ceiling of the access pattern itself: the pieces
- * are short (the hardware streamer restarts at every one), and those of
- * one step are Hkv pieces apart. */
+ * passes.  With walk = paged_walk_0 this is the ceiling of the access
+ * pattern itself: the pieces are short (the hardware streamer restarts at
+ * every one), and those of one step are Hkv pieces apart.  With FMAs per
+ * line it is the ceiling for a kernel that does that much arithmetic per
+ * line it reads. */
 static double paged_read_bw(const unsigned char *buf, size_t bytes, size_t es, int bs,
-                            int chunk, int threads, int reps) {
+                            int chunk, int threads, int reps, paged_walk_fn walk) {
     const size_t piece = (size_t)bs * 128 * es, blk = 8 * piece, half = bytes / 2;
     const size_t nb_req = 4096 / (size_t)bs, reqs = half / (blk * nb_req);
     const size_t cb = (size_t)chunk / (size_t)bs; /* blocks per chunk */
@@ -261,30 +319,8 @@ static double paged_read_bw(const unsigned char *buf, size_t bytes, size_t es, i
         const double t0 = now();
         float total = 0;
 #pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : total)
-        for (size_t req = 0; req < reqs; req++) {
-            const size_t base = req * nb_req * blk;
-            __m512 s0 = _mm512_setzero_ps(), s1 = s0;
-            for (size_t b0 = 0; b0 < nb_req; b0 += cb)
-                for (size_t h = 0; h < 8; h++) {
-                    /* the next step: the next head's chunk, or head 0's next chunk */
-                    const size_t nb0 = h + 1 < 8 ? b0 : b0 + cb, nh = (h + 1) % 8;
-                    const int pf = nb0 < nb_req;
-                    for (int kv = 0; kv < 2; kv++) {
-                        const unsigned char *x = kv ? V : K;
-                        for (size_t b = b0; b < b0 + cb; b++) {
-                            const unsigned char *p = x + base + b * blk + h * piece;
-                            const unsigned char *q = x + base + (nb0 + b - b0) * blk + nh * piece;
-                            for (size_t o = 0; o < piece; o += 64) {
-                                if (pf) _mm_prefetch((const char *)q + o, _MM_HINT_T1);
-                                const __m512 w = _mm512_load_ps((const float *)(p + o));
-                                if (kv) s1 = _mm512_add_ps(s1, w);
-                                else s0 = _mm512_add_ps(s0, w);
-                            }
-                        }
-                    }
-                }
-            total += _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
-        }
+        for (size_t req = 0; req < reqs; req++)
+            total += walk(K, V, req * nb_req * blk, nb_req, cb, piece);
         const double gbs = (double)(reqs * nb_req * blk * 2) / (now() - t0) * 1e-9;
         g_sink += total;
         if (gbs > best) best = gbs;
@@ -556,6 +592,12 @@ int main(int argc, char **argv) {
     static const int pg_chunk[3] = {32, 64, 64};
     static const char *const pg_name[3] = {"f32_bs16", "bf16_bs16", "bf16_bs32"};
     double pg[3][3] = {{0}};
+    /* and the bf16 block 16 one with 8, 16, 24, 32 FMAs per line read */
+    enum { NPGF = 4 };
+    static const int pgf_n[NPGF] = {8, 16, 24, 32};
+    static const paged_walk_fn pgf_walk[NPGF] = {paged_walk_8, paged_walk_16, paged_walk_24,
+                                                 paged_walk_32};
+    double pgf[NPGF][3] = {{0}};
     double c0, w0;
 #define SHARE(t) ((cpu_now() - c0) / ((now() - w0) * (t)))
     const int threads_max = getenv("BENCH_THREADS") ? atoi(getenv("BENCH_THREADS")) : 2;
@@ -597,7 +639,12 @@ int main(int argc, char **argv) {
         for (int k = 0; k < 3; k++)
             for (int t = 1; t <= 2; t++)
                 pg[k][t] = paged_read_bw((const unsigned char *)buf, bytes, pg_es[k], pg_bs[k],
-                                        pg_chunk[k], t, 3);
+                                        pg_chunk[k], t, 3, paged_walk_0);
+        /* the bf16 block 16 pattern again with arithmetic per line read */
+        for (int k = 0; k < NPGF; k++)
+            for (int t = 1; t <= 2; t++)
+                pgf[k][t] = paged_read_bw((const unsigned char *)buf, bytes, 2, 16, 64, t, 3,
+                                         pgf_walk[k]);
         bwbuf = buf; /* kept for the limits measured next to each cold decode row */
     }
     printf("limits (wall | per granted CPU): 1 thread, 2 threads\n");
@@ -607,6 +654,9 @@ int main(int argc, char **argv) {
     for (int k = 0; k < 3; k++)
         printf("  paged K/V read %6.1f %6.1f GB/s (%s, decode layout: ceiling of the pattern)\n",
                pg[k][1], pg[k][2], pg_name[k]);
+    for (int k = 0; k < NPGF; k++)
+        printf("  paged + %2d FMA %6.1f %6.1f GB/s (bf16_bs16, %d FMAs per line read)\n", pgf_n[k],
+               pgf[k][1], pgf[k][2], pgf_n[k]);
     if (limits)
         printf("  huge pages     THP mode %s; %ld MiB anonymous huge pages after filling the 2 GiB "
                "buffer\n", thp_mode, thp_mib);
@@ -791,12 +841,16 @@ int main(int argc, char **argv) {
     }
     fprintf(fj, "{\n  \"limits\": {\"fma_gflops\": [%.2f, %.2f], \"bf16_dot_gflops\": [%.2f, %.2f], "
                 "\"dram_read_gbs\": [%.2f, %.2f],\n             \"paged_read_gbs\": {\"%s\": [%.2f, %.2f], "
-                "\"%s\": [%.2f, %.2f], \"%s\": [%.2f, %.2f]},\n             \"per_cpu\": {\"fma_gflops\": "
+                "\"%s\": [%.2f, %.2f], \"%s\": [%.2f, %.2f]},\n             \"paged_read_fma_gbs\": "
+                "{\"%d\": [%.2f, %.2f], \"%d\": [%.2f, %.2f], \"%d\": [%.2f, %.2f], \"%d\": [%.2f, %.2f]},\n"
+                "             \"per_cpu\": {\"fma_gflops\": "
                 "[%.2f, %.2f], \"bf16_dot_gflops\": [%.2f, %.2f], \"dram_read_gbs\": [%.2f, %.2f]}},\n"
                 "  \"huge_pages\": {\"thp_mode\": \"%s\", \"anon_huge_mib\": %ld},\n"
                 "  \"results\": [\n",
             fma[1], fma[2], bf[1], bf[2], bw[1], bw[2], pg_name[0], pg[0][1], pg[0][2], pg_name[1],
-            pg[1][1], pg[1][2], pg_name[2], pg[2][1], pg[2][2], fma_c[1], fma_c[2], bf_c[1],
+            pg[1][1], pg[1][2], pg_name[2], pg[2][1], pg[2][2], pgf_n[0], pgf[0][1], pgf[0][2],
+            pgf_n[1], pgf[1][1], pgf[1][2], pgf_n[2], pgf[2][1], pgf[2][2], pgf_n[3], pgf[3][1],
+            pgf[3][2], fma_c[1], fma_c[2], bf_c[1],
             bf_c[2], bw_c[1], bw_c[2], thp_mode, thp_mib);
     for (int i = 0; i < nres; i++)
         fprintf(fj,
@@ -837,12 +891,18 @@ int main(int argc, char **argv) {
     for (int k = 0; k < 3; k++)
         fprintf(fm, "| paged K/V read, %s, D 128, Hkv 8 (GB/s) | %.1f | %.1f |\n", pg_name[k],
                 pg[k][1], pg[k][2]);
+    for (int k = 0; k < NPGF; k++)
+        fprintf(fm, "| paged K/V read, bf16_bs16, with %d FMAs per line read (GB/s) | %.1f | %.1f |\n",
+                pgf_n[k], pgf[k][1], pgf[k][2]);
     fprintf(fm, "\nThe DRAM read limit is the better of a plain sequential read and the same "
                 "read with a software prefetch 1 KiB ahead.  The paged rows read the decode "
                 "layout with no arithmetic, in the engine's order (per request, chunks of 32 "
                 "keys for fp32 and 64 for bf16, the 8 KV heads' K then V pieces in turn, the "
                 "next step prefetched): the "
-                "ceiling of the access pattern itself.  Decode percentages below are of the "
+                "ceiling of the access pattern itself.  The rows with FMAs per line read do "
+                "the same walk with that many independent FMAs on every line (N FMAs take N/2 "
+                "cycles at the FMA peak): the ceiling for a kernel that does that much "
+                "arithmetic per line it reads, however it is arranged.  Decode percentages below are of the "
                 "DRAM read bandwidth, as the targets are stated.\n\n");
     fprintf(fm, "Huge pages: the kernel's THP mode was `%s`, and with the 2 GiB buffer filled "
                 "the process held %ld MiB of anonymous huge pages (-1: not measured).  Every "
