@@ -243,9 +243,10 @@ static double read_bw(const float *buf, size_t bytes, int threads, int reps) {
 /* One request's walk of the paged read below: its K and V pieces as
  * decode streams them, a chunk's K pieces of one head, then its V pieces,
  * the 8 heads in turn, with a T1 prefetch of the next (head, chunk) step's
- * lines, one per line read.  nfma independent FMAs per line read (0, or a
- * multiple of 8; a constant at every call, so the loop unrolls away) stand
- * for a kernel's arithmetic: at the FMA peak they take nfma / 2 cycles. */
+ * lines, one per line read.  nfma FMAs per line read, spread over 16
+ * independent chains (a constant at every call, so the loop unrolls away),
+ * stand for a kernel's arithmetic: at the FMA peak they take nfma / 2
+ * cycles. */
 static inline __attribute__((always_inline)) float paged_walk(const unsigned char *K,
                                                               const unsigned char *V, size_t base,
                                                               size_t nb_req, size_t cb,
