@@ -5,6 +5,9 @@
 #   make bench-peer   the same run, then PyTorch's scaled-dot-product
 #                     attention on the same shapes (bench/peer.py) beside
 #                     it: reports/bench-peer.{md,json}
+#   make probe        build $(B)/probe and run it: the CPU facts the AVX-512
+#                     kernels were shaped around (bench/probe.c; README ›
+#                     Speed quotes its output)
 #   make test-peer    (part of `make test`) bench/peer.py --selftest: the
 #                     peer's GQA folding, causal offsets and window masks
 #                     against a float64 loop, so the side-by-side compares
@@ -26,17 +29,26 @@ $(BENCH_BIN): bench/bench.c src/attn.h $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) -o $@ bench/bench.c $(LIB) $(LDLIBS_ALL)
 
-# `make all` (and so `make test`) compiles the benchmark too, so that CI
-# sees it build, wherever the compiler's native target has AVX-512 (its
-# measurement loops are AVX-512 code).
+PROBE_BIN := $(B)/probe
+
+$(PROBE_BIN): bench/probe.c
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) -o $@ bench/probe.c
+
+# `make all` (and so `make test`) compiles the benchmark and the probes too,
+# so that CI sees them build, wherever the compiler's native target has
+# AVX-512 (their measurement loops are AVX-512 code).
 ifneq ($(shell $(CC) -march=native -dM -E - </dev/null 2>/dev/null | grep -c __AVX512F__),0)
-all: $(BENCH_BIN)
+all: $(BENCH_BIN) $(PROBE_BIN)
 endif
 
-.PHONY: bench
+.PHONY: bench probe
 bench: $(BENCH_BIN)
 	@mkdir -p reports
 	$(BENCH_BIN) reports
+
+probe: $(PROBE_BIN)
+	$(PROBE_BIN) all
 
 PEER_PY := /usr/bin/python3
 PEER_DEPS_PKGS := python3-torch
