@@ -175,4 +175,19 @@ void attn_store_f16__ref(const float *, const float *, const float *, int32_t, i
 void attn_merge_f32__ref(const float *, const float *, const float *, int32_t, int32_t,
                          int32_t, int32_t, float *, float *, float *);
 
+/* For the SIMD twins' register-blocked micro-kernels.  INLINE: their
+ * shape parameters (rows, keys, vectors per block) must be constants where
+ * they are used.  UNROLL: the loops over those parameters must be fully
+ * unrolled, or the compiler keeps the accumulator arrays in memory (a
+ * load and a store around every FMA).  GCC and clang spell that
+ * differently, and clang accepts GCC's spelling without acting on it:
+ * with it, clang builds ran fp32 prefill at a third of GCC's speed
+ * (BENCH_DTYPE=f32 scripts/bench_ab.sh -p 1 prefill, 2026-11-30). */
+#define INLINE static inline __attribute__((always_inline))
+#if defined(__clang__)
+#define UNROLL _Pragma("clang loop unroll(full)")
+#else
+#define UNROLL _Pragma("GCC unroll 16")
+#endif
+
 #endif /* ATTN_KERNELS_H */

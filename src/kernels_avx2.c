@@ -55,10 +55,7 @@ void attn_store_f16__avx2(const float *, const float *, const float *, int32_t, 
                           int32_t, const float *, int32_t, void *, size_t);
 const attn_kernels *attn__kernels_avx2(void);
 
-#define INLINE static inline __attribute__((always_inline))
-/* Full unrolling of the register-blocked loops: at -O2 GCC otherwise
- * keeps the accumulator arrays in memory (spills on every FMA). */
-#define UNROLL _Pragma("GCC unroll 16")
+/* INLINE and UNROLL: kernels.h */
 
 /* ------------------------------------------------------------ exp, tanh */
 

@@ -28,10 +28,7 @@
 #define PR 6     /* rows per P.V block: 6 x 4 = 24 accumulators */
 #define DV 4     /* output vectors (64 dims) per P.V pass */
 
-#define INLINE static inline __attribute__((always_inline))
-/* Full unrolling of the register-blocked loops: at -O2 GCC otherwise
- * keeps the accumulator arrays in memory (spills on every FMA). */
-#define UNROLL _Pragma("GCC unroll 16")
+/* INLINE and UNROLL: kernels.h */
 
 /* ------------------------------------------------------------ exp, tanh */
 

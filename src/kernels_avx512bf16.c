@@ -64,10 +64,7 @@ const attn_kernels *attn__kernels_avx512(void);
 void attn_tile_bf16__avx512bf16(const attn_tile_args *a);
 const attn_kernels *attn__kernels_avx512bf16(void);
 
-#define INLINE static inline __attribute__((always_inline))
-/* Full unrolling of the register-blocked loops: at -O2 GCC otherwise
- * keeps the accumulator arrays in memory (spills on every FMA). */
-#define UNROLL _Pragma("GCC unroll 16")
+/* INLINE and UNROLL: kernels.h */
 
 /* 32 bf16 elements starting at element e of a row of D (zeros past D). */
 static inline __mmask32 tail_mask32(size_t left) {
