@@ -180,22 +180,22 @@ void attn_merge_f32__ref(const float *, const float *, const float *, int32_t, i
  * they are used.  UNROLL: the loops over those parameters must be fully
  * unrolled, or the compiler keeps the accumulator arrays in memory (a
  * load and a store around every FMA).  GCC and clang spell that
- * differently, and clang accepts GCC's spelling without acting on it:
- * with it, clang builds ran fp32 prefill at a third of GCC's speed
+ * differently: clang accepts GCC's spelling but leaves these loops rolled,
+ * and with it clang builds ran fp32 prefill at a third of GCC's speed
  * (BENCH_DTYPE=f32 scripts/bench_ab.sh -p 1 prefill, 2026-11-30). */
 #define INLINE static inline __attribute__((always_inline))
 #if defined(__clang__) && defined(__has_feature)
 #if __has_feature(address_sanitizer)
 /* AddressSanitizer builds with clang (the fuzz targets and the mutant
- * campaign's builds) keep the loops rolled: instrumenting the unrolled
- * blocks took clang 14 three to five minutes per kernel file, against
- * seconds, and those builds check memory accesses, which unrolling does
- * not change. */
+ * campaign's builds) keep the loops rolled, and must say so: left to its
+ * own heuristics clang unrolls them anyway, and instrumenting the result
+ * took clang 14 140-200 s per kernel file against 16-19 s rolled.  Those
+ * builds check memory accesses, which unrolling does not change. */
 #define ATTN_KEEP_LOOPS_ 1
 #endif
 #endif
 #if defined(ATTN_KEEP_LOOPS_)
-#define UNROLL
+#define UNROLL _Pragma("nounroll")
 #elif defined(__clang__)
 #define UNROLL _Pragma("clang loop unroll(full)")
 #else
