@@ -3,7 +3,7 @@
  * chosen and justified, and the element-wise comparison of an engine output
  * with the double-precision reference.
  *
- * Owns: attn_tolerance, attn_compare, attn_elem_get.  Element decoding is the
+ * Owns: attn_tolerance, attn_logit_error, attn_compare, attn_elem_get.  Element decoding is the
  * reference's (ref_load), so the harness has a single bf16/f16 decoder.
  */
 #include "compare.h"
@@ -52,6 +52,55 @@
  *  intermediates (e.g. probabilities to bf16 for a bf16 dot product) would
  *  show up here as a failure and must be discussed, not absorbed.
  */
+/*
+ * Where a fixed tolerance cannot hold: huge scales.  Every figure above
+ * takes the logits' rounding to be tiny next to 1.  It is not when the
+ * scale is huge (the API accepts any finite scale > 0): at scale 1.7e38 an
+ * f16 dot product that cancels exactly gives the reference a logit of 0,
+ * while an fp32 engine keeps a rounding residue of ~1e-8 that the scale
+ * turns into ~1e30, a soft cap into +-cap; the output then lies anywhere
+ * between the two mixtures (fuzz_attention found this on every SIMD table:
+ * corpus/cases/huge-scale-cancel.case).  No engine can do better in fp32.
+ * So the reference bounds each logit's rounding and, for a row where the
+ * bound is not negligible, checks the range the output may take with every
+ * logit anywhere in its interval (ref_attention_range, ref_range.c),
+ * widened by the same atol/rtol for everything after the logits.
+ *
+ * The bound, for key k: |x_engine - x| <= rel * scale * sum_d |q_d k_d|:
+ *  - q x scale is rounded to fp32 once (the split into a mantissa and a
+ *    power of two is exact): u32 per term;
+ *  - the default scale 1/sqrt(D) is itself rounded in fp32: ~u32 relative
+ *    on the logit, and |x| <= scale * sum |q_d k_d|;
+ *  - a D-term fp32 dot product, in any order, fused or not, is off by at
+ *    most ~D u32 times the sum of its terms' magnitudes;
+ *  - with bf16 KV the avx512bf16 table splits q into two bf16 terms whose
+ *    remainder is <= 2^-16 |q_d|, and sums 2D products:
+ *    rel = 2^-16 + (2D + 3) u32; otherwise rel = (D + 3) u32.
+ * The soft cap, exp and the sums add errors that do not grow with the
+ * logit; the fixed tolerance covers them.  The cap bounds the damage
+ * (tanh maps the interval inside (-cap, cap)); without a cap the interval
+ * stays as wide as the bound.
+ *
+ * point_max = 2^-10 (9.8e-4): a row is judged against its exact value
+ * unless one of its keys' bounds exceeds it.  Ordinary inputs stay below
+ * it even in the worst case (scale 1/sqrt(D), |q|, |k| < 1, D = 256:
+ * 259 u32 x 256 / 16 = 2.5e-4; 7.3e-4 with bf16 KV; a quarter of that for
+ * typical rows, and realised errors are a random walk far below the
+ * bound), so they keep the tight check the hunted bugs need.  Scales of a
+ * few units with large D, and huge scales, get ranges: sound, looser,
+ * never a pass for an output that no rounding of the logits could give.
+ */
+#define LOGIT_POINT_MAX 0x1.0p-10
+#define U32 0x1.0p-24
+
+ref_logit_err attn_logit_error(attn_dtype kv_dtype, int32_t head_dim) {
+    const double D = head_dim > 0 ? (double)head_dim : 1.0;
+    ref_logit_err e;
+    e.rel = kv_dtype == ATTN_DTYPE_BF16 ? 0x1.0p-16 + (2.0 * D + 3.0) * U32 : (D + 3.0) * U32;
+    e.point_max = LOGIT_POINT_MAX;
+    return e;
+}
+
 #define TOL_F32_ATOL 3e-5
 #define TOL_F32_RTOL 1e-5
 #define TOL_BF16_U   0x1.0p-8
@@ -74,12 +123,12 @@ double attn_elem_get(const void *buf, size_t i, attn_dtype dtype) {
     return ref_load(buf, i, dtype);
 }
 
-int attn_compare(const double *ref, const void *got, attn_dtype out_dtype, size_t n,
-                 attn_tol tol, attn_cmp *res) {
+int attn_compare(const double *ref, const double *lo, const double *hi, const void *got,
+                 attn_dtype out_dtype, size_t n, attn_tol tol, attn_cmp *res) {
     attn_cmp r;
     memset(&r, 0, sizeof(r));
     r.n = n;
-    if (!ref || (!got && n > 0)) {
+    if (!ref || (!got && n > 0) || !lo != !hi) {
         r.bad = n ? n : 1;
         if (res) *res = r;
         return 0;
@@ -87,7 +136,9 @@ int attn_compare(const double *ref, const void *got, attn_dtype out_dtype, size_
     double worst_excess = -INFINITY;
     for (size_t i = 0; i < n; i++) {
         const double g = attn_elem_get(got, i, out_dtype);
-        const double e = ref[i];
+        /* the nearest allowed value: ref[i], or the range's nearest end */
+        double e = ref[i];
+        if (lo && hi && lo[i] < hi[i]) e = g < lo[i] ? lo[i] : g > hi[i] ? hi[i] : g;
         const double diff = fabs(g - e);
         if (isnan(diff)) {                   /* NaN/garbage in either: a violation */
             if (worst_excess < INFINITY) r.worst = i;   /* the first NaN */

@@ -6,6 +6,7 @@
 #define ATTN_COMPARE_H
 
 #include "../src/attn.h"
+#include "ref.h"
 
 typedef struct attn_tol {
     double atol, rtol;   /* pass when |got - ref| <= atol + rtol * |ref| */
@@ -23,9 +24,18 @@ typedef struct attn_cmp {
     size_t n;
 } attn_cmp;
 
-/* Compare n elements of `got` (out_dtype) against ref.  Returns 1 pass, 0 fail. */
-int attn_compare(const double *ref, const void *got, attn_dtype out_dtype, size_t n,
-                 attn_tol tol, attn_cmp *res);
+/* The error model of the engine's logits that the reference's ranges
+ * rest on (ref_attention_range; derived in compare.c). */
+ref_logit_err attn_logit_error(attn_dtype kv_dtype, int32_t head_dim);
+
+/* Compare n elements of `got` (out_dtype) against the expected values:
+ * element i must lie within tol of ref[i], or, where lo and hi are given
+ * and lo[i] < hi[i], within tol of the range [lo[i], hi[i]] (a row the
+ * engine's rounding leaves undetermined: ref_attention_range).  lo and hi
+ * are both NULL or both set.  max_abs / max_rel measure the distance to
+ * the point or range.  Returns 1 pass, 0 fail. */
+int attn_compare(const double *ref, const double *lo, const double *hi, const void *got,
+                 attn_dtype out_dtype, size_t n, attn_tol tol, attn_cmp *res);
 
 /* Element i of a typed buffer as double (harness-side conversion). */
 double attn_elem_get(const void *buf, size_t i, attn_dtype dtype);

@@ -209,8 +209,28 @@ oracle_id oracle_check_sizing(const attn_plan *plan, const attn_layer_desc *laye
 
 /* ------------------------------------------------------ differential etc. */
 
-int oracle_reference(const problem *p, int32_t l, double *ref) {
-    return problem_reference(p, l, ref);
+int oracle_reference(const problem *p, int32_t l, oracle_ref *r) {
+    memset(r, 0, sizeof *r);
+    const size_t n = problem_out_elems(p, l), bytes = (n ? n : 1) * sizeof(double);
+    r->val = malloc(bytes);
+    r->lo = malloc(bytes);
+    r->hi = malloc(bytes);
+    if (!r->val || !r->lo || !r->hi) {
+        oracle_ref_free(r);
+        return -2;
+    }
+    if (problem_reference(p, l, r->val, r->lo, r->hi) != 0) {
+        oracle_ref_free(r);
+        return -1;
+    }
+    return 0;
+}
+
+void oracle_ref_free(oracle_ref *r) {
+    free(r->val);
+    free(r->lo);
+    free(r->hi);
+    memset(r, 0, sizeof *r);
 }
 
 /* "token 5 (req 1, row 2) head 3 dim 17" of element index i of layer l. */
@@ -225,12 +245,12 @@ static void elem_where(const problem *p, int32_t l, size_t i, char *buf, size_t 
 }
 
 oracle_id oracle_check_differential(const problem *p, int32_t l, const void *got,
-                                    const double *ref, finding *f) {
+                                    const oracle_ref *ref, finding *f) {
     const attn_case *c = &p->c;
     size_t n = problem_out_elems(p, l);
     attn_tol tol = attn_tolerance(c->q_dtype, c->kv_dtype, c->out_dtype);
     attn_cmp r;
-    if (attn_compare(ref, got, c->out_dtype, n, tol, &r)) return clean(f);
+    if (attn_compare(ref->val, ref->lo, ref->hi, got, c->out_dtype, n, tol, &r)) return clean(f);
     char where[160];
     elem_where(p, l, r.worst, where, sizeof where);
     return found(f, ORACLE_DIFFERENTIAL,
@@ -238,11 +258,11 @@ oracle_id oracle_check_differential(const problem *p, int32_t l, const void *got
                  "rtol=%g; max_abs=%.3g max_rel=%.3g; worst %s: got %.9g want %.9g",
                  (int)l, (int)c->layers[l].num_heads, (int)c->layers[l].window,
                  attn_dtype_name(c->out_dtype), r.bad, n, tol.atol, tol.rtol, r.max_abs,
-                 r.max_rel, where, attn_elem_get(got, r.worst, c->out_dtype), ref[r.worst]);
+                 r.max_rel, where, attn_elem_get(got, r.worst, c->out_dtype), ref->val[r.worst]);
 }
 
 oracle_id oracle_check_agree(const problem *p, int32_t l, const void *base, const void *other,
-                             int bitwise, const char *what, finding *f) {
+                             const oracle_ref *ref, int bitwise, const char *what, finding *f) {
     const attn_case *c = &p->c;
     size_t n = problem_out_elems(p, l), es = attn_dtype_size(c->out_dtype);
     char where[160];
@@ -266,6 +286,9 @@ oracle_id oracle_check_agree(const problem *p, int32_t l, const void *base, cons
     double max_abs = 0, worst_ex = -INFINITY;
     for (size_t i = 0; i < n; i++) {
         double a = attn_elem_get(base, i, c->out_dtype), b = attn_elem_get(other, i, c->out_dtype);
+        /* an undetermined element: `other` against the nearest end of its range */
+        if (ref && ref->lo && ref->lo[i] < ref->hi[i])
+            a = b < ref->lo[i] ? ref->lo[i] : b > ref->hi[i] ? ref->hi[i] : b;
         double dd = fabs(a - b), ex = dd - (tol.atol + tol.rtol * fabs(a));
         if (isnan(dd)) ex = dd = INFINITY;
         if (dd > max_abs) max_abs = dd;
@@ -301,7 +324,7 @@ typedef struct run_ctx {
     run_inputs perm;        /* the same logical KV in permuted physical blocks */
     guard out;              /* one output guard for every run (same shape) */
     size_t out_bytes;
-    double *ref[CASE_MAX_LAYERS];
+    oracle_ref ref[CASE_MAX_LAYERS];
     unsigned char *base[CASE_MAX_LAYERS];   /* outputs of the case's own config */
     const char *base_isa;   /* kernel table the case's own config ran with */
 } run_ctx;
@@ -463,14 +486,14 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
         }
         switch (cf->role) {
         case ROLE_BASE:
-            res = oracle_check_differential(p, l, x->out.buf, x->ref[l], f);
+            res = oracle_check_differential(p, l, x->out.buf, &x->ref[l], f);
             if (!res && x->base[l]) memcpy(x->base[l], x->out.buf, x->out_bytes);
             break;
         case ROLE_VARIANT:
-            res = oracle_check_agree(p, l, x->base[l], x->out.buf, 0, cf->what, f);
+            res = oracle_check_agree(p, l, x->base[l], x->out.buf, &x->ref[l], 0, cf->what, f);
             break;
         case ROLE_BITWISE:
-            res = oracle_check_agree(p, l, x->base[l], x->out.buf, 1, cf->what, f);
+            res = oracle_check_agree(p, l, x->base[l], x->out.buf, NULL, 1, cf->what, f);
             break;
         }
     }
@@ -505,10 +528,9 @@ static oracle_id check_runs(const problem *p, unsigned what, finding *f) {
     if (inputs_init(&x.in, p, 0) != 0 || guard_init_buffer(&x.out, "out", x.out_bytes) != 0)
         goto done;   /* no memory: nothing to judge */
     for (int32_t l = 0; l < c->num_layers; l++) {
-        size_t n = problem_out_elems(p, l);
-        x.ref[l] = malloc(n * sizeof(double));
-        if (!x.ref[l]) goto done;
-        if (oracle_reference(p, l, x.ref[l]) != 0) {
+        const int rr = oracle_reference(p, l, &x.ref[l]);
+        if (rr == -2) goto done;   /* no memory: nothing to judge */
+        if (rr != 0) {
             res = found(f, ORACLE_BAD_INPUT,
                         "the reference refused layers.%d of a case the defect model calls "
                         "valid (harness bug)", (int)l);
@@ -571,7 +593,7 @@ static oracle_id check_runs(const problem *p, unsigned what, finding *f) {
     }
 done:
     for (int l = 0; l < CASE_MAX_LAYERS; l++) {
-        free(x.ref[l]);
+        oracle_ref_free(&x.ref[l]);
         free(x.base[l]);
     }
     guard_free(&x.out);

@@ -106,19 +106,31 @@ oracle_id oracle_check_status(const case_defects *d, defect_stage stage, attn_st
 oracle_id oracle_check_sizing(const attn_plan *plan, const attn_layer_desc *layers,
                               int32_t num_layers, int32_t head_dim, finding *f);
 
-/* Differential: `got` (out_dtype, layer l of p) against the double
- * reference `ref` within attn_tolerance. */
+/* A layer's reference: the exact outputs and the range each may take
+ * under the engine's logit rounding (problem_reference); lo[i] == hi[i]
+ * where the element is judged against val[i].  [problem_out_elems] each. */
+typedef struct oracle_ref {
+    double *val, *lo, *hi;
+} oracle_ref;
+
+/* The reference for layer l of a materialized problem, allocated into r
+ * (free with oracle_ref_free); 0 ok, -1 if the reference refused, -2 if
+ * r's buffers could not be allocated (r is then empty). */
+int oracle_reference(const problem *p, int32_t l, oracle_ref *r);
+void oracle_ref_free(oracle_ref *r);
+
+/* Differential: `got` (out_dtype, layer l of p) against the reference
+ * within attn_tolerance (attn_compare: the point, or the range). */
 oracle_id oracle_check_differential(const problem *p, int32_t l, const void *got,
-                                    const double *ref, finding *f);
-/* The reference for layer l of a materialized problem into ref
- * [problem_out_elems]; 0 ok, -1 if the reference refused. */
-int oracle_reference(const problem *p, int32_t l, double *ref);
+                                    const oracle_ref *ref, finding *f);
 
 /* Invariance: two engine outputs of layer l (out_dtype) agree within twice
  * the dtype tolerance (each is within one tolerance of the truth), or, when
- * bitwise != 0, byte for byte.  `what` names the variant. */
+ * bitwise != 0, byte for byte.  Where ref (may be NULL) gives an element a
+ * range, two runs may differ inside it, so `other` must only lie within
+ * tolerance of the range.  `what` names the variant. */
 oracle_id oracle_check_agree(const problem *p, int32_t l, const void *base, const void *other,
-                             int bitwise, const char *what, finding *f);
+                             const oracle_ref *ref, int bitwise, const char *what, finding *f);
 
 /* Print the finding's line and abort from the oracle's own frame. */
 #if defined(__GNUC__)

@@ -17,6 +17,7 @@
  * the struct after problem_init; pass it by pointer.
  */
 #include "problem.h"
+#include "compare.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -426,7 +427,7 @@ int problem_init_descriptions(problem *p, const attn_case *c, size_t max_bytes, 
     return init(p, c, max_bytes, 0, errbuf, errlen);
 }
 
-int problem_reference(const problem *p, int32_t l, double *out) {
+int problem_reference(const problem *p, int32_t l, double *out, double *lo, double *hi) {
     const attn_case *c = &p->c;
     if (!p->materialized || l < 0 || l >= c->num_layers) return -1;
     const case_layer *L = &c->layers[l];
@@ -453,5 +454,6 @@ int problem_reference(const problem *p, int32_t l, double *out) {
     in.v_cache = p->v_cache;
     in.kv_dtype = c->kv_dtype;
     in.num_blocks = p->num_blocks;
-    return ref_attention(&in, out);
+    if (!lo && !hi) return ref_attention(&in, out);
+    return ref_attention_range(&in, attn_logit_error(c->kv_dtype, c->head_dim), out, lo, hi);
 }

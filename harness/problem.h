@@ -43,8 +43,11 @@ int problem_init_descriptions(problem *p, const attn_case *c, size_t max_bytes, 
 void problem_free(problem *p);   /* safe on a zeroed or failed problem */
 
 /* The fp64 reference (harness/ref.c) for layer l of a materialized problem:
- * out has problem_out_elems(p, l) doubles.  Returns ref_attention's result. */
-int problem_reference(const problem *p, int32_t l, double *out);
+ * out has problem_out_elems(p, l) doubles.  With lo and hi (the same
+ * shape; both or neither) also the range each output may take under the
+ * engine's logit rounding (ref_attention_range with attn_logit_error), for
+ * attn_compare.  Returns the reference's result (0, or -1). */
+int problem_reference(const problem *p, int32_t l, double *out, double *lo, double *hi);
 
 /* Tensors for layer l with `out` as the output buffer. */
 attn_tensors problem_tensors(const problem *p, int32_t l, void *out);

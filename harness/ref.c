@@ -6,7 +6,10 @@
  * counting the current token), soft cap, ALiBi, sinks and the softmax, as the
  * harness reads them, plus its own bf16/f16 -> double decoding.  Shares no
  * code with src/ (only the public types of attn.h): a bug copied into both
- * would be invisible.  Speed is not a goal; clarity is.
+ * would be invisible.  Speed is not a goal; clarity is.  With an error
+ * model (ref_attention_range) it also bounds every logit's rounding and,
+ * for rows where that bound is too large to ignore, hands the intervals to
+ * ref_range.c for the range the output may take.
  */
 #include "ref.h"
 
@@ -85,7 +88,28 @@ static int input_ok(const ref_input *in) {
     return 1;
 }
 
-int ref_attention(const ref_input *in, double *out) {
+/* ALiBi's term for head h, key k, query position p (0 without slopes). */
+static double alibi_bias(const ref_input *in, int32_t h, int64_t k, int64_t p) {
+    return in->alibi_slopes ? (double)in->alibi_slopes[h] * (double)(k - p) : 0.0;
+}
+
+/* Key k's logit x (scale * <q, k>, before the cap) as an interval
+ * [x - e, x + e] through the soft cap and ALiBi (the cap is increasing,
+ * so it maps the ends to the ends). */
+static void logit_interval(const ref_input *in, double x, double e, double bias,
+                           ref_range_key *key) {
+    double a = x - e, b = x + e;
+    if (in->softcap > 0) {
+        a = in->softcap * tanh(a / in->softcap);
+        b = in->softcap * tanh(b / in->softcap);
+    }
+    key->a = a + bias;
+    key->b = b + bias;
+}
+
+/* ref_attention, and with lo/hi (err then non-NULL) ref_attention_range. */
+static int attention(const ref_input *in, const ref_logit_err *err, double *out, double *lo,
+                     double *hi) {
     if (!in || !out || !input_ok(in)) return -1;
 
     const int32_t Hq = in->num_heads, Hkv = in->num_kv_heads, D = in->head_dim;
@@ -99,8 +123,17 @@ int ref_attention(const ref_input *in, double *out) {
     unsigned char *vis = malloc((size_t)max_seq);
     double *qrow = malloc((size_t)D * sizeof(double));
     double *acc = malloc((size_t)D * sizeof(double));
-    if (!logit || !vis || !qrow || !acc) {
+    /* for ranges: each key's uncapped logit and error bound, and the keys */
+    double *xs = NULL, *es = NULL;
+    ref_range_key *keys = NULL;
+    if (err) {
+        xs = malloc((size_t)max_seq * sizeof(double));
+        es = malloc((size_t)max_seq * sizeof(double));
+        keys = malloc((size_t)max_seq * sizeof(ref_range_key));
+    }
+    if (!logit || !vis || !qrow || !acc || (err && (!xs || !es || !keys))) {
         free(logit); free(vis); free(qrow); free(acc);
+        free(xs); free(es); free(keys);
         return -1;
     }
 
@@ -119,19 +152,28 @@ int ref_attention(const ref_input *in, double *out) {
                 for (int32_t d = 0; d < D; d++) qrow[d] = ref_load(in->q, qbase + (size_t)d, in->q_dtype);
 
                 /* logits of the visible keys and their max (a sink joins the max) */
-                double m = -INFINITY;
+                double m = -INFINITY, row_err = 0;
                 int any = 0;
                 for (int32_t k = 0; k < seq; k++) {
                     vis[k] = (unsigned char)visible(k, p, in->window, in->causal);
                     if (!vis[k]) continue;
                     const size_t kbase = (((size_t)bt[k / bs] * (size_t)Hkv + (size_t)kvh) *
                                               (size_t)bs + (size_t)(k % bs)) * (size_t)D;
-                    double dot = 0;
-                    for (int32_t d = 0; d < D; d++)
-                        dot += qrow[d] * ref_load(in->k_cache, kbase + (size_t)d, in->kv_dtype);
+                    double dot = 0, mag = 0;
+                    for (int32_t d = 0; d < D; d++) {
+                        const double prod =
+                            qrow[d] * ref_load(in->k_cache, kbase + (size_t)d, in->kv_dtype);
+                        dot += prod;
+                        mag += fabs(prod);
+                    }
                     double s = scale * dot;
+                    if (err) {
+                        xs[k] = s;
+                        es[k] = err->rel * scale * mag;
+                        if (es[k] > row_err) row_err = es[k];
+                    }
                     if (in->softcap > 0) s = in->softcap * tanh(s / in->softcap);
-                    if (in->alibi_slopes) s += (double)in->alibi_slopes[h] * (double)(k - p);
+                    s += alibi_bias(in, h, k, p);
                     logit[k] = s;
                     if (s > m) m = s;
                     any = 1;
@@ -139,6 +181,10 @@ int ref_attention(const ref_input *in, double *out) {
                 double *o = out + qbase;
                 if (!any) {               /* no visible key: defined as zero */
                     memset(o, 0, (size_t)D * sizeof(double));
+                    if (err) {
+                        memset(lo + qbase, 0, (size_t)D * sizeof(double));
+                        memset(hi + qbase, 0, (size_t)D * sizeof(double));
+                    }
                     continue;
                 }
                 double sink = in->sinks ? (double)in->sinks[h] : 0;
@@ -156,9 +202,39 @@ int ref_attention(const ref_input *in, double *out) {
                         acc[d] += w * ref_load(in->v_cache, vbase + (size_t)d, in->kv_dtype);
                 }
                 for (int32_t d = 0; d < D; d++) o[d] = acc[d] / denom;
+                if (!err) continue;
+                if (!(row_err > err->point_max)) {
+                    memcpy(lo + qbase, o, (size_t)D * sizeof(double));
+                    memcpy(hi + qbase, o, (size_t)D * sizeof(double));
+                    continue;
+                }
+                /* The row's range, one element at a time. */
+                for (int32_t d = 0; d < D; d++) {
+                    int32_t n = 0;
+                    for (int32_t k = 0; k < seq; k++) {
+                        if (!vis[k]) continue;
+                        logit_interval(in, xs[k], es[k], alibi_bias(in, h, k, p), &keys[n]);
+                        const size_t vbase = (((size_t)bt[k / bs] * (size_t)Hkv + (size_t)kvh) *
+                                                  (size_t)bs + (size_t)(k % bs)) * (size_t)D;
+                        keys[n++].v = ref_load(in->v_cache, vbase + (size_t)d, in->kv_dtype);
+                    }
+                    ref_softmax_range(keys, n, in->sinks != NULL, sink, lo + qbase + d,
+                                      hi + qbase + d);
+                }
             }
         }
     }
     free(logit); free(vis); free(qrow); free(acc);
+    free(xs); free(es); free(keys);
     return 0;
+}
+
+int ref_attention(const ref_input *in, double *out) {
+    return attention(in, NULL, out, NULL, NULL);
+}
+
+int ref_attention_range(const ref_input *in, ref_logit_err err, double *out, double *lo,
+                        double *hi) {
+    if (!lo || !hi) return -1;
+    return attention(in, &err, out, lo, hi);
 }

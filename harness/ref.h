@@ -28,6 +28,41 @@ typedef struct ref_input {
  * for valid input) are 0.  Returns 0, -1 on inconsistent input. */
 int ref_attention(const ref_input *in, double *out);
 
+/* How far a finite-precision engine's logit may lie from the exact one
+ * (chosen by compare.c, attn_logit_error): key k's logit before the soft
+ * cap, x = scale * <q, k>, may be off by rel * scale * sum_d |q_d k_d|.
+ * A row whose largest such bound is at most point_max is judged against
+ * its exact value; above it, rounding alone can move the output by more
+ * than the tolerance, so the row gets a range instead. */
+typedef struct ref_logit_err {
+    double rel;
+    double point_max;
+} ref_logit_err;
+
+/* ref_attention, plus the range each output may take under err: for every
+ * row whose largest logit error bound exceeds err.point_max, lo/hi are the
+ * least and greatest values the softmax average can take, element by
+ * element, with each logit anywhere in its interval (x +- bound, then the
+ * soft cap, which maps intervals to intervals, then ALiBi); the exact out
+ * lies inside.  Every other row gets lo = hi = out.  lo and hi have out's
+ * shape.  Returns 0, -1 on inconsistent input or no memory. */
+int ref_attention_range(const ref_input *in, ref_logit_err err, double *out, double *lo,
+                        double *hi);
+
+/* The least and greatest value of
+ *     sum_k w_k v_k / (sum_k w_k + [sink] e^sink),  w_k = e^s_k, a_k <= s_k <= b_k,
+ * over n >= 1 keys (ref_range.c).  Exact up to double rounding: a ratio
+ * of this kind is extremal where every key sits at an end of its interval,
+ * high for the keys whose value exceeds the optimum and low for the rest,
+ * so sorting by v and trying each split finds it.  The keys are reordered;
+ * their a, b and v are kept. */
+typedef struct ref_range_key {
+    double a, b, v;         /* the caller's: logit interval and value */
+    double sm, sn, sd;      /* scratch (a partial sum kept per position) */
+} ref_range_key;
+void ref_softmax_range(ref_range_key *keys, int32_t n, int has_sink, double sink, double *lo,
+                       double *hi);
+
 /* Element conversions of the reference's own (no src/ code). */
 double ref_load(const void *base, size_t index, attn_dtype dtype);
 

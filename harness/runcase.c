@@ -76,10 +76,12 @@ static int run_layer(const problem *p, const attn_plan *plan, int32_t l, void *s
         return 0;
     }
     void *out = malloc(obytes);
-    double *ref = malloc(rbytes);
-    if (!out || !ref) {
+    double *ref = malloc(rbytes), *lo = malloc(rbytes), *hi = malloc(rbytes);
+    if (!out || !ref || !lo || !hi) {
         free(out);
         free(ref);
+        free(lo);
+        free(hi);
         snprintf(msg, msgcap, "layers.%d: out of memory for outputs", (int)l);
         return 0;
     }
@@ -102,12 +104,12 @@ static int run_layer(const problem *p, const attn_plan *plan, int32_t l, void *s
         /* keep the checker's message; still compare so the report is complete */
     }
 
-    if (problem_reference(p, l, ref) != 0) {
+    if (problem_reference(p, l, ref, lo, hi) != 0) {
         snprintf(msg, msgcap, "layers.%d: the reference refused the input", (int)l);
         goto done;
     }
     lr->ran_ref = 1;
-    int ok = attn_compare(ref, out, c->out_dtype, n, lr->tol, &lr->cmp);
+    int ok = attn_compare(ref, lo, hi, out, c->out_dtype, n, lr->tol, &lr->cmp);
     if (!ok && lr->scratch_ok) {
         size_t w = lr->cmp.worst, D = (size_t)c->head_dim, H = (size_t)c->layers[l].num_heads;
         snprintf(msg, msgcap,
@@ -119,6 +121,8 @@ static int run_layer(const problem *p, const attn_plan *plan, int32_t l, void *s
     pass = ok && lr->scratch_ok;
 done:
     free(ref);
+    free(lo);
+    free(hi);
     if (o->keep_outputs) lr->out = out;
     else free(out);
     lr->pass = pass;

@@ -32,7 +32,6 @@
 #include "../harness/case.h"
 #include "../harness/compare.h"
 #include "../harness/problem.h"
-#include "../harness/ref.h"
 #include "naive.h"
 
 #include <math.h>
@@ -273,30 +272,7 @@ static int run_cell(const cell *ce, uint64_t seed, cell_result *res) {
         goto done;
     }
 
-    ref_input ri;
-    memset(&ri, 0, sizeof ri);
-    ri.num_reqs = c.num_reqs;
-    ri.query_start_loc = p.qsl;
-    ri.seq_lens = p.seq_lens;
-    ri.block_table = p.block_table;
-    ri.block_table_stride = p.bt_stride;
-    ri.causal = c.causal;
-    ri.num_heads = c.layers[0].num_heads;
-    ri.num_kv_heads = c.num_kv_heads;
-    ri.head_dim = c.head_dim;
-    ri.block_size = c.block_size;
-    ri.window = c.layers[0].window;
-    ri.softcap = c.layers[0].softcap;
-    ri.scale = c.layers[0].scale;
-    ri.sinks = p.layers[0].sinks;
-    ri.alibi_slopes = p.layers[0].alibi_slopes;
-    ri.q = p.q[0];
-    ri.q_dtype = c.q_dtype;
-    ri.k_cache = p.k_cache;
-    ri.v_cache = p.v_cache;
-    ri.kv_dtype = c.kv_dtype;
-    ri.num_blocks = p.num_blocks;
-    if (ref_attention(&ri, ref) != 0) {
+    if (problem_reference(&p, 0, ref, NULL, NULL) != 0) {
         res->status = ATTN_E_INTERNAL;
         snprintf(res->message, sizeof res->message, "the reference refused the input");
         goto done;
@@ -310,18 +286,18 @@ static int run_cell(const cell *ce, uint64_t seed, cell_result *res) {
     ni.block_table = p.block_table;
     ni.block_table_stride = p.bt_stride;
     ni.causal = c.causal;
-    ni.num_heads = ri.num_heads;
-    ni.num_kv_heads = ri.num_kv_heads;
-    ni.head_dim = ri.head_dim;
-    ni.block_size = ri.block_size;
-    ni.window = ri.window;
+    ni.num_heads = c.layers[0].num_heads;
+    ni.num_kv_heads = c.num_kv_heads;
+    ni.head_dim = c.head_dim;
+    ni.block_size = c.block_size;
+    ni.window = c.layers[0].window;
     ni.softcap = c.layers[0].softcap;
     ni.scale = c.layers[0].scale;
-    ni.sinks = ri.sinks;
-    ni.alibi_slopes = ri.alibi_slopes;
-    ni.q = ri.q;
-    ni.k_cache = ri.k_cache;
-    ni.v_cache = ri.v_cache;
+    ni.sinks = p.layers[0].sinks;
+    ni.alibi_slopes = p.layers[0].alibi_slopes;
+    ni.q = p.q[0];
+    ni.k_cache = p.k_cache;
+    ni.v_cache = p.v_cache;
     ni.q_dtype = c.q_dtype;
     ni.kv_dtype = c.kv_dtype;
     ni.out_dtype = c.out_dtype;

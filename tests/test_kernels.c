@@ -270,7 +270,7 @@ static void check_vs_ref(const problem *p, int32_t l, const double *ref, const v
     attn_tol tol = attn_tolerance(p->c.q_dtype, p->c.kv_dtype, p->c.out_dtype);
     attn_cmp cmp;
     size_t n = problem_out_elems(p, l);
-    int ok = attn_compare(ref, got, p->c.out_dtype, n, tol, &cmp);
+    int ok = attn_compare(ref, NULL, NULL, got, p->c.out_dtype, n, tol, &cmp);
     if (!ok) {
         char w[160];
         where(p, l, cmp.worst, w, sizeof w);
@@ -290,7 +290,7 @@ static void check_agree(const problem *p, int32_t l, const void *a, const void *
     tol.atol *= 2;
     tol.rtol *= 2;
     attn_cmp cmp;
-    if (!attn_compare(ad, b, p->c.out_dtype, n, tol, &cmp)) {
+    if (!attn_compare(ad, NULL, NULL, b, p->c.out_dtype, n, tol, &cmp)) {
         char w[160];
         where(p, l, cmp.worst, w, sizeof w);
         cr_assert_fail("%s: layer %d: %zu/%zu elements differ; worst at %s: %.9g vs %.9g", tag, l, cmp.bad,

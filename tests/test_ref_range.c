@@ -1,0 +1,196 @@
+/*
+ * test_ref_range.c — the reference's ranges for rows that an fp32 engine's
+ * rounding leaves undetermined (harness/ref_range.c, ref_attention_range,
+ * attn_logit_error and the range rule of attn_compare).
+ *
+ * Covers: ref_softmax_range against brute force over every vertex of the
+ * weight box (with and without a sink, narrow to 1e30-wide intervals);
+ * point intervals give the plain softmax average; every shipped ordinary
+ * case keeps a single point per element (the tight check is not given
+ * away); the fuzzer's cancelling-dot case gets a range that holds both the
+ * exact output and the one the SIMD tables compute, and attn_compare
+ * passes the second only with the range.
+ */
+#include <criterion/criterion.h>
+
+#include "../harness/case.h"
+#include "../harness/compare.h"
+#include "../harness/problem.h"
+#include "../harness/ref.h"
+
+#include <glob.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static double urand(void) {   /* [0, 1) */
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) * 0x1.0p-53;
+}
+
+/* max and min of the ratio over all 2^n vertices, logits shifted by the
+ * vertex's own maximum (n <= 12). */
+static void brute(const ref_range_key *k, int n, int has_sink, double sink, double *lo,
+                  double *hi) {
+    *lo = INFINITY;
+    *hi = -INFINITY;
+    for (unsigned mask = 0; mask < (1u << n); mask++) {
+        double m = has_sink ? sink : -INFINITY;
+        for (int i = 0; i < n; i++) {
+            const double s = (mask >> i) & 1u ? k[i].b : k[i].a;
+            if (s > m) m = s;
+        }
+        double num = 0, den = has_sink ? exp(sink - m) : 0;
+        for (int i = 0; i < n; i++) {
+            const double w = exp(((mask >> i) & 1u ? k[i].b : k[i].a) - m);
+            num += w * k[i].v;
+            den += w;
+        }
+        const double r = num / den;
+        if (r < *lo) *lo = r;
+        if (r > *hi) *hi = r;
+    }
+}
+
+Test(ref_range, matches_brute_force_over_vertices) {
+    ref_range_key keys[10], copy[10];
+    for (int trial = 0; trial < 3000; trial++) {
+        const int n = 1 + trial % 10;
+        const int has_sink = trial % 3 == 0;
+        /* interval widths from point-like to 1e30 (huge-scale logits) */
+        const double width = trial % 4 == 0 ? 1e30 : pow(10.0, -6.0 + 8.0 * urand());
+        const double sink = 4.0 * urand() - 2.0;
+        for (int i = 0; i < n; i++) {
+            const double c = 8.0 * urand() - 4.0, w = width * urand();
+            keys[i].a = c - w;
+            keys[i].b = c + w;
+            keys[i].v = 2.0 * urand() - 1.0;
+        }
+        memcpy(copy, keys, sizeof keys);
+        double lo, hi, blo, bhi;
+        ref_softmax_range(keys, n, has_sink, sink, &lo, &hi);
+        brute(copy, n, has_sink, sink, &blo, &bhi);
+        cr_assert(fabs(lo - blo) <= 1e-12 && fabs(hi - bhi) <= 1e-12,
+                  "trial %d (n %d, sink %d, width %g): range [%.17g, %.17g], vertices [%.17g, "
+                  "%.17g]", trial, n, has_sink, width, lo, hi, blo, bhi);
+        /* the keys are reordered, but each keeps its own a, b and v */
+        for (int i = 0; i < n; i++) {
+            int found = 0;
+            for (int j = 0; j < n && !found; j++)
+                found = keys[j].a == copy[i].a && keys[j].b == copy[i].b && keys[j].v == copy[i].v;
+            cr_assert(found, "trial %d: key %d changed", trial, i);
+        }
+    }
+}
+
+Test(ref_range, point_intervals_give_the_softmax_average) {
+    ref_range_key keys[7];
+    const double sink = 0.3;
+    double num = 0, den = exp(sink);
+    for (int i = 0; i < 7; i++) {
+        keys[i].a = keys[i].b = 0.5 * i - 1.0;
+        keys[i].v = (i % 3) - 0.7;
+        num += exp(keys[i].a) * keys[i].v;
+        den += exp(keys[i].a);
+    }
+    double lo, hi;
+    ref_softmax_range(keys, 7, 1, sink, &lo, &hi);
+    cr_assert(fabs(lo - num / den) < 1e-15 && fabs(hi - num / den) < 1e-15,
+              "[%.17g, %.17g] vs %.17g", lo, hi, num / den);
+}
+
+/* The layer's reference with ranges: returns the number of elements whose
+ * range is wider than a point. */
+static size_t ranges_of(const attn_case *c, double **val, double **lo, double **hi,
+                        problem *p) {
+    char msg[256];
+    cr_assert_eq(problem_init(p, c, (size_t)1 << 30, msg, sizeof msg), 0, "%s", msg);
+    cr_assert(p->materialized, "%s: %s", c->name, p->unmaterialized_reason);
+    const size_t n = problem_out_elems(p, 0);
+    *val = malloc(n * sizeof(double));
+    *lo = malloc(n * sizeof(double));
+    *hi = malloc(n * sizeof(double));
+    cr_assert(*val && *lo && *hi);
+    cr_assert_eq(problem_reference(p, 0, *val, *lo, *hi), 0, "%s: reference refused", c->name);
+    size_t wide = 0;
+    for (size_t i = 0; i < n; i++) {
+        cr_assert((*lo)[i] <= (*val)[i] && (*val)[i] <= (*hi)[i],
+                  "%s element %zu: %.17g outside [%.17g, %.17g]", c->name, i, (*val)[i],
+                  (*lo)[i], (*hi)[i]);
+        wide += (*lo)[i] < (*hi)[i];
+    }
+    return wide;
+}
+
+/* Ranges must not leak into ordinary inputs: there the differential oracle
+ * keeps its tight point check (compare.c explains why it must). */
+Test(ref_range, ordinary_cases_keep_points, .timeout = 120) {
+    glob_t g;
+    cr_assert_eq(glob("corpus/cases/*.case", 0, NULL, &g), 0, "run from the repository root");
+    int seen = 0;
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        if (strstr(g.gl_pathv[i], "/huge-")) continue;
+        attn_case c;
+        char err[256];
+        cr_assert_eq(case_load(g.gl_pathv[i], &c, err, sizeof err), 0, "%s", err);
+        if (c.expect != ATTN_OK) continue;
+        for (int32_t l = 0; l < c.num_layers; l++) {
+            attn_case one = c;
+            one.num_layers = 1;
+            one.layers[0] = c.layers[l];
+            one.model_num_heads = c.layers[l].num_heads;
+            problem p;
+            double *val, *lo, *hi;
+            const size_t wide = ranges_of(&one, &val, &lo, &hi, &p);
+            cr_assert_eq(wide, 0, "%s layers.%d: %zu elements got a range", g.gl_pathv[i], (int)l,
+                         wide);
+            free(val);
+            free(lo);
+            free(hi);
+            problem_free(&p);
+            seen++;
+        }
+    }
+    globfree(&g);
+    cr_assert(seen >= 15, "only %d layers checked", seen);
+}
+
+/* The fuzzer's case: one element pair gets a range; it holds the exact
+ * output and the SIMD tables' 0.1443; attn_compare passes that value only
+ * with the range and still fails a value below it. */
+Test(ref_range, cancelling_dot_gets_a_range, .timeout = 60) {
+    attn_case c;
+    char err[256];
+    cr_assert_eq(case_load("corpus/cases/huge-scale-cancel.case", &c, err, sizeof err), 0, "%s",
+                 err);
+    problem p;
+    double *val, *lo, *hi;
+    const size_t wide = ranges_of(&c, &val, &lo, &hi, &p);
+    cr_assert(wide >= 1 && wide <= 2, "%zu elements got a range", wide);
+    const size_t H = (size_t)c.layers[0].num_heads, D = (size_t)c.head_dim;
+    const size_t at = (21 * H + 29) * D;   /* token 21, head 29, dim 0 */
+    cr_assert(lo[at] < 0.1444 && hi[at] > 0.2020, "[%.9g, %.9g]", lo[at], hi[at]);
+
+    const size_t n = problem_out_elems(&p, 0);
+    float *got = malloc(n * sizeof *got);
+    cr_assert(got);
+    for (size_t i = 0; i < n; i++) got[i] = (float)val[i];
+    const attn_tol tol = attn_tolerance(ATTN_DTYPE_F32, ATTN_DTYPE_F32, ATTN_DTYPE_F32);
+    attn_cmp r;
+    got[at] = (float)lo[at];
+    cr_assert(attn_compare(val, lo, hi, got, ATTN_DTYPE_F32, n, tol, &r), "bad %zu", r.bad);
+    cr_assert(!attn_compare(val, NULL, NULL, got, ATTN_DTYPE_F32, n, tol, &r));
+    got[at] = (float)(lo[at] - 1e-3);
+    cr_assert(!attn_compare(val, lo, hi, got, ATTN_DTYPE_F32, n, tol, &r));
+    cr_assert_eq(r.worst, at);
+    free(got);
+    free(val);
+    free(lo);
+    free(hi);
+    problem_free(&p);
+}
