@@ -427,33 +427,37 @@ int problem_init_descriptions(problem *p, const attn_case *c, size_t max_bytes, 
     return init(p, c, max_bytes, 0, errbuf, errlen);
 }
 
-int problem_reference(const problem *p, int32_t l, double *out, double *lo, double *hi) {
+void problem_ref_input(const problem *p, int32_t l, ref_input *in) {
     const attn_case *c = &p->c;
-    if (!p->materialized || l < 0 || l >= c->num_layers) return -1;
     const case_layer *L = &c->layers[l];
+    memset(in, 0, sizeof *in);
+    in->num_reqs = c->num_reqs;
+    in->query_start_loc = p->qsl;
+    in->seq_lens = p->seq_lens;
+    in->block_table = p->block_table;
+    in->block_table_stride = p->bt_stride;
+    in->causal = c->causal;
+    in->num_heads = L->num_heads;
+    in->num_kv_heads = c->num_kv_heads;
+    in->head_dim = c->head_dim;
+    in->block_size = c->block_size;
+    in->window = L->window;
+    in->softcap = L->softcap;
+    in->scale = L->scale;
+    in->alibi_slopes = p->layers[l].alibi_slopes;
+    in->sinks = p->layers[l].sinks;
+    in->q = p->q[l];
+    in->q_dtype = c->q_dtype;
+    in->k_cache = p->k_cache;
+    in->v_cache = p->v_cache;
+    in->kv_dtype = c->kv_dtype;
+    in->num_blocks = p->num_blocks;
+}
+
+int problem_reference(const problem *p, int32_t l, double *out, double *lo, double *hi) {
+    if (!p->materialized || l < 0 || l >= p->c.num_layers) return -1;
     ref_input in;
-    memset(&in, 0, sizeof in);
-    in.num_reqs = c->num_reqs;
-    in.query_start_loc = p->qsl;
-    in.seq_lens = p->seq_lens;
-    in.block_table = p->block_table;
-    in.block_table_stride = p->bt_stride;
-    in.causal = c->causal;
-    in.num_heads = L->num_heads;
-    in.num_kv_heads = c->num_kv_heads;
-    in.head_dim = c->head_dim;
-    in.block_size = c->block_size;
-    in.window = L->window;
-    in.softcap = L->softcap;
-    in.scale = L->scale;
-    in.alibi_slopes = p->layers[l].alibi_slopes;
-    in.sinks = p->layers[l].sinks;
-    in.q = p->q[l];
-    in.q_dtype = c->q_dtype;
-    in.k_cache = p->k_cache;
-    in.v_cache = p->v_cache;
-    in.kv_dtype = c->kv_dtype;
-    in.num_blocks = p->num_blocks;
+    problem_ref_input(p, l, &in);
     if (!lo && !hi) return ref_attention(&in, out);
-    return ref_attention_range(&in, attn_logit_error(c->kv_dtype, c->head_dim), out, lo, hi);
+    return ref_attention_range(&in, attn_logit_error(p->c.kv_dtype, p->c.head_dim), out, lo, hi);
 }

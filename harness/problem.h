@@ -48,6 +48,10 @@ void problem_free(problem *p);   /* safe on a zeroed or failed problem */
  * engine's logit rounding (ref_attention_range with attn_logit_error), for
  * attn_compare.  Returns the reference's result (0, or -1). */
 int problem_reference(const problem *p, int32_t l, double *out, double *lo, double *hi);
+/* The reference's description of layer l of a materialized problem (what
+ * problem_reference passes to ref.c), for callers that pick their own
+ * error model. */
+void problem_ref_input(const problem *p, int32_t l, ref_input *in);
 
 /* Tensors for layer l with `out` as the output buffer. */
 attn_tensors problem_tensors(const problem *p, int32_t l, void *out);

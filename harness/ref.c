@@ -93,6 +93,14 @@ static double alibi_bias(const ref_input *in, int32_t h, int64_t k, int64_t p) {
     return in->alibi_slopes ? (double)in->alibi_slopes[h] * (double)(k - p) : 0.0;
 }
 
+/* Element index of (key k, dim 0) of KV head kvh in a cache, through the
+ * request's block table row bt. */
+static size_t kv_index(const ref_input *in, const int32_t *bt, int32_t kvh, int64_t k) {
+    const int64_t bs = in->block_size;
+    return (((size_t)bt[k / bs] * (size_t)in->num_kv_heads + (size_t)kvh) * (size_t)bs +
+            (size_t)(k % bs)) * (size_t)in->head_dim;
+}
+
 /* Key k's logit x (scale * <q, k>, before the cap) as an interval
  * [x - e, x + e] through the soft cap and ALiBi (the cap is increasing,
  * so it maps the ends to the ends). */
@@ -107,13 +115,66 @@ static void logit_interval(const ref_input *in, double x, double e, double bias,
     key->b = b + bias;
 }
 
+/* One query row's keys, as attention() leaves them for row_range. */
+typedef struct row_keys {
+    const int32_t *bt;      /* the request's block table row */
+    int32_t kvh, h, seq;
+    int64_t p;              /* the query's position */
+    const unsigned char *vis;
+    const double *logit;    /* final logits (after cap and ALiBi) */
+    const double *xs, *ms;  /* scale x <q, k> and scale x sum |q_d k_d| */
+    double m, denom, sink;  /* softmax shift, its sum (sink included), sink logit */
+} row_keys;
+
+/* lo/hi of one row (D elements at lo, hi) whose exact output is o.
+ * First the cheap question: to first order, logits off by d_k move
+ * element d by sum_k p_k d_k (v_kd - o_d), p_k the key's softmax weight
+ * (the derivative of the softmax average; a sink only changes the p_k).
+ * With the typical rounding typ x ms_k for |d_k| (compare.c) that is at
+ * most B_d = sum_k p_k typ ms_k |v_kd - o_d|.  Where every B_d is within
+ * point_max the row keeps its point.  Otherwise each element gets the
+ * exact range over logits within their worst-case bounds rel x ms_k
+ * (ref_softmax_range).  scratch: D doubles; keys: seq entries. */
+static void row_range(const ref_input *in, const ref_logit_err *err, const row_keys *rk,
+                      const double *o, double *lo, double *hi, double *scratch,
+                      ref_range_key *keys) {
+    const int32_t D = in->head_dim;
+    double *B = scratch;
+    for (int32_t d = 0; d < D; d++) B[d] = 0;
+    for (int32_t k = 0; k < rk->seq; k++) {
+        if (!rk->vis[k]) continue;
+        const double f = exp(rk->logit[k] - rk->m) / rk->denom * err->typ * rk->ms[k];
+        const size_t vb = kv_index(in, rk->bt, rk->kvh, k);
+        for (int32_t d = 0; d < D; d++)
+            B[d] += f * fabs(ref_load(in->v_cache, vb + (size_t)d, in->kv_dtype) - o[d]);
+    }
+    int point = 1;
+    for (int32_t d = 0; d < D; d++) point &= !(B[d] > err->point_max);
+    if (point) {
+        memcpy(lo, o, (size_t)D * sizeof(double));
+        memcpy(hi, o, (size_t)D * sizeof(double));
+        return;
+    }
+    for (int32_t d = 0; d < D; d++) {
+        int32_t n = 0;
+        for (int32_t k = 0; k < rk->seq; k++) {
+            if (!rk->vis[k]) continue;
+            logit_interval(in, rk->xs[k], err->rel * rk->ms[k], alibi_bias(in, rk->h, k, rk->p),
+                           &keys[n]);
+            keys[n++].v = ref_load(in->v_cache, kv_index(in, rk->bt, rk->kvh, k) + (size_t)d,
+                                   in->kv_dtype);
+        }
+        ref_softmax_range(keys, n, in->sinks != NULL, rk->sink, lo + d, hi + d);
+    }
+}
+
 /* ref_attention, and with lo/hi (err then non-NULL) ref_attention_range. */
 static int attention(const ref_input *in, const ref_logit_err *err, double *out, double *lo,
                      double *hi) {
     if (!in || !out || !input_ok(in)) return -1;
 
     const int32_t Hq = in->num_heads, Hkv = in->num_kv_heads, D = in->head_dim;
-    const int32_t bs = in->block_size, g = Hq / Hkv;
+    const int32_t g = Hq / Hkv;
     const double scale = in->scale > 0 ? in->scale : 1.0 / sqrt((double)D);
     int32_t max_seq = 0;
     for (int32_t r = 0; r < in->num_reqs; r++)
@@ -123,17 +184,17 @@ static int attention(const ref_input *in, const ref_logit_err *err, double *out,
     unsigned char *vis = malloc((size_t)max_seq);
     double *qrow = malloc((size_t)D * sizeof(double));
     double *acc = malloc((size_t)D * sizeof(double));
-    /* for ranges: each key's uncapped logit and error bound, and the keys */
-    double *xs = NULL, *es = NULL;
+    /* for ranges: each key's uncapped logit and magnitude, and the keys */
+    double *xs = NULL, *ms = NULL;
     ref_range_key *keys = NULL;
     if (err) {
         xs = malloc((size_t)max_seq * sizeof(double));
-        es = malloc((size_t)max_seq * sizeof(double));
+        ms = malloc((size_t)max_seq * sizeof(double));
         keys = malloc((size_t)max_seq * sizeof(ref_range_key));
     }
-    if (!logit || !vis || !qrow || !acc || (err && (!xs || !es || !keys))) {
+    if (!logit || !vis || !qrow || !acc || (err && (!xs || !ms || !keys))) {
         free(logit); free(vis); free(qrow); free(acc);
-        free(xs); free(es); free(keys);
+        free(xs); free(ms); free(keys);
         return -1;
     }
 
@@ -152,13 +213,12 @@ static int attention(const ref_input *in, const ref_logit_err *err, double *out,
                 for (int32_t d = 0; d < D; d++) qrow[d] = ref_load(in->q, qbase + (size_t)d, in->q_dtype);
 
                 /* logits of the visible keys and their max (a sink joins the max) */
-                double m = -INFINITY, row_err = 0;
+                double m = -INFINITY, ms_max = 0;
                 int any = 0;
                 for (int32_t k = 0; k < seq; k++) {
                     vis[k] = (unsigned char)visible(k, p, in->window, in->causal);
                     if (!vis[k]) continue;
-                    const size_t kbase = (((size_t)bt[k / bs] * (size_t)Hkv + (size_t)kvh) *
-                                              (size_t)bs + (size_t)(k % bs)) * (size_t)D;
+                    const size_t kbase = kv_index(in, bt, kvh, k);
                     double dot = 0, mag = 0;
                     for (int32_t d = 0; d < D; d++) {
                         const double prod =
@@ -169,8 +229,8 @@ static int attention(const ref_input *in, const ref_logit_err *err, double *out,
                     double s = scale * dot;
                     if (err) {
                         xs[k] = s;
-                        es[k] = err->rel * scale * mag;
-                        if (es[k] > row_err) row_err = es[k];
+                        ms[k] = scale * mag;
+                        if (ms[k] > ms_max) ms_max = ms[k];
                     }
                     if (in->softcap > 0) s = in->softcap * tanh(s / in->softcap);
                     s += alibi_bias(in, h, k, p);
@@ -190,42 +250,35 @@ static int attention(const ref_input *in, const ref_logit_err *err, double *out,
                 double sink = in->sinks ? (double)in->sinks[h] : 0;
                 if (in->sinks && sink > m) m = sink;
 
-                double denom = in->sinks ? exp(sink - m) : 0.0;
+                double denom = in->sinks ? exp(sink - m) : 0.0, vmax = 0;
                 for (int32_t d = 0; d < D; d++) acc[d] = 0;
                 for (int32_t k = 0; k < seq; k++) {
                     if (!vis[k]) continue;
                     const double w = exp(logit[k] - m);
                     denom += w;
-                    const size_t vbase = (((size_t)bt[k / bs] * (size_t)Hkv + (size_t)kvh) *
-                                              (size_t)bs + (size_t)(k % bs)) * (size_t)D;
-                    for (int32_t d = 0; d < D; d++)
-                        acc[d] += w * ref_load(in->v_cache, vbase + (size_t)d, in->kv_dtype);
+                    const size_t vbase = kv_index(in, bt, kvh, k);
+                    for (int32_t d = 0; d < D; d++) {
+                        const double v = ref_load(in->v_cache, vbase + (size_t)d, in->kv_dtype);
+                        acc[d] += w * v;
+                        if (fabs(v) > vmax) vmax = fabs(v);
+                    }
                 }
                 for (int32_t d = 0; d < D; d++) o[d] = acc[d] / denom;
                 if (!err) continue;
-                if (!(row_err > err->point_max)) {
+                /* B_d of row_range is at most typ ms_max x 2 vmax (the
+                 * weights sum to <= 1): most rows stop here. */
+                if (!(2.0 * err->typ * ms_max * vmax > err->point_max)) {
                     memcpy(lo + qbase, o, (size_t)D * sizeof(double));
                     memcpy(hi + qbase, o, (size_t)D * sizeof(double));
                     continue;
                 }
-                /* The row's range, one element at a time. */
-                for (int32_t d = 0; d < D; d++) {
-                    int32_t n = 0;
-                    for (int32_t k = 0; k < seq; k++) {
-                        if (!vis[k]) continue;
-                        logit_interval(in, xs[k], es[k], alibi_bias(in, h, k, p), &keys[n]);
-                        const size_t vbase = (((size_t)bt[k / bs] * (size_t)Hkv + (size_t)kvh) *
-                                                  (size_t)bs + (size_t)(k % bs)) * (size_t)D;
-                        keys[n++].v = ref_load(in->v_cache, vbase + (size_t)d, in->kv_dtype);
-                    }
-                    ref_softmax_range(keys, n, in->sinks != NULL, sink, lo + qbase + d,
-                                      hi + qbase + d);
-                }
+                const row_keys rk = {bt, kvh, h, seq, p, vis, logit, xs, ms, m, denom, sink};
+                row_range(in, err, &rk, o, lo + qbase, hi + qbase, acc, keys);
             }
         }
     }
     free(logit); free(vis); free(qrow); free(acc);
-    free(xs); free(es); free(keys);
+    free(xs); free(ms); free(keys);
     return 0;
 }
 

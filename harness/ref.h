@@ -29,22 +29,24 @@ typedef struct ref_input {
 int ref_attention(const ref_input *in, double *out);
 
 /* How far a finite-precision engine's logit may lie from the exact one
- * (chosen by compare.c, attn_logit_error): key k's logit before the soft
- * cap, x = scale * <q, k>, may be off by rel * scale * sum_d |q_d k_d|.
- * A row whose largest such bound is at most point_max is judged against
- * its exact value; above it, rounding alone can move the output by more
- * than the tolerance, so the row gets a range instead. */
+ * (chosen by compare.c, attn_logit_error).  With ms = scale * sum_d |q_d k_d|
+ * for key k: its logit before the soft cap, x = scale * <q, k>, is off by
+ * at most rel * ms (any summation order), typically by about typ * ms.
+ * A row is judged against its exact value while the typical rounding
+ * moves none of its elements by more than point_max (to first order);
+ * otherwise it gets the range its elements may take. */
 typedef struct ref_logit_err {
     double rel;
+    double typ;
     double point_max;
 } ref_logit_err;
 
-/* ref_attention, plus the range each output may take under err: for every
- * row whose largest logit error bound exceeds err.point_max, lo/hi are the
- * least and greatest values the softmax average can take, element by
- * element, with each logit anywhere in its interval (x +- bound, then the
- * soft cap, which maps intervals to intervals, then ALiBi); the exact out
- * lies inside.  Every other row gets lo = hi = out.  lo and hi have out's
+/* ref_attention, plus the range each output may take under err: for a row
+ * that the first-order test above does not clear, lo/hi are the least and
+ * greatest values the softmax average can take, element by element, with
+ * each logit anywhere in its interval (x +- rel * ms, then the soft cap,
+ * which maps intervals to intervals, then ALiBi); the exact out lies
+ * inside.  Every other row gets lo = hi = out.  lo and hi have out's
  * shape.  Returns 0, -1 on inconsistent input or no memory. */
 int ref_attention_range(const ref_input *in, ref_logit_err err, double *out, double *lo,
                         double *hi);

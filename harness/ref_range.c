@@ -84,8 +84,28 @@ static double range_max(ref_range_key *keys, int32_t n, int has_sink, double sin
     return best;
 }
 
+/* Move the keys that can matter to the front; returns their count.  A key
+ * whose upper end lies 800 below the largest lower end (or the sink) has
+ * weight < e^-800 next to that key's in every split: exactly 0 in double
+ * (exp underflows below e^-745), so dropping it changes no bit of the
+ * result; at huge scales it drops most keys. */
+static int32_t keep_relevant(ref_range_key *keys, int32_t n, int has_sink, double sink) {
+    double top = has_sink ? sink : -INFINITY;
+    for (int32_t i = 0; i < n; i++)
+        if (keys[i].a > top) top = keys[i].a;
+    int32_t kept = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (!(keys[i].b >= top - 800.0)) continue;
+        const ref_range_key t = keys[kept];
+        keys[kept++] = keys[i];
+        keys[i] = t;
+    }
+    return kept;
+}
+
 void ref_softmax_range(ref_range_key *keys, int32_t n, int has_sink, double sink, double *lo,
                        double *hi) {
+    n = keep_relevant(keys, n, has_sink, sink);
     *hi = range_max(keys, n, has_sink, sink);
     for (int32_t i = 0; i < n; i++) keys[i].v = -keys[i].v;
     *lo = -range_max(keys, n, has_sink, sink);
