@@ -3,8 +3,9 @@
  * chosen and justified, and the element-wise comparison of an engine output
  * with the double-precision reference.
  *
- * Owns: attn_tolerance, attn_logit_error, attn_compare, attn_elem_get.  Element decoding is the
- * reference's (ref_load), so the harness has a single bf16/f16 decoder.
+ * Owns: attn_tolerance, attn_logit_error, attn_compare, attn_elem_get.
+ * Element decoding is the reference's (ref_load), so the harness has a
+ * single bf16/f16 decoder.
  */
 #include "compare.h"
 #include "ref.h"

@@ -251,14 +251,18 @@ oracle_id oracle_check_differential(const problem *p, int32_t l, const void *got
     attn_tol tol = attn_tolerance(c->q_dtype, c->kv_dtype, c->out_dtype);
     attn_cmp r;
     if (attn_compare(ref->val, ref->lo, ref->hi, got, c->out_dtype, n, tol, &r)) return clean(f);
-    char where[160];
+    char where[160], range[96] = "";
     elem_where(p, l, r.worst, where, sizeof where);
+    if (ref->lo[r.worst] < ref->hi[r.worst])
+        snprintf(range, sizeof range, " (rounding allows [%.9g, %.9g])", ref->lo[r.worst],
+                 ref->hi[r.worst]);
     return found(f, ORACLE_DIFFERENTIAL,
                  "layers.%d (%d heads, window %d, %s out): %zu of %zu elements outside atol=%g "
-                 "rtol=%g; max_abs=%.3g max_rel=%.3g; worst %s: got %.9g want %.9g",
+                 "rtol=%g; max_abs=%.3g max_rel=%.3g; worst %s: got %.9g want %.9g%s",
                  (int)l, (int)c->layers[l].num_heads, (int)c->layers[l].window,
                  attn_dtype_name(c->out_dtype), r.bad, n, tol.atol, tol.rtol, r.max_abs,
-                 r.max_rel, where, attn_elem_get(got, r.worst, c->out_dtype), ref->val[r.worst]);
+                 r.max_rel, where, attn_elem_get(got, r.worst, c->out_dtype), ref->val[r.worst],
+                 range);
 }
 
 oracle_id oracle_check_agree(const problem *p, int32_t l, const void *base, const void *other,

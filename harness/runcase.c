@@ -112,11 +112,14 @@ static int run_layer(const problem *p, const attn_plan *plan, int32_t l, void *s
     int ok = attn_compare(ref, lo, hi, out, c->out_dtype, n, lr->tol, &lr->cmp);
     if (!ok && lr->scratch_ok) {
         size_t w = lr->cmp.worst, D = (size_t)c->head_dim, H = (size_t)c->layers[l].num_heads;
+        char range[96] = "";
+        if (lo[w] < hi[w])
+            snprintf(range, sizeof range, " (rounding allows [%.9g, %.9g])", lo[w], hi[w]);
         snprintf(msg, msgcap,
                  "layers.%d: %zu of %zu elements outside atol=%g rtol=%g; worst at "
-                 "token %zu head %zu dim %zu: got %.9g want %.9g", (int)l, lr->cmp.bad, n,
+                 "token %zu head %zu dim %zu: got %.9g want %.9g%s", (int)l, lr->cmp.bad, n,
                  lr->tol.atol, lr->tol.rtol, w / (H * D), (w / D) % H, w % D,
-                 attn_elem_get(out, w, c->out_dtype), ref[w]);
+                 attn_elem_get(out, w, c->out_dtype), ref[w], range);
     }
     pass = ok && lr->scratch_ok;
 done:

@@ -9,12 +9,14 @@
  * case keeps a single point per element (the tight check is not given
  * away); the fuzzer's cancelling-dot case gets a range that holds both the
  * exact output and the one the SIMD tables compute, and attn_compare
- * passes the second only with the range.
+ * passes the second only with the range; the differential and invariance
+ * oracles judge that element by its range.
  */
 #include <criterion/criterion.h>
 
 #include "../harness/case.h"
 #include "../harness/compare.h"
+#include "../harness/oracles.h"
 #include "../harness/problem.h"
 #include "../harness/ref.h"
 
@@ -204,5 +206,39 @@ Test(ref_range, cancelling_dot_gets_a_range, .timeout = 60) {
     free(val);
     free(lo);
     free(hi);
+    problem_free(&p);
+}
+
+/* The oracles on that case: the differential names the range, and two runs
+ * may differ inside it (invariance) but not beyond it. */
+Test(ref_range, oracles_use_the_range, .timeout = 60) {
+    attn_case c;
+    char err[256];
+    cr_assert_eq(case_load("corpus/cases/huge-scale-cancel.case", &c, err, sizeof err), 0, "%s",
+                 err);
+    c.out_dtype = ATTN_DTYPE_F32;   /* exact values in the output buffers */
+    problem p;
+    cr_assert_eq(problem_init(&p, &c, (size_t)1 << 30, err, sizeof err), 0, "%s", err);
+    oracle_ref ref;
+    cr_assert_eq(oracle_reference(&p, 0, &ref), 0);
+    const size_t n = problem_out_elems(&p, 0);
+    const size_t at = (21 * (size_t)c.layers[0].num_heads + 29) * (size_t)c.head_dim;
+    cr_assert(ref.lo[at] < ref.hi[at]);
+    float *base = malloc(n * sizeof *base), *other = malloc(n * sizeof *other);
+    cr_assert(base && other);
+    for (size_t i = 0; i < n; i++) base[i] = other[i] = (float)ref.val[i];
+    finding f;
+    other[at] = (float)ref.lo[at];   /* the other end of the range */
+    cr_assert_eq(oracle_check_differential(&p, 0, other, &ref, &f), ORACLE_NONE, "%s", f.detail);
+    cr_assert_eq(oracle_check_agree(&p, 0, base, other, &ref, 0, "isa x", &f), ORACLE_NONE, "%s",
+                 f.detail);
+    cr_assert_eq(oracle_check_agree(&p, 0, base, other, NULL, 0, "isa x", &f), ORACLE_INVARIANCE);
+    other[at] = (float)(ref.lo[at] - 0.01);
+    cr_assert_eq(oracle_check_agree(&p, 0, base, other, &ref, 0, "isa x", &f), ORACLE_INVARIANCE);
+    cr_assert_eq(oracle_check_differential(&p, 0, other, &ref, &f), ORACLE_DIFFERENTIAL);
+    cr_assert(strstr(f.detail, "rounding allows ["), "%s", f.detail);
+    free(base);
+    free(other);
+    oracle_ref_free(&ref);
     problem_free(&p);
 }
