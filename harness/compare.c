@@ -109,9 +109,10 @@ attn_tol attn_tolerance(attn_dtype q_dtype, attn_dtype kv_dtype, attn_dtype out_
  * logit; the fixed tolerance covers them.  The cap bounds the damage
  * (tanh maps any interval inside (-cap, cap)).
  *
- * point_max = atol / 4: a row keeps its point while the typical rounding
- * moves each element by at most that, to first order (ref.c, row_range),
- * leaving most of atol to the rest.  Ordinary rows are far below it
+ * point_max = atol / 4: a row keeps its point while logits moved by their
+ * typical rounding can move no element by more than that (a bound that
+ * holds for any size of move: ref.c, row_range), leaving most of atol to
+ * the rest.  Ordinary rows are far below it
  * (scale 1/sqrt(D), |q|, |k| < 1: ~1e-7); only large scales with near-ties
  * between keys, and huge scales with a cancelling dot, exceed it.
  */

@@ -127,41 +127,66 @@ typedef struct row_keys {
 } row_keys;
 
 /* lo/hi of one row (D elements at lo, hi) whose exact output is o.
- * First the cheap question: to first order, logits off by d_k move
- * element d by sum_k p_k d_k (v_kd - o_d), p_k the key's softmax weight
- * (the derivative of the softmax average; a sink only changes the p_k).
- * With the typical rounding typ x ms_k for |d_k| (compare.c) that is at
- * most B_d = sum_k p_k typ ms_k |v_kd - o_d|.  Where every B_d is within
- * point_max the row keeps its point.  Otherwise each element gets the
- * exact range over logits within their worst-case bounds rel x ms_k
- * (ref_softmax_range).  scratch: D doubles; keys: seq entries. */
+ * First the cheap question: how far can the typical rounding move the
+ * row?  Let each logit move by at most d_k: the typical rounding typ x ms_k
+ * carried through the cap (which flattens it for saturated keys).  Each
+ * weight then changes by a factor r_k in [e^-d_k, e^d_k], and since
+ * sum_k p_k (v_k - o) = 0 (p_k the softmax weights, the sink a key of
+ * value 0 that never moves),
+ *     |o'_d - o_d| <= sum_k p_k (e^d_k - 1) |v_kd - o_d| / sum_k p_k e^-d_k
+ * for any size of d_k, not only to first order (a one-hot row whose top
+ * key may drop by 50 is moved by nothing to first order).  Where every
+ * such bound is within point_max the row keeps its point.  Otherwise each
+ * element gets the exact range over logits within their worst-case bounds
+ * rel x ms_k (ref_softmax_range).  scratch: D doubles; ab: 2 seq doubles;
+ * keys: seq entries. */
 static void row_range(const ref_input *in, const ref_logit_err *err, const row_keys *rk,
-                      const double *o, double *lo, double *hi, double *scratch,
+                      const double *o, double *lo, double *hi, double *scratch, double *ab,
                       ref_range_key *keys) {
     const int32_t D = in->head_dim;
     double *B = scratch;
+    double wmin = in->sinks ? exp(rk->sink - rk->m) / rk->denom : 0.0;
+    int point = 1;
     for (int32_t d = 0; d < D; d++) B[d] = 0;
-    for (int32_t k = 0; k < rk->seq; k++) {
+    for (int32_t k = 0; k < rk->seq && point; k++) {
         if (!rk->vis[k]) continue;
-        const double f = exp(rk->logit[k] - rk->m) / rk->denom * err->typ * rk->ms[k];
+        ref_range_key t;
+        logit_interval(in, rk->xs[k], err->typ * rk->ms[k], alibi_bias(in, rk->h, k, rk->p), &t);
+        const double dk = fmax(t.b - rk->logit[k], rk->logit[k] - t.a);
+        const double s = rk->logit[k] - rk->m;
+        /* p_k (e^d_k - 1), with p_k e^d_k in one exp: p_k may underflow
+         * where p_k e^d_k does not */
+        const double g = exp(s + dk) / rk->denom - exp(s) / rk->denom;
+        wmin += exp(s - dk) / rk->denom;
+        if (!isfinite(g)) point = 0;
+        if (!(g > 0)) continue;
         const size_t vb = kv_index(in, rk->bt, rk->kvh, k);
         for (int32_t d = 0; d < D; d++)
-            B[d] += f * fabs(ref_load(in->v_cache, vb + (size_t)d, in->kv_dtype) - o[d]);
+            B[d] += g * fabs(ref_load(in->v_cache, vb + (size_t)d, in->kv_dtype) - o[d]);
     }
-    int point = 1;
-    for (int32_t d = 0; d < D; d++) point &= !(B[d] > err->point_max);
+    for (int32_t d = 0; d < D && point; d++) point = !(B[d] > err->point_max * wmin);
     if (point) {
         memcpy(lo, o, (size_t)D * sizeof(double));
         memcpy(hi, o, (size_t)D * sizeof(double));
         return;
     }
+    /* the visible keys' worst-case intervals, once for every element */
+    int32_t n = 0;
+    for (int32_t k = 0; k < rk->seq; k++) {
+        if (!rk->vis[k]) continue;
+        ref_range_key t;
+        logit_interval(in, rk->xs[k], err->rel * rk->ms[k], alibi_bias(in, rk->h, k, rk->p), &t);
+        ab[2 * n] = t.a;
+        ab[2 * n + 1] = t.b;
+        n++;
+    }
     for (int32_t d = 0; d < D; d++) {
-        int32_t n = 0;
+        int32_t j = 0;
         for (int32_t k = 0; k < rk->seq; k++) {
             if (!rk->vis[k]) continue;
-            logit_interval(in, rk->xs[k], err->rel * rk->ms[k], alibi_bias(in, rk->h, k, rk->p),
-                           &keys[n]);
-            keys[n++].v = ref_load(in->v_cache, kv_index(in, rk->bt, rk->kvh, k) + (size_t)d,
+            keys[j].a = ab[2 * j];
+            keys[j].b = ab[2 * j + 1];
+            keys[j++].v = ref_load(in->v_cache, kv_index(in, rk->bt, rk->kvh, k) + (size_t)d,
                                    in->kv_dtype);
         }
         ref_softmax_range(keys, n, in->sinks != NULL, rk->sink, lo + d, hi + d);
@@ -184,17 +209,19 @@ static int attention(const ref_input *in, const ref_logit_err *err, double *out,
     unsigned char *vis = malloc((size_t)max_seq);
     double *qrow = malloc((size_t)D * sizeof(double));
     double *acc = malloc((size_t)D * sizeof(double));
-    /* for ranges: each key's uncapped logit and magnitude, and the keys */
-    double *xs = NULL, *ms = NULL;
+    /* for ranges: each key's uncapped logit and magnitude, its interval,
+     * and the keys */
+    double *xs = NULL, *ms = NULL, *ab = NULL;
     ref_range_key *keys = NULL;
     if (err) {
         xs = malloc((size_t)max_seq * sizeof(double));
         ms = malloc((size_t)max_seq * sizeof(double));
+        ab = malloc((size_t)max_seq * 2 * sizeof(double));
         keys = malloc((size_t)max_seq * sizeof(ref_range_key));
     }
-    if (!logit || !vis || !qrow || !acc || (err && (!xs || !ms || !keys))) {
+    if (!logit || !vis || !qrow || !acc || (err && (!xs || !ms || !ab || !keys))) {
         free(logit); free(vis); free(qrow); free(acc);
-        free(xs); free(ms); free(keys);
+        free(xs); free(ms); free(ab); free(keys);
         return -1;
     }
 
@@ -265,20 +292,22 @@ static int attention(const ref_input *in, const ref_logit_err *err, double *out,
                 }
                 for (int32_t d = 0; d < D; d++) o[d] = acc[d] / denom;
                 if (!err) continue;
-                /* B_d of row_range is at most typ ms_max x 2 vmax (the
-                 * weights sum to <= 1): most rows stop here. */
-                if (!(2.0 * err->typ * ms_max * vmax > err->point_max)) {
+                /* row_range's bound is at most (e^d - 1) e^d 2 vmax with
+                 * d = typ ms_max (the weights sum to <= 1, |v - o| <= 2
+                 * vmax): most rows stop here. */
+                const double dmax = err->typ * ms_max;
+                if (!(expm1(dmax) * exp(dmax) * 2.0 * vmax > err->point_max)) {
                     memcpy(lo + qbase, o, (size_t)D * sizeof(double));
                     memcpy(hi + qbase, o, (size_t)D * sizeof(double));
                     continue;
                 }
                 const row_keys rk = {bt, kvh, h, seq, p, vis, logit, xs, ms, m, denom, sink};
-                row_range(in, err, &rk, o, lo + qbase, hi + qbase, acc, keys);
+                row_range(in, err, &rk, o, lo + qbase, hi + qbase, acc, ab, keys);
             }
         }
     }
     free(logit); free(vis); free(qrow); free(acc);
-    free(xs); free(ms); free(keys);
+    free(xs); free(ms); free(ab); free(keys);
     return 0;
 }
 

@@ -5,7 +5,8 @@
  * output by more than any fixed tolerance (huge scales: ref.c).
  *
  * The quantity is r(w) = sum_k w_k v_k / (sum_k w_k + w_sink) with each
- * w_k in [e^a_k, e^b_k] and w_sink = e^sink fixed (0 without a sink).
+ * w_k in [e^a_k, e^b_k] and w_sink = e^sink fixed (0 without a sink); a
+ * key whose interval is a point is as fixed as the sink.
  * Why sorting suffices: r is a ratio of two functions linear in w with a
  * positive denominator, so for a fixed target t, r(w) >= t iff
  * sum_k w_k (v_k - t) >= t w_sink; each term is maximised at w_k's upper
@@ -57,8 +58,10 @@ static int by_v_desc(const void *x, const void *y) {
     return (a < b) - (a > b);
 }
 
-/* max over the n + 1 splits of keys (sorted here by v, descending). */
-static double range_max(ref_range_key *keys, int32_t n, int has_sink, double sink) {
+/* max over the n + 1 splits of keys (sorted here by v, descending), with
+ * the fixed terms (the sink and keys whose interval is a point) added to
+ * every split. */
+static double range_max(ref_range_key *keys, int32_t n, wsum fixed) {
     qsort(keys, (size_t)n, sizeof *keys, by_v_desc);
     /* suffix [i, n) with every key at its lower end, stored in keys[i].s* */
     wsum s = k_empty;
@@ -73,10 +76,10 @@ static double range_max(ref_range_key *keys, int32_t n, int has_sink, double sin
     for (int32_t j = 0; j <= n; j++) {
         const wsum sf = j < n ? (wsum){keys[j].sm, keys[j].sn, keys[j].sd} : k_empty;
         double top = p.m > sf.m ? p.m : sf.m;
-        if (has_sink && sink > top) top = sink;
-        const double fp = rescale(p.m, top), fs = rescale(sf.m, top);
-        const double num = p.num * fp + sf.num * fs;
-        const double den = p.den * fp + sf.den * fs + (has_sink ? exp(sink - top) : 0.0);
+        if (fixed.m > top) top = fixed.m;
+        const double fp = rescale(p.m, top), fs = rescale(sf.m, top), ff = rescale(fixed.m, top);
+        const double num = p.num * fp + sf.num * fs + fixed.num * ff;
+        const double den = p.den * fp + sf.den * fs + fixed.den * ff;
         const double r = num / den;
         if (r > best) best = r;
         if (j < n) wsum_add(&p, keys[j].b, keys[j].v);
@@ -106,8 +109,24 @@ static int32_t keep_relevant(ref_range_key *keys, int32_t n, int has_sink, doubl
 void ref_softmax_range(ref_range_key *keys, int32_t n, int has_sink, double sink, double *lo,
                        double *hi) {
     n = keep_relevant(keys, n, has_sink, sink);
-    *hi = range_max(keys, n, has_sink, sink);
-    for (int32_t i = 0; i < n; i++) keys[i].v = -keys[i].v;
-    *lo = -range_max(keys, n, has_sink, sink);
-    for (int32_t i = 0; i < n; i++) keys[i].v = -keys[i].v;
+    /* Keys whose interval is a point weigh the same in every split: they
+     * join the sink in one fixed sum, and only the others are sorted (at
+     * huge scales under a cap, nearly every key saturates to a point). */
+    wsum fixed = k_empty;
+    if (has_sink) wsum_add(&fixed, sink, 0.0);
+    int32_t nv = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (keys[i].a < keys[i].b) {
+            const ref_range_key t = keys[nv];
+            keys[nv++] = keys[i];
+            keys[i] = t;
+        } else {
+            wsum_add(&fixed, keys[i].a, keys[i].v);
+        }
+    }
+    *hi = range_max(keys, nv, fixed);
+    for (int32_t i = 0; i < nv; i++) keys[i].v = -keys[i].v;
+    fixed.num = -fixed.num;
+    *lo = -range_max(keys, nv, fixed);
+    for (int32_t i = 0; i < nv; i++) keys[i].v = -keys[i].v;
 }
