@@ -642,3 +642,50 @@ Test(plan, decode_head_runs) {
         tu_batch_free(&tb);
     }
 }
+
+/* Items of a request with several multi-token tiles come head-major (each
+ * thread then reads one KV head's growing prefix after another: plan.c,
+ * pass 2), and single-token tiles (a last tile of one token, or every tile
+ * when q_tile is 1) keep their heads adjacent for decode runs.  g 1
+ * (q_tile 128 on the AVX-512 tables, 32 on ref), g 4, and g 128 (q_tile 1). */
+Test(plan, prefill_items_head_major) {
+    static const int32_t heads[][2] = {{32, 32}, {32, 8}, {256, 2}};
+    for (size_t hi = 0; hi < sizeof heads / sizeof *heads; hi++)
+        for (int32_t threads = 1; threads <= 2; threads++) {
+            plan_params pp;
+            memset(&pp, 0, sizeof pp);
+            pp.hq = heads[hi][0], pp.hkv = heads[hi][1], pp.d = 64, pp.bs = 16;
+            pp.window = -1, pp.causal = 1, pp.threads = threads, pp.split = ATTN_SPLIT_AUTO;
+            pp.qd = pp.kvd = pp.od = ATTN_DTYPE_F32;
+            pp.n = 4;
+            const int32_t ql[4] = {300, 1, 257, 129}, kl[4] = {300, 500, 300, 129};
+            for (int r = 0; r < 4; r++) pp.q_len[r] = ql[r], pp.kv_len[r] = kl[r];
+            char tag[128];
+            snprintf(tag, sizeof tag, "Hq %d Hkv %d threads %d", pp.hq, pp.hkv, threads);
+            attn_builder *b = NULL;
+            tu_batch tb;
+            attn_plan *p = build(&pp, &b, &tb, tag);
+            check_plan(&pp, p, &tb, tag);   /* decode runs included */
+            const attn_work_item *it = NULL;
+            size_t ni = 0;
+            cr_assert_eq(attn_plan_items(p, &it, &ni, NULL), ATTN_OK);
+            for (size_t i = 1; i < ni; i++) {
+                const attn_work_item *a = &it[i - 1], *c = &it[i];
+                if (a->req != c->req || a->tok1 - a->tok0 < 2 || c->tok1 - c->tok0 < 2) continue;
+                /* two multi-token tiles of one request: (head, tile) increases */
+                cr_assert(c->kv_head > a->kv_head || (c->kv_head == a->kv_head && c->tok0 > a->tok0),
+                          "%s: item %zu (head %d, tokens %d..) after item %zu (head %d, tokens "
+                          "%d..)", tag, i, c->kv_head, c->tok0, i - 1, a->kv_head, a->tok0);
+            }
+            /* every (request, KV head, token) once */
+            size_t want = 0;
+            for (int r = 0; r < 4; r++) want += (size_t)ql[r] * (size_t)pp.hkv;
+            size_t got = 0;
+            for (size_t i = 0; i < ni; i++)
+                if (it[i].piece == 0) got += (size_t)(it[i].tok1 - it[i].tok0);
+            cr_assert_eq(got, want, "%s: %zu (token, head) pairs, want %zu", tag, got, want);
+            attn_plan_destroy(p);
+            attn_builder_destroy(b);
+            tu_batch_free(&tb);
+        }
+}
