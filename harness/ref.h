@@ -32,9 +32,10 @@ int ref_attention(const ref_input *in, double *out);
  * (chosen by compare.c, attn_logit_error).  With ms = scale * sum_d |q_d k_d|
  * for key k: its logit before the soft cap, x = scale * <q, k>, is off by
  * at most rel * ms (any summation order), typically by about typ * ms.
- * A row is judged against its exact value while the typical rounding
- * moves none of its elements by more than point_max (to first order);
- * otherwise it gets the range its elements may take. */
+ * A row is judged against its exact value while logits moved by their
+ * typical rounding can move none of its elements by more than point_max
+ * (a bound for moves of any size: ref.c, row_range); otherwise it gets the
+ * range its elements may take. */
 typedef struct ref_logit_err {
     double rel;
     double typ;
@@ -42,7 +43,7 @@ typedef struct ref_logit_err {
 } ref_logit_err;
 
 /* ref_attention, plus the range each output may take under err: for a row
- * that the first-order test above does not clear, lo/hi are the least and
+ * that the test above does not clear, lo/hi are the least and
  * greatest values the softmax average can take, element by element, with
  * each logit anywhere in its interval (x +- rel * ms, then the soft cap,
  * which maps intervals to intervals, then ALiBi); the exact out lies
