@@ -15,7 +15,7 @@
 #            moment of the machine, so their ratio stays within ~2 % where
 #            the absolute figures move by 10 %.  For compute-bound rows
 #            (prefill); memory-bound rows would share the bandwidth.
-# Build B with e.g. `make B=build/exp EXTRA_CFLAGS=-DATTN_DEC_DT=128
+# Build B with e.g. `make B=build/exp EXTRA_CFLAGS=-DATTN_AVX512_DEC_PF=0
 # build/exp/bench` (the kernels' tuning macros) or from another worktree.
 set -euo pipefail
 

@@ -159,6 +159,15 @@ typedef struct attn_kernels {
 /* The portable table: always present, the reference every ISA is held to. */
 const attn_kernels *attn__kernels_ref(void);
 
+/* The AVX-512 single-token tile's memory profile (kernels_avx512_decode.c
+ * explains both): picked by CPU vendor, AMD -> NTA, others -> L2.  Tests
+ * force each in turn (0 returns to the CPU's choice); not thread-safe, set
+ * it only while no attn_run is in flight.  Defined only in builds with the
+ * AVX-512 tables (ATTN_HAVE_AVX512). */
+enum { ATTN__DEC_PROFILE_L2 = 1, ATTN__DEC_PROFILE_NTA = 2 };
+int attn__avx512_decode_profile(void);
+void attn__avx512_decode_force_profile(int profile);
+
 /* Portable twins (src/kernels_ref.c). */
 void attn_tile_f32__ref(const attn_tile_args *a);
 void attn_tile_bf16__ref(const attn_tile_args *a);

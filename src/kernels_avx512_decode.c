@@ -33,7 +33,8 @@
  *        visible interval for every row, V widened on the fly.
  *   memory: key and value row addresses are walked block by block (no
  *        division per key), and the next step's K and V lines are
- *        prefetched to L2 one per load of the current step — in the paged
+ *        prefetched one per load of the current step (to L2, or
+ *        non-temporally on AMD: see the profiles below) — in the paged
  *        layout a head's consecutive blocks are Hkv blocks apart, so the
  *        hardware streamer restarts at every block and would leave the
  *        stream latency-bound.  K's lines are prefetched in the loads'
@@ -69,37 +70,71 @@
 #ifndef DEC_PF_DIST
 #define DEC_PF_DIST 1
 #endif
-#ifndef DEC_PF_HINT
-#define DEC_PF_HINT _MM_HINT_T1
-#endif
 #define DEC_MAX_ROWS 16   /* larger groups amortise the general tile's transpose */
 #define DEC_MAX_D 256     /* bounds the on-stack copies of q and acc (16 KiB each) */
 #define DEC_STACK_FLOATS (DEC_MAX_ROWS * DEC_MAX_D) /* one item at the bounds, or several heads */
-/* Keys per chunk.  64 (the general tile's TILE) against 128: the scores
- * live on this tile's stack either way (the plan's kv_tile does not bound
- * it); 64 keeps the chunk's K (and then V) lines nearer L1 and the
- * prefetch distance (one chunk) shorter.  Measured, `make bench` rows
- * interleaved 3 x: decode B=8 cold 2 threads fp32 19.2 -> 20.3, bf16
- * 16.7 -> 17.1 GB/s; no row slower.  (Tried and worse, same method:
- * prefetch distance 2 chunks, T0 instead of T1, T0 2 KiB ahead of the
- * loads instead of one chunk, prefetching every other line and leaving
- * the adjacent one to the hardware.) */
-#ifndef ATTN_DEC_DT
-#define ATTN_DEC_DT 64
-#endif
-#define DT ATTN_DEC_DT
-/* fp32 caches take chunks of 32 keys (a run's step then reads 2 blocks of
- * 16 keys per head instead of 4): with V prefetched in address order,
- * `scripts/bench_ab.sh 5 decode8` (B=8, 2 threads, both builds with
- * -falign-loops=64) gave fp32 cold +0.8 to +4.8 %, hot +0.4 to +5.3 %
- * against 64; bf16 ran 3-4 % slower at 32 (3 rounds), so bf16 and f16
- * keep DT.  A pure read of the run's pattern (/tmp driver, 2 threads, 24
- * register FMAs per line) streamed 32.1-32.4 GB/s at 16 keys per step,
- * 29.5-30.7 at 32 and 28.5-30.5 at 64; the tile's per-chunk work (folds,
- * softmax, rescaling) grows as the chunk shrinks. */
-#ifndef ATTN_DEC_DT_F32
-#define ATTN_DEC_DT_F32 32
-#endif
+/* Keys per chunk, at most DT (the bound of the tile's stack arrays: row
+ * pointers, scores).  The chunk actually used, and the prefetch hint, come
+ * from the CPU's profile below. */
+#define DT 64
+
+/* ------------------------------------------------------------ profiles */
+
+/* How the tile walks memory depends on the CPU family more than on
+ * anything else we measured, so it has two profiles, picked at run time by
+ * CPU vendor (attn__avx512_decode_profile):
+ *
+ *   L2  (Intel; tuned on a Sapphire Rapids VM, 2026-11-30): prefetches to
+ *       L2 (T1), chunks of 64 keys for bf16/f16 caches and 32 for fp32.
+ *       There, against this profile (B=8 cold, 2 threads,
+ *       `scripts/bench_ab.sh`): NTA prefetches -48 to -66 %; bf16 chunks of
+ *       32 keys -3 to -4 %; fp32 chunks of 64 keys -0.8 to -4.8 %, of 16
+ *       within noise; 128-key chunks 3-8 % slower.
+ *   NTA (AMD; tuned on a Zen 5 EPYC VM, 2026-12-01): non-temporal
+ *       prefetches, chunks of 32 keys for bf16/f16 and 16 for fp32.  There
+ *       (`scripts/bench_ab.sh 3-5 decode8`, 2 threads, B=8 cold, the rounds
+ *       where neither build hit the VM's slow phases): NTA instead of T1
+ *       +3.5 to +8.4 % (fp32), +2.5 to +7.4 % (bf16); bf16 chunks of 32
+ *       instead of 64 +7.0 to +10.0 % (block 32: +8.4 to +9.9 %), of 16
+ *       -1.5 to +0.5 % (block 32: -11 to -16.5 %); fp32 chunks of 16
+ *       instead of 32 +11.0 to +14.4 %, of 64 -1.1 to -2.5 %; no software
+ *       prefetch at all -51 to -68 %; T2 and T0 within noise of T1.
+ *
+ * The hint reaches only this file's K and bf16 V prefetches (fp32 V goes
+ * through kernels_avx512_inl.h's pv_rows, T1 in both profiles).  Both
+ * profiles compute the same values up to the chunking of the online
+ * softmax (rounding only); the tests run the tile under each. */
+typedef struct dec_profile {
+    int nta;        /* prefetch hint: 1 NTA, 0 T1 */
+    int32_t dt_f32; /* keys per chunk, fp32 caches */
+    int32_t dt_16;  /* keys per chunk, bf16 and f16 caches */
+} dec_profile;
+
+static const dec_profile dec_profiles[] = {
+    [ATTN__DEC_PROFILE_L2] = {0, 32, 64},
+    [ATTN__DEC_PROFILE_NTA] = {1, 16, 32},
+};
+
+static int dec_forced; /* 0: by CPU (tests force each profile in turn) */
+
+void attn__avx512_decode_force_profile(int profile) {
+    dec_forced = profile == ATTN__DEC_PROFILE_L2 || profile == ATTN__DEC_PROFILE_NTA ? profile : 0;
+}
+
+int attn__avx512_decode_profile(void) {
+    if (dec_forced) return dec_forced;
+    __builtin_cpu_init();
+    return __builtin_cpu_is("amd") ? ATTN__DEC_PROFILE_NTA : ATTN__DEC_PROFILE_L2;
+}
+
+/* One prefetch with the profile's hint (_mm_prefetch wants a literal). */
+INLINE void dec_prefetch(const void *p, int NTA) {
+    if (NTA)
+        _mm_prefetch((const char *)p, _MM_HINT_NTA);
+    else
+        _mm_prefetch((const char *)p, _MM_HINT_T1);
+}
+
 /* bf16 slices of 32 dims that are whole (D a multiple of 32, as every
  * usual head size) load K and V rows without a mask: a masked 16-bit load
  * (VMOVDQU16 with a zeroing mask) costs this CPU an extra micro-op on the
@@ -153,7 +188,7 @@ INLINE __m512 fold16(__m512 u0, __m512 u1, __m512 u2, __m512 u3) {
  * pf: the next chunk's K and V rows (NULL entries: none), whose lines are
  * prefetched to L2 four keys at a time.  FULL (bf16 only): every slice is
  * whole (tm all ones), so K loads unmasked. */
-INLINE void qk_block(int R, attn_dtype kdt, int FULL, const float *qb, size_t nc, uint32_t tm,
+INLINE void qk_block(int R, attn_dtype kdt, int FULL, int NTA, const float *qb, size_t nc, uint32_t tm,
                      const void *const *krow, const void *const *kpf,
                      int32_t n, float *s) {
     const size_t es = attn__dtype_size(kdt);
@@ -185,7 +220,7 @@ INLINE void qk_block(int R, attn_dtype kdt, int FULL, const float *qb, size_t nc
             const uint32_t m = sl + 1 == nc ? tm : 0xffffffffu;
             if (kpf) {
                 UNROLL
-                for (int j = 0; j < 4; j++) _mm_prefetch(pk[j] + sl * slice_bytes, DEC_PF_HINT);
+                for (int j = 0; j < 4; j++) dec_prefetch(pk[j] + sl * slice_bytes, NTA);
             }
             if (kdt == ATTN_DTYPE_BF16) {
                 /* 32 bf16 per load: odd elements are the top halves of the
@@ -240,21 +275,25 @@ INLINE void qk_block(int R, attn_dtype kdt, int FULL, const float *qb, size_t nc
     }
 }
 
-#define QK_FN(name_, T_, F_)                                                              \
+#define QK_FN(name_, T_, F_, NTA_)                                                        \
     static void name_(int32_t R, const float *qb, size_t nc, uint32_t tm,                \
                       const void *const *krow, const void *const *kpf, int32_t n,       \
                       float *s) {                                                        \
         switch (R) {                                                                     \
-        case 1: qk_block(1, T_, F_, qb, nc, tm, krow, kpf, n, s); break;                 \
-        case 2: qk_block(2, T_, F_, qb, nc, tm, krow, kpf, n, s); break;                 \
-        case 3: qk_block(3, T_, F_, qb, nc, tm, krow, kpf, n, s); break;                 \
-        default: qk_block(4, T_, F_, qb, nc, tm, krow, kpf, n, s); break;                \
+        case 1: qk_block(1, T_, F_, NTA_, qb, nc, tm, krow, kpf, n, s); break;           \
+        case 2: qk_block(2, T_, F_, NTA_, qb, nc, tm, krow, kpf, n, s); break;           \
+        case 3: qk_block(3, T_, F_, NTA_, qb, nc, tm, krow, kpf, n, s); break;           \
+        default: qk_block(4, T_, F_, NTA_, qb, nc, tm, krow, kpf, n, s); break;          \
         }                                                                                \
     }
-QK_FN(qk_f32, ATTN_DTYPE_F32, 0)
-QK_FN(qk_bf16, ATTN_DTYPE_BF16, 0)
-QK_FN(qk_bf16_full, ATTN_DTYPE_BF16, ATTN_DEC_FULL)
-QK_FN(qk_f16, ATTN_DTYPE_F16, 0)
+QK_FN(qk_f32, ATTN_DTYPE_F32, 0, 0)
+QK_FN(qk_bf16, ATTN_DTYPE_BF16, 0, 0)
+QK_FN(qk_bf16_full, ATTN_DTYPE_BF16, ATTN_DEC_FULL, 0)
+QK_FN(qk_f16, ATTN_DTYPE_F16, 0, 0)
+QK_FN(qk_f32_nta, ATTN_DTYPE_F32, 0, 1)
+QK_FN(qk_bf16_nta, ATTN_DTYPE_BF16, 0, 1)
+QK_FN(qk_bf16_full_nta, ATTN_DTYPE_BF16, ATTN_DEC_FULL, 1)
+QK_FN(qk_f16_nta, ATTN_DTYPE_F16, 0, 1)
 
 /* ---------------------------------------------------- P.V, bf16 pairs */
 
@@ -265,7 +304,7 @@ QK_FN(qk_f16, ATTN_DTYPE_F16, 0)
  * slices from sl0 of the row's nc, the last one masked by ml unless FULL
  * (ml all ones: plain loads, as in qk_block); R <= PR rows.  vpf (or
  * NULL): the next chunk's rows of the same keys. */
-INLINE void pv_pairs_rows(int R, int NS, int FULL, float *accp, size_t qs, size_t nc, size_t sl0,
+INLINE void pv_pairs_rows(int R, int NS, int FULL, int NTA, float *accp, size_t qs, size_t nc, size_t sl0,
                           uint32_t ml, const float *alpha, const float *p,
                           const void *const *vrow, const void *const *vpf, int32_t ilo,
                           int32_t ihi) {
@@ -288,8 +327,8 @@ INLINE void pv_pairs_rows(int R, int NS, int FULL, float *accp, size_t qs, size_
                 UNROLL
                 for (int sl = 0; sl < 2; sl++)
                     if (2 * (size_t)pc.part + (size_t)sl < nc)
-                        _mm_prefetch((const char *)vpf[pc.key] + (2 * (size_t)pc.part + (size_t)sl) * 64,
-                                     DEC_PF_HINT);
+                        dec_prefetch((const char *)vpf[pc.key] + (2 * (size_t)pc.part + (size_t)sl) * 64,
+                                     NTA);
             }
             pv_pf_next(&pc);
         }
@@ -315,29 +354,33 @@ INLINE void pv_pairs_rows(int R, int NS, int FULL, float *accp, size_t qs, size_
             _mm512_store_ps(accp + (size_t)r * qs + sl0 * 32 + 16 * (size_t)v, c[r][v]);
 }
 
-#define PVP_CASE(R_, N_)                                                                  \
+#define PVP_CASE(R_, N_, NTA_)                                                            \
     case ((R_) * 4 + (N_)) * 2:                                                           \
-        pv_pairs_rows(R_, N_, 0, accp, qs, nc, sl0, ml, alpha, p, vrow, vpf, ilo, ihi);       \
+        pv_pairs_rows(R_, N_, 0, NTA_, accp, qs, nc, sl0, ml, alpha, p, vrow, vpf, ilo, ihi); \
         break;                                                                            \
     case ((R_) * 4 + (N_)) * 2 + 1:                                                       \
-        pv_pairs_rows(R_, N_, ATTN_DEC_FULL, accp, qs, nc, sl0, ml, alpha, p, vrow, vpf, ilo, \
-                      ihi);                                                               \
+        pv_pairs_rows(R_, N_, ATTN_DEC_FULL, NTA_, accp, qs, nc, sl0, ml, alpha, p, vrow, vpf, \
+                      ilo, ihi);                                                          \
         break;
 
-static void pv_pairs(int32_t R, float *accp, size_t qs, size_t nc, uint32_t tm,
-                     const float *alpha, const float *p, const void *const *vrow,
-                     const void *const *vpf, int32_t ilo, int32_t ihi) {
-    for (size_t sl0 = 0; sl0 < nc; sl0 += 2) {
-        const int ns = nc - sl0 >= 2 ? 2 : 1;
-        const uint32_t ml = sl0 + (size_t)ns == nc ? tm : 0xffffffffu;
-        switch ((R * 4 + ns) * 2 + (ml == 0xffffffffu)) {
-            PVP_CASE(1, 1) PVP_CASE(1, 2) PVP_CASE(2, 1) PVP_CASE(2, 2)
-            PVP_CASE(3, 1) PVP_CASE(3, 2) PVP_CASE(4, 1) PVP_CASE(4, 2)
-            PVP_CASE(5, 1) PVP_CASE(5, 2) PVP_CASE(6, 1) PVP_CASE(6, 2)
-        default: break;
-        }
+#define PV_PAIRS_FN(name_, NTA_)                                                          \
+    static void name_(int32_t R, float *accp, size_t qs, size_t nc, uint32_t tm,         \
+                      const float *alpha, const float *p, const void *const *vrow,       \
+                      const void *const *vpf, int32_t ilo, int32_t ihi) {                \
+        for (size_t sl0 = 0; sl0 < nc; sl0 += 2) {                                        \
+            const int ns = nc - sl0 >= 2 ? 2 : 1;                                         \
+            const uint32_t ml = sl0 + (size_t)ns == nc ? tm : 0xffffffffu;                \
+            switch ((R * 4 + ns) * 2 + (ml == 0xffffffffu)) {                             \
+                PVP_CASE(1, 1, NTA_) PVP_CASE(1, 2, NTA_) PVP_CASE(2, 1, NTA_)            \
+                PVP_CASE(2, 2, NTA_) PVP_CASE(3, 1, NTA_) PVP_CASE(3, 2, NTA_)            \
+                PVP_CASE(4, 1, NTA_) PVP_CASE(4, 2, NTA_) PVP_CASE(5, 1, NTA_)            \
+                PVP_CASE(5, 2, NTA_) PVP_CASE(6, 1, NTA_) PVP_CASE(6, 2, NTA_)            \
+            default: break;                                                               \
+            }                                                                             \
+        }                                                                                 \
     }
-}
+PV_PAIRS_FN(pv_pairs, 0)
+PV_PAIRS_FN(pv_pairs_nta, 1)
 
 /* The bf16 slice layout, the one place it is spelled: within each 32-dim
  * slice, the 16 even dims first, then the 16 odd dims (what one AND and
@@ -373,7 +416,8 @@ static void acc_layout(float *acc, size_t D, float *accp, size_t qs, int32_t row
  * the prefetch runs one (head, chunk) step ahead: the next head's rows of
  * this chunk, after the last head the first head's next chunk, after the
  * last chunk the item after a[nh - 1]. */
-static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt) {
+static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
+                         const dec_profile *pr) {
     const int32_t k1 = attn__tile_end(a->k1, a->seq_len, a->causal, a->block_size);
     const int32_t key_limit = attn__key_limit(a->seq_len, a->causal, a->block_size);
     const int32_t rows = a->g;
@@ -420,6 +464,14 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt) {
                const void *const *, const void *const *, int32_t, int32_t) = pv_block_f32;
     if (kdt == ATTN_DTYPE_BF16) qk = tm == 0xffffffffu ? qk_bf16_full : qk_bf16;
     if (kdt == ATTN_DTYPE_F16) qk = qk_f16, pv = pv_block_f16;
+    void (*pvp)(int32_t, float *, size_t, size_t, uint32_t, const float *, const float *,
+                const void *const *, const void *const *, int32_t, int32_t) = pv_pairs;
+    if (pr->nta) {
+        qk = kdt == ATTN_DTYPE_BF16 ? (tm == 0xffffffffu ? qk_bf16_full_nta : qk_bf16_nta)
+             : kdt == ATTN_DTYPE_F16 ? qk_f16_nta
+                                     : qk_f32_nta;
+        pvp = pv_pairs_nta;
+    }
 
     const void *krow[DT], *vrow[DT], *kpf[DT], *vpf[DT];
     float sc[DEC_MAX_ROWS * DT] __attribute__((aligned(64))); /* scores, then weights */
@@ -427,8 +479,8 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt) {
 
     /* chunks are aligned to k0 as in the general tile, starting at the
      * first chunk that holds a visible key */
-    const int32_t dt = kdt == ATTN_DTYPE_F32 ? ATTN_DEC_DT_F32 : DT; /* keys per chunk */
-    _Static_assert(ATTN_DEC_DT_F32 % 16 == 0 && ATTN_DEC_DT_F32 <= DT, "fp32 chunk");
+    const int32_t dt = kdt == ATTN_DTYPE_F32 ? pr->dt_f32 : pr->dt_16; /* keys per chunk */
+    ATTN_ASSERT(dt % 16 == 0 && dt <= DT);
     const int32_t c_first = a->k0 + (int32_t)((vlo - a->k0) / dt) * dt;
     for (int32_t c0 = c_first; c0 < vhi; c0 += dt) {
         const int32_t n = (k1 - c0 < dt) ? k1 - c0 : dt;
@@ -476,7 +528,7 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt) {
                 const int32_t R = rows - r0 < PR ? rows - r0 : PR;
                 const void *const *pfv = r0 == 0 && ATTN_AVX512_DEC_PF ? vpf : NULL;
                 if (pairs)
-                    pv_pairs(R, acch + (size_t)r0 * qs, qs, nc, tm, alpha + r0, sc + (size_t)r0 * DT,
+                    pvp(R, acch + (size_t)r0 * qs, qs, nc, tm, alpha + r0, sc + (size_t)r0 * DT,
                              vrow, pfv, ilo, ihi);
                 else
                     pv(R, x->acc + (size_t)r0 * D, D, alpha + r0, sc + (size_t)r0 * DT, DT, vrow,
@@ -498,7 +550,9 @@ void attn__avx512_decode_heads(const attn_tile_args *a, int32_t n, attn_dtype kd
     const size_t sw = kdt == ATTN_DTYPE_BF16 ? 32 : 16;
     const size_t qs = ((size_t)a->head_dim + sw - 1) / sw * sw;
     const int32_t per = (int32_t)(DEC_STACK_FLOATS / ((size_t)a->g * qs));
-    for (int32_t h0 = 0; h0 < n; h0 += per) decode_batch(a + h0, n - h0 < per ? n - h0 : per, kdt);
+    const dec_profile *pr = &dec_profiles[attn__avx512_decode_profile()];
+    for (int32_t h0 = 0; h0 < n; h0 += per)
+        decode_batch(a + h0, n - h0 < per ? n - h0 : per, kdt, pr);
 }
 
 void attn__avx512_decode_tile(const attn_tile_args *a, attn_dtype kdt) {

@@ -571,15 +571,44 @@ Test(isa, tile_edges_match_ref) {
     mini_free(&mc);
 }
 
+/* The decode tile's memory profiles (kernels.h): the tests that reach the
+ * tile run it under each, so the profile this CPU would not pick is held
+ * to the same contracts. */
+static int decode_profiles(int out[2]) {
+#ifdef ATTN_HAVE_AVX512
+    out[0] = ATTN__DEC_PROFILE_L2;
+    out[1] = ATTN__DEC_PROFILE_NTA;
+    return 2;
+#else
+    out[0] = 0;
+    return 1;
+#endif
+}
+
+static void under_each_decode_profile(void (*check)(void)) {
+    int pr[2];
+    const int n = decode_profiles(pr);
+    for (int i = 0; i < n; i++) {
+#ifdef ATTN_HAVE_AVX512
+        attn__avx512_decode_force_profile(pr[i]);
+        cr_assert_eq(attn__avx512_decode_profile(), pr[i]);
+#endif
+        check();
+    }
+#ifdef ATTN_HAVE_AVX512
+    attn__avx512_decode_force_profile(0);
+#endif
+}
+
 /* Single-token items (decode, and split pieces of a decode row): the
  * avx512 tables route them to their own tile (kernels_avx512_decode.c:
- * 64-key chunks, 4-row Q.K blocks, bf16 pairs widened in an even/odd
- * layout).  Held to the portable tile for every KV dtype, group sizes on
+ * 16- to 64-key chunks by profile, 4-row Q.K blocks, bf16 pairs widened
+ * in an even/odd layout), under each of its memory profiles.  Held to the portable tile for every KV dtype, group sizes on
  * both sides of its 4-row / 6-row blocks and of its 16-row limit, head
  * dims with 16- and 32-element tails and past its 256 limit, key ranges
  * straddling its 64-key chunks, windows, soft cap and ALiBi, and a prior
  * state in every row (the calls compose). */
-Test(isa, tile_decode_matches_ref, .timeout = 240) {
+static void tile_decode_check(void) {
     static const int32_t gs[] = {1, 3, 4, 5, 7, 12, 16, 17};
     static const int32_t ds[] = {33, 64, 80, 128, 200, 256, 320};
     static const int32_t ranges[][2] = {{0, 1}, {0, 63}, {0, 64}, {0, 65}, {0, 127},
@@ -675,6 +704,8 @@ Test(isa, tile_decode_matches_ref, .timeout = 240) {
     }
     cr_assert(combos > 0);
 }
+
+Test(isa, tile_decode_matches_ref, .timeout = 480) { under_each_decode_profile(tile_decode_check); }
 
 /* fp32 items of 32 .. 128 rows in whole vectors of 16: the avx512 tables
  * route them to the lanes tile (kernels_avx512_lanes.c: q transposed into
@@ -773,7 +804,7 @@ Test(isa, tile_lanes_matches_ref, .timeout = 240) {
  * sizes and head dims it does not take (g 17, D 320: the per-item
  * fallback), windows, soft cap, ALiBi, key ranges that cut its chunks,
  * and a next-item prefetch hint. */
-Test(isa, tile_heads_match_tile, .timeout = 240) {
+static void tile_heads_check(void) {
     static const struct { int32_t g, D, n; } shapes[] = {
         {4, 128, 2}, {4, 128, 8}, {4, 128, 9}, {1, 64, 16}, {6, 80, 5},
         {16, 256, 3}, {17, 64, 2}, {2, 320, 3}, {5, 33, 7},
@@ -872,6 +903,8 @@ Test(isa, tile_heads_match_tile, .timeout = 240) {
     cr_assert(combos > 0, "no table with tile_heads was exercised");
 #endif
 }
+
+Test(isa, tile_heads_match_tile, .timeout = 480) { under_each_decode_profile(tile_heads_check); }
 
 static attn_status create_with(const char *isa, attn_builder_info *info) {
     attn_layer_desc l;
