@@ -87,6 +87,15 @@ INLINE __m512 tanh512(__m512 x) {
 
 /* ------------------------------------------------------------- helpers */
 
+/* One software prefetch: non-temporal (NTA = 1) or to L2 (T1).  A branch
+ * on a constant, because _mm_prefetch wants a literal hint. */
+INLINE void prefetch_hint(const void *p, int NTA) {
+    if (NTA)
+        _mm_prefetch((const char *)p, _MM_HINT_NTA);
+    else
+        _mm_prefetch((const char *)p, _MM_HINT_T1);
+}
+
 
 static inline __mmask16 tail_mask(size_t left) {
     return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
@@ -290,7 +299,7 @@ INLINE void pv_pf_next(pv_pf *c) {
  * x 4 vectors = 24 accumulators; per key, 4 V loads feed 24 FMAs with p
  * broadcast.  vpf (or NULL): the next chunk's rows of the same keys, of
  * D x es bytes; this is pass `pass` of npass over the keys (see pv_pf). */
-INLINE void pv_rows(int R, int NVEC, attn_dtype vdt, float *acc, size_t D, size_t dofs,
+INLINE void pv_rows(int R, int NVEC, attn_dtype vdt, int NTA, float *acc, size_t D, size_t dofs,
                     const float *alpha, const float *p, size_t ps, const void *const *vrow, const void *const *vpf, int32_t ilo, int32_t ihi,
                     __mmask16 tm, int32_t pass, int32_t npass) {
     const size_t es = attn__dtype_size(vdt);
@@ -319,7 +328,7 @@ INLINE void pv_rows(int R, int NVEC, attn_dtype vdt, float *acc, size_t D, size_
             UNROLL
             for (int v = 0; v < DV; v++)
                 if ((16 * (size_t)v * es) % 64 == 0 && (size_t)pc.part * part_bytes + 16 * (size_t)v * es < row_bytes)
-                    _mm_prefetch(pf + 16 * (size_t)v * es, _MM_HINT_T1);
+                    prefetch_hint(pf + 16 * (size_t)v * es, NTA);
             pv_pf_next(&pc);
         }
         __m512 x[DV];
@@ -344,7 +353,7 @@ INLINE void pv_rows(int R, int NVEC, attn_dtype vdt, float *acc, size_t D, size_
 
 #define PV_CASE(T_, R_, N_)                                                               \
     case (R_) * 8 + (N_):                                                                 \
-        pv_rows(R_, N_, T_, acc, D, dofs, alpha, p, ps, vrow, vpf, ilo, ihi, tm, pass, npass);         \
+        pv_rows(R_, N_, T_, nta, acc, D, dofs, alpha, p, ps, vrow, vpf, ilo, ihi, tm, pass, npass);         \
         break;
 #define PV_CASES(T_)                                                                      \
     PV_CASE(T_, 1, 1) PV_CASE(T_, 1, 2) PV_CASE(T_, 1, 3) PV_CASE(T_, 1, 4)               \
@@ -356,10 +365,11 @@ INLINE void pv_rows(int R, int NVEC, attn_dtype vdt, float *acc, size_t D, size_
 
 /* One instantiation set per V dtype: the dtype must be a constant inside
  * the micro-kernel for the widening to inline. */
-#define PV_BLOCK_FN(name_, T_)                                                            \
+#define PV_BLOCK_FN(name_, T_, NTA_)                                                      \
     static inline void name_(int32_t R, float *acc, size_t D, const float *alpha, const float *p, \
                       size_t ps, const void *const *vrow, const void *const *vpf,          \
                       int32_t ilo, int32_t ihi) {                                          \
+        const int nta = (NTA_); /* 1: NTA prefetches */                                   \
         const int32_t npass = (int32_t)((D + 16 * DV - 1) / (16 * DV));                   \
         for (size_t dofs = 0; dofs < D; dofs += 16 * DV) {                                \
             const int32_t pass = (int32_t)(dofs / (16 * DV));                             \
@@ -372,8 +382,11 @@ INLINE void pv_rows(int R, int NVEC, attn_dtype vdt, float *acc, size_t D, size_
             }                                                                             \
         }                                                                                 \
     }
-PV_BLOCK_FN(pv_block_f32, ATTN_DTYPE_F32)
-PV_BLOCK_FN(pv_block_bf16, ATTN_DTYPE_BF16)
-PV_BLOCK_FN(pv_block_f16, ATTN_DTYPE_F16)
+PV_BLOCK_FN(pv_block_f32, ATTN_DTYPE_F32, 0)
+PV_BLOCK_FN(pv_block_bf16, ATTN_DTYPE_BF16, 0)
+PV_BLOCK_FN(pv_block_f16, ATTN_DTYPE_F16, 0)
+/* the decode tile's NTA profile (kernels_avx512_decode.c) */
+PV_BLOCK_FN(pv_block_f32_nta, ATTN_DTYPE_F32, 1)
+PV_BLOCK_FN(pv_block_f16_nta, ATTN_DTYPE_F16, 1)
 
 #endif /* ATTN_KERNELS_AVX512_INL_H */
