@@ -64,7 +64,7 @@ DEPFLAGS = -MMD -MP
 
 # ---- sources ----
 # ISA files need their own -m flags and are compiled only when present.
-ISA_SRC := $(wildcard src/kernels_avx2.c src/kernels_avx512.c src/kernels_avx512_decode.c src/kernels_avx512_lanes.c src/kernels_avx512bf16.c)
+ISA_SRC := $(wildcard src/kernels_avx2.c src/kernels_avx512.c src/kernels_avx512_decode.c src/kernels_avx512_lanes.c src/kernels_avx512bf16.c src/kernels_avx512bf16_lanes.c)
 LIB_SRC := $(filter-out $(ISA_SRC),$(wildcard src/*.c)) $(ISA_SRC)
 # dispatch.c registers a table only when its file is compiled in.
 CFLAGS_ALL += $(if $(wildcard src/kernels_avx2.c),-DATTN_HAVE_AVX2=1)

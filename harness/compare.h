@@ -27,6 +27,9 @@ typedef struct attn_cmp {
 /* The error model of the engine's logits that the reference's ranges
  * rest on (ref_attention_range; derived in compare.c). */
 ref_logit_err attn_logit_error(attn_dtype kv_dtype, int32_t head_dim);
+/* The same for a run that rounds q and the softmax weights to bf16
+ * (attn_builder_info.bf16_rounding; derived in compare.c). */
+ref_logit_err attn_bf16_dot_error(int32_t head_dim);
 
 /* Compare n elements of `got` (out_dtype) against the expected values:
  * element i must lie within tol of ref[i], or, where lo and hi are given

@@ -226,10 +226,36 @@ int oracle_reference(const problem *p, int32_t l, oracle_ref *r) {
     return 0;
 }
 
+int oracle_reference_bf16dot(const problem *p, int32_t l, oracle_ref *r) {
+    if (r->rlo) return 0;
+    const size_t n = problem_out_elems(p, l), bytes = (n ? n : 1) * sizeof(double);
+    double *val = malloc(bytes), *lo = malloc(bytes), *hi = malloc(bytes);
+    if (!val || !lo || !hi) {
+        free(val), free(lo), free(hi);
+        return -2;
+    }
+    if (problem_reference_bf16dot(p, l, val, lo, hi) != 0) {
+        free(val), free(lo), free(hi);
+        return -1;
+    }
+    free(val); /* the same exact outputs as r->val */
+    r->rlo = lo;
+    r->rhi = hi;
+    return 0;
+}
+
+oracle_ref oracle_ref_view(const oracle_ref *r, int rounded) {
+    oracle_ref v = {r->val, rounded ? r->rlo : r->lo, rounded ? r->rhi : r->hi, NULL, NULL,
+                    rounded};
+    return v;
+}
+
 void oracle_ref_free(oracle_ref *r) {
     free(r->val);
     free(r->lo);
     free(r->hi);
+    free(r->rlo);
+    free(r->rhi);
     memset(r, 0, sizeof *r);
 }
 
@@ -254,8 +280,8 @@ oracle_id oracle_check_differential(const problem *p, int32_t l, const void *got
     char where[160], range[96] = "";
     elem_where(p, l, r.worst, where, sizeof where);
     if (ref->lo[r.worst] < ref->hi[r.worst])
-        snprintf(range, sizeof range, " (rounding allows [%.9g, %.9g])", ref->lo[r.worst],
-                 ref->hi[r.worst]);
+        snprintf(range, sizeof range, " (%srounding allows [%.9g, %.9g])",
+                 ref->rounded ? "bf16 " : "", ref->lo[r.worst], ref->hi[r.worst]);
     return found(f, ORACLE_DIFFERENTIAL,
                  "layers.%d (%d heads, window %d, %s out): %zu of %zu elements outside atol=%g "
                  "rtol=%g; max_abs=%.3g max_rel=%.3g; worst %s: got %.9g want %.9g%s",
@@ -331,6 +357,8 @@ typedef struct run_ctx {
     oracle_ref ref[CASE_MAX_LAYERS];
     unsigned char *base[CASE_MAX_LAYERS];   /* outputs of the case's own config */
     const char *base_isa;   /* kernel table the case's own config ran with */
+    int base_rounded;       /* ... and whether it rounds to bf16 (bf16_rounding) */
+    const char *base_tune;  /* ... and its tuning profile */
 } run_ctx;
 
 static void inputs_free(run_inputs *in) {
@@ -414,6 +442,7 @@ typedef struct run_cfg {
     unsigned char junk;     /* fill of every scratch region before each run */
     const char *what;       /* for messages */
     const char *isa;        /* NULL: the case's own kernel table */
+    const char *tune;       /* NULL: the case's own tuning profile */
 } run_cfg;
 
 static oracle_id check_guard(guard *g, const char *what, int32_t l, finding *f) {
@@ -433,6 +462,7 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
     attn_group_desc grp = p->group;
     grp.num_threads = cf->threads;
     if (cf->isa) grp.isa = cf->isa;
+    if (cf->tune) grp.tune = cf->tune;
     attn_builder *b = NULL;
     attn_plan *plan = NULL;
     attn_error err;
@@ -445,9 +475,23 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
     if (st != ATTN_OK)
         return found(f, ORACLE_BAD_INPUT, "%s: attn_builder_create refused a valid group: %s: %s",
                      cf->what, attn_status_name(st), err.message);
-    if (cf->role == ROLE_BASE) {
-        attn_builder_info bi;
-        if (attn_builder_get_info(b, &bi, NULL) == ATTN_OK) x->base_isa = bi.isa;
+    attn_builder_info bi;
+    memset(&bi, 0, sizeof bi);
+    attn_builder_get_info(b, &bi, NULL);
+    if (cf->role == ROLE_BASE)
+        x->base_isa = bi.isa, x->base_rounded = bi.bf16_rounding, x->base_tune = bi.tune;
+    /* a run that rounds to bf16 (or is compared with one that did) is
+     * judged under the bf16-rounding model */
+    const int rounded = bi.bf16_rounding || (cf->role != ROLE_BASE && x->base_rounded);
+    for (int32_t l = 0; rounded && l < c->num_layers; l++) {
+        const int rr = oracle_reference_bf16dot(p, l, &x->ref[l]);
+        if (rr == -2) goto out_builder; /* no memory: nothing to judge */
+        if (rr != 0) {
+            res = found(f, ORACLE_BAD_INPUT,
+                        "the bf16-rounding reference refused layers.%d of a case the defect "
+                        "model calls valid (harness bug)", (int)l);
+            goto out_builder;
+        }
     }
     st = attn_builder_build(b, &in->batch, &cf->opts, &plan, &err);
     if (st != ATTN_OK) {
@@ -488,13 +532,14 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
                         cf->what, (int)l, attn_status_name(st), err.message);
             break;
         }
+        const oracle_ref view = oracle_ref_view(&x->ref[l], rounded);
         switch (cf->role) {
         case ROLE_BASE:
-            res = oracle_check_differential(p, l, x->out.buf, &x->ref[l], f);
+            res = oracle_check_differential(p, l, x->out.buf, &view, f);
             if (!res && x->base[l]) memcpy(x->base[l], x->out.buf, x->out_bytes);
             break;
         case ROLE_VARIANT:
-            res = oracle_check_agree(p, l, x->base[l], x->out.buf, &x->ref[l], 0, cf->what, f);
+            res = oracle_check_agree(p, l, x->base[l], x->out.buf, &view, 0, cf->what, f);
             break;
         case ROLE_BITWISE:
             res = oracle_check_agree(p, l, x->base[l], x->out.buf, NULL, 1, cf->what, f);
@@ -549,7 +594,7 @@ static oracle_id check_runs(const problem *p, unsigned what, finding *f) {
     char desc[96];
     snprintf(desc, sizeof desc, "case config (split %s, threads %d)", split_name(c->split),
              (int)c->threads);
-    run_cfg base = {c->threads, {c->split, c->split_count, GUARD_REDZONE}, 0, ROLE_BASE, 0xFF, desc, NULL};
+    run_cfg base = {c->threads, {c->split, c->split_count, GUARD_REDZONE}, 0, ROLE_BASE, 0xFF, desc, NULL, NULL};
     if ((res = run_config(&x, &base, f))) goto done;
     if (!(what & CHECK_INVARIANCE)) goto done;
 
@@ -557,22 +602,22 @@ static oracle_id check_runs(const problem *p, unsigned what, finding *f) {
     int32_t alt_threads = c->threads == 1 ? 3 : 1;
     char tdesc[64];
     snprintf(tdesc, sizeof tdesc, "threads %d vs %d", (int)alt_threads, (int)c->threads);
-    /* isa NULL: the case's own kernel table */
+    /* isa, tune NULL: the case's own kernel table and tuning profile */
     const run_cfg variants[] = {
         {c->threads, {ATTN_SPLIT_OFF, 0, GUARD_REDZONE}, 0, ROLE_VARIANT, 0xFF,
-         "split off vs case config", NULL},
+         "split off vs case config", NULL, NULL},
         {c->threads, {ATTN_SPLIT_ON, 0, GUARD_REDZONE}, 0, ROLE_VARIANT, 0xFF,
-         "split on vs case config", NULL},
+         "split on vs case config", NULL, NULL},
         {c->threads, {ATTN_SPLIT_FIXED, 3, GUARD_REDZONE}, 0, ROLE_VARIANT, 0xFF,
-         "split fixed 3 vs case config", NULL},
+         "split fixed 3 vs case config", NULL, NULL},
         {alt_threads, {c->split, c->split_count, GUARD_REDZONE}, 0, ROLE_VARIANT, 0xFF, tdesc,
-         NULL},
+         NULL, NULL},
         {c->threads, {c->split, c->split_count, GUARD_REDZONE}, 1, ROLE_VARIANT, 0xFF,
-         "permuted physical blocks vs case config", NULL},
+         "permuted physical blocks vs case config", NULL, NULL},
         /* Same input, same threads, other junk in the scratch regions: a
          * read of scratch nobody wrote shows up as a bitwise difference. */
         {c->threads, {c->split, c->split_count, GUARD_REDZONE}, 0, ROLE_BITWISE, 0x3C,
-         "rerun with the same input and threads", NULL},
+         "rerun with the same input and threads", NULL, NULL},
     };
     for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
         const run_cfg *v = &variants[i];
@@ -592,7 +637,17 @@ static oracle_id check_runs(const problem *p, unsigned what, finding *f) {
         char idesc[64];
         snprintf(idesc, sizeof idesc, "isa %s vs %s", isas[i], x.base_isa ? x.base_isa : "?");
         run_cfg v = {c->threads, {c->split, c->split_count, GUARD_REDZONE}, 0, ROLE_VARIANT, 0xFF,
-                     idesc, isas[i]};
+                     idesc, isas[i], NULL};
+        res = run_config(&x, &v, f);
+    }
+    /* ... and under the other tuning profile (the decode tile's memory
+     * walk, bf16 prefill on VDPBF16PS), which this CPU would not pick */
+    if (!res && x.base_tune) {
+        const char *other = strcmp(x.base_tune, "amd") == 0 ? "intel" : "amd";
+        char tdesc2[64];
+        snprintf(tdesc2, sizeof tdesc2, "tune %s vs %s", other, x.base_tune);
+        run_cfg v = {c->threads, {c->split, c->split_count, GUARD_REDZONE}, 0, ROLE_VARIANT, 0xFF,
+                     tdesc2, NULL, other};
         res = run_config(&x, &v, f);
     }
 done:

@@ -108,9 +108,14 @@ oracle_id oracle_check_sizing(const attn_plan *plan, const attn_layer_desc *laye
 
 /* A layer's reference: the exact outputs and the range each may take
  * under the engine's logit rounding (problem_reference); lo[i] == hi[i]
- * where the element is judged against val[i].  [problem_out_elems] each. */
+ * where the element is judged against val[i].  [problem_out_elems] each.
+ * rlo, rhi: the ranges under the bf16-rounding model
+ * (problem_reference_bf16dot), for runs that round; NULL until
+ * oracle_reference_bf16dot computes them. */
 typedef struct oracle_ref {
     double *val, *lo, *hi;
+    double *rlo, *rhi;
+    int rounded; /* a view (oracle_ref_view) of the bf16-rounding model */
 } oracle_ref;
 
 /* The reference for layer l of a materialized problem, allocated into r
@@ -118,6 +123,11 @@ typedef struct oracle_ref {
  * r's buffers could not be allocated (r is then empty). */
 int oracle_reference(const problem *p, int32_t l, oracle_ref *r);
 void oracle_ref_free(oracle_ref *r);
+/* Fill r->rlo, r->rhi if not yet done; 0 ok, -1 refused, -2 no memory. */
+int oracle_reference_bf16dot(const problem *p, int32_t l, oracle_ref *r);
+/* The view of r that a run judges against: val with the fp32 model's
+ * ranges, or (rounded != 0) with the bf16-rounding model's. */
+oracle_ref oracle_ref_view(const oracle_ref *r, int rounded);
 
 /* Differential: `got` (out_dtype, layer l of p) against the reference
  * within attn_tolerance (attn_compare: the point, or the range). */

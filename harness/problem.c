@@ -461,3 +461,10 @@ int problem_reference(const problem *p, int32_t l, double *out, double *lo, doub
     if (!lo && !hi) return ref_attention(&in, out);
     return ref_attention_range(&in, attn_logit_error(p->c.kv_dtype, p->c.head_dim), out, lo, hi);
 }
+
+int problem_reference_bf16dot(const problem *p, int32_t l, double *out, double *lo, double *hi) {
+    if (!p->materialized || l < 0 || l >= p->c.num_layers || !lo || !hi) return -1;
+    ref_input in;
+    problem_ref_input(p, l, &in);
+    return ref_attention_range(&in, attn_bf16_dot_error(p->c.head_dim), out, lo, hi);
+}

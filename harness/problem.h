@@ -48,6 +48,9 @@ void problem_free(problem *p);   /* safe on a zeroed or failed problem */
  * engine's logit rounding (ref_attention_range with attn_logit_error), for
  * attn_compare.  Returns the reference's result (0, or -1). */
 int problem_reference(const problem *p, int32_t l, double *out, double *lo, double *hi);
+/* The same under the bf16-rounding model (attn_bf16_dot_error): for runs
+ * whose builder reports bf16_rounding.  lo and hi are required. */
+int problem_reference_bf16dot(const problem *p, int32_t l, double *out, double *lo, double *hi);
 /* The reference's description of layer l of a materialized problem (what
  * problem_reference passes to ref.c), for callers that pick their own
  * error model. */

@@ -126,49 +126,71 @@ typedef struct row_keys {
     double m, denom, sink;  /* softmax shift, its sum (sink included), sink logit */
 } row_keys;
 
-/* lo/hi of one row (D elements at lo, hi) whose exact output is o.
- * First the cheap question: how far can the typical rounding move the
- * row?  Let each logit move by at most d_k: the typical rounding typ x ms_k
- * carried through the cap (which flattens it for saturated keys).  Each
- * weight then changes by a factor r_k in [e^-d_k, e^d_k], and since
- * sum_k p_k (v_k - o) = 0 (p_k the softmax weights, the sink a key of
- * value 0 that never moves),
+/* The bound on how far the row (exact output o, D elements) moves when
+ * each logit may move by up to d_k: the interval x_k +- e x ms_k carried
+ * through the cap, plus wabs.  Each weight then changes by a factor r_k in
+ * [e^-d_k, e^d_k], and since sum_k p_k (v_k - o) = 0 (p_k the softmax
+ * weights, the sink a key of value 0 that never moves),
  *     |o'_d - o_d| <= sum_k p_k (e^d_k - 1) |v_kd - o_d| / sum_k p_k e^-d_k
  * for any size of d_k, not only to first order (a one-hot row whose top
- * key may drop by 50 is moved by nothing to first order).  Where every
- * such bound is within point_max the row keeps its point.  Otherwise each
- * element gets the exact range over logits within their worst-case bounds
- * rel x ms_k (ref_softmax_range).  scratch: D doubles; ab: 2 seq doubles;
- * keys: seq entries. */
-static void row_range(const ref_input *in, const ref_logit_err *err, const row_keys *rk,
-                      const double *o, double *lo, double *hi, double *scratch, double *ab,
-                      ref_range_key *keys) {
+ * key may drop by 50 is moved by nothing to first order).  B[d] gets the
+ * numerator, *wmin the denominator.  Returns 0 when a term is not finite
+ * (no bound), else 1. */
+static int row_bound(const ref_input *in, const row_keys *rk, const double *o, double e,
+                     double wabs, double *B, double *wmin) {
     const int32_t D = in->head_dim;
-    double *B = scratch;
-    double wmin = in->sinks ? exp(rk->sink - rk->m) / rk->denom : 0.0;
-    int point = 1;
+    *wmin = in->sinks ? exp(rk->sink - rk->m) / rk->denom : 0.0;
     for (int32_t d = 0; d < D; d++) B[d] = 0;
-    for (int32_t k = 0; k < rk->seq && point; k++) {
+    for (int32_t k = 0; k < rk->seq; k++) {
         if (!rk->vis[k]) continue;
         ref_range_key t;
-        logit_interval(in, rk->xs[k], err->typ * rk->ms[k], alibi_bias(in, rk->h, k, rk->p), &t);
-        const double dk = fmax(t.b - rk->logit[k], rk->logit[k] - t.a);
+        logit_interval(in, rk->xs[k], e * rk->ms[k], alibi_bias(in, rk->h, k, rk->p), &t);
+        const double dk = fmax(t.b - rk->logit[k], rk->logit[k] - t.a) + wabs;
         const double s = rk->logit[k] - rk->m;
         /* p_k (e^d_k - 1), with p_k e^d_k in one exp: p_k may underflow
          * where p_k e^d_k does not */
         const double g = exp(s + dk) / rk->denom - exp(s) / rk->denom;
-        wmin += exp(s - dk) / rk->denom;
-        if (!isfinite(g)) point = 0;
+        *wmin += exp(s - dk) / rk->denom;
+        if (!isfinite(g)) return 0;
         if (!(g > 0)) continue;
         const size_t vb = kv_index(in, rk->bt, rk->kvh, k);
         for (int32_t d = 0; d < D; d++)
             B[d] += g * fabs(ref_load(in->v_cache, vb + (size_t)d, in->kv_dtype) - o[d]);
     }
-    for (int32_t d = 0; d < D && point; d++) point = !(B[d] > err->point_max * wmin);
-    if (point) {
-        memcpy(lo, o, (size_t)D * sizeof(double));
-        memcpy(hi, o, (size_t)D * sizeof(double));
-        return;
+    return 1;
+}
+
+/* lo/hi of one row (D elements at lo, hi) whose exact output is o.
+ * The fp32 model (err->wabs = 0): first the cheap question, how far can
+ * the typical rounding (typ x ms_k) move the row (row_bound)?  Where every
+ * element's bound is within point_max the row keeps its point; otherwise
+ * each element gets the exact range over logits within their worst-case
+ * bounds rel x ms_k (ref_softmax_range).  The bf16-rounding model (wabs >
+ * 0): every element gets o +- its bound over the worst-case intervals
+ * widened by wabs, or the exact range over those where the bound is not
+ * finite.  scratch: D doubles; ab: 2 seq doubles; keys: seq entries. */
+static void row_range(const ref_input *in, const ref_logit_err *err, const row_keys *rk,
+                      const double *o, double *lo, double *hi, double *scratch, double *ab,
+                      ref_range_key *keys) {
+    const int32_t D = in->head_dim;
+    double *B = scratch, wmin;
+    if (err->wabs > 0) {
+        if (row_bound(in, rk, o, err->rel, err->wabs, B, &wmin) && wmin > 0) {
+            for (int32_t d = 0; d < D; d++) {
+                const double b = B[d] / wmin;
+                lo[d] = o[d] - b;
+                hi[d] = o[d] + b;
+            }
+            return;
+        }
+    } else {
+        int point = row_bound(in, rk, o, err->typ, 0.0, B, &wmin);
+        for (int32_t d = 0; d < D && point; d++) point = !(B[d] > err->point_max * wmin);
+        if (point) {
+            memcpy(lo, o, (size_t)D * sizeof(double));
+            memcpy(hi, o, (size_t)D * sizeof(double));
+            return;
+        }
     }
     /* the visible keys' worst-case intervals, once for every element */
     int32_t n = 0;
@@ -176,8 +198,8 @@ static void row_range(const ref_input *in, const ref_logit_err *err, const row_k
         if (!rk->vis[k]) continue;
         ref_range_key t;
         logit_interval(in, rk->xs[k], err->rel * rk->ms[k], alibi_bias(in, rk->h, k, rk->p), &t);
-        ab[2 * n] = t.a;
-        ab[2 * n + 1] = t.b;
+        ab[2 * n] = t.a - err->wabs;
+        ab[2 * n + 1] = t.b + err->wabs;
         n++;
     }
     for (int32_t d = 0; d < D; d++) {
@@ -294,9 +316,10 @@ static int attention(const ref_input *in, const ref_logit_err *err, double *out,
                 if (!err) continue;
                 /* row_range's bound is at most (e^d - 1) e^d 2 vmax with
                  * d = typ ms_max (the weights sum to <= 1, |v - o| <= 2
-                 * vmax): most rows stop here. */
+                 * vmax): most rows stop here (not under the bf16-rounding
+                 * model, where every row gets its bound). */
                 const double dmax = err->typ * ms_max;
-                if (!(expm1(dmax) * exp(dmax) * 2.0 * vmax > err->point_max)) {
+                if (!(err->wabs > 0) && !(expm1(dmax) * exp(dmax) * 2.0 * vmax > err->point_max)) {
                     memcpy(lo + qbase, o, (size_t)D * sizeof(double));
                     memcpy(hi + qbase, o, (size_t)D * sizeof(double));
                     continue;

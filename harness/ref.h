@@ -40,6 +40,13 @@ typedef struct ref_logit_err {
     double rel;
     double typ;
     double point_max;
+    /* > 0: an engine that also moves every weight by a factor within
+     * e^(+-wabs) (bf16-rounded weights: compare.c, attn_bf16_dot_error).
+     * Then no row keeps its point: each element gets o +- the bound below
+     * with logits anywhere within their worst case (rel x ms through the
+     * cap, then +- wabs), or, where that bound is not finite, the exact
+     * range over the same intervals. */
+    double wabs;
 } ref_logit_err;
 
 /* ref_attention, plus the range each output may take under err: for a row

@@ -61,9 +61,9 @@ static void *default_scratch_alloc(size_t bytes) {
 }
 
 /* One layer: run, reference, compare.  Returns 1 on pass. */
-static int run_layer(const problem *p, const attn_plan *plan, int32_t l, void *scratch,
-                     size_t scratch_bytes, const runcase_opts *o, runcase_layer *lr,
-                     char *msg, size_t msgcap) {
+static int run_layer(const problem *p, const attn_plan *plan, int32_t l, int rounded,
+                     void *scratch, size_t scratch_bytes, const runcase_opts *o,
+                     runcase_layer *lr, char *msg, size_t msgcap) {
     const attn_case *c = &p->c;
     size_t n = problem_out_elems(p, l);
     size_t osz = attn_dtype_size(c->out_dtype), obytes, rbytes;
@@ -104,7 +104,9 @@ static int run_layer(const problem *p, const attn_plan *plan, int32_t l, void *s
         /* keep the checker's message; still compare so the report is complete */
     }
 
-    if (problem_reference(p, l, ref, lo, hi) != 0) {
+    /* a builder that rounds to bf16 is judged under that model */
+    if ((rounded ? problem_reference_bf16dot(p, l, ref, lo, hi)
+                 : problem_reference(p, l, ref, lo, hi)) != 0) {
         snprintf(msg, msgcap, "layers.%d: the reference refused the input", (int)l);
         goto done;
     }
@@ -114,7 +116,8 @@ static int run_layer(const problem *p, const attn_plan *plan, int32_t l, void *s
         size_t w = lr->cmp.worst, D = (size_t)c->head_dim, H = (size_t)c->layers[l].num_heads;
         char range[96] = "";
         if (lo[w] < hi[w])
-            snprintf(range, sizeof range, " (rounding allows [%.9g, %.9g])", lo[w], hi[w]);
+            snprintf(range, sizeof range, " (%srounding allows [%.9g, %.9g])",
+                     rounded ? "bf16 " : "", lo[w], hi[w]);
         snprintf(msg, msgcap,
                  "layers.%d: %zu of %zu elements outside atol=%g rtol=%g; worst at "
                  "token %zu head %zu dim %zu: got %.9g want %.9g%s", (int)l, lr->cmp.bad, n,
@@ -168,6 +171,9 @@ int runcase_run(const attn_case *c, const runcase_opts *opts, runcase_result *re
         decide(res, "create", "%s: %s", attn_status_name(res->status), err.message);
         goto out_problem;
     }
+    attn_builder_info bi;
+    memset(&bi, 0, sizeof bi);
+    attn_builder_get_info(b, &bi, NULL);
     attn_plan_opts po = plan_opts_for(c, o.redzone);
     res->status = attn_builder_build(b, &p.batch, &po, &plan, &err);
     if (res->status != ATTN_OK) {
@@ -201,7 +207,8 @@ int runcase_run(const attn_case *c, const runcase_opts *opts, runcase_result *re
     for (int32_t l = 0; l < p.c.num_layers; l++) {
         char lmsg[sizeof(res->message)];
         lmsg[0] = '\0';
-        if (!run_layer(&p, plan, l, scratch, bytes, &o, &res->layers[l], lmsg, sizeof(lmsg))) {
+        if (!run_layer(&p, plan, l, bi.bf16_rounding, scratch, bytes, &o, &res->layers[l], lmsg,
+                       sizeof(lmsg))) {
             if (res->pass) {   /* report the first failing layer */
                 if (res->layers[l].status != ATTN_OK) res->status = res->layers[l].status;
                 snprintf(msg, sizeof(msg), "%s", lmsg);

@@ -144,6 +144,12 @@ typedef struct attn_group_desc {
     const char *isa;           /* NULL: $ATTN_ISA if set, else best on this CPU;
                                   "ref" | "avx2" | "avx512" | "avx512bf16" */
     const attn_allocator *allocator; /* NULL: malloc/free; copied */
+    const char *tune;          /* NULL: $ATTN_TUNE if set, else by CPU vendor;
+                                  "intel" | "amd": how the SIMD tables walk
+                                  memory and, on "avx512bf16", whether bf16
+                                  prefill runs on VDPBF16PS ("amd", which
+                                  rounds: attn_builder_info.bf16_rounding).
+                                  An unknown name is ATTN_E_BAD_ISA. */
 } attn_group_desc;
 
 typedef struct attn_builder attn_builder;
@@ -169,6 +175,14 @@ typedef struct attn_builder_info {
     int32_t num_threads;
     attn_dtype q_dtype, kv_dtype, out_dtype;
     const char *isa;           /* static string, the selected kernel table */
+    const char *tune;          /* static string, the tuning profile: "intel", "amd" */
+    /* 1: this builder's bf16-KV prefill runs round q and the softmax
+     * weights to bf16 (the avx512bf16 table on CPUs whose VDPBF16PS runs
+     * at the FMA rate, i.e. tune "amd": twice the speed; each rounding
+     * has relative error <= 2^-9, see src/kernels_avx512bf16_lanes.c).
+     * 0: every product and sum is fp32 or better.  Pick the "avx512" table
+     * or tune "intel" (attn_group_desc) for fp32 throughout. */
+    int32_t bf16_rounding;
 } attn_builder_info;
 
 attn_status attn_builder_get_info(const attn_builder *builder, attn_builder_info *out,

@@ -166,6 +166,8 @@ attn_status attn_builder_create(const attn_group_desc *g, attn_builder **out, at
 
     const attn_kernels *kern;
     if ((st = attn__select_kernels(g->isa, &kern, err))) return st;
+    int32_t tune;
+    if ((st = attn__select_tune(g->tune, &tune, err))) return st;
 
     attn_allocator alloc;
     if (g->allocator)
@@ -177,6 +179,7 @@ attn_status attn_builder_create(const attn_group_desc *g, attn_builder **out, at
     memset(b, 0, sizeof *b);
     b->alloc = alloc;
     b->kern = kern;
+    b->tune = tune;
     b->num_heads = heads;
     b->num_kv_heads = g->kv.num_kv_heads;
     b->group_size = heads / g->kv.num_kv_heads;
@@ -214,6 +217,9 @@ attn_status attn_builder_get_info(const attn_builder *b, attn_builder_info *out,
     i.kv_dtype = b->kv_dtype;
     i.out_dtype = b->out_dtype;
     i.isa = b->kern->name;
+    i.tune = attn__tune_name(b->tune);
+    i.bf16_rounding = b->kv_dtype == ATTN_DTYPE_BF16 && b->kern->bf16_rounding &&
+                      b->kern->bf16_rounding(b->tune);
     *out = i;
     attn__ok(err);
     return ATTN_OK;

@@ -4,7 +4,9 @@
  * Owns: the static list of kernel tables the engine knows ("ref", "avx2",
  * "avx512", "avx512bf16"), which of them are compiled into this build and
  * usable on this CPU, attn__select_kernels() (explicit name, else $ATTN_ISA,
- * else the best usable table) and the public attn_isa_available().
+ * else the best usable table), the public attn_isa_available(), and the
+ * tuning profile (attn__select_tune: explicit, else $ATTN_TUNE, else the
+ * CPU vendor).
  *
  * How an ISA twin registers (src/kernels_avx2.c as the example):
  *   1. the file defines `const attn_kernels *attn__kernels_avx2(void)`
@@ -102,6 +104,37 @@ static int cpu_avx2(void) { return 0; }
 static int cpu_avx512(void) { return 0; }
 static int cpu_avx512bf16(void) { return 0; }
 #endif
+
+/* ---- the tuning profile (kernels.h) ---- */
+
+const char *attn__tune_name(int32_t tune) { return tune == ATTN__TUNE_AMD ? "amd" : "intel"; }
+
+attn_status attn__select_tune(const char *name, int32_t *out, attn_error *err) {
+    if (!out) return attn__fail(err, ATTN_E_NULL_ARG, "attn__select_tune: out is NULL");
+    const char *source = "tune";
+    if (!name || !name[0]) { /* as for the ISA: empty means "not set" */
+        name = getenv("ATTN_TUNE");
+        source = "ATTN_TUNE";
+        if (name && !name[0]) name = NULL;
+    }
+    if (!name) {
+#ifdef ATTN_X86
+        __builtin_cpu_init();
+        *out = __builtin_cpu_is("amd") ? ATTN__TUNE_AMD : ATTN__TUNE_INTEL;
+#else
+        *out = ATTN__TUNE_INTEL;
+#endif
+        attn__ok(err);
+        return ATTN_OK;
+    }
+    if (strcmp(name, "intel") == 0) *out = ATTN__TUNE_INTEL;
+    else if (strcmp(name, "amd") == 0) *out = ATTN__TUNE_AMD;
+    else
+        return attn__fail(err, ATTN_E_BAD_ISA, "%s = \"%.40s\" is not a tuning profile (intel, amd)",
+                          source, name);
+    attn__ok(err);
+    return ATTN_OK;
+}
 
 /* ---- the list, worst first: "best" = the last usable entry ---- */
 

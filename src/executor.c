@@ -199,6 +199,7 @@ static void item_args(const run_ctx *c, int32_t thread, const attn_work_item *it
         .k0 = it->k0,
         .k1 = it->k1,
         .kv_tile = p->kv_tile,
+        .tune = p->tune,
         .acc = acc,
         .m = m,
         .l = l,

@@ -58,6 +58,7 @@ void attn__free(const attn_allocator *a, void *p);
 struct attn_builder {
     attn_allocator alloc;
     const attn_kernels *kern;
+    int32_t tune;           /* ATTN__TUNE_* (kernels.h) */
     int32_t num_heads;      /* shared by the group's layers */
     int32_t num_kv_heads;
     int32_t group_size;     /* num_heads / num_kv_heads */
@@ -87,6 +88,7 @@ struct attn_plan {
     uint32_t magic;
     attn_allocator alloc;
     const attn_kernels *kern;
+    int32_t tune;           /* the builder's ATTN__TUNE_*, for the kernels */
 
     /* geometry the plan was built for (copied from the builder) */
     int32_t num_heads, num_kv_heads, group_size, head_dim, block_size, window;

@@ -78,6 +78,7 @@ typedef struct attn_tile_args {
     const int32_t *next_blocks;
     size_t next_head_offset;
     int32_t next_k0, next_k1;
+    int32_t tune;            /* ATTN__TUNE_* (below): the plan's tuning profile */
 } attn_tile_args;
 
 typedef void (*attn_tile_fn)(const attn_tile_args *a);
@@ -154,19 +155,26 @@ typedef struct attn_kernels {
     attn_load_q_fn load_q[ATTN_DTYPE_COUNT];  /* indexed by query dtype */
     attn_store_fn store[ATTN_DTYPE_COUNT];    /* indexed by output dtype */
     attn_merge_fn merge;
+    /* 1 when this table, under tuning profile `tune`, rounds q and the
+     * softmax weights to bf16 for some bf16-KV items; NULL: never */
+    int (*bf16_rounding)(int32_t tune);
 } attn_kernels;
 
 /* The portable table: always present, the reference every ISA is held to. */
 const attn_kernels *attn__kernels_ref(void);
 
-/* The AVX-512 single-token tile's memory profile (kernels_avx512_decode.c
- * explains both): picked by CPU vendor, AMD -> NTA, others -> L2.  Tests
- * force each in turn (0 returns to the CPU's choice); not thread-safe, set
- * it only while no attn_run is in flight.  Defined only in builds with the
- * AVX-512 tables (ATTN_HAVE_AVX512). */
-enum { ATTN__DEC_PROFILE_L2 = 1, ATTN__DEC_PROFILE_NTA = 2 };
-int attn__avx512_decode_profile(void);
-void attn__avx512_decode_force_profile(int profile);
+/* The tuning profile (dispatch.c, attn__select_tune): the SIMD tables'
+ * choices that depend on the CPU family more than on its feature flags,
+ * resolved once per builder (attn_group_desc.tune, else $ATTN_TUNE, else
+ * the CPU vendor) and handed to every tile in attn_tile_args.tune.  AMD:
+ * the decode tile's NTA prefetches and short chunks
+ * (kernels_avx512_decode.c), and bf16 prefill on VDPBF16PS
+ * (kernels_avx512bf16_lanes.c, which rounds q and the weights to bf16).
+ * INTEL (and every other vendor): prefetches to L2, 64-key bf16 decode
+ * chunks, bf16 prefill on fp32 FMAs (exact). */
+enum { ATTN__TUNE_INTEL = 1, ATTN__TUNE_AMD = 2 };
+attn_status attn__select_tune(const char *name, int32_t *out, attn_error *err);
+const char *attn__tune_name(int32_t tune);
 
 /* Portable twins (src/kernels_ref.c). */
 void attn_tile_f32__ref(const attn_tile_args *a);

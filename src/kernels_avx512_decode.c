@@ -82,7 +82,7 @@
 
 /* How the tile walks memory depends on the CPU family more than on
  * anything else we measured, so it has two profiles, picked at run time by
- * CPU vendor (attn__avx512_decode_profile):
+ * the tuning profile (kernels.h, attn_tile_args.tune):
  *
  *   L2  (Intel; tuned on a Sapphire Rapids VM, 2026-11-30): prefetches to
  *       L2 (T1), chunks of 64 keys for bf16/f16 caches and 32 for fp32.
@@ -112,21 +112,9 @@ typedef struct dec_profile {
 } dec_profile;
 
 static const dec_profile dec_profiles[] = {
-    [ATTN__DEC_PROFILE_L2] = {0, 32, 64},
-    [ATTN__DEC_PROFILE_NTA] = {1, 16, 32},
+    [ATTN__TUNE_INTEL] = {0, 32, 64}, /* "L2" */
+    [ATTN__TUNE_AMD] = {1, 16, 32},   /* "NTA" */
 };
-
-static int dec_forced; /* 0: by CPU (tests force each profile in turn) */
-
-void attn__avx512_decode_force_profile(int profile) {
-    dec_forced = profile == ATTN__DEC_PROFILE_L2 || profile == ATTN__DEC_PROFILE_NTA ? profile : 0;
-}
-
-int attn__avx512_decode_profile(void) {
-    if (dec_forced) return dec_forced;
-    __builtin_cpu_init();
-    return __builtin_cpu_is("amd") ? ATTN__DEC_PROFILE_NTA : ATTN__DEC_PROFILE_L2;
-}
 
 /* bf16 slices of 32 dims that are whole (D a multiple of 32, as every
  * usual head size) load K and V rows without a mask: a masked 16-bit load
@@ -544,7 +532,7 @@ void attn__avx512_decode_heads(const attn_tile_args *a, int32_t n, attn_dtype kd
     const size_t sw = kdt == ATTN_DTYPE_BF16 ? 32 : 16;
     const size_t qs = ((size_t)a->head_dim + sw - 1) / sw * sw;
     const int32_t per = (int32_t)(DEC_STACK_FLOATS / ((size_t)a->g * qs));
-    const dec_profile *pr = &dec_profiles[attn__avx512_decode_profile()];
+    const dec_profile *pr = &dec_profiles[a->tune == ATTN__TUNE_AMD ? ATTN__TUNE_AMD : ATTN__TUNE_INTEL];
     for (int32_t h0 = 0; h0 < n; h0 += per)
         decode_batch(a + h0, n - h0 < per ? n - h0 : per, kdt, pr);
 }

@@ -5,7 +5,8 @@
  * CPU with AVX512_BF16 (which implies every avx512 feature it checks).
  *
  * Owns: attn_tile_bf16__avx512bf16 (K packing into bf16 pairs, Q split
- * into bf16 terms, the VDPBF16PS micro-kernel) and attn__kernels_avx512bf16().
+ * into bf16 terms, the VDPBF16PS micro-kernel; the routing of bf16 items
+ * between the tiles) and attn__kernels_avx512bf16().
  * Everything else — the chunk loop, masking, online softmax, P.V, load_q,
  * store, and the f32/f16 tiles — is kernels_avx512.c's (the driver
  * attn__avx512_tile takes this file's pack/dots as callbacks).
@@ -31,15 +32,17 @@
  *     the dot instructions) for measurement; its tolerance would be
  *     atol ~3e-3 (the ~1e-3 measured worst case with a 3x margin; no
  *     harness function carries it because no shipped table needs it).
- *   - Speed, measured on the development CPU: VDPBF16PS retires half the
- *     flops of fp32 FMA there (106 vs 212 GFLOP/s per core), so the
- *     two-term dot path only pays where it saves work elsewhere: decode
- *     items (rows <= DP_MAX_ROWS) pack half as many transposes and widen
- *     nothing; items with more rows (prefill) use the avx512 fp32-FMA tile
- *     for bf16 as well (see DP_MAX_ROWS).
- *   - P.V stays fp32 (V widened exactly, p not rounded): rounding the
- *     probabilities to bf16 would put a 2^-9 relative error on every
- *     weight, which no honest output tolerance can absorb.
+ *   - Speed: on a Xeon VDPBF16PS retired half the flops of fp32 FMA (106
+ *     vs 212 GFLOP/s per core), so this two-term dot path only pays where
+ *     it saves work elsewhere: short items (rows <= DP_MAX_ROWS) pack half
+ *     as many transposes and widen nothing.  P.V stays fp32 (V widened
+ *     exactly, p not rounded).
+ *   - Prefill on the AMD tuning profile is the exception: it takes
+ *     kernels_avx512bf16_lanes.c, which rounds q (one term) and the
+ *     softmax weights to bf16 for twice the speed there (see DP_MAX_ROWS
+ *     below).  attn_builder_info.bf16_rounding tells callers, and the
+ *     harness holds those runs to the bound compare.c derives for that
+ *     rounding (attn_bf16_dot_error) instead of the fp32 tolerance.
  */
 #include "internal.h"
 #include "kernels.h"
@@ -223,11 +226,18 @@ static void dots_pairs(const attn_tile_args *a, int32_t r0, int32_t R, const voi
 
 void attn_tile_bf16__avx512(const attn_tile_args *a);
 
-/* Items with more rows than this (prefill) take the avx512 fp32-FMA tile.
- * Measured on the development machine (Xeon, AVX512_BF16): VDPBF16PS
- * retires 106 GFLOP/s per core against 212 for fp32 FMA, so with Q split
- * in two terms the dot path costs 2x the FMA path's instructions at half
- * the rate per flop: compute-bound prefill ran at 62 vs 96 GFLOP/s.
+/* bf16 items with many rows (prefill): on the AMD tuning profile, those
+ * that fit take kernels_avx512bf16_lanes.c, both products on VDPBF16PS
+ * with q and the weights rounded to bf16.  Zen 5 retires VDPBF16PS at the
+ * rate of FMA (546 vs 273 GFLOP/s per core, `make bench`), so that tile
+ * does twice the work per instruction: bf16 prefill (L 2048, D 128) went
+ * from 183-190 to 342-359 GFLOP/s on 1 thread, paired runs.  Elsewhere
+ * (the INTEL profile, and items the lanes tile does not take) items with
+ * more rows than DP_MAX_ROWS take the avx512 fp32-FMA tile: on a Xeon with
+ * AVX512_BF16, VDPBF16PS retired 106 GFLOP/s per core against 212 for fp32
+ * FMA, so with Q split in two terms the dot path cost 2x the FMA path's
+ * instructions at half the rate per flop (compute-bound prefill ran at 62
+ * vs 96 GFLOP/s).
  * Single-token items take the avx512 decode tile (kernels_avx512_decode.c):
  * it needs no packing at all and widens bf16 K exactly with one AND and one
  * shift per 32 elements; measured 1 thread, L2-resident bf16 decode (g 4,
@@ -236,6 +246,9 @@ void attn_tile_bf16__avx512(const attn_tile_args *a);
  * packing bf16 pairs needs half the transposes of the fp32 pack. */
 #define DP_MAX_ROWS 8
 
+/* From kernels_avx512bf16_lanes.c. */
+int attn__avx512bf16_lanes_fits(const attn_tile_args *a);
+void attn__avx512bf16_lanes_tile(const attn_tile_args *a);
 /* From kernels_avx512_decode.c. */
 int attn__avx512_decode_fits(const attn_tile_args *a);
 void attn__avx512_decode_tile(const attn_tile_args *a, attn_dtype kdt);
@@ -243,6 +256,10 @@ void attn__avx512_decode_tile(const attn_tile_args *a, attn_dtype kdt);
 void attn_tile_bf16__avx512bf16(const attn_tile_args *a) {
     if (attn__avx512_decode_fits(a)) {
         attn__avx512_decode_tile(a, ATTN_DTYPE_BF16);
+        return;
+    }
+    if (a->tune == ATTN__TUNE_AMD && attn__avx512bf16_lanes_fits(a)) {
+        attn__avx512bf16_lanes_tile(a);
         return;
     }
     if (a->n_tok * a->g > DP_MAX_ROWS) {
@@ -278,6 +295,10 @@ void attn_store_bf16__avx512(const float *, const float *, const float *, int32_
 void attn_store_f16__avx512(const float *, const float *, const float *, int32_t, int32_t,
                             int32_t, const float *, int32_t, void *, size_t);
 
+/* Whether bf16 prefill items take the rounding VDPBF16PS tile (as
+ * attn_tile_bf16__avx512bf16 routes them). */
+static int rounds_bf16(int32_t tune) { return tune == ATTN__TUNE_AMD; }
+
 static const attn_kernels avx512bf16_table = {
     .name = "avx512bf16",
     .rows_target = 128, /* = avx512's: same driver, same trade-off */
@@ -303,6 +324,7 @@ static const attn_kernels avx512bf16_table = {
         [ATTN_DTYPE_F16] = attn_store_f16__avx512,
     },
     .merge = attn_merge_f32__ref,
+    .bf16_rounding = rounds_bf16,
 };
 
 const attn_kernels *attn__kernels_avx512bf16(void) { return &avx512bf16_table; }

@@ -264,6 +264,7 @@ attn_status attn_builder_build(const attn_builder *b, const attn_batch *bt,
     p->magic = ATTN_PLAN_MAGIC;
     p->alloc = b->alloc;
     p->kern = b->kern;
+    p->tune = b->tune;
     p->num_heads = b->num_heads;
     p->num_kv_heads = b->num_kv_heads;
     p->group_size = b->group_size;

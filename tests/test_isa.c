@@ -61,11 +61,18 @@ static void *aligned_bytes(size_t n) {
     return aligned_alloc(64, m ? m : 64);
 }
 
+/* The tuning profile of the builders run_on creates and of the tile
+ * arguments args_for fills: 0 = the CPU's own (under_each_tune_profile
+ * sets each in turn). */
+static int32_t g_tune;
+
 /* Run layer l of the problem on table `isa`; returns the output buffer
  * (out_dtype, caller frees) or NULL with a message in msg. */
-static void *run_on(problem *p, int32_t l, const char *isa, char *msg, size_t cap) {
+static void *run_on(problem *p, int32_t l, const char *isa, int *rounded, char *msg,
+                    size_t cap) {
     attn_group_desc g = p->group;
     g.isa = isa;
+    g.tune = g_tune ? (g_tune == ATTN__TUNE_AMD ? "amd" : "intel") : NULL;
     attn_builder *b = NULL;
     attn_plan *plan = NULL;
     attn_error err;
@@ -75,6 +82,10 @@ static void *run_on(problem *p, int32_t l, const char *isa, char *msg, size_t ca
         snprintf(msg, cap, "create(%s): %s", isa, err.message);
         return NULL;
     }
+    attn_builder_info bi;
+    memset(&bi, 0, sizeof bi);
+    attn_builder_get_info(b, &bi, NULL);
+    *rounded = bi.bf16_rounding;
     attn_plan_opts o;
     memset(&o, 0, sizeof o);
     o.split = p->c.split;
@@ -113,10 +124,28 @@ done:
 }
 
 
+/* The tuning profiles (kernels.h, attn_group_desc.tune): the decode
+ * tile's memory walk and, on the avx512bf16 table, bf16 prefill on
+ * VDPBF16PS.  The tests that reach them run under each (g_tune: the
+ * profile of the builders run_on creates and of the tile arguments
+ * args_for fills; 0 = the CPU's own), so the profile this CPU would not
+ * pick is held to the same contracts. */
+static void under_each_tune_profile(void (*check)(void)) {
+    static const int32_t pr[] = {ATTN__TUNE_INTEL, ATTN__TUNE_AMD};
+    for (int i = 0; i < 2; i++) {
+        g_tune = pr[i];
+        check();
+    }
+    g_tune = 0;
+}
+
 /* Every layer of materialized problem p on every available table: vs the
- * exact reference (tol) and vs the "ref" table's output (2 tol).  text: the
- * case, for messages. */
-static void check_problem(problem *p, const char *text) {
+ * exact reference (tol) and vs the "ref" table's output (2 tol); a table
+ * that reports bf16_rounding against the ranges of the bf16-rounding
+ * model instead (problem_reference_bf16dot), which are then the only
+ * judge: the ref table's output lies inside them too.  text: the case,
+ * for messages. */
+static void check_problem_once(problem *p, const char *text) {
     const attn_case *c = &p->c;
     char msg[512];
     const char *isas[MAX_ISAS];
@@ -127,35 +156,64 @@ static void check_problem(problem *p, const char *text) {
         const size_t ne = problem_out_elems(p, l);
         double *exact = malloc(ne * sizeof(double));
         double *lo = malloc(ne * sizeof(double)), *hi = malloc(ne * sizeof(double));
+        double *rlo = NULL, *rhi = NULL;
         double *base = malloc(ne * sizeof(double));
         cr_assert(exact && lo && hi && base);
         cr_assert_eq(problem_reference(p, l, exact, lo, hi), 0, "reference refused\n%s", text);
-        void *ref_out = run_on(p, l, "ref", msg, sizeof msg);
+        int rounded = 0;
+        void *ref_out = run_on(p, l, "ref", &rounded, msg, sizeof msg);
         cr_assert(ref_out, "%s\n%s", msg, text);
+        cr_assert(!rounded, "the ref table reports bf16 rounding");
         for (size_t i = 0; i < ne; i++) base[i] = attn_elem_get(ref_out, i, c->out_dtype);
         const attn_tol tol = attn_tolerance(c->q_dtype, c->kv_dtype, c->out_dtype);
         const attn_tol tol2 = {2 * tol.atol, 2 * tol.rtol};
         for (int k = 0; k < n; k++) {
-            void *out = run_on(p, l, isas[k], msg, sizeof msg);
+            void *out = run_on(p, l, isas[k], &rounded, msg, sizeof msg);
             cr_assert(out, "%s\n%s", msg, text);
             attn_cmp r1, r2;
-            /* where rounding leaves an element a range, any value in it is right */
-            const int ok1 = attn_compare(exact, lo, hi, out, c->out_dtype, ne, tol, &r1);
-            const int ok2 = attn_compare(base, lo, hi, out, c->out_dtype, ne, tol2, &r2);
+            int ok1, ok2;
+            if (rounded) {
+                if (!rlo) {
+                    rlo = malloc(ne * sizeof(double)), rhi = malloc(ne * sizeof(double));
+                    double *tmp = malloc(ne * sizeof(double));
+                    cr_assert(rlo && rhi && tmp);
+                    cr_assert_eq(problem_reference_bf16dot(p, l, tmp, rlo, rhi), 0,
+                                 "bf16-rounding reference refused\n%s", text);
+                    free(tmp);
+                }
+                ok1 = attn_compare(exact, rlo, rhi, out, c->out_dtype, ne, tol, &r1);
+                ok2 = ok1, r2 = r1; /* the ranges are the only judge */
+            } else {
+                /* where rounding leaves an element a range, any value in it is right */
+                ok1 = attn_compare(exact, lo, hi, out, c->out_dtype, ne, tol, &r1);
+                ok2 = attn_compare(base, lo, hi, out, c->out_dtype, ne, tol2, &r2);
+            }
             const size_t w = ok1 ? r2.worst : r1.worst;
             cr_assert(ok1 && ok2,
-                      "isa %s layer %d: vs exact %zu bad (max_abs %.3g), vs ref table %zu bad "
+                      "isa %s%s layer %d: vs exact %zu bad (max_abs %.3g), vs ref table %zu bad "
                       "(max_abs %.3g); element %zu got %.9g exact %.9g ref-table %.9g\n%s",
-                      isas[k], (int)l, r1.bad, r1.max_abs, r2.bad, r2.max_abs, w,
-                      attn_elem_get(out, w, c->out_dtype), exact[w], base[w], text);
+                      isas[k], rounded ? " (bf16 rounding)" : "", (int)l, r1.bad, r1.max_abs,
+                      r2.bad, r2.max_abs, w, attn_elem_get(out, w, c->out_dtype), exact[w],
+                      base[w], text);
             free(out);
         }
         free(ref_out);
         free(exact);
         free(lo);
         free(hi);
+        free(rlo);
+        free(rhi);
         free(base);
     }
+}
+
+/* check_problem_once under each tuning profile. */
+static problem *g_problem;
+static const char *g_text;
+static void check_g_problem(void) { check_problem_once(g_problem, g_text); }
+static void check_problem(problem *p, const char *text) {
+    g_problem = p, g_text = text;
+    under_each_tune_profile(check_g_problem);
 }
 
 /* check_problem on the case's own generated inputs. */
@@ -473,6 +531,7 @@ static attn_tile_args args_for(const mini *mc, tile_bufs *b, int32_t n_tok, int3
     a.k0 = k0;
     a.k1 = k1;
     a.kv_tile = kv_tile;
+    a.tune = g_tune;
     a.acc = b->acc;
     a.m = b->m;
     a.l = b->l;
@@ -569,35 +628,6 @@ Test(isa, tile_edges_match_ref) {
         }
     }
     mini_free(&mc);
-}
-
-/* The decode tile's memory profiles (kernels.h): the tests that reach the
- * tile run it under each, so the profile this CPU would not pick is held
- * to the same contracts. */
-static int decode_profiles(int out[2]) {
-#ifdef ATTN_HAVE_AVX512
-    out[0] = ATTN__DEC_PROFILE_L2;
-    out[1] = ATTN__DEC_PROFILE_NTA;
-    return 2;
-#else
-    out[0] = 0;
-    return 1;
-#endif
-}
-
-static void under_each_decode_profile(void (*check)(void)) {
-    int pr[2];
-    const int n = decode_profiles(pr);
-    for (int i = 0; i < n; i++) {
-#ifdef ATTN_HAVE_AVX512
-        attn__avx512_decode_force_profile(pr[i]);
-        cr_assert_eq(attn__avx512_decode_profile(), pr[i]);
-#endif
-        check();
-    }
-#ifdef ATTN_HAVE_AVX512
-    attn__avx512_decode_force_profile(0);
-#endif
 }
 
 /* Single-token items (decode, and split pieces of a decode row): the
@@ -705,7 +735,7 @@ static void tile_decode_check(void) {
     cr_assert(combos > 0);
 }
 
-Test(isa, tile_decode_matches_ref, .timeout = 480) { under_each_decode_profile(tile_decode_check); }
+Test(isa, tile_decode_matches_ref, .timeout = 480) { under_each_tune_profile(tile_decode_check); }
 
 /* fp32 items of 32 .. 128 rows in whole vectors of 16: the avx512 tables
  * route them to the lanes tile (kernels_avx512_lanes.c: q transposed into
@@ -904,7 +934,70 @@ static void tile_heads_check(void) {
 #endif
 }
 
-Test(isa, tile_heads_match_tile, .timeout = 480) { under_each_decode_profile(tile_heads_check); }
+Test(isa, tile_heads_match_tile, .timeout = 480) { under_each_tune_profile(tile_heads_check); }
+
+static attn_status create_tuned(const char *isa, const char *tune, attn_dtype kv,
+                                attn_builder_info *info, attn_error *err) {
+    attn_layer_desc l;
+    memset(&l, 0, sizeof l);
+    l.num_heads = 8;
+    l.window = -1;
+    attn_group_desc g;
+    memset(&g, 0, sizeof g);
+    g.layers = &l;
+    g.num_layers = 1;
+    g.kv.num_kv_heads = 2;
+    g.kv.head_dim = 64;
+    g.kv.block_size = 16;
+    g.kv.dtype = kv;
+    g.num_threads = 1;
+    g.isa = isa;
+    g.tune = tune;
+    attn_builder *b = NULL;
+    attn_status st = attn_builder_create(&g, &b, err);
+    if (st == ATTN_OK && info) attn_builder_get_info(b, info, NULL);
+    attn_builder_destroy(b);
+    return st;
+}
+
+/* The tuning profile: explicit, else $ATTN_TUNE, else the CPU vendor; an
+ * unknown name is a clear error; attn_builder_info names it, and reports
+ * bf16 rounding exactly for avx512bf16 x bf16 KV x "amd". */
+Test(isa, tune_names_and_rounding) {
+    attn_builder_info bi;
+    attn_error err;
+    cr_assert_eq(create_tuned("ref", "amd", ATTN_DTYPE_BF16, &bi, NULL), ATTN_OK);
+    cr_assert_str_eq(bi.tune, "amd");
+    cr_assert_eq(bi.bf16_rounding, 0, "the portable table never rounds");
+    cr_assert_eq(create_tuned("ref", "intel", ATTN_DTYPE_F32, &bi, NULL), ATTN_OK);
+    cr_assert_str_eq(bi.tune, "intel");
+    cr_assert_eq(create_tuned("ref", "zen", ATTN_DTYPE_F32, NULL, &err), ATTN_E_BAD_ISA);
+    cr_assert(strstr(err.message, "\"zen\"") && strstr(err.message, "intel, amd"), "%s",
+              err.message);
+    setenv("ATTN_TUNE", "bogus", 1);
+    cr_assert_eq(create_tuned("ref", NULL, ATTN_DTYPE_F32, NULL, &err), ATTN_E_BAD_ISA);
+    cr_assert(strstr(err.message, "ATTN_TUNE"), "%s", err.message);
+    cr_assert_eq(create_tuned("ref", "intel", ATTN_DTYPE_F32, NULL, NULL), ATTN_OK,
+                 "an explicit profile wins over the variable");
+    setenv("ATTN_TUNE", "amd", 1);
+    cr_assert_eq(create_tuned("ref", NULL, ATTN_DTYPE_F32, &bi, NULL), ATTN_OK);
+    cr_assert_str_eq(bi.tune, "amd");
+    unsetenv("ATTN_TUNE");
+    cr_assert_eq(create_tuned("ref", NULL, ATTN_DTYPE_F32, &bi, NULL), ATTN_OK);
+    cr_assert(!strcmp(bi.tune, "intel") || !strcmp(bi.tune, "amd"), "%s", bi.tune);
+    const char *isas[MAX_ISAS];
+    const int n = attn_isa_available(isas, MAX_ISAS);
+    for (int i = 0; i < n; i++) {
+        const int bf16tab = !strcmp(isas[i], "avx512bf16");
+        for (int t = 0; t < 2; t++)
+            for (int d = 0; d < 2; d++) {
+                const attn_dtype kv = d ? ATTN_DTYPE_BF16 : ATTN_DTYPE_F32;
+                cr_assert_eq(create_tuned(isas[i], t ? "amd" : "intel", kv, &bi, NULL), ATTN_OK);
+                cr_assert_eq(bi.bf16_rounding, bf16tab && t && d, "%s %s %s", isas[i],
+                             t ? "amd" : "intel", attn_dtype_name(kv));
+            }
+    }
+}
 
 static attn_status create_with(const char *isa, attn_builder_info *info) {
     attn_layer_desc l;

@@ -166,6 +166,11 @@ typedef struct run_opts {
     const char *isa;
 } run_opts;
 
+/* Whether the builder of the last engine_run rounds to bf16
+ * (attn_builder_info.bf16_rounding): the checks below then judge outputs
+ * against the bf16-rounding model's ranges (harness/compare.c). */
+static int g_rounded;
+
 /* Run every layer; outs[l] gets a malloc'd output (caller frees). */
 static void engine_run(problem *p, const run_opts *o, void **outs, const char *tag) {
     attn_group_desc g = p->group;
@@ -175,6 +180,9 @@ static void engine_run(problem *p, const run_opts *o, void **outs, const char *t
     attn_builder *b = NULL;
     attn_status st = attn_builder_create(&g, &b, &err);
     cr_assert_eq(st, ATTN_OK, "%s: create %s (%s)", tag, attn_status_name(st), err.message);
+    attn_builder_info bi;
+    cr_assert_eq(attn_builder_get_info(b, &bi, NULL), ATTN_OK);
+    g_rounded = bi.bf16_rounding;
     /* Redzones between regions and a canary everywhere: after each run every
      * byte outside the plan's regions (gaps, tail, 256 bytes past the total)
      * must still hold the canary (the scratchpad-bounds oracle, done here
@@ -266,30 +274,63 @@ static void where(const problem *p, int32_t l, size_t i, char *buf, size_t cap) 
              p->seq_lens[r] - (p->qsl[r + 1] - p->qsl[r]) + (int32_t)(tok - (size_t)p->qsl[r]), h, d);
 }
 
+/* The bf16-rounding model's ranges of layer l (caller frees both). */
+static void bf16_ranges(const problem *p, int32_t l, double **lo, double **hi) {
+    const size_t n = problem_out_elems(p, l);
+    double *val = malloc(n * sizeof *val);
+    *lo = malloc(n * sizeof **lo);
+    *hi = malloc(n * sizeof **hi);
+    cr_assert(val && *lo && *hi);
+    cr_assert_eq(problem_reference_bf16dot(p, l, val, *lo, *hi), 0);
+    free(val);
+}
+
+/* got within tolerance of the reference; after a run that rounds to bf16
+ * (g_rounded), of the bf16-rounding model's range. */
 static void check_vs_ref(const problem *p, int32_t l, const double *ref, const void *got, const char *tag) {
     attn_tol tol = attn_tolerance(p->c.q_dtype, p->c.kv_dtype, p->c.out_dtype);
     attn_cmp cmp;
     size_t n = problem_out_elems(p, l);
-    int ok = attn_compare(ref, NULL, NULL, got, p->c.out_dtype, n, tol, &cmp);
+    double *lo = NULL, *hi = NULL;
+    if (g_rounded) bf16_ranges(p, l, &lo, &hi);
+    int ok = attn_compare(ref, lo, hi, got, p->c.out_dtype, n, tol, &cmp);
     if (!ok) {
         char w[160];
         where(p, l, cmp.worst, w, sizeof w);
-        cr_assert_fail("%s: layer %d: %zu/%zu elements outside tolerance (atol %g rtol %g); max_abs %g; "
-                       "worst at %s: got %.9g want %.9g", tag, l, cmp.bad, n, tol.atol, tol.rtol,
-                       cmp.max_abs, w, attn_elem_get(got, cmp.worst, p->c.out_dtype), ref[cmp.worst]);
+        cr_assert_fail("%s: layer %d: %zu/%zu elements outside tolerance (atol %g rtol %g)%s; "
+                       "max_abs %g; worst at %s: got %.9g want %.9g", tag, l, cmp.bad, n, tol.atol,
+                       tol.rtol, g_rounded ? " of the bf16-rounding range" : "", cmp.max_abs, w,
+                       attn_elem_get(got, cmp.worst, p->c.out_dtype), ref[cmp.worst]);
     }
+    free(lo);
+    free(hi);
 }
 
-/* Two engine outputs agree within twice the tolerance (each is within one). */
+/* Two engine outputs agree within twice the tolerance (each is within
+ * one); after runs that round to bf16, each lies within tolerance of the
+ * bf16-rounding model's range instead. */
 static void check_agree(const problem *p, int32_t l, const void *a, const void *b, const char *tag) {
     size_t n = problem_out_elems(p, l);
     double *ad = malloc(n * sizeof *ad);
     cr_assert_not_null(ad);
     for (size_t i = 0; i < n; i++) ad[i] = attn_elem_get(a, i, p->c.out_dtype);
     attn_tol tol = attn_tolerance(p->c.q_dtype, p->c.kv_dtype, p->c.out_dtype);
+    attn_cmp cmp;
+    if (g_rounded) {
+        double *ref = malloc(n * sizeof *ref);
+        cr_assert_not_null(ref);
+        double *lo, *hi;
+        bf16_ranges(p, l, &lo, &hi);
+        cr_assert_eq(problem_reference(p, l, ref, NULL, NULL), 0);
+        const int ok = attn_compare(ref, lo, hi, a, p->c.out_dtype, n, tol, &cmp) &&
+                       attn_compare(ref, lo, hi, b, p->c.out_dtype, n, tol, &cmp);
+        cr_assert(ok, "%s: layer %d: %zu/%zu elements outside the bf16-rounding range", tag, l,
+                  cmp.bad, n);
+        free(ref), free(lo), free(hi), free(ad);
+        return;
+    }
     tol.atol *= 2;
     tol.rtol *= 2;
-    attn_cmp cmp;
     if (!attn_compare(ad, NULL, NULL, b, p->c.out_dtype, n, tol, &cmp)) {
         char w[160];
         where(p, l, cmp.worst, w, sizeof w);
@@ -386,6 +427,9 @@ Test(kernels, plan_reuse_dirty_scratch) {
     attn_group_desc g = p->group;
     attn_builder *b = NULL;
     cr_assert_eq(attn_builder_create(&g, &b, NULL), ATTN_OK);
+    attn_builder_info bi;
+    cr_assert_eq(attn_builder_get_info(b, &bi, NULL), ATTN_OK);
+    g_rounded = bi.bf16_rounding;
     attn_plan_opts po = {ATTN_SPLIT_FIXED, 5, 0};
     attn_plan *plan = NULL;
     cr_assert_eq(attn_builder_build(b, &p->batch, &po, &plan, NULL), ATTN_OK);

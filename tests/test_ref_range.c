@@ -10,7 +10,9 @@
  * away); the fuzzer's cancelling-dot case gets a range that holds both the
  * exact output and the one the SIMD tables compute, and attn_compare
  * passes the second only with the range; the differential and invariance
- * oracles judge that element by its range.
+ * oracles judge that element by its range; the bf16-rounding model's
+ * ranges (attn_bf16_dot_error) hold the outputs its rounding can produce,
+ * pushed to their extremes, and would not without its weight term.
  */
 #include <criterion/criterion.h>
 
@@ -247,4 +249,127 @@ Test(ref_range, oracles_use_the_range, .timeout = 60) {
     free(other);
     oracle_ref_free(&ref);
     problem_free(&p);
+}
+
+/* ------------------------------------------- the bf16-rounding model */
+
+/* x rounded to bf16 (nearest, ties to even), as a double. */
+static double bf16_rne(float x) {
+    uint32_t b;
+    memcpy(&b, &x, 4);
+    b = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;
+    float y;
+    memcpy(&y, &b, 4);
+    return (double)y;
+}
+
+/* The most and least element d of row (t, h) can become under the
+ * rounding the model describes: q x scale rounded to fp32 and then to
+ * bf16, every weight multiplied by 1 + eps with |eps| = 2^-9 pushed the
+ * way that moves element d furthest (up: eps > 0 where v > o). */
+static void emulate_row(const ref_input *in, int32_t t, int32_t h, int32_t d, double o,
+                        double *lo, double *hi) {
+    const int32_t D = in->head_dim, g = in->num_heads / in->num_kv_heads, kvh = h / g;
+    const int32_t seq = in->seq_lens[0], q_len = in->query_start_loc[1];
+    const int64_t p = seq - q_len + t;
+    const double scale = in->scale > 0 ? in->scale : 1.0 / sqrt((double)D);
+    double logit[512];
+    cr_assert(seq <= 512);
+    double m = in->sinks ? in->sinks[h] : -INFINITY;
+    for (int32_t k = 0; k < seq; k++) {
+        logit[k] = -INFINITY;
+        if (in->causal && k > p) continue; /* DESIGN §2 (causal rows here) */
+        if (in->window > 0 && k < p - (in->window - 1)) continue;
+        const size_t kb = (((size_t)in->block_table[k / in->block_size] * (size_t)in->num_kv_heads +
+                            (size_t)kvh) * (size_t)in->block_size + (size_t)(k % in->block_size)) *
+                          (size_t)D;
+        double x = 0;
+        for (int32_t e = 0; e < D; e++) {
+            const double q = ref_load(in->q, ((size_t)t * (size_t)in->num_heads + (size_t)h) * (size_t)D + (size_t)e, in->q_dtype);
+            x += bf16_rne((float)(q * scale)) * ref_load(in->k_cache, kb + (size_t)e, in->kv_dtype);
+        }
+        if (in->softcap > 0) x = in->softcap * tanh(x / in->softcap);
+        if (in->alibi_slopes) x += (double)in->alibi_slopes[h] * (double)(k - p);
+        logit[k] = x;
+        if (x > m) m = x;
+    }
+    for (int dir = 0; dir < 2; dir++) {
+        double num = 0, den = in->sinks ? exp(in->sinks[h] - m) : 0;
+        for (int32_t k = 0; k < seq; k++) {
+            if (logit[k] == -INFINITY) continue;
+            const size_t vb = (((size_t)in->block_table[k / in->block_size] * (size_t)in->num_kv_heads +
+                                (size_t)kvh) * (size_t)in->block_size + (size_t)(k % in->block_size)) *
+                              (size_t)D;
+            const double v = ref_load(in->v_cache, vb + (size_t)d, in->kv_dtype);
+            const double eps = ((v > o) == (dir == 1) ? 1 : -1) * 0x1.0p-9;
+            const double w = exp(logit[k] - m) * (1 + eps);
+            num += w * v;
+            den += w;
+        }
+        if (dir) *hi = num / den;
+        else *lo = num / den;
+    }
+}
+
+/* The bf16-rounding model's ranges (attn_bf16_dot_error) hold every
+ * output the modelled rounding can produce, pushed to its extremes, over
+ * causal and windowed rows, soft cap, ALiBi and sinks; and they are not
+ * vacuous (narrower than 0.05 here).  The check has teeth: without the
+ * weight term (wabs = 0) the pushed outputs escape the ranges. */
+Test(ref_range, bf16_model_holds_the_rounded_softmax, .timeout = 60) {
+    int escaped_without_wabs = 0;
+    for (int v = 0; v < 4; v++) {
+        attn_case c;
+        case_default(&c);
+        snprintf(c.name, sizeof c.name, "bf16-model-%d", v);
+        c.num_layers = 1;
+        c.layers[0].num_heads = 4;
+        c.layers[0].window = v == 1 ? 9 : -1;
+        c.layers[0].softcap = v == 2 ? 5.0f : 0.0f;
+        c.layers[0].alibi = v == 3;
+        c.layers[0].sinks = v >= 2;
+        c.model_num_heads = 4;
+        c.num_kv_heads = 2;
+        c.head_dim = 32;
+        c.block_size = 16;
+        c.q_dtype = ATTN_DTYPE_F32;
+        c.kv_dtype = ATTN_DTYPE_BF16;
+        c.out_dtype = ATTN_DTYPE_F32;
+        c.num_reqs = 1;
+        c.q_len[0] = 3;
+        c.kv_len[0] = v == 0 ? 3 : 70;
+        c.seed = 0xbf16u + (uint64_t)v;
+        problem p;
+        char msg[256];
+        cr_assert_eq(problem_init(&p, &c, (size_t)1 << 28, msg, sizeof msg), 0, "%s", msg);
+        cr_assert(p.materialized, "%s", p.unmaterialized_reason);
+        ref_input in;
+        problem_ref_input(&p, 0, &in);
+        const size_t n = problem_out_elems(&p, 0);
+        double *val = malloc(n * sizeof(double)), *lo = malloc(n * sizeof(double));
+        double *hi = malloc(n * sizeof(double)), *lo0 = malloc(n * sizeof(double));
+        double *hi0 = malloc(n * sizeof(double));
+        cr_assert(val && lo && hi && lo0 && hi0);
+        ref_logit_err e = attn_bf16_dot_error(c.head_dim);
+        cr_assert_eq(ref_attention_range(&in, e, val, lo, hi), 0);
+        e.wabs = 0;
+        e.point_max = 0;
+        cr_assert_eq(ref_attention_range(&in, e, val, lo0, hi0), 0);
+        for (size_t i = 0; i < n; i++) {
+            const int32_t D = c.head_dim, H = 4;
+            const int32_t d = (int32_t)(i % (size_t)D), h = (int32_t)((i / (size_t)D) % (size_t)H);
+            const int32_t t = (int32_t)(i / (size_t)D / (size_t)H);
+            double elo, ehi;
+            emulate_row(&in, t, h, d, val[i], &elo, &ehi);
+            cr_assert(lo[i] - 1e-12 <= elo && ehi <= hi[i] + 1e-12,
+                      "%s element %zu: rounded outputs [%.9g, %.9g] outside [%.9g, %.9g]", c.name,
+                      i, elo, ehi, lo[i], hi[i]);
+            cr_assert(hi[i] - lo[i] < 0.05, "%s element %zu: range %.3g wide", c.name, i,
+                      hi[i] - lo[i]);
+            escaped_without_wabs += elo < lo0[i] - 1e-12 || ehi > hi0[i] + 1e-12;
+        }
+        free(val), free(lo), free(hi), free(lo0), free(hi0);
+        problem_free(&p);
+    }
+    cr_assert(escaped_without_wabs > 0, "the pushed outputs fit even without the weight term");
 }
