@@ -90,6 +90,7 @@ typedef struct cell_result {
     err_stats engine, naive;
     attn_tol tol;
     int within_tol, within_2x, pass;
+    int bf16_rounding;          /* the builder rounds (attn_builder_info) */
     int32_t num_reqs, num_tokens;
     int64_t pairs;              /* (query row, visible key) pairs per head */
     double engine_ms, total_ms;
@@ -187,17 +188,22 @@ static void cell_case(const cell *ce, uint64_t seed, attn_case *c) {
 
 /* ------------------------------------------------------------ measuring */
 
-static void measure(const double *ref, const void *got, attn_dtype dt, size_t n, attn_tol tol,
-                    err_stats *st) {
+/* Errors of got against the exact ref (max_abs, max_rel), and the share
+ * of the tolerance used (tol_use), measured where lo and hi are given from
+ * the nearest point of [lo[i], hi[i]] (the bf16-rounding model's range). */
+static void measure(const double *ref, const double *lo, const double *hi, const void *got,
+                    attn_dtype dt, size_t n, attn_tol tol, err_stats *st) {
     memset(st, 0, sizeof *st);
     for (size_t i = 0; i < n; i++) {
-        double e = fabs(attn_elem_get(got, i, dt) - ref[i]);
+        const double g = attn_elem_get(got, i, dt);
+        const double e = fabs(g - ref[i]);
         if (isnan(e)) {
             st->nan_count++;
             continue;
         }
-        double rel = e / fmax(fabs(ref[i]), 1e-6);
-        double use = e / (tol.atol + tol.rtol * fabs(ref[i]));
+        const double want = lo ? (g < lo[i] ? lo[i] : g > hi[i] ? hi[i] : g) : ref[i];
+        const double rel = e / fmax(fabs(ref[i]), 1e-6);
+        const double use = fabs(g - want) / (tol.atol + tol.rtol * fabs(want));
         if (e > st->max_abs) st->max_abs = e;
         if (rel > st->max_rel) st->max_rel = rel;
         if (use > st->tol_use) st->tol_use = use;
@@ -227,7 +233,7 @@ static int run_cell(const cell *ce, uint64_t seed, cell_result *res) {
     attn_builder *b = NULL;
     attn_plan *plan = NULL;
     void *scratch = NULL, *out = NULL, *base = NULL;
-    double *ref = NULL;
+    double *ref = NULL, *lo = NULL, *hi = NULL;
     attn_error err;
     memset(&err, 0, sizeof err);
 
@@ -243,7 +249,13 @@ static int run_cell(const cell *ce, uint64_t seed, cell_result *res) {
 
     attn_plan_opts po = {c.split, c.split_count, 0};
     res->status = attn_builder_create(&p.group, &b, &err);
-    if (res->status == ATTN_OK) res->status = attn_builder_build(b, &p.batch, &po, &plan, &err);
+    if (res->status == ATTN_OK) {
+        attn_builder_info bi;
+        memset(&bi, 0, sizeof bi);
+        attn_builder_get_info(b, &bi, NULL);
+        res->bf16_rounding = bi.bf16_rounding;
+        res->status = attn_builder_build(b, &p.batch, &po, &plan, &err);
+    }
     if (res->status == ATTN_OK) res->status = attn_plan_scratch_size(plan, &res->scratch_bytes, &err);
     if (res->status != ATTN_OK) {
         snprintf(res->message, sizeof res->message, "%s: %.200s",
@@ -272,7 +284,19 @@ static int run_cell(const cell *ce, uint64_t seed, cell_result *res) {
         goto done;
     }
 
-    if (problem_reference(&p, 0, ref, NULL, NULL) != 0) {
+    /* a builder that rounds to bf16 is judged against the ranges of that
+     * model (harness/compare.c) and beside a baseline that rounds alike */
+    if (res->bf16_rounding) {
+        lo = malloc(n * sizeof *lo);
+        hi = malloc(n * sizeof *hi);
+        if (!lo || !hi) {
+            res->status = ATTN_E_NO_MEMORY;
+            snprintf(res->message, sizeof res->message, "report_grid: out of memory");
+            goto done;
+        }
+    }
+    if ((res->bf16_rounding ? problem_reference_bf16dot(&p, 0, ref, lo, hi)
+                            : problem_reference(&p, 0, ref, NULL, NULL)) != 0) {
         res->status = ATTN_E_INTERNAL;
         snprintf(res->message, sizeof res->message, "the reference refused the input");
         goto done;
@@ -301,14 +325,15 @@ static int run_cell(const cell *ce, uint64_t seed, cell_result *res) {
     ni.q_dtype = c.q_dtype;
     ni.kv_dtype = c.kv_dtype;
     ni.out_dtype = c.out_dtype;
+    ni.bf16_dots = res->bf16_rounding;
     if (naive_attention(&ni, base) != 0) {
         res->status = ATTN_E_INTERNAL;
         snprintf(res->message, sizeof res->message, "the naive baseline failed");
         goto done;
     }
 
-    measure(ref, out, c.out_dtype, n, res->tol, &res->engine);
-    measure(ref, base, c.out_dtype, n, res->tol, &res->naive);
+    measure(ref, lo, hi, out, c.out_dtype, n, res->tol, &res->engine);
+    measure(ref, NULL, NULL, base, c.out_dtype, n, res->tol, &res->naive);
     res->within_tol = res->engine.nan_count == 0 && res->engine.tol_use <= 1.0;
     /* "error" is both figures: max abs alone is dominated by the output
      * rounding of the largest elements and hides errors on small ones. */
@@ -323,6 +348,8 @@ static int run_cell(const cell *ce, uint64_t seed, cell_result *res) {
                  res->naive.max_abs, res->naive.max_rel, res->engine.tol_use);
 done:
     free(ref);
+    free(lo);
+    free(hi);
     free(base);
     free(out);
     free(scratch);
@@ -384,9 +411,10 @@ static void json_cell(FILE *f, const cell *ce, const cell_result *r) {
     fputs(", \"rtol\": ", f);
     json_num(f, r->tol.rtol);
     fprintf(f, "}, \"within_tolerance\": %s, \"within_2x_baseline\": %s, \"pass\": %s, "
-               "\"engine_ms\": %.3f, \"total_ms\": %.1f, \"message\": ",
+               "\"bf16_rounding\": %s, \"engine_ms\": %.3f, \"total_ms\": %.1f, \"message\": ",
             r->within_tol ? "true" : "false", r->within_2x ? "true" : "false",
-            r->pass ? "true" : "false", r->engine_ms, r->total_ms);
+            r->pass ? "true" : "false", r->bf16_rounding ? "true" : "false", r->engine_ms,
+            r->total_ms);
     json_str(f, r->message);
     fputc('}', f);
 }

@@ -45,6 +45,14 @@ static uint16_t to_bf16(float f) {
     return (uint16_t)(w >> 16);
 }
 
+/* f rounded to bf16, as a float. */
+static float bf16_value(float f) {
+    const uint32_t w = (uint32_t)to_bf16(f) << 16;
+    float g;
+    memcpy(&g, &w, sizeof g);
+    return g;
+}
+
 /* float -> f16, round to nearest even; the rounding is done by rintf on a
  * value scaled so that one f16 ulp is 1.0 (exact power-of-two scaling). */
 static uint16_t to_f16(float f) {
@@ -114,10 +122,16 @@ int naive_attention(const naive_input *in, void *out) {
                 for (long k = 0; k < seq; k++) {
                     if (!sees(k, p, in->window, in->causal)) continue;
                     float s = 0.0f;
-                    for (int32_t d = 0; d < D; d++)
-                        s += qrow[d] * naive_load(in->k_cache, cache_index(in, r, k, kvh, d),
-                                                  in->kv_dtype);
-                    s *= scale;
+                    if (in->bf16_dots) { /* q x scale in bf16, then the dot */
+                        for (int32_t d = 0; d < D; d++)
+                            s += bf16_value(qrow[d] * scale) *
+                                 naive_load(in->k_cache, cache_index(in, r, k, kvh, d), in->kv_dtype);
+                    } else {
+                        for (int32_t d = 0; d < D; d++)
+                            s += qrow[d] * naive_load(in->k_cache, cache_index(in, r, k, kvh, d),
+                                                      in->kv_dtype);
+                        s *= scale;
+                    }
                     if (in->softcap > 0) s = in->softcap * tanhf(s / in->softcap);
                     if (in->alibi_slopes) s += in->alibi_slopes[h] * (float)(k - p);
                     logit[k] = s;
@@ -128,7 +142,8 @@ int naive_attention(const naive_input *in, void *out) {
                 for (int32_t d = 0; d < D; d++) acc[d] = 0.0f;
                 for (long k = 0; k < seq; k++) {
                     if (!sees(k, p, in->window, in->causal)) continue;
-                    const float w = expf(logit[k] - m);
+                    const float w = in->bf16_dots ? bf16_value(expf(logit[k] - m))
+                                                  : expf(logit[k] - m);
                     l += w;
                     for (int32_t d = 0; d < D; d++)
                         acc[d] += w * naive_load(in->v_cache, cache_index(in, r, k, kvh, d),

@@ -28,6 +28,9 @@ typedef struct naive_input {
     const void *q;                    /* [tokens][Hq][D] in dtype q_dtype */
     const void *k_cache, *v_cache;    /* [blocks][Hkv][block_size][D] in kv_dtype */
     attn_dtype q_dtype, kv_dtype, out_dtype;
+    int bf16_dots;                    /* 1: at the precision of an engine that
+                                         reports bf16_rounding: q x scale and
+                                         the softmax weights rounded to bf16 */
 } naive_input;
 
 /* Write out [tokens][Hq][D] in in->out_dtype.  Returns 0, -1 on bad input
