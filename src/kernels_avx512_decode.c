@@ -98,7 +98,13 @@
  *       instead of 64 +7.0 to +10.0 % (block 32: +8.4 to +9.9 %), of 16
  *       -1.5 to +0.5 % (block 32: -11 to -16.5 %); fp32 chunks of 16
  *       instead of 32 +11.0 to +14.4 %, of 64 -1.1 to -2.5 %; no software
- *       prefetch at all -51 to -68 %; T2 and T0 within noise of T1.
+ *       prefetch at all -51 to -68 %.  On 1 thread (B=8 cold, 3 rounds
+ *       alternating, where the VM's bandwidth phases do not reach): T0 as
+ *       fast as NTA, T1 and T2 -8 to -11 % (fp32) and -3 to -8 % (bf16):
+ *       what pays is the line in L1; prefetching 2 or 4 steps ahead
+ *       instead of 1: fp32 -8 to -11 %, bf16 -3 to -6 %.  The profile
+ *       against the session's starting point (1 thread, 3 rounds): fp32
+ *       22.0 -> 27.0 GB/s, bf16 26.5 -> 28.5, bf16 block 32 26.7 -> 32.5.
  *
  * The hint reaches every K and V prefetch of the tile (fp32 and f16 V
  * through pv_rows' NTA instances in kernels_avx512_inl.h: on Zen 5 NTA
