@@ -70,6 +70,7 @@
 #ifndef DEC_PF_DIST
 #define DEC_PF_DIST 1
 #endif
+#define DEC_SM_MAX 8     /* bounds a profile's sm_keys (the line list on the stack) */
 #define DEC_MAX_ROWS 16   /* larger groups amortise the general tile's transpose */
 #define DEC_MAX_D 256     /* bounds the on-stack copies of q and acc (16 KiB each) */
 #define DEC_STACK_FLOATS (DEC_MAX_ROWS * DEC_MAX_D) /* one item at the bounds, or several heads */
@@ -105,6 +106,32 @@
  *       instead of 1: fp32 -8 to -11 %, bf16 -3 to -6 %.  The profile
  *       against the session's starting point (1 thread, 3 rounds): fp32
  *       22.0 -> 27.0 GB/s, bf16 26.5 -> 28.5, bf16 block 32 26.7 -> 32.5.
+ *       Then two changes to when the lines are asked for (1 thread, B=8
+ *       cold, rounds alternating):
+ *       - fp32 half a step ahead (half_f32, decode_batch): 26.8-27.2 ->
+ *         29.9-30.2 GB/s; for bf16 -3 to +3 % (block 16 up, block 32
+ *         down), so bf16 keeps the whole step.
+ *       - the softmax issues the prefetches of sm_keys = 4 keys per step
+ *         (of 16 or 32): fp32 +2 to +7 %, bf16 +6 to +10 %, bf16 block 32
+ *         -2 to +2 %; 2 keys +1 to +5 %, 6 keys as 4, 8 keys -1 to +4 %, 16
+ *         keys -25 % (16 lines at once at each row: a burst).  Why: a
+ *         step's softmax reads no memory, and a core's prefetches are not
+ *         a queue that keeps DRAM busy through such a gap: they must
+ *         arrive spread out.  The same shows on a plain read of the
+ *         layout (1 thread, bf16 block 16, chunks of 32 keys, /tmp
+ *         driver): one prefetch per load 34.6 GB/s, each step's
+ *         prefetches at its start 30.4; with 256 FMAs (~128 cycles) per
+ *         step and no memory access between the K and V halves 25.9, with
+ *         a quarter of the prefetches moved into that gap 29.5.  It is
+ *         also why Q.K on VDPBF16PS (q rounded to bf16, as the prefill
+ *         tile of kernels_avx512bf16_lanes.c) did not pay here: 60 -> 52
+ *         cycles per key and head with K in L3, but cold 28.7 -> 26.1
+ *         GB/s, its prefetches now issued in a shorter burst.
+ *       Against the start of that session (1 thread, 3 rounds): fp32
+ *       26.8 -> 30.8-31.3 GB/s, bf16 28.0-28.6 -> 29.5-31.5, bf16 block 32
+ *       31.8-32.5 -> 31.0-31.9.  Two threads were then in one of the
+ *       VM's slow phases (every build 33-38 GB/s, where the plain read of
+ *       the layout gave 48-54): the two within noise of each other.
  *
  * The hint reaches every K and V prefetch of the tile (fp32 and f16 V
  * through pv_rows' NTA instances in kernels_avx512_inl.h: on Zen 5 NTA
@@ -115,11 +142,13 @@ typedef struct dec_profile {
     int nta;        /* prefetch hint: 1 NTA, 0 T1 */
     int32_t dt_f32; /* keys per chunk, fp32 caches */
     int32_t dt_16;  /* keys per chunk, bf16 and f16 caches */
+    int half_f32;   /* fp32 caches: prefetch half a step ahead (decode_batch) */
+    int32_t sm_keys; /* keys of each step whose prefetches the softmax issues */
 } dec_profile;
 
 static const dec_profile dec_profiles[] = {
-    [ATTN__TUNE_INTEL] = {0, 32, 64}, /* "L2" */
-    [ATTN__TUNE_AMD] = {1, 16, 32},   /* "NTA" */
+    [ATTN__TUNE_INTEL] = {0, 32, 64, 0, 0}, /* "L2" */
+    [ATTN__TUNE_AMD] = {1, 16, 32, 1, 4},   /* "NTA" */
 };
 
 /* bf16 slices of 32 dims that are whole (D a multiple of 32, as every
@@ -462,6 +491,19 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
     }
 
     const void *krow[DT], *vrow[DT], *kpf[DT], *vpf[DT];
+    const char *smlines[2 * DEC_SM_MAX * (DEC_MAX_D * 4 / 64)];
+    /* Which rows each phase of a step prefetches.  Whole step (default):
+     * Q.K the next step's K rows, P.V its V rows.  Half a step (half_f32):
+     * Q.K this step's V rows, P.V the next step's K rows, so a line
+     * arrives half as long before its use and at most three half steps
+     * (one chunk's K or V pieces of one head each) are in L1 at a time.
+     * Either way the softmax, which reads no memory, takes over the first
+     * sm_keys keys of P.V's list (and, whole step, of Q.K's): the stream of
+     * prefetches then has no gap (see the profiles). */
+    const int half = kdt == ATTN_DTYPE_F32 && pr->half_f32;
+    const void *const *pf_qk = half ? vrow : kpf;
+    const void **pf_pv = half ? kpf : vpf;
+    ATTN_ASSERT(pr->sm_keys <= DEC_SM_MAX);
     float sc[DEC_MAX_ROWS * DT] __attribute__((aligned(64))); /* scores, then weights */
     const size_t row_bytes = D * es;
 
@@ -497,8 +539,28 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
                 nn = x->next_k1 - x->next_k0 < dt ? x->next_k1 - x->next_k0 : dt;
                 attn__row_ptrs(&nx, es, row_bytes, x->next_k0, nn, kpf, vpf);
             }
-            for (int32_t i = nn; i < DT; i++) kpf[i] = vpf[i] = NULL;
+            /* entries read: qk_block's up to its last group of 4 keys,
+             * P.V's [ilo, ihi) */
+            const int32_t n4 = (n + 3) / 4 * 4;
+            for (int32_t i = nn; i < n4; i++) kpf[i] = vpf[i] = NULL;
+            if (half) { /* P.V reads only [ilo, ihi) of vrow: the others become NULL */
+                for (int32_t i = 0; i < ilo; i++) vrow[i] = NULL;
+                for (int32_t i = ihi; i < n4; i++) vrow[i] = NULL;
+            }
 
+            /* the softmax's share: those keys' lines, Q.K's and P.V's in
+             * turn, taken off their lists */
+            int32_t nsm = 0;
+            const int32_t lpr = (int32_t)((row_bytes + 63) / 64);
+            for (int32_t i = 0; i < pr->sm_keys && i < n4; i++) {
+                for (int32_t o = 0; o < lpr; o++) {
+                    if (!half && kpf[i]) smlines[nsm++] = (const char *)kpf[i] + 64 * o;
+                    if (pf_pv[i]) smlines[nsm++] = (const char *)pf_pv[i] + 64 * o;
+                }
+                if (!half) kpf[i] = NULL;
+                pf_pv[i] = NULL;
+            }
+            sm_pf smc = {smlines, nsm, 0, (nsm + 2 * rows - 1) / (2 * rows), pr->nta};
             int32_t rlo[DEC_MAX_ROWS], rhi[DEC_MAX_ROWS], jh[DEC_MAX_ROWS];
             int64_t kp0[DEC_MAX_ROWS];
             for (int32_t r = 0; r < rows; r++) /* every head of the token sees the same keys */
@@ -506,15 +568,16 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
             const float *qh = qp + (size_t)h * head_floats;
             for (int32_t r0 = 0; r0 < rows; r0 += DR) {
                 const int32_t R = rows - r0 < DR ? rows - r0 : DR;
-                qk(R, qh + (size_t)r0 * qs, nc, tm, krow, r0 == 0 && ATTN_AVX512_DEC_PF ? kpf : NULL,
-                   n, sc + (size_t)r0 * DT);
+                qk(R, qh + (size_t)r0 * qs, nc, tm, krow,
+                   r0 == 0 && ATTN_AVX512_DEC_PF ? pf_qk : NULL, n, sc + (size_t)r0 * DT);
             }
             float alpha[DEC_MAX_ROWS];
-            softmax_rows(x, rows, dt / 16, rlo, rhi, jh, kp0, sc, DT, x->m, x->l, alpha);
+            softmax_rows_pf(x, rows, dt / 16, rlo, rhi, jh, kp0, sc, DT, x->m, x->l, alpha,
+                            ATTN_AVX512_DEC_PF && nsm ? &smc : NULL);
             float *acch = accp + (size_t)h * head_floats;
             for (int32_t r0 = 0; r0 < rows; r0 += PR) {
                 const int32_t R = rows - r0 < PR ? rows - r0 : PR;
-                const void *const *pfv = r0 == 0 && ATTN_AVX512_DEC_PF ? vpf : NULL;
+                const void *const *pfv = r0 == 0 && ATTN_AVX512_DEC_PF ? pf_pv : NULL;
                 if (pairs)
                     pvp(R, acch + (size_t)r0 * qs, qs, nc, tm, alpha + r0, sc + (size_t)r0 * DT,
                              vrow, pfv, ilo, ihi);

@@ -190,6 +190,21 @@ static inline __m512 to_logits(__m512 x, int32_t me) {
 
 /* ------------------------------------------------------ online softmax */
 
+/* Prefetches the softmax issues on the side (the decode tile's share of a
+ * step's prefetches, kernels_avx512_decode.c): n line addresses, `per` of
+ * them at each row of each of its two passes, the rest at its end. */
+typedef struct sm_pf {
+    const char *const *line;
+    int32_t n, next, per;
+    int nta;
+} sm_pf;
+
+INLINE void sm_pf_issue(sm_pf *c, int32_t count) {
+    if (!c) return;
+    for (int32_t k = 0; k < count && c->next < c->n; k++, c->next++)
+        prefetch_hint(c->line[c->next], c->nta);
+}
+
 /* The online softmax of R (<= 16) rows over one chunk of nvk x 16 keys.
  * Row r's raw dots s[r * ss + 0 ..) become weights, its keys [ilo[r],
  * ihi[r]) of the chunk being visible (exactly 0 weight elsewhere, over all
@@ -201,10 +216,11 @@ static inline __m512 to_logits(__m512 x, int32_t me) {
  * = 1: its state is untouched bit for bit.
  * The rows go together: their maxima and rescale factors through one
  * vector exp (no scalar expf per row), and their independent exp/sum
- * chains can overlap. */
-static inline void softmax_rows(const attn_tile_args *a, int32_t R, int nvk, const int32_t *ilo,
-                                const int32_t *ihi, const int32_t *jh, const int64_t *kp0,
-                                float *s, size_t ss, float *m, float *l, float *alpha) {
+ * chains can overlap.  pc (or NULL): prefetches to issue on the way. */
+static inline void softmax_rows_pf(const attn_tile_args *a, int32_t R, int nvk, const int32_t *ilo,
+                                   const int32_t *ihi, const int32_t *jh, const int64_t *kp0,
+                                   float *s, size_t ss, float *m, float *l, float *alpha,
+                                   sm_pf *pc) {
     const int32_t me = attn__m_exp(a->qk_exp, a->softcap);
     const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     const __m512 ninf = _mm512_set1_ps(-INFINITY);
@@ -213,6 +229,7 @@ static inline void softmax_rows(const attn_tile_args *a, int32_t R, int nvk, con
     for (int32_t r = 0; r < R; r++) {
         float *sr = s + (size_t)r * ss;
         __m512 mv = ninf;
+        sm_pf_issue(pc, pc ? pc->per : 0);
         for (int32_t v = ilo[r] / 16; v < (ihi[r] + 15) / 16; v++) {
             const __m512i idx = _mm512_add_epi32(iota, _mm512_set1_epi32(16 * v));
             const __mmask16 vis = _mm512_cmpge_epi32_mask(idx, _mm512_set1_epi32(ilo[r])) &
@@ -260,6 +277,7 @@ static inline void softmax_rows(const attn_tile_args *a, int32_t R, int nvk, con
         }
         const __m512 mr = _mm512_set1_ps(mx[r]);
         __m512 sum = _mm512_setzero_ps();
+        sm_pf_issue(pc, pc ? pc->per : 0);
         for (int32_t v = 0; v < nvk; v++) {
             __m512 w = _mm512_setzero_ps();
             if (v >= v0 && v < v1) {
@@ -276,6 +294,14 @@ static inline void softmax_rows(const attn_tile_args *a, int32_t R, int nvk, con
         l[r] = l[r] * alpha[r] + _mm512_reduce_add_ps(sum);
         m[r] = mx[r];
     }
+    sm_pf_issue(pc, pc ? pc->n : 0); /* what rows that saw nothing left */
+}
+
+/* softmax_rows_pf with no prefetches on the side. */
+static inline void softmax_rows(const attn_tile_args *a, int32_t R, int nvk, const int32_t *ilo,
+                                const int32_t *ihi, const int32_t *jh, const int64_t *kp0,
+                                float *s, size_t ss, float *m, float *l, float *alpha) {
+    softmax_rows_pf(a, R, nvk, ilo, ihi, jh, kp0, s, ss, m, l, alpha, NULL);
 }
 
 /* ------------------------------------------------------- P.V micro-kernel */
