@@ -242,15 +242,17 @@ static double read_bw(const float *buf, size_t bytes, int threads, int reps) {
 
 /* One request's walk of the paged read below: its K and V pieces as
  * decode streams them, a chunk's K pieces of one head, then its V pieces,
- * the 8 heads in turn, with a T1 prefetch of the next (head, chunk) step's
- * lines, one per line read.  nfma FMAs per line read, spread over 16
+ * the 8 heads in turn, with a prefetch of the next (head, chunk) step's
+ * lines, one per line read (NTA under the engine's "amd" tuning profile,
+ * else T1: the decode tile's hints).  nfma FMAs per line read, spread over 16
  * independent chains (a constant at every call, so the loop unrolls away),
  * stand for a kernel's arithmetic: at the FMA peak they take nfma / 2
  * cycles. */
 static inline __attribute__((always_inline)) float paged_walk(const unsigned char *K,
                                                               const unsigned char *V, size_t base,
                                                               size_t nb_req, size_t cb,
-                                                              size_t piece, const int nfma) {
+                                                              size_t piece, const int nfma,
+                                                              const int nta) {
     const size_t blk = 8 * piece;
     __m512 s0 = _mm512_setzero_ps(), s1 = s0;
     /* 16 chains: at 4 cycles per FMA, 8 would just keep both FMA ports
@@ -270,7 +272,8 @@ static inline __attribute__((always_inline)) float paged_walk(const unsigned cha
                     const unsigned char *p = x + base + b * blk + h * piece;
                     const unsigned char *q = x + base + (nb0 + b - b0) * blk + nh * piece;
                     for (size_t o = 0; o < piece; o += 64) {
-                        if (pf) _mm_prefetch((const char *)q + o, _MM_HINT_T1);
+                        if (pf && nta) _mm_prefetch((const char *)q + o, _MM_HINT_NTA);
+                        else if (pf) _mm_prefetch((const char *)q + o, _MM_HINT_T1);
                         const __m512 w = _mm512_load_ps((const float *)(p + o));
                         if (kv) s1 = _mm512_add_ps(s1, w);
                         else s0 = _mm512_add_ps(s0, w);
@@ -288,10 +291,13 @@ static inline __attribute__((always_inline)) float paged_walk(const unsigned cha
 
 typedef float (*paged_walk_fn)(const unsigned char *K, const unsigned char *V, size_t base,
                                size_t nb_req, size_t cb, size_t piece);
+/* 1: the walks prefetch with NTA (main sets it from the engine's profile) */
+static int g_walk_nta;
 #define PAGED_WALK(nfma_)                                                                      \
     static float paged_walk_##nfma_(const unsigned char *K, const unsigned char *V,          \
                                     size_t base, size_t nb_req, size_t cb, size_t piece) {   \
-        return paged_walk(K, V, base, nb_req, cb, piece, nfma_);                             \
+        return g_walk_nta ? paged_walk(K, V, base, nb_req, cb, piece, nfma_, 1)              \
+                          : paged_walk(K, V, base, nb_req, cb, piece, nfma_, 0);             \
     }
 PAGED_WALK(0)
 PAGED_WALK(8)
@@ -601,6 +607,24 @@ static double run_spec(const spec *s, int threads, int reps, int hq2, int window
  * head count, BENCH_THREADS=1 to one thread count,
  * BENCH_NO_LIMITS=1 skips the limit measurements, BENCH_READ_PF=bytes sets
  * the prefetch distance of the DRAM read loop (default 1024). */
+/* The tuning profile the engine resolves on this machine ($ATTN_TUNE or
+ * the CPU vendor), asked of a builder. */
+static const char *engine_tune(void) {
+    attn_layer_desc layer = {.num_heads = 8, .window = -1};
+    attn_group_desc g = {.layers = &layer, .num_layers = 1,
+                         .kv = {.num_kv_heads = 8, .head_dim = 128, .block_size = 16,
+                                .dtype = ATTN_DTYPE_F32},
+                         .q_dtype = ATTN_DTYPE_F32, .out_dtype = ATTN_DTYPE_F32,
+                         .num_threads = 1};
+    attn_error err;
+    attn_builder *b = NULL;
+    attn_builder_info info;
+    CHECK(attn_builder_create(&g, &b, &err));
+    CHECK(attn_builder_get_info(b, &info, &err));
+    attn_builder_destroy(b);
+    return info.tune; /* a static string */
+}
+
 static int skip(const char *part) {
     const char *only = getenv("BENCH_ONLY");
     return only && !strstr(only, part);
@@ -621,10 +645,15 @@ int main(int argc, char **argv) {
     char thp_mode[32] = "?"; /* thp_status, measured with the 2 GiB buffer filled */
     long thp_mib = -1;
     /* paged K/V read ceilings: fp32 block 16, bf16 block 16, bf16 block 32,
-     * each in the decode tile's chunk for its dtype */
+     * each in the decode tile's chunk for its dtype under the tuning profile
+     * the engine picks here (kernels_avx512_decode.c: "intel" 32 and 64
+     * keys, T1 prefetches; "amd" 16 and 32 keys, NTA) */
+    const char *tune = engine_tune();
+    const int amd = strcmp(tune, "amd") == 0;
+    g_walk_nta = amd;
     static const size_t pg_es[3] = {4, 2, 2};
     static const int pg_bs[3] = {16, 16, 32};
-    static const int pg_chunk[3] = {32, 64, 64};
+    const int pg_chunk[3] = {amd ? 16 : 32, amd ? 32 : 64, amd ? 32 : 64};
     static const char *const pg_name[3] = {"f32_bs16", "bf16_bs16", "bf16_bs32"};
     double pg[3][3] = {{0}};
     /* and the bf16 block 16 one with 8, 16, 24, 32 FMAs per line read */
@@ -678,8 +707,8 @@ int main(int argc, char **argv) {
         /* the bf16 block 16 pattern again with arithmetic per line read */
         for (int k = 0; k < NPGF; k++)
             for (int t = 1; t <= 2; t++)
-                pgf[k][t] = paged_read_bw((const unsigned char *)buf, bytes, 2, 16, 64, t, 3,
-                                         pgf_walk[k]);
+                pgf[k][t] = paged_read_bw((const unsigned char *)buf, bytes, 2, 16, pg_chunk[1], t,
+                                         3, pgf_walk[k]);
         bwbuf = buf; /* kept for the limits measured next to each cold decode row */
     }
     printf("limits (wall | per granted CPU): 1 thread, 2 threads\n");
@@ -687,8 +716,8 @@ int main(int argc, char **argv) {
     printf("  bf16 dot peak  %6.1f %6.1f | %6.1f %6.1f GFLOP/s (VDPBF16PS)\n", bf[1], bf[2], bf_c[1], bf_c[2]);
     printf("  DRAM read      %6.1f %6.1f | %6.1f %6.1f GB/s (2 GiB)\n", bw[1], bw[2], bw_c[1], bw_c[2]);
     for (int k = 0; k < 3; k++)
-        printf("  paged K/V read %6.1f %6.1f GB/s (%s, decode layout: ceiling of the pattern)\n",
-               pg[k][1], pg[k][2], pg_name[k]);
+        printf("  paged K/V read %6.1f %6.1f GB/s (%s, decode layout, profile %s: ceiling of the "
+               "pattern)\n", pg[k][1], pg[k][2], pg_name[k], tune);
     for (int k = 0; k < NPGF; k++)
         printf("  paged + %2d FMA %6.1f %6.1f GB/s (bf16_bs16, %d FMAs per line read)\n", pgf_n[k],
                pgf[k][1], pgf[k][2], pgf_n[k]);
@@ -887,12 +916,13 @@ int main(int argc, char **argv) {
                 "             \"per_cpu\": {\"fma_gflops\": "
                 "[%.2f, %.2f], \"bf16_dot_gflops\": [%.2f, %.2f], \"dram_read_gbs\": [%.2f, %.2f]}},\n"
                 "  \"huge_pages\": {\"thp_mode\": \"%s\", \"anon_huge_mib\": %ld},\n"
+                "  \"tune\": \"%s\",\n"
                 "  \"results\": [\n",
             fma[1], fma[2], bf[1], bf[2], bw[1], bw[2], pg_name[0], pg[0][1], pg[0][2], pg_name[1],
             pg[1][1], pg[1][2], pg_name[2], pg[2][1], pg[2][2], pgf_n[0], pgf[0][1], pgf[0][2],
             pgf_n[1], pgf[1][1], pgf[1][2], pgf_n[2], pgf[2][1], pgf[2][2], pgf_n[3], pgf[3][1],
             pgf[3][2], fma_c[1], fma_c[2], bf_c[1],
-            bf_c[2], bw_c[1], bw_c[2], thp_mode, thp_mib);
+            bf_c[2], bw_c[1], bw_c[2], thp_mode, thp_mib, tune);
     for (int i = 0; i < nres; i++)
         fprintf(fj,
                 "    {\"name\": \"%s\", \"threads\": %d, \"isa\": \"%s\", \"ms\": %.3f, "
@@ -939,14 +969,15 @@ int main(int argc, char **argv) {
                 pgf_n[k], pgf[k][1], pgf[k][2]);
     fprintf(fm, "\nThe DRAM read limit is the better of a plain sequential read and the same "
                 "read with a software prefetch 1 KiB ahead.  The paged rows read the decode "
-                "layout with no arithmetic, in the engine's order (per request, chunks of 32 "
-                "keys for fp32 and 64 for bf16, the 8 KV heads' K then V pieces in turn, the "
-                "next step prefetched): the "
+                "layout with no arithmetic, in the engine's order under its tuning profile "
+                "`%s` (per request, chunks of %d keys for fp32 and %d for bf16, the 8 KV "
+                "heads' K then V pieces in turn, the next step prefetched, %s): the "
                 "ceiling of the access pattern itself.  The rows with FMAs per line read do "
                 "the same walk with that many independent FMAs on every line (N FMAs take N/2 "
                 "cycles at the FMA peak): the ceiling for a kernel that does that much "
                 "arithmetic per line it reads, however it is arranged.  Decode percentages below are of the "
-                "DRAM read bandwidth, as the targets are stated.\n\n");
+                "DRAM read bandwidth, as the targets are stated.\n\n",
+            tune, pg_chunk[0], pg_chunk[1], amd ? "NTA" : "T1");
     fprintf(fm, "Huge pages: the kernel's THP mode was `%s`, and with the 2 GiB buffer filled "
                 "the process held %ld MiB of anonymous huge pages (-1: not measured).  Every "
                 "large buffer is allocated 2 MiB aligned with MADV_HUGEPAGE; under THP `never` "

@@ -45,7 +45,9 @@
  *        +5.6 to +9.3 % (bf16); K in address order as well then -1 to
  *        -7 % (fp32) and -6 to +1 % (bf16), so K keeps the loads' order.
  *        Why K and V differ we do not know (no PMU counters on the
- *        development VM).
+ *        development VM).  The AMD profile (below) moves some of these
+ *        prefetches: fp32 runs half a step ahead, and the softmax issues
+ *        a share, so that the stream has no gap while the step computes.
  *   heads: the executor hands a decode run of several KV heads' items of
  *        one token at once (kernels.h, attn_tile_heads_fn), and the walk
  *        goes chunk by chunk, every head of the run in turn: one chunk's K
