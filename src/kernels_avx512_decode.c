@@ -128,7 +128,10 @@
  *         also why Q.K on VDPBF16PS (q rounded to bf16, as the prefill
  *         tile of kernels_avx512bf16_lanes.c) did not pay here: 60 -> 52
  *         cycles per key and head with K in L3, but cold 28.7 -> 26.1
- *         GB/s, its prefetches now issued in a shorter burst.
+ *         GB/s, its prefetches now issued in a shorter burst.  Nor did
+ *         a softmax for rows that share one interval (masks made once,
+ *         maxima and sums reduced four rows at a time with shuffles):
+ *         1 thread -3 to +3 %, 2 threads -2.6 to +1.9 %, not kept.
  *       Against the start of that session (1 thread, 3 rounds): fp32
  *       26.8 -> 30.8-31.3 GB/s, bf16 28.0-28.6 -> 29.5-31.5, bf16 block 32
  *       31.8-32.5 -> 31.0-31.9.  Two threads were then in one of the
