@@ -114,9 +114,12 @@
  *         29.9-30.2 GB/s; for bf16 -3 to +3 % (block 16 up, block 32
  *         down), so bf16 keeps the whole step.
  *       - the softmax issues the prefetches of sm_keys = 4 keys per step
- *         (of 16 or 32): fp32 +2 to +7 %, bf16 +6 to +10 %, bf16 block 32
- *         -2 to +2 %; 2 keys +1 to +5 %, 6 keys as 4, 8 keys -1 to +4 %, 16
- *         keys -25 % (16 lines at once at each row: a burst).  Why: a
+ *         (of 16 or 32), K's and V's: fp32 +2 to +7 %, bf16 +6 to +10 %,
+ *         bf16 block 32 -2 to +2 %; 2 keys +1 to +5 %, 6 keys as 4, 8 keys
+ *         -1 to +4 %, 16 keys -25 % (16 lines at once at each row: a
+ *         burst).  Only P.V's (V's, or for fp32 the next K's), 4 keys:
+ *         bf16 +5 to +7 % more, block 32 +4 to +6 % (2 keys -1 to +2 %, 6
+ *         and 8 keys as 4; fp32 is the same build).  Why: a
  *         step's softmax reads no memory, and a core's prefetches are not
  *         a queue that keeps DRAM busy through such a gap: they must
  *         arrive spread out.  The same shows on a plain read of the
@@ -133,10 +136,11 @@
  *         maxima and sums reduced four rows at a time with shuffles):
  *         1 thread -3 to +3 %, 2 threads -2.6 to +1.9 %, not kept.
  *       Against the start of that session (1 thread, 3 rounds): fp32
- *       26.8 -> 30.8-31.3 GB/s, bf16 28.0-28.6 -> 29.5-31.5, bf16 block 32
- *       31.8-32.5 -> 31.0-31.9.  Two threads were then in one of the
- *       VM's slow phases (every build 33-38 GB/s, where the plain read of
- *       the layout gave 48-54): the two within noise of each other.
+ *       27.2 -> 30.3-31.3 GB/s, bf16 28.8-29.0 -> 32.6-33.1, bf16 block
+ *       32 32.6-32.9 -> 33.7-33.9.  Two threads, in one of the VM's slow
+ *       phases (every build 36-40 GB/s, where a plain read of the layout
+ *       gave 47-54): fp32 +4.9 and +5.5 %, bf16 +4.3 and +4.6 %, block 32
+ *       +3.4 and +5.2 % (the two rounds that stayed in one phase).
  *
  * The hint reaches every K and V prefetch of the tile (fp32 and f16 V
  * through pv_rows' NTA instances in kernels_avx512_inl.h: on Zen 5 NTA
@@ -496,15 +500,15 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
     }
 
     const void *krow[DT], *vrow[DT], *kpf[DT], *vpf[DT];
-    const char *smlines[2 * DEC_SM_MAX * (DEC_MAX_D * 4 / 64)];
+    const char *smlines[DEC_SM_MAX * (DEC_MAX_D * 4 / 64)];
     /* Which rows each phase of a step prefetches.  Whole step (default):
      * Q.K the next step's K rows, P.V its V rows.  Half a step (half_f32):
      * Q.K this step's V rows, P.V the next step's K rows, so a line
      * arrives half as long before its use and at most three half steps
      * (one chunk's K or V pieces of one head each) are in L1 at a time.
      * Either way the softmax, which reads no memory, takes over the first
-     * sm_keys keys of P.V's list (and, whole step, of Q.K's): the stream of
-     * prefetches then has no gap (see the profiles). */
+     * sm_keys keys of P.V's list: the stream of prefetches then has no gap
+     * (see the profiles). */
     const int half = kdt == ATTN_DTYPE_F32 && pr->half_f32;
     const void *const *pf_qk = half ? vrow : kpf;
     const void **pf_pv = half ? kpf : vpf;
@@ -553,16 +557,12 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
                 for (int32_t i = ihi; i < n4; i++) vrow[i] = NULL;
             }
 
-            /* the softmax's share: those keys' lines, Q.K's and P.V's in
-             * turn, taken off their lists */
+            /* the softmax's share: those keys' lines, taken off P.V's list */
             int32_t nsm = 0;
             const int32_t lpr = (int32_t)((row_bytes + 63) / 64);
             for (int32_t i = 0; i < pr->sm_keys && i < n4; i++) {
-                for (int32_t o = 0; o < lpr; o++) {
-                    if (!half && kpf[i]) smlines[nsm++] = (const char *)kpf[i] + 64 * o;
-                    if (pf_pv[i]) smlines[nsm++] = (const char *)pf_pv[i] + 64 * o;
-                }
-                if (!half) kpf[i] = NULL;
+                for (int32_t o = 0; o < lpr && pf_pv[i]; o++)
+                    smlines[nsm++] = (const char *)pf_pv[i] + 64 * o;
                 pf_pv[i] = NULL;
             }
             sm_pf smc = {smlines, nsm, 0, (nsm + 2 * rows - 1) / (2 * rows), pr->nta};
