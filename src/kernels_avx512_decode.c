@@ -108,7 +108,7 @@
  *       instead of 1: fp32 -8 to -11 %, bf16 -3 to -6 %.  The profile
  *       against the session's starting point (1 thread, 3 rounds): fp32
  *       22.0 -> 27.0 GB/s, bf16 26.5 -> 28.5, bf16 block 32 26.7 -> 32.5.
- *       Then two changes to when the lines are asked for (1 thread, B=8
+ *       Then changes to when the lines are asked for (1 thread, B=8
  *       cold, rounds alternating):
  *       - fp32 half a step ahead (half_f32, decode_batch): 26.8-27.2 ->
  *         29.9-30.2 GB/s; for bf16 -3 to +3 % (block 16 up, block 32
@@ -119,7 +119,12 @@
  *         -1 to +4 %, 16 keys -25 % (16 lines at once at each row: a
  *         burst).  Only P.V's (V's, or for fp32 the next K's), 4 keys:
  *         bf16 +5 to +7 % more, block 32 +4 to +6 % (2 keys -1 to +2 %, 6
- *         and 8 keys as 4; fp32 is the same build).  Why: a
+ *         and 8 keys as 4; fp32 is the same build).
+ *       - and Q.K's prefetches of this step's V rows (fp32, half a step)
+ *         in address order, as P.V's are, instead of the loads' order:
+ *         fp32 +5 to +7 % (30.3-30.8 -> 32.3-32.6 GB/s); the same for
+ *         Q.K's K rows (bf16, whole step) -3 to -8 %, as on the Intel VM.
+ *       Why the first two pay: a
  *         step's softmax reads no memory, and a core's prefetches are not
  *         a queue that keeps DRAM busy through such a gap: they must
  *         arrive spread out.  The same shows on a plain read of the
@@ -136,11 +141,13 @@
  *         maxima and sums reduced four rows at a time with shuffles):
  *         1 thread -3 to +3 %, 2 threads -2.6 to +1.9 %, not kept.
  *       Against the start of that session (1 thread, 3 rounds): fp32
- *       27.2 -> 30.3-31.3 GB/s, bf16 28.8-29.0 -> 32.6-33.1, bf16 block
- *       32 32.6-32.9 -> 33.7-33.9.  Two threads, in one of the VM's slow
- *       phases (every build 36-40 GB/s, where a plain read of the layout
- *       gave 47-54): fp32 +4.9 and +5.5 %, bf16 +4.3 and +4.6 %, block 32
- *       +3.4 and +5.2 % (the two rounds that stayed in one phase).
+ *       27.0-27.4 -> 32.2-32.9 GB/s, bf16 28.6-28.8 -> 32.0-32.8, bf16
+ *       block 32 32.3-32.7 -> 33.2-34.0.  Two threads (3 rounds, in one
+ *       of the VM's slow phases, where a plain read of the layout gave
+ *       47-54 GB/s): fp32 35.8-36.2 -> 43.1-45.1 GB/s (+19 to +26 %),
+ *       bf16 +2.4 to +5.1 %, block 32 +2.1 to +3.7 %.  Also tried: bf16
+ *       half a step ahead with Q.K's V prefetches in address order: -7 to
+ *       -11 % on 2 threads, -8 to -11 % on 1.
  *
  * The hint reaches every K and V prefetch of the tile (fp32 and f16 V
  * through pv_rows' NTA instances in kernels_avx512_inl.h: on Zen 5 NTA
@@ -210,10 +217,13 @@ INLINE __m512 fold16(__m512 u0, __m512 u1, __m512 u2, __m512 u3) {
  * so one pointer with immediate offsets reaches every row.  Keys of the
  * last group past n repeat key n-1 (their lanes are masked by the
  * softmax).  nc slices, the last one holding the elements of mask tm.
- * pf: the next chunk's K and V rows (NULL entries: none), whose lines are
- * prefetched to L2 four keys at a time.  FULL (bf16 only): every slice is
- * whole (tm all ones), so K loads unmasked. */
-INLINE void qk_block(int R, attn_dtype kdt, int FULL, int NTA, const float *qb, size_t nc, uint32_t tm,
+ * kpf: rows to prefetch (NULL entries: none), one line per K load, four
+ * keys at a time: in the loads' order (slice by slice across the 4 rows),
+ * or with ADDR (fp32 only: a slice is a line) in address order (row by
+ * row).  decode_batch says which rows and why.  FULL (bf16 only): every
+ * slice is whole (tm all ones), so K loads unmasked. */
+INLINE void qk_block(int R, attn_dtype kdt, int FULL, int NTA, int ADDR, const float *qb, size_t nc,
+                     uint32_t tm,
                      const void *const *krow, const void *const *kpf,
                      int32_t n, float *s) {
     const size_t es = attn__dtype_size(kdt);
@@ -245,7 +255,11 @@ INLINE void qk_block(int R, attn_dtype kdt, int FULL, int NTA, const float *qb, 
             const uint32_t m = sl + 1 == nc ? tm : 0xffffffffu;
             if (kpf) {
                 UNROLL
-                for (int j = 0; j < 4; j++) prefetch_hint(pk[j] + sl * slice_bytes, NTA);
+                for (int j = 0; j < 4; j++) {
+                    const size_t t = sl * 4 + (size_t)j; /* the t-th line of the 4 rows */
+                    prefetch_hint(ADDR ? pk[t / nc] + t % nc * slice_bytes : pk[j] + sl * slice_bytes,
+                                  NTA);
+                }
             }
             if (kdt == ATTN_DTYPE_BF16) {
                 /* 32 bf16 per load: odd elements are the top halves of the
@@ -300,25 +314,27 @@ INLINE void qk_block(int R, attn_dtype kdt, int FULL, int NTA, const float *qb, 
     }
 }
 
-#define QK_FN(name_, T_, F_, NTA_)                                                        \
+#define QK_FN(name_, T_, F_, NTA_, A_)                                                    \
     static void name_(int32_t R, const float *qb, size_t nc, uint32_t tm,                \
                       const void *const *krow, const void *const *kpf, int32_t n,       \
                       float *s) {                                                        \
         switch (R) {                                                                     \
-        case 1: qk_block(1, T_, F_, NTA_, qb, nc, tm, krow, kpf, n, s); break;           \
-        case 2: qk_block(2, T_, F_, NTA_, qb, nc, tm, krow, kpf, n, s); break;           \
-        case 3: qk_block(3, T_, F_, NTA_, qb, nc, tm, krow, kpf, n, s); break;           \
-        default: qk_block(4, T_, F_, NTA_, qb, nc, tm, krow, kpf, n, s); break;          \
+        case 1: qk_block(1, T_, F_, NTA_, A_, qb, nc, tm, krow, kpf, n, s); break;           \
+        case 2: qk_block(2, T_, F_, NTA_, A_, qb, nc, tm, krow, kpf, n, s); break;           \
+        case 3: qk_block(3, T_, F_, NTA_, A_, qb, nc, tm, krow, kpf, n, s); break;           \
+        default: qk_block(4, T_, F_, NTA_, A_, qb, nc, tm, krow, kpf, n, s); break;          \
         }                                                                                \
     }
-QK_FN(qk_f32, ATTN_DTYPE_F32, 0, 0)
-QK_FN(qk_bf16, ATTN_DTYPE_BF16, 0, 0)
-QK_FN(qk_bf16_full, ATTN_DTYPE_BF16, ATTN_DEC_FULL, 0)
-QK_FN(qk_f16, ATTN_DTYPE_F16, 0, 0)
-QK_FN(qk_f32_nta, ATTN_DTYPE_F32, 0, 1)
-QK_FN(qk_bf16_nta, ATTN_DTYPE_BF16, 0, 1)
-QK_FN(qk_bf16_full_nta, ATTN_DTYPE_BF16, ATTN_DEC_FULL, 1)
-QK_FN(qk_f16_nta, ATTN_DTYPE_F16, 0, 1)
+QK_FN(qk_f32, ATTN_DTYPE_F32, 0, 0, 0)
+QK_FN(qk_bf16, ATTN_DTYPE_BF16, 0, 0, 0)
+QK_FN(qk_bf16_full, ATTN_DTYPE_BF16, ATTN_DEC_FULL, 0, 0)
+QK_FN(qk_f16, ATTN_DTYPE_F16, 0, 0, 0)
+QK_FN(qk_f32_nta, ATTN_DTYPE_F32, 0, 1, 0)
+QK_FN(qk_bf16_nta, ATTN_DTYPE_BF16, 0, 1, 0)
+QK_FN(qk_bf16_full_nta, ATTN_DTYPE_BF16, ATTN_DEC_FULL, 1, 0)
+QK_FN(qk_f16_nta, ATTN_DTYPE_F16, 0, 1, 0)
+QK_FN(qk_f32_addr, ATTN_DTYPE_F32, 0, 0, 1)     /* half a step: V rows */
+QK_FN(qk_f32_nta_addr, ATTN_DTYPE_F32, 0, 1, 1)
 
 /* ---------------------------------------------------- P.V, bf16 pairs */
 
@@ -510,6 +526,9 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
      * sm_keys keys of P.V's list: the stream of prefetches then has no gap
      * (see the profiles). */
     const int half = kdt == ATTN_DTYPE_F32 && pr->half_f32;
+    /* V rows are prefetched in address order, K rows in the loads' order
+     * (kernels_avx512_inl.h, pv_pf; for Q.K's V rows: the profiles) */
+    if (half) qk = pr->nta ? qk_f32_nta_addr : qk_f32_addr;
     const void *const *pf_qk = half ? vrow : kpf;
     const void **pf_pv = half ? kpf : vpf;
     ATTN_ASSERT(pr->sm_keys <= DEC_SM_MAX);
