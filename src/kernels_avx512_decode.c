@@ -124,6 +124,10 @@
  *         in address order, as P.V's are, instead of the loads' order:
  *         fp32 +5 to +7 % (30.3-30.8 -> 32.3-32.6 GB/s); the same for
  *         Q.K's K rows (bf16, whole step) -3 to -8 %, as on the Intel VM.
+ *         Part of that gain is pacing (qk_block): Q.K issues those
+ *         prefetches one per ~10-15 cycles, not as fast as it can.  The
+ *         same pacing of bf16's K prefetches: block 16 +2 to +3 %, block
+ *         32 -4 to -5 %, not kept.
  *       Why the first two pay: a
  *         step's softmax reads no memory, and a core's prefetches are not
  *         a queue that keeps DRAM busy through such a gap: they must
@@ -256,7 +260,12 @@ INLINE void qk_block(int R, attn_dtype kdt, int FULL, int NTA, int ADDR, const f
             if (kpf) {
                 UNROLL
                 for (int j = 0; j < 4; j++) {
-                    const size_t t = sl * 4 + (size_t)j; /* the t-th line of the 4 rows */
+                    /* the t-th line of the 4 rows.  The division is left in
+                     * on purpose: it paces the prefetches.  A counter
+                     * instead ran -3 to -5 % (fp32, 1 thread, B=8 cold,
+                     * 3 rounds), and a chain of 4-5 dependent multiplies
+                     * per prefetch (an explicit pace) as fast as this. */
+                    const size_t t = sl * 4 + (size_t)j;
                     prefetch_hint(ADDR ? pk[t / nc] + t % nc * slice_bytes : pk[j] + sl * slice_bytes,
                                   NTA);
                 }
