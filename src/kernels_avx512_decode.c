@@ -124,8 +124,10 @@
  *         in address order, as P.V's are, instead of the loads' order:
  *         fp32 +5 to +7 % (30.3-30.8 -> 32.3-32.6 GB/s); the same for
  *         Q.K's K rows (bf16, whole step) -3 to -8 %, as on the Intel VM.
- *         Part of that gain is pacing (qk_block): Q.K issues those
- *         prefetches one per ~10-15 cycles, not as fast as it can.  The
+ *         Part of that gain is pacing (qk_block): each of those
+ *         prefetch addresses waits for a division, and with a counter
+ *         instead the gain shrinks to ~+1 %; a chain of 4-5 dependent
+ *         multiplies per prefetch (3 cycles each) gives it back.  The
  *         same pacing of bf16's K prefetches: block 16 +2 to +3 %, block
  *         32 -4 to -5 %, not kept.
  *       Why the first two pay: a
