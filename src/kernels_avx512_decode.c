@@ -126,7 +126,7 @@
  *         Q.K's K rows (bf16, whole step) -3 to -8 %, as on the Intel VM.
  *         Part of that gain is pacing (qk_block): each of those
  *         prefetch addresses waits for a division, and with a counter
- *         instead the gain shrinks to ~+1 %; a chain of 4-5 dependent
+ *         instead the gain shrinks to +2 to +3 %; a chain of 4-5 dependent
  *         multiplies per prefetch (3 cycles each) gives it back.  The
  *         same pacing of bf16's K prefetches: block 16 +2 to +3 %, block
  *         32 -4 to -5 %, not kept.
