@@ -129,7 +129,8 @@
  *         instead the gain shrinks to +2 to +3 %; a chain of 4-5 dependent
  *         multiplies per prefetch (3 cycles each) gives it back.  The
  *         same pacing of bf16's K prefetches: block 16 +2 to +3 %, block
- *         32 -4 to -5 %, not kept.
+ *         32 -4 to -5 %; of bf16 P.V's V prefetches (2-6 multiplies): -15
+ *         to -20 %; neither kept.
  *       Why the first two pay: a
  *         step's softmax reads no memory, and a core's prefetches are not
  *         a queue that keeps DRAM busy through such a gap: they must
