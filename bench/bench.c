@@ -600,13 +600,6 @@ static double run_spec(const spec *s, int threads, int reps, int hq2, int window
     return med;
 }
 
-/* BENCH_ONLY=word[,word]: run only the named parts (decode1, decode8,
- * prefill, laguna) — for iterating on one kernel; reports are still
- * written from what ran.  BENCH_DTYPE (f32, bf16) narrows the decode and
- * prefill rows to one dtype, BENCH_HKV (32, 8) the prefill rows to one KV
- * head count, BENCH_THREADS=1 to one thread count,
- * BENCH_NO_LIMITS=1 skips the limit measurements, BENCH_READ_PF=bytes sets
- * the prefetch distance of the DRAM read loop (default 1024). */
 /* The tuning profile the engine resolves on this machine ($ATTN_TUNE or
  * the CPU vendor), asked of a builder. */
 static const char *engine_tune(void) {
@@ -625,6 +618,13 @@ static const char *engine_tune(void) {
     return info.tune; /* a static string */
 }
 
+/* BENCH_ONLY=word[,word]: run only the named parts (decode1, decode8,
+ * prefill, laguna) — for iterating on one kernel; reports are still
+ * written from what ran.  BENCH_DTYPE (f32, bf16) narrows the decode and
+ * prefill rows to one dtype, BENCH_HKV (32, 8) the prefill rows to one KV
+ * head count, BENCH_THREADS=1 to one thread count,
+ * BENCH_NO_LIMITS=1 skips the limit measurements, BENCH_READ_PF=bytes sets
+ * the prefetch distance of the DRAM read loop (default 1024). */
 static int skip(const char *part) {
     const char *only = getenv("BENCH_ONLY");
     return only && !strstr(only, part);
