@@ -269,8 +269,9 @@ INLINE void qk_block(int R, attn_dtype kdt, int FULL, int NTA, int ADDR, const f
                      * 3 rounds), and a chain of 4-5 dependent multiplies
                      * per prefetch (an explicit pace) as fast as this. */
                     const size_t t = sl * 4 + (size_t)j;
-                    prefetch_hint(ADDR ? pk[t / nc] + t % nc * slice_bytes : pk[j] + sl * slice_bytes,
-                                  NTA);
+                    const char *line = ADDR ? pk[t / nc] + t % nc * slice_bytes
+                                            : pk[j] + sl * slice_bytes;
+                    prefetch_hint(line, NTA);
                 }
             }
             if (kdt == ATTN_DTYPE_BF16) {
@@ -326,16 +327,16 @@ INLINE void qk_block(int R, attn_dtype kdt, int FULL, int NTA, int ADDR, const f
     }
 }
 
-#define QK_FN(name_, T_, F_, NTA_, A_)                                                    \
-    static void name_(int32_t R, const float *qb, size_t nc, uint32_t tm,                \
-                      const void *const *krow, const void *const *kpf, int32_t n,       \
-                      float *s) {                                                        \
-        switch (R) {                                                                     \
-        case 1: qk_block(1, T_, F_, NTA_, A_, qb, nc, tm, krow, kpf, n, s); break;           \
-        case 2: qk_block(2, T_, F_, NTA_, A_, qb, nc, tm, krow, kpf, n, s); break;           \
-        case 3: qk_block(3, T_, F_, NTA_, A_, qb, nc, tm, krow, kpf, n, s); break;           \
-        default: qk_block(4, T_, F_, NTA_, A_, qb, nc, tm, krow, kpf, n, s); break;          \
-        }                                                                                \
+#define QK_FN(name_, T_, F_, NTA_, A_)                                              \
+    static void name_(int32_t R, const float *qb, size_t nc, uint32_t tm,           \
+                      const void *const *krow, const void *const *kpf, int32_t n,   \
+                      float *s) {                                                   \
+        switch (R) {                                                                \
+        case 1: qk_block(1, T_, F_, NTA_, A_, qb, nc, tm, krow, kpf, n, s); break;  \
+        case 2: qk_block(2, T_, F_, NTA_, A_, qb, nc, tm, krow, kpf, n, s); break;  \
+        case 3: qk_block(3, T_, F_, NTA_, A_, qb, nc, tm, krow, kpf, n, s); break;  \
+        default: qk_block(4, T_, F_, NTA_, A_, qb, nc, tm, krow, kpf, n, s); break; \
+        }                                                                           \
     }
 QK_FN(qk_f32, ATTN_DTYPE_F32, 0, 0, 0)
 QK_FN(qk_bf16, ATTN_DTYPE_BF16, 0, 0, 0)

@@ -166,7 +166,8 @@ static inline void attn__row_ptrs(const attn_tile_args *a, size_t es, size_t row
         __m512i ko = _mm512_add_epi64(_mm512_set1_epi64((long long)(uintptr_t)kb),
                                       _mm512_mullo_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0),
                                                          _mm512_set1_epi64((long long)row_bytes)));
-        __m512i vo = _mm512_add_epi64(ko, _mm512_set1_epi64((long long)((uintptr_t)vb - (uintptr_t)kb)));
+        const uintptr_t kv_gap = (uintptr_t)vb - (uintptr_t)kb; /* V's row = K's + this */
+        __m512i vo = _mm512_add_epi64(ko, _mm512_set1_epi64((long long)kv_gap));
         int32_t j = 0;
         for (; j + 8 <= run; j += 8, i += 8) {
             _mm512_storeu_si512((void *)(krow + i), ko);
