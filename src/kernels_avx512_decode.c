@@ -143,7 +143,9 @@
  *         also why Q.K on VDPBF16PS (q rounded to bf16, as the prefill
  *         tile of kernels_avx512bf16_lanes.c) did not pay here: 60 -> 52
  *         cycles per key and head with K in L3, but cold 28.7 -> 26.1
- *         GB/s, its prefetches now issued in a shorter burst.  Nor did
+ *         GB/s, its prefetches now issued in a shorter burst (with them
+ *         paced by 3-6 dependent multiplies each: 28.6-30.0 against
+ *         31.3-32.9 GB/s for the FMA Q.K, 3 rounds).  Nor did
  *         a softmax for rows that share one interval (masks made once,
  *         maxima and sums reduced four rows at a time with shuffles):
  *         1 thread -3 to +3 %, 2 threads -2.6 to +1.9 %, not kept.
