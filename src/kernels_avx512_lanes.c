@@ -201,21 +201,12 @@ void attn__avx512_lanes_tile(const attn_tile_args *a) {
     float *st = a->scores;
     const void *krow[TILE + NKB], *vrow[TILE + NKB], *kpf[TILE + NKB], *vpf[TILE + NKB];
     float alpha[2 * TILE] __attribute__((aligned(64)));
-    const size_t row_bytes = D * sizeof(float);
 
     /* chunks aligned to k0 as in the general tile, from the first chunk
      * any row sees */
     for (int32_t c0 = a->k0 + (lr.item_lo - a->k0) / TILE * TILE; c0 < lr.item_hi; c0 += TILE) {
         const int32_t n = k1 - c0 < TILE ? k1 - c0 : TILE;
-        attn__row_ptrs(a, sizeof(float), row_bytes, c0, n, krow, vrow);
-        /* a partial last key block repeats the last key (its dots are
-         * never read: those keys are outside every row's interval) */
-        for (int32_t i = n; i < TILE + NKB; i++) krow[i] = krow[n - 1], vrow[i] = vrow[n - 1];
-        /* the next chunk's rows (only those some row will see), or NULL */
-        const int64_t c1 = (int64_t)c0 + n;
-        const int32_t nn = c1 < lr.item_hi ? (lr.item_hi - c1 < TILE ? (int32_t)(lr.item_hi - c1) : TILE) : 0;
-        if (nn > 0) attn__row_ptrs(a, sizeof(float), row_bytes, (int32_t)c1, nn, kpf, vpf);
-        for (int32_t i = nn; i < TILE + NKB; i++) kpf[i] = vpf[i] = NULL;
+        lanes_chunk_rows(a, &lr, sizeof(float), c0, n, krow, vrow, kpf, vpf);
 
         /* Q.K^T, NRV row vectors (one Qt panel) at a time over the keys
          * they see, in blocks of NKB keys; the last block of 2 or 4 keys
@@ -224,7 +215,7 @@ void attn__avx512_lanes_tile(const attn_tile_args *a) {
         for (int32_t v0 = 0; v0 < nvec; v0 += NRV) {
             const int32_t NR = nvec - v0 < NRV ? nvec - v0 : NRV;
             int32_t klo, khi;
-            span(panel_lo(lr.vlo, lr.vhi, v0, NR), panel_hi(lr.vlo, lr.vhi, v0, NR), c0, n, &klo, &khi);
+            lanes_panel_span(&lr, v0, NR, c0, n, &klo, &khi);
             for (int32_t k = klo & ~1, nk; k < khi; k += nk) {
                 nk = (khi - k + 1) & ~1;
                 if (nk > NKB) nk = NKB;
@@ -239,7 +230,7 @@ void attn__avx512_lanes_tile(const attn_tile_args *a) {
         for (int32_t v0 = 0; v0 < nvec; v0 += NRV) {
             const int32_t NR = nvec - v0 < NRV ? nvec - v0 : NRV;
             int32_t klo, khi;
-            span(panel_lo(lr.vlo, lr.vhi, v0, NR), panel_hi(lr.vlo, lr.vhi, v0, NR), c0, n, &klo, &khi);
+            lanes_panel_span(&lr, v0, NR, c0, n, &klo, &khi);
             if (klo >= khi) continue; /* alpha = 1, weights 0: nothing to do */
             float *panel = ot + (size_t)(16 * v0) * D; /* width 16 NR */
             for (size_t d0 = 0; d0 < D; d0 += NKB) {

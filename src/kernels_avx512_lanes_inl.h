@@ -215,6 +215,30 @@ static inline int lanes_rows_init(const attn_tile_args *a, lanes_rows *lr) {
     return 1;
 }
 
+/* The keys [klo, khi) of chunk [c0, c0 + n) that any row of vectors [v0,
+ * v0 + nr) (one panel) sees (empty: 0, 0). */
+static inline void lanes_panel_span(const lanes_rows *lr, int32_t v0, int32_t nr, int32_t c0,
+                                    int32_t n, int32_t *klo, int32_t *khi) {
+    span(panel_lo(lr->vlo, lr->vhi, v0, nr), panel_hi(lr->vlo, lr->vhi, v0, nr), c0, n, klo, khi);
+}
+
+/* The K and V row addresses of chunk [c0, c0 + n), elements of es bytes:
+ * krow/vrow up to TILE + NKB entries, a partial last key block repeating
+ * the last key (its dots are never read: those keys are outside every
+ * row's interval); kpf/vpf the next chunk's rows, only those some row will
+ * see, NULL past them. */
+static inline void lanes_chunk_rows(const attn_tile_args *a, const lanes_rows *lr, size_t es,
+                                    int32_t c0, int32_t n, const void **krow, const void **vrow,
+                                    const void **kpf, const void **vpf) {
+    const size_t row_bytes = (size_t)a->head_dim * es;
+    attn__row_ptrs(a, es, row_bytes, c0, n, krow, vrow);
+    for (int32_t i = n; i < TILE + NKB; i++) krow[i] = krow[n - 1], vrow[i] = vrow[n - 1];
+    const int64_t c1 = (int64_t)c0 + n;
+    const int32_t nn = c1 < lr->item_hi ? (lr->item_hi - c1 < TILE ? (int32_t)(lr->item_hi - c1) : TILE) : 0;
+    if (nn > 0) attn__row_ptrs(a, es, row_bytes, (int32_t)c1, nn, kpf, vpf);
+    for (int32_t i = nn; i < TILE + NKB; i++) kpf[i] = vpf[i] = NULL;
+}
+
 /* The softmax of chunk [c0, c0 + n) for every vector of the item: raw dots
  * in the S^T panels st (one per vector, SP floats apart), weights out;
  * alpha: every row's rescale factor.  ROUND: weights rounded to bf16. */
