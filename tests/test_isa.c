@@ -999,25 +999,9 @@ Test(isa, tune_names_and_rounding) {
     }
 }
 
+/* A builder for the table isa and the default tuning profile. */
 static attn_status create_with(const char *isa, attn_builder_info *info) {
-    attn_layer_desc l;
-    memset(&l, 0, sizeof l);
-    l.num_heads = 8;
-    l.window = -1;
-    attn_group_desc g;
-    memset(&g, 0, sizeof g);
-    g.layers = &l;
-    g.num_layers = 1;
-    g.kv.num_kv_heads = 2;
-    g.kv.head_dim = 64;
-    g.kv.block_size = 16;
-    g.num_threads = 1;
-    g.isa = isa;
-    attn_builder *b = NULL;
-    attn_status st = attn_builder_create(&g, &b, NULL);
-    if (st == ATTN_OK && info) attn_builder_get_info(b, info, NULL);
-    attn_builder_destroy(b);
-    return st;
+    return create_tuned(isa, NULL, ATTN_DTYPE_F32, info, NULL);
 }
 
 Test(isa, env_bogus_is_bad_isa) {
