@@ -59,6 +59,26 @@ static oracle_id clean(finding *f) {
     return ORACLE_NONE;
 }
 
+/* The references of layers [0, nl) into ref: plain (oracle_reference),
+ * or under the bf16-rounding model (bf16: oracle_reference_bf16dot).  0:
+ * all computed; -2: no memory (nothing to judge); -1: a layer refused,
+ * which the defect model calls valid, and *res is that finding. */
+static int reference_layers(const problem *p, int32_t nl, int bf16, oracle_ref *ref, finding *f,
+                            oracle_id *res) {
+    for (int32_t l = 0; l < nl; l++) {
+        const int rr =
+            bf16 ? oracle_reference_bf16dot(p, l, &ref[l]) : oracle_reference(p, l, &ref[l]);
+        if (rr == -2) return -2;
+        if (rr != 0) {
+            *res = found(f, ORACLE_BAD_INPUT,
+                         "the %sreference refused layers.%d of a case the defect model calls "
+                         "valid (harness bug)", bf16 ? "bf16-rounding " : "", (int)l);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* ---------------------------------------------------------------- firing */
 
 /* One frame per oracle so crash deduplication tells them apart.  The
@@ -483,16 +503,8 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
     /* a run that rounds to bf16 (or is compared with one that did) is
      * judged under the bf16-rounding model */
     const int rounded = bi.bf16_rounding || (cf->role != ROLE_BASE && x->base_rounded);
-    for (int32_t l = 0; rounded && l < c->num_layers; l++) {
-        const int rr = oracle_reference_bf16dot(p, l, &x->ref[l]);
-        if (rr == -2) goto out_builder; /* no memory: nothing to judge */
-        if (rr != 0) {
-            res = found(f, ORACLE_BAD_INPUT,
-                        "the bf16-rounding reference refused layers.%d of a case the defect "
-                        "model calls valid (harness bug)", (int)l);
-            goto out_builder;
-        }
-    }
+    if (rounded && reference_layers(p, c->num_layers, 1, x->ref, f, &res) != 0)
+        goto out_builder; /* no memory (nothing to judge), or res says why */
     st = attn_builder_build(b, &in->batch, &cf->opts, &plan, &err);
     if (st != ATTN_OK) {
         if (st != ATTN_E_NO_MEMORY)
@@ -576,15 +588,9 @@ static oracle_id check_runs(const problem *p, unsigned what, finding *f) {
     x.out_bytes = problem_out_elems(p, 0) * attn_dtype_size(c->out_dtype);
     if (inputs_init(&x.in, p, 0) != 0 || guard_init_buffer(&x.out, "out", x.out_bytes) != 0)
         goto done;   /* no memory: nothing to judge */
+    if (reference_layers(p, c->num_layers, 0, x.ref, f, &res) != 0)
+        goto done; /* no memory (nothing to judge), or res says why */
     for (int32_t l = 0; l < c->num_layers; l++) {
-        const int rr = oracle_reference(p, l, &x.ref[l]);
-        if (rr == -2) goto done;   /* no memory: nothing to judge */
-        if (rr != 0) {
-            res = found(f, ORACLE_BAD_INPUT,
-                        "the reference refused layers.%d of a case the defect model calls "
-                        "valid (harness bug)", (int)l);
-            goto done;
-        }
         if (what & CHECK_INVARIANCE) {
             x.base[l] = malloc(x.out_bytes ? x.out_bytes : 1);
             if (!x.base[l]) goto done;
