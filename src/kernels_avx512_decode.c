@@ -157,6 +157,41 @@
  *       bf16 +2.4 to +5.1 %, block 32 +2.1 to +3.7 %.  Also tried: bf16
  *       half a step ahead with Q.K's V prefetches in address order: -7 to
  *       -11 % on 2 threads, -8 to -11 % on 1.
+ *       A second session the same day (1 thread, B=8 cold, 2-3 rounds
+ *       alternating against this profile; nothing kept).  Each phase of a
+ *       step timed with rdtsc (TSC cycles, ~2.4 GHz): fp32 (16 keys, one
+ *       head) set-up 66-73, Q.K 545-561, softmax 183-190, P.V 296-323 with
+ *       K and V in L2, 84 / 632 / 204 / 394 cold; bf16 (32 keys) 79 / 487
+ *       / 184 / 379 in L2.  Less work per step did not make cold faster:
+ *       - Q.K's prefetch addresses by shifts, no division: Q.K 557 -> 294
+ *         in L2 (L2-resident decode 35.2 -> 44.9 GB/s), cold +0.3 to -2.6
+ *         %, P.V then waiting (311 -> 538 cold); the addresses made to
+ *         wait for the previous slice's K load instead (self-clocked): 124
+ *         -> 99 core cycles per key and head in L2, cold -1 to +4 %; P.V's
+ *         as well: -2 to +3 %.
+ *       - bf16 P.V on VDPBF16PS (weights rounded, pairs of V rows
+ *         interleaved by VPUNPCKLWD/VPUNPCKHWD): P.V 379 -> 306 in L2, B=1
+ *         hot +6 to +12 %, cold -5 to -11 %.
+ *       - P.V of step s after Q.K and softmax of step s + 1 (software
+ *         pipelined, the softmax's chains beside P.V's FMAs): L2 -1 to -5
+ *         %, cold fp32 -1.6 to -2.5 %, bf16 -1 to +2 %.
+ *       - bf16 block 16 in the order a plain read prefers: reading the
+ *         pieces per head (its two blocks' K, then V) gets 35.4-35.8 GB/s,
+ *         every head's K pieces of one block, then of the next, then V
+ *         40.9-41.0 (/tmp driver, prefetch of the next piece); the tile in
+ *         that order -11 to -15 % (prefetch 2-8 pieces ahead), -22 to -25
+ *         % (1 piece).  Chunks of 16 keys -11 to -14 % (2 threads, a slow
+ *         phase: -13 to -27 %; a step's fixed costs: the softmax takes 160
+ *         cycles at 16 keys, 191 at 32); two heads of 16 keys per step -4
+ *         to -10 %; a T1 prefetch of the next chunk's pieces in address
+ *         order, in place of the step-ahead prefetches -17 to -22 %,
+ *         beside them -8 to -16 %.  Batches of 4 or 2 heads (fp32 and
+ *         bf16) -7 to -15 %.
+ *       - fp32: Q.K prefetching 3 lines in 4 and the softmax 64 lines: -3
+ *         to -11 %; all of a step's lines in one list, each phase issuing
+ *         its share at a fixed rate: 0 to -5 %.
+ *       Software prefetches are not dropped when many are in flight here:
+ *       256 NTA prefetches of random cold lines all arrived (/tmp probe).
  *
  * The hint reaches every K and V prefetch of the tile (fp32 and f16 V
  * through pv_rows' NTA instances in kernels_avx512_inl.h: on Zen 5 NTA
