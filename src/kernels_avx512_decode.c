@@ -184,7 +184,7 @@
  *         phase: -13 to -27 %; a step's fixed costs: the softmax takes 160
  *         cycles at 16 keys, 191 at 32); two heads of 16 keys per step -4
  *         to -10 %; a T1 prefetch of the next chunk's pieces in address
- *         order, in place of the step-ahead prefetches -17 to -22 %,
+ *         order, in place of the step-ahead prefetches -16 to -22 %,
  *         beside them -8 to -16 %.  Batches of 4 or 2 heads (fp32 and
  *         bf16) -7 to -15 %.
  *       - fp32: Q.K prefetching 3 lines in 4 and the softmax 64 lines: -3
