@@ -192,6 +192,29 @@
  *         its share at a fixed rate: 0 to -5 %.
  *       Software prefetches are not dropped when many are in flight here:
  *       256 NTA prefetches of random cold lines all arrived (/tmp probe).
+ *       A third pass the same day (1 thread, B=8 cold, 2-5 rounds
+ *       alternating; nothing kept):
+ *       - bf16 with half its arithmetic (timing only, wrong results: the
+ *         odd-element FMAs of Q.K and P.V taken out): L2-resident 72-73 ->
+ *         61-62 cycles per key and head, cold 31.0-32.1 -> 24.7-25.3 GB/s
+ *         (block 32: 30.9-33.6 -> 25.5-26.1), no better with the prefetch
+ *         2 or 4 steps ahead.
+ *       - every load in address order (K key by key, each row front to
+ *         back; P.V over whole rows, two rows per pass): fp32 and bf16
+ *         within 2 %, block 32 -4 to -7 %; L2-resident fp32 125-129 -> 104
+ *         cycles.  Without software prefetch it read 11.7-12.7 GB/s (9.3-10.2
+ *         in this tile's order): the hardware prefetchers do not carry it.
+ *       - a lean fp32 step in groups of 4 keys (Q.K of 4 keys, their
+ *         softmax as one vector of 4 rows x 4 keys, P.V of those keys over
+ *         whole rows, NTA prefetches 4-16 keys ahead in each stream):
+ *         L2-resident 128 -> 100 cycles, cold at best (8 keys ahead)
+ *         29.1-30.0 against 29.8-30.9 GB/s; the same groups built from
+ *         this file's pieces -23 to -43 %.
+ *       A /tmp skeleton of the step does not predict the tile: there, K and
+ *       V read key by key with 4-12 FMAs per line reach 37-40 GB/s on the
+ *       hardware prefetchers alone (24 in this tile's Q.K order), 4-key
+ *       groups beat 16-key steps (33-36.7 against 28.5-31.5 GB/s), and
+ *       128-256 more L1 loads per 4 keys bring it down to 26 and 13.
  *
  * The hint reaches every K and V prefetch of the tile (fp32 and f16 V
  * through pv_rows' NTA instances in kernels_avx512_inl.h: on Zen 5 NTA
