@@ -1,0 +1,262 @@
+/*
+ * attnguard/engine.h — the adapter ABI: what a CPU attention engine
+ * implements so that attnguard's oracles, fuzz targets, reports and
+ * benchmarks can drive it.  Version AG_ENGINE_ABI_VERSION.
+ *
+ * Owns: the description types the harness hands to an engine (group,
+ * layer, batch, run arguments), what the engine hands back (capabilities,
+ * plan information, region table, messages), the table of entry points
+ * (ag_engine) and the lookup of adapters by name.  Clean as C11 and C++17;
+ * no attnguard engine type appears here.
+ *
+ * The life of one attention group, as a serving engine lives it:
+ *
+ *     e->open(options, &ctx, &msg)                   once per process
+ *     e->create(ctx, &group, &grp, &msg)             once per attention group
+ *     e->kv_cache_bytes(grp, num_blocks, &b, &msg)   the harness allocates K and V
+ *     e->write_kv(grp, ...)                          new rows, by slot mapping
+ *     e->plan(grp, &batch, &opts, &plan, &info, &msg)   once per batch
+ *     for each layer l of the group:                 the harness allocates exactly
+ *         e->run(plan, l, &args, &msg)               info.scratch_bytes, guarded
+ *     e->plan_destroy(plan); e->destroy(grp); e->close(ctx)
+ *
+ * `plan` runs once for the whole group and `run` once per layer with that
+ * layer's own head count: the split that made the Laguna bug possible (a
+ * scratchpad sized from one head count, written with another), so a fuzzer
+ * can reach it in any engine.
+ *
+ * Memory: the harness owns every buffer.  Query, KV caches, block table and
+ * the other batch arrays are read-only while `run` executes (the harness may
+ * mprotect them); `out` and the scratch are the only writable memory the
+ * engine gets, the scratch at exactly the planned size, ending flush against
+ * an inaccessible page, with poisoned gaps between the regions the engine
+ * declares.  An engine may keep its own private allocations (graphs, thread
+ * pools) but must not keep pointers to harness buffers beyond one call.
+ *
+ * Errors: every entry point returns an ag_status.  AG_REFUSED is a valid
+ * "no" to caller input (a mixed-head group, a block id outside the cache);
+ * AG_UNSUPPORTED is an input the engine declares it cannot express (the
+ * harness skips such cases and counts them); AG_INTERNAL is the engine's
+ * own failure.  `msg` may be NULL; when not, it is always written.
+ */
+#ifndef ATTNGUARD_ENGINE_H
+#define ATTNGUARD_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AG_ENGINE_ABI_VERSION 1
+
+typedef enum ag_status {
+    AG_OK = 0,
+    AG_REFUSED = 1,      /* caller input refused (msg says which value, where) */
+    AG_UNSUPPORTED = 2,  /* a feature the engine does not have */
+    AG_INTERNAL = 3,     /* the engine failed (a bug, or out of memory: msg.code says) */
+    AG_STATUS_COUNT
+} ag_status;
+
+typedef enum ag_dtype {
+    AG_F32 = 0,
+    AG_BF16 = 1,
+    AG_F16 = 2,
+    AG_FP8_E4M3 = 3,     /* e4m3fn: no infinities, 0x7f/0xff NaN, max 448 */
+    AG_FP8_E5M2 = 4,     /* IEEE-like: infinities, max 57344 */
+    AG_DTYPE_COUNT
+} ag_dtype;
+
+#define AG_DTYPE_BIT(d) (1u << (unsigned)(d))
+
+#define AG_MSG_CODE_LEN 48
+#define AG_MSG_TEXT_LEN 320
+#define AG_REGION_NAME_LEN 48
+
+/* What an entry point says besides its status. */
+typedef struct ag_msg {
+    char code[AG_MSG_CODE_LEN];  /* the engine's own status name ("ATTN_E_MIXED_HEADS",
+                                    "GGML_ASSERT") or "" */
+    char text[AG_MSG_TEXT_LEN];  /* names the offending value and where it came from */
+} ag_msg;
+
+/* ---- capabilities ---- */
+enum {
+    AG_CAP_GQA = 1u << 0,            /* Hq a multiple of Hkv, Hq > Hkv */
+    AG_CAP_WINDOW = 1u << 1,         /* causal sliding window (left only) */
+    AG_CAP_WINDOW_LR = 1u << 2,      /* (left, right) windows, also on non-causal requests */
+    AG_CAP_SOFTCAP = 1u << 3,        /* logit soft cap */
+    AG_CAP_ALIBI = 1u << 4,          /* ALiBi with any per-head slopes */
+    AG_CAP_ALIBI_STANDARD = 1u << 5, /* ALiBi with the standard slope set only */
+    AG_CAP_SINKS = 1u << 6,          /* one sink logit per query head */
+    AG_CAP_SCALE = 1u << 7,          /* any finite positive scale */
+    AG_CAP_PAGED = 1u << 8,          /* block tables in any physical order */
+    AG_CAP_SHARED_BLOCKS = 1u << 9,  /* one physical block in several requests' tables */
+    AG_CAP_NONCAUSAL = 1u << 10,     /* non-causal (encoder) requests */
+    AG_CAP_MIXED_CAUSAL = 1u << 11,  /* causal and non-causal requests in one batch */
+    AG_CAP_SPLIT_KV = 1u << 12,      /* honours ag_plan_opts.split */
+    AG_CAP_REGIONS = 1u << 13,       /* the plan declares a region table */
+    AG_CAP_REDZONE = 1u << 14,       /* the plan leaves ag_plan_opts.redzone between regions */
+    AG_CAP_EXTENTS = 1u << 15,       /* extents(): a layer's needs without running it */
+    AG_CAP_BITWISE = 1u << 16,       /* same input, same threads: bitwise the same output */
+    AG_CAP_KV_SCALES = 1u << 17      /* per-layer k_scale / v_scale on fp8 caches */
+};
+
+typedef struct ag_caps {
+    uint32_t abi_version;      /* AG_ENGINE_ABI_VERSION the adapter was built for */
+    uint32_t flags;            /* AG_CAP_* */
+    uint32_t q_dtypes;         /* AG_DTYPE_BIT(...) sets, per tensor */
+    uint32_t kv_dtypes;
+    uint32_t out_dtypes;
+    int32_t max_head_dim;      /* 0: no limit */
+    int32_t max_threads;       /* 0: no limit */
+    int32_t max_block_size;    /* 0: no limit */
+} ag_caps;
+
+/* How an engine rounds on purpose, so that the harness judges it by a
+ * bound derived for that rounding (never by a looser fixed tolerance).
+ * AG_F32 everywhere means fp32 arithmetic (or better) throughout. */
+typedef struct ag_precision {
+    ag_dtype q_dot;            /* q is rounded to this type before Q.K */
+    ag_dtype p_dot;            /* softmax weights are rounded to this type before P.V */
+    ag_dtype acc;              /* P.V accumulates in this type */
+} ag_precision;
+
+/* ---- one attention group ---- */
+typedef struct ag_layer {
+    const char *name;          /* for messages; NULL: "layers.<index>" */
+    int32_t num_heads;         /* this layer's query heads */
+    int32_t window_left;       /* -1: unbounded; else keys k >= p - window_left are visible */
+    int32_t window_right;      /* -1: unbounded; else keys k <= p + window_right (non-causal) */
+    float softcap;             /* 0: off */
+    float scale;               /* 0: 1/sqrt(head_dim) */
+    const float *alibi_slopes; /* NULL or [num_heads] */
+    const float *sinks;        /* NULL or [num_heads] logits */
+    float k_scale, v_scale;    /* fp8 caches: value = decode(byte) * scale; else 1 */
+} ag_layer;
+
+typedef struct ag_group {
+    const ag_layer *layers;    /* [num_layers] */
+    int32_t num_layers;
+    int32_t num_kv_heads;
+    int32_t head_dim;
+    int32_t block_size;        /* tokens per KV-cache block */
+    ag_dtype q_dtype, kv_dtype, out_dtype;
+    int32_t model_num_heads;   /* the model-wide count (a fallback for empty groups) */
+    int32_t num_threads;
+    const char *options;       /* engine-specific, space separated "key=value"; NULL: none */
+} ag_group;
+
+/* ---- one batch ---- */
+typedef struct ag_batch {
+    int32_t num_reqs;
+    const int32_t *query_start_loc;  /* [num_reqs + 1], prefix sums of q_len >= 1 */
+    const int32_t *seq_lens;         /* [num_reqs], keys incl. the new tokens, >= q_len */
+    const uint8_t *causal;           /* [num_reqs], 1: causal (query i at seq_len - q_len + i),
+                                        0: non-causal (query i at position i) */
+    const int32_t *block_table;      /* [num_reqs][block_table_stride] */
+    int32_t block_table_stride;
+    int32_t num_blocks;              /* physical blocks in each cache */
+} ag_batch;
+
+enum { AG_SPLIT_AUTO = 0, AG_SPLIT_OFF = 1, AG_SPLIT_ON = 2, AG_SPLIT_FIXED = 3 };
+
+typedef struct ag_plan_opts {
+    int32_t split;             /* AG_SPLIT_*: a hint, honoured with AG_CAP_SPLIT_KV */
+    int32_t split_count;       /* AG_SPLIT_FIXED */
+    size_t redzone;            /* bytes the harness wants between regions (AG_CAP_REDZONE) */
+} ag_plan_opts;
+
+typedef struct ag_region {
+    char name[AG_REGION_NAME_LEN];   /* e.g. "t1.scores", "r3.partial" */
+    size_t offset;             /* from the scratch start; multiple of 8 */
+    size_t size;               /* bytes the kernels may touch */
+} ag_region;
+
+typedef struct ag_plan_info {
+    size_t scratch_bytes;      /* exact size the harness allocates (may be 0) */
+    size_t scratch_align;      /* power of two the scratch start must honour */
+    const ag_region *regions;  /* AG_CAP_REGIONS: sorted by offset, valid while the plan lives */
+    size_t num_regions;
+} ag_plan_info;
+
+typedef struct ag_run_args {
+    const void *q;             /* [num_tokens][layer heads][head_dim], q_dtype */
+    const void *k_cache;       /* kv_cache_bytes each, written by write_kv */
+    const void *v_cache;
+    const ag_batch *batch;     /* the batch the plan was made for */
+    int32_t num_tokens;        /* query_start_loc[num_reqs] */
+    void *scratch;             /* exactly plan_info.scratch_bytes */
+    size_t scratch_bytes;
+    void *out;                 /* [num_tokens][layer heads][head_dim], out_dtype */
+} ag_run_args;
+
+/* What an engine says about a created group, for reports and `check`. */
+typedef struct ag_group_info {
+    char kernels[32];          /* e.g. "avx512bf16", "zen4" */
+    char detail[96];           /* e.g. "tune=amd" */
+    ag_precision precision;
+} ag_group_info;
+
+/* ---- the adapter ---- */
+typedef struct ag_engine {
+    uint32_t abi_version;      /* AG_ENGINE_ABI_VERSION */
+    const char *name;          /* "attnguard", "ggml" */
+    const char *summary;       /* one line for listings */
+
+    /* Process-wide set-up (load libraries, read options).  options: the
+     * engine's own "key=value" words or NULL.  May refuse (AG_UNSUPPORTED:
+     * e.g. the library is not installed; msg says how to install it). */
+    ag_status (*open)(const char *options, void **ctx, ag_msg *msg);
+    void (*close)(void *ctx);
+    void (*caps)(void *ctx, ag_caps *out);
+    /* Option strings for `group.options` that select every alternative code
+     * path this CPU can run (kernel tables, tuning profiles), the default
+     * first; returns how many exist (at most cap are written).  NULL: one. */
+    int (*variants)(void *ctx, const char **names, int cap);
+
+    ag_status (*create)(void *ctx, const ag_group *group, void **grp, ag_msg *msg);
+    void (*destroy)(void *grp);
+    ag_status (*group_info)(void *grp, ag_group_info *out);
+
+    /* Bytes of one cache (K or V) of num_blocks blocks in the engine's
+     * private layout. */
+    ag_status (*kv_cache_bytes)(void *grp, int32_t num_blocks, size_t *bytes, ag_msg *msg);
+    /* Store rows: k_rows, v_rows [num_tokens][num_kv_heads][head_dim] in the
+     * group's kv_dtype (fp8: the codes); slot_mapping[i] = block *
+     * block_size + offset, or -1 to skip row i. */
+    ag_status (*write_kv)(void *grp, void *k_cache, void *v_cache, int32_t num_blocks,
+                          const void *k_rows, const void *v_rows, int32_t num_tokens,
+                          const int64_t *slot_mapping, ag_msg *msg);
+
+    ag_status (*plan)(void *grp, const ag_batch *batch, const ag_plan_opts *opts, void **plan,
+                      ag_plan_info *info, ag_msg *msg);
+    void (*plan_destroy)(void *plan);
+    /* AG_CAP_EXTENTS: the bytes layer `layer` would touch in each region
+     * (need[num_regions]; or need[0] = total scratch when the plan has no
+     * regions), computed without running it. */
+    ag_status (*extents)(void *plan, int32_t layer, size_t *need, size_t count, ag_msg *msg);
+    ag_status (*run)(void *plan, int32_t layer, const ag_run_args *args, ag_msg *msg);
+} ag_engine;
+
+/* A shared object that carries an adapter exports this symbol. */
+#define AG_ENGINE_ENTRY "attnguard_engine"
+typedef const ag_engine *(*ag_engine_entry_fn)(void);
+
+/* Adapters linked into this build, and lookup: `name` is a built-in
+ * adapter's name, or a path to a shared object exporting AG_ENGINE_ENTRY.
+ * Returns NULL (with msg written) when there is none or its ABI version
+ * differs. */
+const ag_engine *ag_engine_find(const char *name, ag_msg *msg);
+/* Built-in adapter names; returns the count (names may be NULL). */
+int ag_engine_list(const char **names, int cap);
+
+const char *ag_status_name(ag_status st);   /* "AG_OK", ...; "AG_?" */
+const char *ag_dtype_name(ag_dtype d);      /* "f32", "bf16", "f16", "fp8e4m3", "fp8e5m2"; NULL */
+size_t ag_dtype_size(ag_dtype d);           /* bytes per element; 0 outside the enum */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ATTNGUARD_ENGINE_H */
