@@ -294,9 +294,10 @@ oracle_id oracle_check_differential(const problem *p, int32_t l, const void *got
                                     const oracle_ref *ref, finding *f) {
     const attn_case *c = &p->c;
     size_t n = problem_out_elems(p, l);
-    attn_tol tol = attn_tolerance(c->q_dtype, c->kv_dtype, c->out_dtype);
-    attn_cmp r;
-    if (attn_compare(ref->val, ref->lo, ref->hi, got, c->out_dtype, n, tol, &r)) return clean(f);
+    cmp_tol tol = cmp_tolerance((ag_dtype)c->out_dtype);
+    cmp_result r;
+    if (cmp_compare(ref->val, ref->lo, ref->hi, got, (ag_dtype)c->out_dtype, n, tol, &r))
+        return clean(f);
     char where[160], range[96] = "";
     elem_where(p, l, r.worst, where, sizeof where);
     if (ref->lo[r.worst] < ref->hi[r.worst])
@@ -307,7 +308,8 @@ oracle_id oracle_check_differential(const problem *p, int32_t l, const void *got
                  "rtol=%g; max_abs=%.3g max_rel=%.3g; worst %s: got %.9g want %.9g%s",
                  (int)l, (int)c->layers[l].num_heads, (int)c->layers[l].window,
                  attn_dtype_name(c->out_dtype), r.bad, n, tol.atol, tol.rtol, r.max_abs,
-                 r.max_rel, where, attn_elem_get(got, r.worst, c->out_dtype), ref->val[r.worst],
+                 r.max_rel, where, cmp_elem_get(got, r.worst, (ag_dtype)c->out_dtype),
+                 ref->val[r.worst],
                  range);
 }
 
@@ -324,21 +326,25 @@ oracle_id oracle_check_agree(const problem *p, int32_t l, const void *base, cons
                 elem_where(p, l, e, where, sizeof where);
                 return found(f, ORACLE_INVARIANCE,
                              "layers.%d: %s: outputs differ bitwise; first at %s: %.9g vs %.9g",
-                             (int)l, what, where, attn_elem_get(base, e, c->out_dtype),
-                             attn_elem_get(other, e, c->out_dtype));
+                             (int)l, what, where, cmp_elem_get(base, e, (ag_dtype)c->out_dtype),
+                             cmp_elem_get(other, e, (ag_dtype)c->out_dtype));
             }
         return clean(f);
     }
-    attn_tol tol = attn_tolerance(c->q_dtype, c->kv_dtype, c->out_dtype);
+    cmp_tol tol = cmp_tolerance((ag_dtype)c->out_dtype);
     tol.atol *= 2;
     tol.rtol *= 2;
     size_t worst = 0, bad = 0;
     double max_abs = 0, worst_ex = -INFINITY;
     for (size_t i = 0; i < n; i++) {
-        double a = attn_elem_get(base, i, c->out_dtype), b = attn_elem_get(other, i, c->out_dtype);
-        /* an undetermined element: `other` against the nearest end of its range */
-        if (ref && ref->lo && ref->lo[i] < ref->hi[i])
-            a = b < ref->lo[i] ? ref->lo[i] : b > ref->hi[i] ? ref->hi[i] : b;
+        double a = cmp_elem_get(base, i, (ag_dtype)c->out_dtype);
+        const double b = cmp_elem_get(other, i, (ag_dtype)c->out_dtype);
+        /* `other` against base, or against the nearest end of the interval
+         * the reference allows, whichever is nearer */
+        if (ref && ref->lo && ref->lo[i] < ref->hi[i]) {
+            const double e = b < ref->lo[i] ? ref->lo[i] : b > ref->hi[i] ? ref->hi[i] : b;
+            if (fabs(e - b) < fabs(a - b)) a = e;
+        }
         double dd = fabs(a - b), ex = dd - (tol.atol + tol.rtol * fabs(a));
         if (isnan(dd)) ex = dd = INFINITY;
         if (dd > max_abs) max_abs = dd;
@@ -353,8 +359,8 @@ oracle_id oracle_check_agree(const problem *p, int32_t l, const void *base, cons
     return found(f, ORACLE_INVARIANCE,
                  "layers.%d: %s: %zu of %zu elements differ beyond 2x(atol=%g rtol=%g); "
                  "max_abs=%.3g; worst %s: %.9g vs %.9g", (int)l, what, bad, n, tol.atol / 2,
-                 tol.rtol / 2, max_abs, where, attn_elem_get(base, worst, c->out_dtype),
-                 attn_elem_get(other, worst, c->out_dtype));
+                 tol.rtol / 2, max_abs, where, cmp_elem_get(base, worst, (ag_dtype)c->out_dtype),
+                 cmp_elem_get(other, worst, (ag_dtype)c->out_dtype));
 }
 
 /* ------------------------------------------------------------ guarded runs */

@@ -130,7 +130,7 @@ int oracle_reference_bf16dot(const problem *p, int32_t l, oracle_ref *r);
 oracle_ref oracle_ref_view(const oracle_ref *r, int rounded);
 
 /* Differential: `got` (out_dtype, layer l of p) against the reference
- * within attn_tolerance (attn_compare: the point, or the range). */
+ * within cmp_tolerance of the reference's interval (cmp_compare). */
 oracle_id oracle_check_differential(const problem *p, int32_t l, const void *got,
                                     const oracle_ref *ref, finding *f);
 

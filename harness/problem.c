@@ -323,6 +323,7 @@ static int init(problem *p, const attn_case *c, size_t max_bytes, int tensors, c
     p->batch.block_table_stride = p->bt_stride;
     p->batch.num_blocks = p->num_blocks;
     p->batch.causal = c->causal;
+    for (int32_t r = 0; r < nr; r++) p->req_causal[r] = (uint8_t)(c->causal != 0);
 
     if (why) return 0;   /* the engine must refuse it: no buffers */
     if (!tensors) {
@@ -358,6 +359,19 @@ static int init(problem *p, const attn_case *c, size_t max_bytes, int tensors, c
     if (!p->k_cache || !p->v_cache) return fail(p, errbuf, errlen, "out of memory (cache)");
     fill_values(p->k_cache, cache_elems, c->kv_dtype, stream_state(c->seed, STREAM_K));
     fill_values(p->v_cache, cache_elems, c->kv_dtype, stream_state(c->seed, STREAM_V));
+    /* the reference reads slot-major rows:
+     * [block][head][slot][d] -> [block * bs + slot][head][d] */
+    p->k_rows = malloc(cache_elems * kvsz);
+    p->v_rows = malloc(cache_elems * kvsz);
+    if (!p->k_rows || !p->v_rows) return fail(p, errbuf, errlen, "out of memory (rows)");
+    for (size_t e = 0; e < cache_elems; e++) {
+        const size_t D = (size_t)c->head_dim, bs = (size_t)c->block_size;
+        const size_t H = (size_t)c->num_kv_heads, d = e % D, slot = (e / D) % bs;
+        const size_t h = (e / D / bs) % H, blk = e / D / bs / H;
+        const size_t to = ((blk * bs + slot) * H + h) * D + d;
+        memcpy((char *)p->k_rows + to * kvsz, (char *)p->k_cache + e * kvsz, kvsz);
+        memcpy((char *)p->v_rows + to * kvsz, (char *)p->v_cache + e * kvsz, kvsz);
+    }
     for (int32_t l = 0; l < nl; l++) {
         p->q[l] = malloc(q_elems[l] * qsz);
         if (!p->q[l]) return fail(p, errbuf, errlen, "out of memory (query)");
@@ -381,6 +395,8 @@ void problem_free(problem *p) {
     free(p->block_table);
     free(p->k_cache);
     free(p->v_cache);
+    free(p->k_rows);
+    free(p->v_rows);
     memset(p, 0, sizeof(*p));
 }
 
@@ -434,24 +450,26 @@ void problem_ref_input(const problem *p, int32_t l, ref_input *in) {
     in->num_reqs = c->num_reqs;
     in->query_start_loc = p->qsl;
     in->seq_lens = p->seq_lens;
+    in->causal = p->req_causal;
     in->block_table = p->block_table;
     in->block_table_stride = p->bt_stride;
-    in->causal = c->causal;
+    in->num_blocks = p->num_blocks;
     in->num_heads = L->num_heads;
     in->num_kv_heads = c->num_kv_heads;
     in->head_dim = c->head_dim;
     in->block_size = c->block_size;
-    in->window = L->window;
+    /* a case's window W counts the current token: W - 1 keys each side */
+    in->window_left = in->window_right = L->window > 0 ? L->window - 1 : -1;
     in->softcap = L->softcap;
     in->scale = L->scale;
     in->alibi_slopes = p->layers[l].alibi_slopes;
     in->sinks = p->layers[l].sinks;
     in->q = p->q[l];
-    in->q_dtype = c->q_dtype;
-    in->k_cache = p->k_cache;
-    in->v_cache = p->v_cache;
-    in->kv_dtype = c->kv_dtype;
-    in->num_blocks = p->num_blocks;
+    in->q_dtype = (ag_dtype)c->q_dtype;
+    in->k_rows = p->k_rows;
+    in->v_rows = p->v_rows;
+    in->kv_dtype = (ag_dtype)c->kv_dtype;
+    in->k_scale = in->v_scale = 1.0;
 }
 
 int problem_reference(const problem *p, int32_t l, double *out, double *lo, double *hi) {
@@ -459,12 +477,16 @@ int problem_reference(const problem *p, int32_t l, double *out, double *lo, doub
     ref_input in;
     problem_ref_input(p, l, &in);
     if (!lo && !hi) return ref_attention(&in, out);
-    return ref_attention_range(&in, attn_logit_error(p->c.kv_dtype, p->c.head_dim), out, lo, hi);
+    const ag_precision f32 = {AG_F32, AG_F32, AG_F32};
+    return ref_attention_range(&in, cmp_error_model(f32, in.q_dtype, in.kv_dtype, in.head_dim),
+                               out, lo, hi);
 }
 
 int problem_reference_bf16dot(const problem *p, int32_t l, double *out, double *lo, double *hi) {
     if (!p->materialized || l < 0 || l >= p->c.num_layers || !lo || !hi) return -1;
     ref_input in;
     problem_ref_input(p, l, &in);
-    return ref_attention_range(&in, attn_bf16_dot_error(p->c.head_dim), out, lo, hi);
+    const ag_precision bf16 = {AG_BF16, AG_BF16, AG_F32};
+    return ref_attention_range(&in, cmp_error_model(bf16, in.q_dtype, in.kv_dtype, in.head_dim),
+                               out, lo, hi);
 }

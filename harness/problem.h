@@ -23,6 +23,9 @@ typedef struct problem {
     void *q[CASE_MAX_LAYERS];                 /* [num_tokens][Hq_l][D] in q_dtype */
     void *k_cache, *v_cache;                  /* [num_blocks][Hkv][bs][D] in kv_dtype */
     size_t cache_elems;                       /* elements per cache */
+    void *k_rows, *v_rows;                    /* the same K/V as slot-major rows
+                                                 [num_blocks * bs][Hkv][D] (ref_input) */
+    uint8_t req_causal[CASE_MAX_REQS];        /* c.causal per request (ref_input) */
     int materialized;                         /* 0: descriptions only (see below) */
     const char *unmaterialized_reason;        /* static text when materialized == 0
                                                  ("layer", "kv_len", "inputs exceed
@@ -45,10 +48,11 @@ void problem_free(problem *p);   /* safe on a zeroed or failed problem */
 /* The fp64 reference (harness/ref.c) for layer l of a materialized problem:
  * out has problem_out_elems(p, l) doubles.  With lo and hi (the same
  * shape; both or neither) also the range each output may take under the
- * engine's logit rounding (ref_attention_range with attn_logit_error), for
- * attn_compare.  Returns the reference's result (0, or -1). */
+ * engine's fp32 rounding (ref_attention_range with cmp_error_model), for
+ * cmp_compare.  Returns the reference's result (0, or -1). */
 int problem_reference(const problem *p, int32_t l, double *out, double *lo, double *hi);
-/* The same under the bf16-rounding model (attn_bf16_dot_error): for runs
+/* The same under the bf16-rounding model (cmp_error_model with q_dot and
+ * p_dot bf16): for runs
  * whose builder reports bf16_rounding.  lo and hi are required. */
 int problem_reference_bf16dot(const problem *p, int32_t l, double *out, double *lo, double *hi);
 /* The reference's description of layer l of a materialized problem (what

@@ -68,7 +68,7 @@ static int run_layer(const problem *p, const attn_plan *plan, int32_t l, int rou
     size_t n = problem_out_elems(p, l);
     size_t osz = attn_dtype_size(c->out_dtype), obytes, rbytes;
     lr->out_elems = n;
-    lr->tol = attn_tolerance(c->q_dtype, c->kv_dtype, c->out_dtype);
+    lr->tol = cmp_tolerance((ag_dtype)c->out_dtype);
     lr->scratch_ok = 1;
     if (n == 0 || osz == 0 || __builtin_mul_overflow(n, osz, &obytes) ||
         __builtin_mul_overflow(n, sizeof(double), &rbytes)) {
@@ -111,7 +111,7 @@ static int run_layer(const problem *p, const attn_plan *plan, int32_t l, int rou
         goto done;
     }
     lr->ran_ref = 1;
-    int ok = attn_compare(ref, lo, hi, out, c->out_dtype, n, lr->tol, &lr->cmp);
+    int ok = cmp_compare(ref, lo, hi, out, (ag_dtype)c->out_dtype, n, lr->tol, &lr->cmp);
     if (!ok && lr->scratch_ok) {
         size_t w = lr->cmp.worst, D = (size_t)c->head_dim, H = (size_t)c->layers[l].num_heads;
         char range[96] = "";
@@ -122,7 +122,7 @@ static int run_layer(const problem *p, const attn_plan *plan, int32_t l, int rou
                  "layers.%d: %zu of %zu elements outside atol=%g rtol=%g; worst at "
                  "token %zu head %zu dim %zu: got %.9g want %.9g%s", (int)l, lr->cmp.bad, n,
                  lr->tol.atol, lr->tol.rtol, w / (H * D), (w / D) % H, w % D,
-                 attn_elem_get(out, w, c->out_dtype), ref[w], range);
+                 cmp_elem_get(out, w, (ag_dtype)c->out_dtype), ref[w], range);
     }
     pass = ok && lr->scratch_ok;
 done:

@@ -7,7 +7,7 @@
  * A case whose `expect` is not ATTN_OK passes iff attn_builder_create or
  * attn_builder_build returns exactly that status (nothing is run).  Any
  * other case passes iff every layer runs with ATTN_OK and matches the
- * reference within attn_tolerance (and the optional scratch check agrees).
+ * reference within cmp_tolerance (and the optional scratch check agrees).
  */
 #ifndef ATTN_RUNCASE_H
 #define ATTN_RUNCASE_H
@@ -36,8 +36,8 @@ typedef struct runcase_opts {
 typedef struct runcase_layer {
     attn_status status;      /* attn_run's status (ATTN_OK when it ran) */
     int ran_ref;             /* the reference ran and cmp is meaningful */
-    attn_cmp cmp;
-    attn_tol tol;
+    cmp_result cmp;
+    cmp_tol tol;
     int scratch_ok;          /* 1 unless scratch_check reported a violation */
     int pass;
     void *out;               /* keep_outputs: the engine's output (out_dtype), else NULL */

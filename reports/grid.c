@@ -17,7 +17,7 @@
  * reference included, stays well under two minutes on two cores.
  *
  * Verdict per cell: the engine ran (ATTN_OK) and either every element is
- * within attn_tolerance, or its max abs AND max rel errors are each at most
+ * within cmp_tolerance, or its max abs AND max rel errors are each at most
  * 2x the baseline's.
  * NaN is never a pass.
  *
@@ -88,7 +88,7 @@ typedef struct cell_result {
     attn_status status;
     char message[ATTN_ERROR_MSG_LEN];
     err_stats engine, naive;
-    attn_tol tol;
+    cmp_tol tol;
     int within_tol, within_2x, pass;
     int bf16_rounding;          /* the builder rounds (attn_builder_info) */
     int32_t num_reqs, num_tokens;
@@ -192,10 +192,10 @@ static void cell_case(const cell *ce, uint64_t seed, attn_case *c) {
  * of the tolerance used (tol_use), measured where lo and hi are given from
  * the nearest point of [lo[i], hi[i]] (the bf16-rounding model's range). */
 static void measure(const double *ref, const double *lo, const double *hi, const void *got,
-                    attn_dtype dt, size_t n, attn_tol tol, err_stats *st) {
+                    attn_dtype dt, size_t n, cmp_tol tol, err_stats *st) {
     memset(st, 0, sizeof *st);
     for (size_t i = 0; i < n; i++) {
-        const double g = attn_elem_get(got, i, dt);
+        const double g = cmp_elem_get(got, i, (ag_dtype)dt);
         const double e = fabs(g - ref[i]);
         if (isnan(e)) {
             st->nan_count++;
@@ -244,7 +244,7 @@ static int run_cell(const cell *ce, uint64_t seed, cell_result *res) {
         return 0;
     }
     res->num_tokens = p.num_tokens;
-    res->tol = attn_tolerance(c.q_dtype, c.kv_dtype, c.out_dtype);
+    res->tol = cmp_tolerance((ag_dtype)c.out_dtype);
     const size_t n = problem_out_elems(&p, 0), osz = attn_dtype_size(c.out_dtype);
 
     attn_plan_opts po = {c.split, c.split_count, 0};
@@ -284,19 +284,18 @@ static int run_cell(const cell *ce, uint64_t seed, cell_result *res) {
         goto done;
     }
 
-    /* a builder that rounds to bf16 is judged against the ranges of that
-     * model (harness/compare.c) and beside a baseline that rounds alike */
-    if (res->bf16_rounding) {
-        lo = malloc(n * sizeof *lo);
-        hi = malloc(n * sizeof *hi);
-        if (!lo || !hi) {
-            res->status = ATTN_E_NO_MEMORY;
-            snprintf(res->message, sizeof res->message, "report_grid: out of memory");
-            goto done;
-        }
+    /* judged against the reference's intervals (harness/compare.c); a
+     * builder that rounds to bf16 against that model's, beside a baseline
+     * that rounds alike */
+    lo = malloc(n * sizeof *lo);
+    hi = malloc(n * sizeof *hi);
+    if (!lo || !hi) {
+        res->status = ATTN_E_NO_MEMORY;
+        snprintf(res->message, sizeof res->message, "report_grid: out of memory");
+        goto done;
     }
     if ((res->bf16_rounding ? problem_reference_bf16dot(&p, 0, ref, lo, hi)
-                            : problem_reference(&p, 0, ref, NULL, NULL)) != 0) {
+                            : problem_reference(&p, 0, ref, lo, hi)) != 0) {
         res->status = ATTN_E_INTERNAL;
         snprintf(res->message, sizeof res->message, "the reference refused the input");
         goto done;
@@ -549,7 +548,7 @@ int main(int argc, char **argv) {
         if (i) fputs(", ", f);
         json_str(f, isas[i]);
     }
-    fprintf(f, "],\n  \"criterion\": \"pass = status ok and (every element within attn_tolerance"
+    fprintf(f, "],\n  \"criterion\": \"pass = status ok and (every element within cmp_tolerance"
                " or engine max_abs and max_rel both <= 2 x the baseline's); NaN never passes\",\n");
     fprintf(f, "  \"elapsed_s\": %.2f,\n  \"num_cells\": %d,\n  \"passed\": %d,\n"
                "  \"failed\": %d,\n  \"cells\": [\n",

@@ -12,7 +12,7 @@
  * combinations are enumerated deterministically so that every value of
  * every axis meets every ISA, without the full cartesian product.
  *
- * Tolerance: attn_tolerance (harness/compare.c) for every ISA.  No table
+ * Tolerance: cmp_tolerance (harness/compare.c) for every ISA.  No table
  * rounds an intermediate coarser than fp32: the avx512bf16 table feeds
  * VDPBF16PS with Q split into two bf16 terms (|error| <= 2^-16 |q|, so
  * the logit error is ~2^-8 of a bf16 rounding's, ~2.5e-6 rms for these
@@ -164,13 +164,13 @@ static void check_problem_once(problem *p, const char *text) {
         void *ref_out = run_on(p, l, "ref", &rounded, msg, sizeof msg);
         cr_assert(ref_out, "%s\n%s", msg, text);
         cr_assert(!rounded, "the ref table reports bf16 rounding");
-        for (size_t i = 0; i < ne; i++) base[i] = attn_elem_get(ref_out, i, c->out_dtype);
-        const attn_tol tol = attn_tolerance(c->q_dtype, c->kv_dtype, c->out_dtype);
-        const attn_tol tol2 = {2 * tol.atol, 2 * tol.rtol};
+        for (size_t i = 0; i < ne; i++) base[i] = cmp_elem_get(ref_out, i, (ag_dtype)c->out_dtype);
+        const cmp_tol tol = cmp_tolerance((ag_dtype)c->out_dtype);
+        const cmp_tol tol2 = {2 * tol.atol, 2 * tol.rtol};
         for (int k = 0; k < n; k++) {
             void *out = run_on(p, l, isas[k], &rounded, msg, sizeof msg);
             cr_assert(out, "%s\n%s", msg, text);
-            attn_cmp r1, r2;
+            cmp_result r1, r2;
             int ok1, ok2;
             if (rounded) {
                 if (!rlo) {
@@ -181,19 +181,19 @@ static void check_problem_once(problem *p, const char *text) {
                                  "bf16-rounding reference refused\n%s", text);
                     free(tmp);
                 }
-                ok1 = attn_compare(exact, rlo, rhi, out, c->out_dtype, ne, tol, &r1);
+                ok1 = cmp_compare(exact, rlo, rhi, out, (ag_dtype)c->out_dtype, ne, tol, &r1);
                 ok2 = ok1, r2 = r1; /* the ranges are the only judge */
             } else {
                 /* where rounding leaves an element a range, any value in it is right */
-                ok1 = attn_compare(exact, lo, hi, out, c->out_dtype, ne, tol, &r1);
-                ok2 = attn_compare(base, lo, hi, out, c->out_dtype, ne, tol2, &r2);
+                ok1 = cmp_compare(exact, lo, hi, out, (ag_dtype)c->out_dtype, ne, tol, &r1);
+                ok2 = cmp_compare(base, lo, hi, out, (ag_dtype)c->out_dtype, ne, tol2, &r2);
             }
             const size_t w = ok1 ? r2.worst : r1.worst;
             cr_assert(ok1 && ok2,
                       "isa %s%s layer %d: vs exact %zu bad (max_abs %.3g), vs ref table %zu bad "
                       "(max_abs %.3g); element %zu got %.9g exact %.9g ref-table %.9g\n%s",
                       isas[k], rounded ? " (bf16 rounding)" : "", (int)l, r1.bad, r1.max_abs,
-                      r2.bad, r2.max_abs, w, attn_elem_get(out, w, c->out_dtype), exact[w],
+                      r2.bad, r2.max_abs, w, cmp_elem_get(out, w, (ag_dtype)c->out_dtype), exact[w],
                       base[w], text);
             free(out);
         }

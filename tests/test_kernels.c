@@ -2,7 +2,7 @@
  * test_kernels.c — the engine's output against the double-precision
  * reference (harness/ref.c), through the public API only (builder, build,
  * run), with inputs materialized by problem_init and judged by
- * attn_compare / attn_tolerance.
+ * cmp_compare / cmp_tolerance.
  *
  * Covers a hand-built grid (one Criterion test per row, the row's name in
  * every message): (Hq,Hkv) in (4,4),(8,2),(9,3),(48,8),(64,8),(72,8),(32,1);
@@ -236,27 +236,7 @@ static void engine_run(problem *p, const run_opts *o, void **outs, const char *t
 
 static double *reference(const problem *p, int32_t l, const char *tag) {
     ref_input in;
-    memset(&in, 0, sizeof in);
-    in.num_reqs = p->batch.num_reqs;
-    in.query_start_loc = p->qsl;
-    in.seq_lens = p->seq_lens;
-    in.block_table = p->block_table;
-    in.block_table_stride = p->bt_stride;
-    in.causal = p->c.causal;
-    in.num_heads = p->c.layers[l].num_heads;
-    in.num_kv_heads = p->c.num_kv_heads;
-    in.head_dim = p->c.head_dim;
-    in.block_size = p->c.block_size;
-    in.window = p->c.layers[l].window;
-    in.softcap = p->c.layers[l].softcap;
-    in.scale = p->c.layers[l].scale;
-    in.alibi_slopes = p->layers[l].alibi_slopes;
-    in.sinks = p->layers[l].sinks;
-    in.q = p->q[l];
-    in.q_dtype = p->c.q_dtype;
-    in.k_cache = p->k_cache;
-    in.v_cache = p->v_cache;
-    in.kv_dtype = p->c.kv_dtype;
+    problem_ref_input(p, l, &in);
     size_t n = problem_out_elems(p, l);
     double *out = malloc(n * sizeof *out);
     cr_assert_not_null(out);
@@ -274,70 +254,58 @@ static void where(const problem *p, int32_t l, size_t i, char *buf, size_t cap) 
              p->seq_lens[r] - (p->qsl[r + 1] - p->qsl[r]) + (int32_t)(tok - (size_t)p->qsl[r]), h, d);
 }
 
-/* The bf16-rounding model's ranges of layer l (caller frees both). */
+/* The reference's intervals of layer l under the fp32 model or, after a
+ * run that rounds to bf16 (g_rounded), the bf16-rounding model (caller
+ * frees both). */
 static void bf16_ranges(const problem *p, int32_t l, double **lo, double **hi) {
     const size_t n = problem_out_elems(p, l);
     double *val = malloc(n * sizeof *val);
     *lo = malloc(n * sizeof **lo);
     *hi = malloc(n * sizeof **hi);
     cr_assert(val && *lo && *hi);
-    cr_assert_eq(problem_reference_bf16dot(p, l, val, *lo, *hi), 0);
+    cr_assert_eq(g_rounded ? problem_reference_bf16dot(p, l, val, *lo, *hi)
+                           : problem_reference(p, l, val, *lo, *hi), 0);
     free(val);
 }
 
 /* got within tolerance of the reference; after a run that rounds to bf16
  * (g_rounded), of the bf16-rounding model's range. */
 static void check_vs_ref(const problem *p, int32_t l, const double *ref, const void *got, const char *tag) {
-    attn_tol tol = attn_tolerance(p->c.q_dtype, p->c.kv_dtype, p->c.out_dtype);
-    attn_cmp cmp;
+    cmp_tol tol = cmp_tolerance((ag_dtype)p->c.out_dtype);
+    cmp_result cmp;
     size_t n = problem_out_elems(p, l);
     double *lo = NULL, *hi = NULL;
-    if (g_rounded) bf16_ranges(p, l, &lo, &hi);
-    int ok = attn_compare(ref, lo, hi, got, p->c.out_dtype, n, tol, &cmp);
+    bf16_ranges(p, l, &lo, &hi);
+    int ok = cmp_compare(ref, lo, hi, got, (ag_dtype)p->c.out_dtype, n, tol, &cmp);
     if (!ok) {
         char w[160];
         where(p, l, cmp.worst, w, sizeof w);
         cr_assert_fail("%s: layer %d: %zu/%zu elements outside tolerance (atol %g rtol %g)%s; "
                        "max_abs %g; worst at %s: got %.9g want %.9g", tag, l, cmp.bad, n, tol.atol,
                        tol.rtol, g_rounded ? " of the bf16-rounding range" : "", cmp.max_abs, w,
-                       attn_elem_get(got, cmp.worst, p->c.out_dtype), ref[cmp.worst]);
+                       cmp_elem_get(got, cmp.worst, (ag_dtype)p->c.out_dtype), ref[cmp.worst]);
     }
     free(lo);
     free(hi);
 }
 
-/* Two engine outputs agree within twice the tolerance (each is within
- * one); after runs that round to bf16, each lies within tolerance of the
- * bf16-rounding model's range instead. */
+/* Two engine outputs agree: each lies within tolerance of the
+ * reference's interval (the fp32 model's, or after runs that round to
+ * bf16 that model's). */
 static void check_agree(const problem *p, int32_t l, const void *a, const void *b, const char *tag) {
     size_t n = problem_out_elems(p, l);
-    double *ad = malloc(n * sizeof *ad);
-    cr_assert_not_null(ad);
-    for (size_t i = 0; i < n; i++) ad[i] = attn_elem_get(a, i, p->c.out_dtype);
-    attn_tol tol = attn_tolerance(p->c.q_dtype, p->c.kv_dtype, p->c.out_dtype);
-    attn_cmp cmp;
-    if (g_rounded) {
-        double *ref = malloc(n * sizeof *ref);
-        cr_assert_not_null(ref);
-        double *lo, *hi;
-        bf16_ranges(p, l, &lo, &hi);
-        cr_assert_eq(problem_reference(p, l, ref, NULL, NULL), 0);
-        const int ok = attn_compare(ref, lo, hi, a, p->c.out_dtype, n, tol, &cmp) &&
-                       attn_compare(ref, lo, hi, b, p->c.out_dtype, n, tol, &cmp);
-        cr_assert(ok, "%s: layer %d: %zu/%zu elements outside the bf16-rounding range", tag, l,
-                  cmp.bad, n);
-        free(ref), free(lo), free(hi), free(ad);
-        return;
-    }
-    tol.atol *= 2;
-    tol.rtol *= 2;
-    if (!attn_compare(ad, NULL, NULL, b, p->c.out_dtype, n, tol, &cmp)) {
-        char w[160];
-        where(p, l, cmp.worst, w, sizeof w);
-        cr_assert_fail("%s: layer %d: %zu/%zu elements differ; worst at %s: %.9g vs %.9g", tag, l, cmp.bad,
-                       n, w, ad[cmp.worst], attn_elem_get(b, cmp.worst, p->c.out_dtype));
-    }
-    free(ad);
+    cmp_tol tol = cmp_tolerance((ag_dtype)p->c.out_dtype);
+    cmp_result cmp;
+    double *ref = malloc(n * sizeof *ref);
+    cr_assert_not_null(ref);
+    double *lo, *hi;
+    bf16_ranges(p, l, &lo, &hi);
+    cr_assert_eq(problem_reference(p, l, ref, NULL, NULL), 0);
+    const int ok = cmp_compare(ref, lo, hi, a, (ag_dtype)p->c.out_dtype, n, tol, &cmp) &&
+                   cmp_compare(ref, lo, hi, b, (ag_dtype)p->c.out_dtype, n, tol, &cmp);
+    cr_assert(ok, "%s: layer %d: %zu/%zu elements outside the reference's interval", tag, l,
+              cmp.bad, n);
+    free(ref), free(lo), free(hi);
 }
 
 static void free_outs(problem *p, void **outs) {
