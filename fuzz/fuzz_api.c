@@ -25,6 +25,7 @@
 #include "../harness/oracles.h"
 #include "fuzz_common.h"
 #include "../harness/problem.h"
+#include "../engines/attnguard/fixture.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -112,6 +113,7 @@ static void balanced(const counting *a, const char *when) {
 
 typedef struct fixture {
     problem p;
+    afx_engine e;               /* the engine's view of p (its layout, attn_* descriptions) */
     counting count;
     attn_allocator alloc;
     attn_group_desc group;      /* p.group with our allocator */
@@ -144,7 +146,7 @@ static int fx_build(fixture *x) {
     }
     x->b = b;
     attn_plan *pl = SENTINEL;
-    st = chk("attn_builder_build", attn_builder_build(b, &x->p.batch, &x->opts, &pl, &err), &err);
+    st = chk("attn_builder_build", attn_builder_build(b, &x->e.batch, &x->opts, &pl, &err), &err);
     if (st != ATTN_OK) {
         if (pl != SENTINEL) violation("attn_builder_build returned %s but wrote *out",
                                       attn_status_name(st));
@@ -163,7 +165,7 @@ static int fx_run_buffers(fixture *x) {
     if (bytes > API_MAX_SCRATCH) return 0;
     x->scratch_bytes = bytes;
     x->scratch = aligned_alloc(64, (bytes / 64 + 2) * 64);
-    size_t n = problem_out_elems(&x->p, 0), osz = attn_dtype_size(x->p.c.out_dtype);
+    size_t n = problem_out_elems(&x->p, 0), osz = ag_dtype_size(x->p.c.out_dtype);
     x->out = calloc(n ? n : 1, osz ? osz : 1);
     return x->scratch && x->out;
 }
@@ -172,6 +174,7 @@ static void fx_free(fixture *x) {
     fx_release(x);
     free(x->scratch);
     free(x->out);
+    afx_free(&x->e);
     problem_free(&x->p);
 }
 
@@ -185,7 +188,7 @@ static void op_alloc_failure(fixture *x, unsigned n) {
     attn_status c0 = chk("attn_builder_create", attn_builder_create(&x->group, &b, &err), &err);
     attn_status b0 = ATTN_OK;
     if (c0 == ATTN_OK)
-        b0 = chk("attn_builder_build", attn_builder_build(b, &x->p.batch, &x->opts, &pl, &err),
+        b0 = chk("attn_builder_build", attn_builder_build(b, &x->e.batch, &x->opts, &pl, &err),
                  &err);
     if (c0 == ATTN_OK && b0 == ATTN_OK) attn_plan_destroy(pl);
     if (c0 == ATTN_OK) attn_builder_destroy(b);
@@ -206,7 +209,7 @@ static void op_alloc_failure(fixture *x, unsigned n) {
     }
     pl = SENTINEL;
     attn_status b1 = chk("attn_builder_build",
-                         attn_builder_build(b, &x->p.batch, &x->opts, &pl, &err), &err);
+                         attn_builder_build(b, &x->e.batch, &x->opts, &pl, &err), &err);
     if (b1 != b0 && b1 != ATTN_E_NO_MEMORY)
         violation("attn_builder_build with allocation %u failing returned %s, unfailed %s", n,
                   attn_status_name(b1), attn_status_name(b0));
@@ -233,7 +236,7 @@ static void op_null(fixture *x, unsigned arg) {
     case 0: want("create(group=NULL)", attn_builder_create(NULL, &b, &err), ATTN_E_NULL_ARG, &err); return;
     case 1: want("create(out=NULL)", attn_builder_create(&x->group, NULL, &err), ATTN_E_NULL_ARG, &err); return;
     case 2: want("get_info(builder=NULL)", attn_builder_get_info(NULL, &bi, &err), ATTN_E_NULL_ARG, &err); return;
-    case 3: want("build(builder=NULL)", attn_builder_build(NULL, &x->p.batch, NULL, &pl, &err), ATTN_E_NULL_ARG, &err); return;
+    case 3: want("build(builder=NULL)", attn_builder_build(NULL, &x->e.batch, NULL, &pl, &err), ATTN_E_NULL_ARG, &err); return;
     case 4: want("scratch_size(plan=NULL)", attn_plan_scratch_size(NULL, &n, &err), ATTN_E_NULL_ARG, &err); return;
     case 5: want("regions(plan=NULL)", attn_plan_regions(NULL, &regs, &n, &err), ATTN_E_NULL_ARG, &err); return;
     case 6: want("extents(plan=NULL)", attn_plan_layer_extents(NULL, L, 8, &n, 1, &err), ATTN_E_NULL_ARG, &err); return;
@@ -270,7 +273,7 @@ static void op_null(fixture *x, unsigned arg) {
     default: break;
     }
     if (!fx_build(x)) return;
-    attn_batch bt = x->p.batch;
+    attn_batch bt = x->e.batch;
     switch (arg % 48) {
     case 17: want("get_info(out=NULL)", attn_builder_get_info(x->b, NULL, &err), ATTN_E_NULL_ARG, &err); return;
     case 18: want("build(batch=NULL)", attn_builder_build(x->b, NULL, NULL, &pl, &err), ATTN_E_NULL_ARG, &err); return;
@@ -306,7 +309,7 @@ static void op_null(fixture *x, unsigned arg) {
     default: break;
     }
     if (!fx_run_buffers(x)) return;
-    attn_tensors t = problem_tensors(&x->p, 0, x->out);
+    attn_tensors t = afx_tensors(&x->e, &x->p, 0, x->out);
     void *s = x->scratch;
     size_t sb = x->scratch_bytes;
     switch (arg % 48) {
@@ -327,7 +330,7 @@ static void op_null(fixture *x, unsigned arg) {
     void *key = calloc(1, row ? row : 1), *val = calloc(1, row ? row : 1);
     int64_t slot = 0;
     int32_t nb = x->p.num_blocks;
-    void *kc = x->p.k_cache, *vc = x->p.v_cache;
+    void *kc = x->e.k_cache, *vc = x->e.v_cache;
     if (key && val) switch (arg % 48) {
     case 41: want("reshape(key=NULL)", attn_reshape_and_cache(&kv, nb, NULL, val, 1, &slot, kc, vc, &err), ATTN_E_NULL_ARG, &err); break;
     case 42: want("reshape(value=NULL)", attn_reshape_and_cache(&kv, nb, key, NULL, 1, &slot, kc, vc, &err), ATTN_E_NULL_ARG, &err); break;
@@ -346,7 +349,7 @@ static void op_garbage(fixture *x, unsigned arg, unsigned n) {
     attn_builder *b = NULL;
     attn_group_desc g = x->group;
     attn_layer_desc layers[CASE_MAX_LAYERS];
-    memcpy(layers, x->p.layers, sizeof layers);
+    memcpy(layers, x->e.layers, sizeof layers);
     g.layers = g.num_layers > 0 ? layers : NULL;
     static const int32_t junk[8] = {0, -1, -7, INT32_MIN, INT32_MAX, 1 << 30, 65536, 4097};
     int32_t j = junk[n % 8];
@@ -389,7 +392,7 @@ static void op_garbage(fixture *x, unsigned arg, unsigned n) {
     attn_plan_destroy(x->plan);
     x->plan = NULL;
     attn_status st;
-    attn_batch bt = x->p.batch;
+    attn_batch bt = x->e.batch;
     int32_t R = bt.num_reqs;
     int32_t *qsl = malloc(((size_t)R + 1) * sizeof *qsl), *seq = malloc((size_t)R * sizeof *seq);
     size_t cells = (size_t)R * (size_t)bt.block_table_stride;
@@ -440,7 +443,7 @@ done:
 static void op_scratch(fixture *x, unsigned arg) {
     if (!fx_build(x) || !fx_run_buffers(x)) return;
     attn_error err;
-    attn_tensors t = problem_tensors(&x->p, 0, x->out);
+    attn_tensors t = afx_tensors(&x->e, &x->p, 0, x->out);
     const attn_layer_desc *L = &x->layer;
     if (x->group.num_layers < 1) return;
     if (arg & 1) {
@@ -476,7 +479,7 @@ static void op_layer_mismatch(fixture *x, unsigned arg) {
     if (elems > ((size_t)16 << 20)) return;
     void *q = calloc(elems ? elems : 1, qs), *out = calloc(elems ? elems : 1, os);
     if (q && out) {
-        attn_tensors t = problem_tensors(&x->p, 0, out);
+        attn_tensors t = afx_tensors(&x->e, &x->p, 0, out);
         t.q = q;
         if (arg & 8) t.num_heads = L.num_heads;
         char call[96];
@@ -491,7 +494,7 @@ static void op_layer_mismatch(fixture *x, unsigned arg) {
 static void op_tensor_mismatch(fixture *x, unsigned arg) {
     if (x->group.num_layers < 1 || !fx_build(x) || !fx_run_buffers(x)) return;
     attn_error err;
-    attn_tensors t = problem_tensors(&x->p, 0, x->out);
+    attn_tensors t = afx_tensors(&x->e, &x->p, 0, x->out);
     const char *what;
     switch (arg % 8) {
     case 0: t.num_tokens += 1; what = "num_tokens + 1"; break;
@@ -534,8 +537,8 @@ static void op_reshape(fixture *x, unsigned arg, unsigned n) {
     if (key && val) {
         char call[64];
         snprintf(call, sizeof call, "reshape_and_cache(%s)", what);
-        attn_status st = attn_reshape_and_cache(&kv, nb, key, val, T_call, slots, x->p.k_cache,
-                                                x->p.v_cache, &err);
+        attn_status st = attn_reshape_and_cache(&kv, nb, key, val, T_call, slots, x->e.k_cache,
+                                                x->e.v_cache, &err);
         if (expect_bad) refused(call, st, &err);
         else want(call, st, ATTN_OK, &err);
     }
@@ -550,7 +553,7 @@ static void op_err_null(fixture *x) {
     if (chk("create(err=NULL)", attn_builder_create(&x->group, &b, NULL), NULL) != ATTN_OK) return;
     attn_builder_info bi;
     chk("get_info(err=NULL)", attn_builder_get_info(b, &bi, NULL), NULL);
-    if (chk("build(err=NULL)", attn_builder_build(b, &x->p.batch, &x->opts, &pl, NULL), NULL) ==
+    if (chk("build(err=NULL)", attn_builder_build(b, &x->e.batch, &x->opts, &pl, NULL), NULL) ==
         ATTN_OK) {
         size_t n = 0;
         const attn_region *regs;
@@ -576,7 +579,7 @@ FUZZ_DEFINE_LSAN_SUPPRESSIONS
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     unsigned op = size > 0 ? data[0] : 0, arg = size > 1 ? data[1] : 0;
     unsigned n = (size > 2 ? data[2] : 0) | (size > 3 ? (unsigned)data[3] << 8 : 0u);
-    attn_case c;
+    case_spec c;
     case_decode(size > 4 ? data + 4 : NULL, size > 4 ? size - 4 : 0, &c);
     /* Keep runs cheap: this target is about statuses, not numbers. */
     int64_t tokens = 0, keys = 0;
@@ -590,16 +593,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memset(&x, 0, sizeof x);
     char msg[256];
     if (problem_init(&x.p, &c, API_MAX_BYTES, msg, sizeof msg) != 0) return 0;
+    if (afx_init(&x.e, &x.p) != 0) {
+        problem_free(&x.p);
+        return 0;
+    }
     x.alloc.alloc = c_alloc;
     x.alloc.free = c_free;
     x.alloc.ctx = &x.count;
-    x.group = x.p.group;
+    x.group = x.e.group;
     x.group.allocator = &x.alloc;
     x.opts.split = c.split;
     x.opts.split_count = c.split_count;
     x.opts.redzone = 0;
     if (c.num_layers > 0) {
-        x.layer = x.p.layers[0];
+        x.layer = x.e.layers[0];
     } else {
         /* A group with no layers plans with model_num_heads; a run still
          * needs a valid layer, else every run call is refused for the layer

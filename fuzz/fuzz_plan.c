@@ -25,7 +25,7 @@ FUZZ_DEFINE_INITIALIZE
 FUZZ_DEFINE_LSAN_SUPPRESSIONS
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    attn_case c;
+    case_spec c;
     case_decode(data, size, &c);
     c.expect = ATTN_OK;
     int64_t tokens = 0;

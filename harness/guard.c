@@ -22,7 +22,7 @@
  * ASan granularity (8 bytes).  The shadow of one granule can say "all
  * addressable", "the first k bytes addressable" or "poisoned"; it cannot
  * say "the first k bytes poisoned, the rest addressable".  Regions start
- * ATTN_ALIGN (64) aligned, so every gap ENDS on a granule boundary and its
+ * GUARD_ALIGN (64) aligned, so every gap ENDS on a granule boundary and its
  * tail is always poisonable.  A gap that STARTS mid-granule (a region whose
  * size is not a multiple of 8, e.g. the one-byte-per-piece flags) shares that
  * granule with its region: ASan marks it "first k bytes addressable", which
@@ -139,7 +139,7 @@ static int map_buffer(guard *g, const char *label, size_t size) {
 }
 
 /* Regions must be sorted, disjoint, inside [0, total). */
-static int regions_ok(const attn_region *r, size_t n, size_t total) {
+static int regions_ok(const ag_region *r, size_t n, size_t total) {
     size_t end = 0;
     for (size_t i = 0; i < n; i++) {
         if (r[i].offset < end || r[i].offset > total || r[i].size > total - r[i].offset)
@@ -149,14 +149,18 @@ static int regions_ok(const attn_region *r, size_t n, size_t total) {
     return 1;
 }
 
-int guard_init_regions(guard *g, const char *label, const attn_region *regions, size_t n,
-                       size_t total) {
+int guard_init_regions(guard *g, const char *label, const ag_region *regions, size_t n,
+                       size_t total, size_t align) {
     if (!g) return -1;
-    if ((n && !regions) || !regions_ok(regions, n, total)) {
-        memset(g, 0, sizeof *g);
+    memset(g, 0, sizeof *g);
+    if (align < 8) align = 8;
+    size_t size;
+    if ((align & (align - 1)) || align > page_size() || (n && !regions) ||
+        !regions_ok(regions, n, total) || round_up(total, align, &size))
         return -1;
-    }
-    if (map_buffer(g, label, total) != 0) return -1;
+    /* buf aligned as the engine asked; a tail of < align bytes after
+     * `total` (a canary gap) when total is not a multiple of it */
+    if (map_buffer(g, label, size) != 0) return -1;
     if (n) {
         g->regions = malloc(n * sizeof *g->regions);
         if (!g->regions) {
@@ -164,6 +168,16 @@ int guard_init_regions(guard *g, const char *label, const attn_region *regions, 
             return -1;
         }
         memcpy(g->regions, regions, n * sizeof *g->regions);
+    } else {
+        /* no table: the whole scratch is one region */
+        g->regions = calloc(1, sizeof *g->regions);
+        if (!g->regions) {
+            guard_free(g);
+            return -1;
+        }
+        snprintf(g->regions[0].name, sizeof g->regions[0].name, "%s", g->label);
+        g->regions[0].size = total;
+        n = 1;
     }
     g->num_regions = n;
     return 0;
@@ -172,10 +186,10 @@ int guard_init_regions(guard *g, const char *label, const attn_region *regions, 
 int guard_init_buffer(guard *g, const char *label, size_t bytes) {
     if (!g) return -1;
     /* 64-byte aligned AND flush with the rear page: the mapping covers
-     * bytes rounded up to ATTN_ALIGN, and the (< 64 byte) tail beyond
+     * bytes rounded up to GUARD_ALIGN, and the (< 64 byte) tail beyond
      * `bytes` is a canary/poisoned gap like any other. */
     size_t size;
-    if (round_up(bytes, ATTN_ALIGN, &size)) {
+    if (round_up(bytes, GUARD_ALIGN, &size)) {
         memset(g, 0, sizeof *g);
         return -1;
     }
@@ -188,6 +202,30 @@ int guard_init_buffer(guard *g, const char *label, size_t bytes) {
     memset(g->regions, 0, sizeof *g->regions);
     snprintf(g->regions[0].name, sizeof g->regions[0].name, "%s", g->label);
     g->regions[0].offset = 0;
+    g->regions[0].size = bytes;
+    g->num_regions = 1;
+    return 0;
+}
+
+int guard_init_placed(guard *g, const char *label, size_t bytes, int head) {
+    if (!g) return -1;
+    if (map_buffer(g, label, bytes ? bytes : 1) != 0) return -1;
+    if (head) {
+        /* the first byte right after the front PROT_NONE page; what follows
+         * the buffer up to the rear page is a canary gap */
+        g->buf = body_start(g);
+        g->size = body_len(g);
+    } else if (!bytes) {
+        g->buf += 1;   /* an empty buffer: its end is the rear page */
+        g->size = 0;
+    }
+    g->regions = malloc(sizeof *g->regions);
+    if (!g->regions) {
+        guard_free(g);
+        return -1;
+    }
+    memset(g->regions, 0, sizeof *g->regions);
+    snprintf(g->regions[0].name, sizeof g->regions[0].name, "%s", g->label);
     g->regions[0].size = bytes;
     g->num_regions = 1;
     return 0;
@@ -209,7 +247,7 @@ static void gap_at(const guard *g, size_t i, unsigned char **p, size_t *len) {
         *len = g->size;
         return;
     }
-    const attn_region *r = &g->regions[i - 1];
+    const ag_region *r = &g->regions[i - 1];
     size_t start = r->offset + r->size;
     size_t end = i < g->num_regions ? g->regions[i].offset : g->size;
     *p = g->buf + start;
@@ -284,7 +322,7 @@ int guard_check(guard *g, guard_violation *v) {
             } else {
                 v->offset = (size_t)(p + k - g->buf);
                 if (g->num_regions) {
-                    const attn_region *r = &g->regions[i - 1];
+                    const ag_region *r = &g->regions[i - 1];
                     snprintf(v->region, sizeof v->region, "%s", r->name);
                     v->region_size = r->size;
                     v->past_end = v->offset - (r->offset + r->size);
@@ -362,9 +400,9 @@ static int describe_in(const guard *g, uintptr_t a, char *buf, size_t cap) {
         return 1;
     }
     size_t off = (size_t)(a - b);
-    const attn_region *prev = NULL;
+    const ag_region *prev = NULL;
     for (size_t i = 0; i < g->num_regions; i++) {
-        const attn_region *r = &g->regions[i];
+        const ag_region *r = &g->regions[i];
         if (off >= r->offset && off - r->offset < r->size) {
             snprintf(buf, cap, "%s: offset %zu, inside region %s (offset %zu, size %zu)",
                      g->label, off, r->name, r->offset, r->size);

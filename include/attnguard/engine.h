@@ -84,8 +84,9 @@ typedef struct ag_msg {
 /* ---- capabilities ---- */
 enum {
     AG_CAP_GQA = 1u << 0,            /* Hq a multiple of Hkv, Hq > Hkv */
-    AG_CAP_WINDOW = 1u << 1,         /* causal sliding window (left only) */
-    AG_CAP_WINDOW_LR = 1u << 2,      /* (left, right) windows, also on non-causal requests */
+    AG_CAP_WINDOW = 1u << 1,         /* windows with left == right (one W: W-1 keys each way;
+                                        a causal row sees only k <= p anyway) */
+    AG_CAP_WINDOW_LR = 1u << 2,      /* any (left, right) window */
     AG_CAP_SOFTCAP = 1u << 3,        /* logit soft cap */
     AG_CAP_ALIBI = 1u << 4,          /* ALiBi with any per-head slopes */
     AG_CAP_ALIBI_STANDARD = 1u << 5, /* ALiBi with the standard slope set only */
@@ -100,7 +101,10 @@ enum {
     AG_CAP_REDZONE = 1u << 14,       /* the plan leaves ag_plan_opts.redzone between regions */
     AG_CAP_EXTENTS = 1u << 15,       /* extents(): a layer's needs without running it */
     AG_CAP_BITWISE = 1u << 16,       /* same input, same threads: bitwise the same output */
-    AG_CAP_KV_SCALES = 1u << 17      /* per-layer k_scale / v_scale on fp8 caches */
+    AG_CAP_KV_SCALES = 1u << 17,     /* per-layer k_scale / v_scale on fp8 caches */
+    AG_CAP_ATTN_CODES = 1u << 18     /* msg.code names refusals in attnguard's status
+                                        vocabulary (src/attn.h), so the harness judges
+                                        WHICH refusal, not only that one came */
 };
 
 typedef struct ag_caps {
@@ -123,7 +127,9 @@ typedef struct ag_precision {
     ag_dtype acc;              /* P.V accumulates in this type */
 } ag_precision;
 
-/* ---- one attention group ---- */
+/* ---- one attention group ----
+ * Everything a group points at (layers, names, slopes, sinks, options)
+ * stays valid and unchanged from create until destroy. */
 typedef struct ag_layer {
     const char *name;          /* for messages; NULL: "layers.<index>" */
     int32_t num_heads;         /* this layer's query heads */
