@@ -73,7 +73,7 @@ int guard_have_asan(void) {
 
 /* ------------------------------------------------------------- registry */
 
-#define GUARD_REGISTRY_MAX 64
+#define GUARD_REGISTRY_MAX 512
 static guard *g_live[GUARD_REGISTRY_MAX];
 
 static void registry_add(guard *g) {
@@ -381,6 +381,8 @@ size_t guard_format_violation(const guard_violation *v, char *buf, size_t cap) {
 
 /* ------------------------------------------------------ describing addresses */
 
+static const char *oracle_of(const guard *g) { return g->oracle ? g->oracle : "bounds"; }
+
 static int describe_in(const guard *g, uintptr_t a, char *buf, size_t cap) {
     const uintptr_t lo = (uintptr_t)g->map, b = (uintptr_t)g->buf, e = b + g->size;
     if (a < lo || a >= lo + g->map_len) return 0;
@@ -421,13 +423,17 @@ static int describe_in(const guard *g, uintptr_t a, char *buf, size_t cap) {
     return 1;
 }
 
+/* The live guard holding addr, or NULL. */
+static const guard *guard_of(uintptr_t a, char *buf, size_t cap) {
+    for (int i = 0; i < GUARD_REGISTRY_MAX; i++)
+        if (g_live[i] && g_live[i]->map && describe_in(g_live[i], a, buf, cap)) return g_live[i];
+    return NULL;
+}
+
 int guard_describe_addr(const void *addr, char *buf, size_t cap) {
     if (!buf || !cap) return 0;
     buf[0] = '\0';
-    for (int i = 0; i < GUARD_REGISTRY_MAX; i++)
-        if (g_live[i] && g_live[i]->map && describe_in(g_live[i], (uintptr_t)addr, buf, cap))
-            return 1;
-    return 0;
+    return guard_of((uintptr_t)addr, buf, cap) != NULL;
 }
 
 /* ------------------------------------------------------------ fault hooks */
@@ -439,8 +445,8 @@ int guard_describe_addr(const void *addr, char *buf, size_t cap) {
 void __asan_on_error(void) {
     void *a = __asan_get_report_address();
     char d[256];
-    if (a && guard_describe_addr(a, d, sizeof d))
-        fprintf(stderr, "attnguard: ORACLE scratch-bounds: %s\n", d);
+    const guard *g = a ? guard_of((uintptr_t)a, d, sizeof d) : NULL;
+    if (g) fprintf(stderr, "attnguard: ORACLE %s: %s\n", oracle_of(g), d);
 }
 #endif
 
@@ -455,9 +461,10 @@ static void on_segv(int sig, siginfo_t *si, void *uctx) {
     if (!g_in_fault) {
         g_in_fault = 1;
         char d[256];
-        if (si && guard_describe_addr(si->si_addr, d, sizeof d)) {
+        const guard *g = si ? guard_of((uintptr_t)si->si_addr, d, sizeof d) : NULL;
+        if (g) {
             char line[320];
-            int n = snprintf(line, sizeof line, "attnguard: ORACLE scratch-bounds: %s\n", d);
+            int n = snprintf(line, sizeof line, "attnguard: ORACLE %s: %s\n", oracle_of(g), d);
             if (n > 0) {
                 ssize_t w = write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
                 (void)w;

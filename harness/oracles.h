@@ -21,6 +21,8 @@ typedef enum oracle_id {
     ORACLE_DIFFERENTIAL,     /* "differential": output outside tolerance of the reference */
     ORACLE_INVARIANCE,       /* "invariance": split/threads/permutation/bitwise disagree */
     ORACLE_BAD_INPUT,        /* "bad-input": wrong/unlisted status, internal error, false refusal */
+    ORACLE_INPUT_BOUNDS,     /* "input-bounds": an access outside an input the engine reads
+                                (q, caches, batch arrays, slopes, sinks), or a write to one */
     ORACLE_ENGINE_CHECK,     /* "engine-check": the engine's own invariant check failed at run
                                 time (AG_INTERNAL from run), a bug it caught itself */
     ORACLE_COUNT
