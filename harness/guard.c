@@ -113,6 +113,45 @@ static int round_up(size_t a, size_t m, size_t *out) {
 static unsigned char *body_start(const guard *g) { return g->map + page_size(); }
 static size_t body_len(const guard *g) { return g->map_len - 2 * page_size(); }
 
+/* ------------------------------------------------------- mapping pool */
+
+/* Fresh mappings cost a system call each way and a page fault per page
+ * touched, for every buffer of every run of every fuzz input.  Unmapped
+ * guards park here instead and are handed out again for the same length,
+ * zeroed like a fresh mapping (so no byte of an earlier input survives);
+ * both guard pages stay PROT_NONE throughout. */
+#define POOL_SLOTS 96
+#define POOL_MAX_BYTES ((size_t)256 << 20)
+static struct {
+    unsigned char *map;
+    size_t len;
+} g_pool[POOL_SLOTS];
+static size_t g_pool_bytes;
+
+static unsigned char *pool_take(size_t len) {
+    for (int i = 0; i < POOL_SLOTS; i++)
+        if (g_pool[i].map && g_pool[i].len == len) {
+            unsigned char *m = g_pool[i].map;
+            g_pool[i].map = NULL;
+            g_pool_bytes -= len;
+            return m;
+        }
+    return NULL;
+}
+
+/* 1 parked (the caller must not unmap), 0 full. */
+static int pool_put(unsigned char *map, size_t len) {
+    if (len > POOL_MAX_BYTES / 4 || g_pool_bytes + len > POOL_MAX_BYTES) return 0;
+    for (int i = 0; i < POOL_SLOTS; i++)
+        if (!g_pool[i].map) {
+            g_pool[i].map = map;
+            g_pool[i].len = len;
+            g_pool_bytes += len;
+            return 1;
+        }
+    return 0;
+}
+
 /* Map [PROT_NONE][body][PROT_NONE] for `size` bytes ending flush with the
  * rear page, register the guard.  Regions are installed by the caller. */
 static int map_buffer(guard *g, const char *label, size_t size) {
@@ -122,12 +161,21 @@ static int map_buffer(guard *g, const char *label, size_t size) {
     if (__builtin_add_overflow((size_t)GUARD_FRONT, size, &body) || round_up(body, ps, &body) ||
         __builtin_add_overflow(body, 2 * ps, &len))
         return -1;
-    void *m = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED) return -1;
-    unsigned char *map = m;
-    if (mprotect(map + ps, body, PROT_READ | PROT_WRITE) != 0) {
-        munmap(m, len);
-        return -1;
+    unsigned char *map = pool_take(len);
+    if (map) {
+        if (mprotect(map + ps, body, PROT_READ | PROT_WRITE) != 0) {
+            munmap(map, len);
+            return -1;
+        }
+        memset(map + ps, 0, body);
+    } else {
+        void *m = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) return -1;
+        map = m;
+        if (mprotect(map + ps, body, PROT_READ | PROT_WRITE) != 0) {
+            munmap(m, len);
+            return -1;
+        }
     }
     g->map = map;
     g->map_len = len;
@@ -351,7 +399,7 @@ void guard_free(guard *g) {
         /* ASan keeps shadow across munmap: leave none of our poison behind
          * for whoever maps these addresses next. */
         UNPOISON(g->map, g->map_len);
-        munmap(g->map, g->map_len);
+        if (!pool_put(g->map, g->map_len)) munmap(g->map, g->map_len);
     }
     free(g->regions);
     memset(g, 0, sizeof *g);
