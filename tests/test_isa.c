@@ -16,7 +16,7 @@
  * rounds an intermediate coarser than fp32: the avx512bf16 table feeds
  * VDPBF16PS with Q split into two bf16 terms (|error| <= 2^-16 |q|, so
  * the logit error is ~2^-8 of a bf16 rounding's, ~2.5e-6 rms for these
- * inputs, well inside the 3e-5 fp32 atol; see kernels_avx512bf16.c), so
+ * inputs, well inside the 3e-5 fp32 atol; see kernels/avx512bf16.c), so
  * no ISA-specific tolerance is needed.  Against the "ref" table each
  * output is within tol of the exact value, so the two differ by at most
  * 2 * tol: that is the bound used for the ISA-vs-ref comparison.
@@ -30,8 +30,8 @@
 
 #include "../src/attn.h"
 #include "../src/internal.h"
-#include "../src/kernels.h"
-#include "../src/dtype.h"
+#include "../src/kernels/kernels_decl.h"
+#include "../src/kernels/dtype.h"
 #include "../harness/case.h"
 #include "../harness/compare.h"
 #include "../harness/problem.h"
@@ -41,16 +41,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#ifdef ATTN_HAVE_AVX2
-const attn_kernels *attn__kernels_avx2(void);
-#endif
-#ifdef ATTN_HAVE_AVX512
-const attn_kernels *attn__kernels_avx512(void);
-#endif
-#ifdef ATTN_HAVE_AVX512BF16
-const attn_kernels *attn__kernels_avx512bf16(void);
-#endif
 
 #define MAX_ISAS 8
 
@@ -631,7 +621,7 @@ Test(isa, tile_edges_match_ref) {
 }
 
 /* Single-token items (decode, and split pieces of a decode row): the
- * avx512 tables route them to their own tile (kernels_avx512_decode.c:
+ * avx512 tables route them to their own tile (kernels/avx512_decode.c:
  * 16- to 64-key chunks by profile, 4-row Q.K blocks, bf16 pairs widened
  * in an even/odd layout), under each of its memory profiles.  Held to the portable tile for every KV dtype, group sizes on
  * both sides of its 4-row / 6-row blocks and of its 16-row limit, head
@@ -738,7 +728,7 @@ static void tile_decode_check(void) {
 Test(isa, tile_decode_matches_ref, .timeout = 480) { under_each_tune_profile(tile_decode_check); }
 
 /* fp32 items of 32 .. 128 rows in whole vectors of 16: the avx512 tables
- * route them to the lanes tile (kernels_avx512_lanes.c: q transposed into
+ * route them to the lanes tile (kernels/avx512_lanes.c: q transposed into
  * 64-row panels, key-major score panels, vertical softmax).  Held to the
  * portable tile over row counts on both sides of its panel and vector
  * edges (36 and 132 rows take the general tile), head dims with 16-dim
