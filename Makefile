@@ -63,10 +63,10 @@ endif
 DEPFLAGS = -MMD -MP
 
 # ---- sources ----
-# The kernel tables (ISA_SRC, isa_flags_of, ISA_DEFINES and the per-object
-# -m flags) are defined once, in mk/isa.mk.
+# The kernel tables (ISA_SRC, ISA_OFF_SRC, isa_flags_of, ISA_DEFINES and the
+# per-object -m flags) are defined once, in mk/isa.mk.
 include mk/isa.mk
-LIB_SRC := $(filter-out $(ISA_SRC),$(wildcard src/*.c src/kernels/*.c)) $(ISA_SRC)
+LIB_SRC := $(filter-out $(ISA_SRC) $(ISA_OFF_SRC),$(wildcard src/*.c src/kernels/*.c)) $(ISA_SRC)
 # dispatch.c lists the tables compiled in (src/kernels/kernels_decl.h).
 CFLAGS_ALL += $(ISA_DEFINES)
 HAR_SRC := $(filter-out harness/main.c,$(wildcard harness/*.c))

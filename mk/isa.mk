@@ -2,7 +2,9 @@
 # names an ISA: the Makefile, mk/fuzz.mk and mk/coverage.mk read these and
 # nothing else of the tables.
 #
-#   ISA_SRC          every file of every SIMD table (kernels and table files)
+#   ISA_SRC          every file of every SIMD table built (kernels and table files)
+#   ISA_OFF_SRC      the files of the tables left out (ISA_TABLES below), which
+#                    the build must not compile
 #   isa_flags_of     $(call isa_flags_of,<path>): the -m flags of an ISA file
 #                    (empty for a table file, which is portable C, and for
 #                    every other file)
@@ -30,10 +32,17 @@ avx512_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
 avx512bf16_SRC := src/kernels/avx512bf16.c src/kernels/avx512bf16_lanes.c
 avx512bf16_FLAGS := $(avx512_FLAGS) -mavx512bf16
 
-ISA_SRC := $(foreach t,$(KERNEL_TABLES),$($t_SRC) src/kernels/table_$t.c)
+# The tables this build compiles: all of them, unless a build leaves some
+# out (make B=build/v-only-avx2 ISA_TABLES=avx2: how the tests' "not
+# compiled" paths are exercised; use a build folder of its own).
+ISA_TABLES ?= $(KERNEL_TABLES)
+
+isa_files = $($1_SRC) src/kernels/table_$1.c
+ISA_SRC := $(foreach t,$(ISA_TABLES),$(call isa_files,$t))
+ISA_OFF_SRC := $(foreach t,$(filter-out $(ISA_TABLES),$(KERNEL_TABLES)),$(call isa_files,$t))
 isa_flags_of = $(strip $(foreach t,$(KERNEL_TABLES),$(if $(filter $1,$($t_SRC)),$($t_FLAGS))))
-ISA_DEFINES := $(foreach t,$(shell echo '$(KERNEL_TABLES)' | tr a-z A-Z),-DATTN_HAVE_$t=1) \
-               -DATTN_HAVE_TABLES=$(words $(KERNEL_TABLES))
+ISA_DEFINES := $(foreach t,$(shell echo '$(ISA_TABLES)' | tr a-z A-Z),-DATTN_HAVE_$t=1) \
+               -DATTN_HAVE_TABLES=$(words $(ISA_TABLES))
 
 # The SIMD kernels keep AddressSanitizer (the out-of-bounds writes the harness
 # hunts) but not UBSan: on these intrinsic-heavy files clang 14's combined
@@ -47,7 +56,7 @@ ISA_NOUBSAN := $(if $(findstring undefined,$(SANITIZER)),-fno-sanitize=undefined
 # under src/kernels/ ATTN_KERNEL_SIDE, with which src/internal.h (the plan's
 # side) refuses to be included: kernels see only their arguments.
 $(foreach f,$(ISA_SRC),$(if $(call isa_flags_of,$f),$(eval $(B)/obj/$(f:.c=.o): ISA_FLAGS := $(call isa_flags_of,$f) $(ISA_NOUBSAN))))
-$(foreach f,$(wildcard src/kernels/*.c),$(eval $(B)/obj/$(f:.c=.o): ISA_FLAGS += -DATTN_KERNEL_SIDE=1))
+$(foreach f,$(filter-out $(ISA_OFF_SRC),$(wildcard src/kernels/*.c)),$(eval $(B)/obj/$(f:.c=.o): ISA_FLAGS += -DATTN_KERNEL_SIDE=1))
 
 # For scripts that build without this Makefile (.clusterfuzzlite/build.sh):
 # the defines on the first line, then "<file> <-m flags>" per ISA file.
