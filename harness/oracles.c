@@ -23,6 +23,7 @@
 #include "oracles.h"
 #include "guard.h"
 #include "ref.h"
+#include "../src/attn_plan_inspect.h"
 
 #include <math.h>
 #include <stdarg.h>
