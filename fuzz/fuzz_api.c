@@ -24,6 +24,7 @@
  * balanced (no leak).  A violation fires ORACLE_BAD_INPUT.
  */
 #include "../harness/case.h"
+#include "../src/attn_plan_inspect.h"
 #include "../harness/case_bytes.h"
 #include "../harness/oracles.h"
 #include "fuzz_common.h"

@@ -10,6 +10,7 @@
  */
 #include "../../include/attnguard/engine.h"
 #include "../../src/attn.h"
+#include "../../src/attn_plan_inspect.h"
 
 #include <stdarg.h>
 #include <stdio.h>
