@@ -320,7 +320,7 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
     oracle_id res = clean(f);
 
     ag_status st = e->create(x->E->ctx, &grp_desc, &grp, &msg);
-    if (st == AG_INTERNAL && strcmp(msg.code, "ATTN_E_NO_MEMORY") == 0) return clean(f);
+    if (oracle_resource_limit(st, &msg)) return clean(f);
     if (st == AG_UNSUPPORTED) return skip(f, msg.text);
     if (st != AG_OK)
         return found(f, ORACLE_BAD_INPUT, "%s: create refused a valid group: %s %s: %s", cf->what,
@@ -343,7 +343,7 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
     st = e->plan(grp, &in->batch, &cf->opts, &plan, &info, &msg);
     if (st != AG_OK) {
         if (st == AG_UNSUPPORTED) skip(f, msg.text);
-        else if (!(st == AG_INTERNAL && strcmp(msg.code, "ATTN_E_NO_MEMORY") == 0))
+        else if (!oracle_resource_limit(st, &msg))
             res = found(f, ORACLE_BAD_INPUT, "%s: plan refused a valid batch: %s %s: %s",
                         cf->what, ag_status_name(st), msg.code, msg.text);
         plan = NULL;
@@ -383,7 +383,8 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
             break;
         if (info.num_regions && (res = check_written(x, plan, &sg, l, cf->junk, cf->what, f)))
             break;
-        if (st == AG_INTERNAL && strcmp(msg.code, "ATTN_E_NO_MEMORY") != 0) {
+        if (oracle_resource_limit(st, &msg)) break;   /* nothing to judge */
+        if (st == AG_INTERNAL) {
             res = found(f, ORACLE_ENGINE_CHECK, "%s: the engine's own check failed running "
                         "layers.%d: %s: %s", cf->what, (int)l, msg.code, msg.text);
             break;
@@ -635,7 +636,7 @@ oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check
         st = e->plan(grp, &p.batch, &on, &plan, &info, &m);
         if (st != AG_OK) {
             plan = NULL;
-            if (!(st == AG_INTERNAL && strcmp(m.code, "ATTN_E_NO_MEMORY") == 0))
+            if (!oracle_resource_limit(st, &m))
                 res = found(f, ORACLE_BAD_INPUT,
                             "the batch planned with split %s but was refused with split on: "
                             "%s %s: %s", split_name(c->split), ag_status_name(st), m.code, m.text);

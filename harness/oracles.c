@@ -105,6 +105,12 @@ oracle_id oracle_check_expect(const case_spec *c, const case_defects *d, finding
                  "defects %s", c->name, attn_status_name(c->expect), list);
 }
 
+int oracle_resource_limit(ag_status st, const ag_msg *msg) {
+    if (!msg) return 0;
+    return (st == AG_INTERNAL && strcmp(msg->code, "ATTN_E_NO_MEMORY") == 0) ||
+           (st == AG_REFUSED && strcmp(msg->code, "ATTN_E_TOO_LARGE") == 0);
+}
+
 /* 1 if `code` names a status some defect of this stage deserves. */
 static int code_listed(const case_defects *d, unsigned stage_mask, const char *code) {
     for (int i = 0; i < d->n; i++)
@@ -120,8 +126,7 @@ oracle_id oracle_check_status(const case_defects *d, defect_stage stage, ag_stat
     const char *code = msg ? msg->code : "", *text = msg ? msg->text : "";
     const int refused = got == AG_REFUSED || got == AG_UNSUPPORTED;
     clean(f);
-    if (got == AG_INTERNAL && strcmp(code, "ATTN_E_NO_MEMORY") == 0)
-        return ORACLE_NONE;   /* the environment, not the engine */
+    if (oracle_resource_limit(got, msg)) return ORACLE_NONE;   /* the environment */
     if (got != AG_OK && handed_out)
         return found(f, d->mixed && stage == DEFECT_CREATE ? ORACLE_MIXED_HEADS : ORACLE_BAD_INPUT,
                      "%s returned %s but wrote its out-parameter (a handle was handed back)",

@@ -176,6 +176,11 @@ oracle_id oracle_check_differential(const problem *p, int32_t l, const void *got
 oracle_id oracle_check_agree(const problem *p, int32_t l, const void *base, const void *other,
                              const oracle_ref *ref, int bitwise, const char *what, finding *f);
 
+/* 1 when an engine's answer says only that the environment's limits were
+ * reached: out of memory (AG_INTERNAL, ATTN_E_NO_MEMORY) or a plan over the
+ * byte limit the caller set (ATTN_E_TOO_LARGE).  Never a finding. */
+int oracle_resource_limit(ag_status st, const ag_msg *msg);
+
 /* Print the finding's line and abort from the oracle's own frame. */
 #if defined(__GNUC__)
 __attribute__((noreturn))
