@@ -126,7 +126,7 @@ static int32_t clampi(int64_t v, int64_t lo, int64_t hi) {
 /* ------------------------------------------------------------- batches */
 
 /* Fill the requests of a cell's case; lengths follow the key budget. */
-static void make_batch(const cell *ce, attn_case *c, uint64_t *rng) {
+static void make_batch(const cell *ce, case_spec *c, uint64_t *rng) {
     const group_spec *gs = &groups[ce->group];
     /* ~2e7 multiply-adds per pass of the reference at 2*Hq*D per pair */
     int64_t budget = 20000000 / ((int64_t)gs->heads * ce->head_dim);
@@ -159,7 +159,7 @@ static void make_batch(const cell *ce, attn_case *c, uint64_t *rng) {
     c->num_reqs = n;
 }
 
-static void cell_case(const cell *ce, uint64_t seed, attn_case *c) {
+static void cell_case(const cell *ce, uint64_t seed, case_spec *c) {
     case_default(c);
     const group_spec *gs = &groups[ce->group];
     snprintf(c->name, sizeof c->name, "grid-%d", ce->id);
@@ -195,7 +195,7 @@ static void measure(const double *ref, const double *lo, const double *hi, const
                     attn_dtype dt, size_t n, cmp_tol tol, err_stats *st) {
     memset(st, 0, sizeof *st);
     for (size_t i = 0; i < n; i++) {
-        const double g = cmp_elem_get(got, i, (ag_dtype)dt);
+        const double g = cmp_elem_get(got, i, dt);
         const double e = fabs(g - ref[i]);
         if (isnan(e)) {
             st->nan_count++;
@@ -213,7 +213,7 @@ static void measure(const double *ref, const double *lo, const double *hi, const
 static int run_cell(const cell *ce, uint64_t seed, cell_result *res) {
     memset(res, 0, sizeof *res);
     double t_start = now_ms();
-    attn_case c;
+    case_spec c;
     cell_case(ce, seed, &c);
     res->num_reqs = c.num_reqs;
     size_t used = 0;
@@ -244,7 +244,7 @@ static int run_cell(const cell *ce, uint64_t seed, cell_result *res) {
         return 0;
     }
     res->num_tokens = p.num_tokens;
-    res->tol = cmp_tolerance((ag_dtype)c.out_dtype);
+    res->tol = cmp_tolerance(c.out_dtype);
     const size_t n = problem_out_elems(&p, 0), osz = attn_dtype_size(c.out_dtype);
 
     attn_plan_opts po = {c.split, c.split_count, 0};
@@ -284,18 +284,19 @@ static int run_cell(const cell *ce, uint64_t seed, cell_result *res) {
         goto done;
     }
 
-    /* judged against the reference's intervals (harness/compare.c); a
-     * builder that rounds to bf16 against that model's, beside a baseline
-     * that rounds alike */
-    lo = malloc(n * sizeof *lo);
-    hi = malloc(n * sizeof *hi);
-    if (!lo || !hi) {
-        res->status = ATTN_E_NO_MEMORY;
-        snprintf(res->message, sizeof res->message, "report_grid: out of memory");
-        goto done;
+    /* a builder that rounds to bf16 is judged against the ranges of that
+     * model (harness/compare.c) and beside a baseline that rounds alike */
+    if (res->bf16_rounding) {
+        lo = malloc(n * sizeof *lo);
+        hi = malloc(n * sizeof *hi);
+        if (!lo || !hi) {
+            res->status = ATTN_E_NO_MEMORY;
+            snprintf(res->message, sizeof res->message, "report_grid: out of memory");
+            goto done;
+        }
     }
     if ((res->bf16_rounding ? problem_reference_bf16dot(&p, 0, ref, lo, hi)
-                            : problem_reference(&p, 0, ref, lo, hi)) != 0) {
+                            : problem_reference(&p, 0, ref, NULL, NULL)) != 0) {
         res->status = ATTN_E_INTERNAL;
         snprintf(res->message, sizeof res->message, "the reference refused the input");
         goto done;

@@ -16,7 +16,7 @@
  * rounds an intermediate coarser than fp32: the avx512bf16 table feeds
  * VDPBF16PS with Q split into two bf16 terms (|error| <= 2^-16 |q|, so
  * the logit error is ~2^-8 of a bf16 rounding's, ~2.5e-6 rms for these
- * inputs, well inside the 3e-5 fp32 atol; see kernels_avx512bf16.c), so
+ * inputs, well inside the 3e-5 fp32 atol; see kernels/avx512bf16.c), so
  * no ISA-specific tolerance is needed.  Against the "ref" table each
  * output is within tol of the exact value, so the two differ by at most
  * 2 * tol: that is the bound used for the ISA-vs-ref comparison.
@@ -25,34 +25,74 @@
  * (acc, m, l) bit for bit as they were (neutral rows), and key ranges that
  * start and end off the 16/32/64 tile edges match the portable tile.
  * No timing assertions.
+ *
+ * Honest about the CPU: the tables a test runs are the ones this CPU can
+ * execute (each table's own CPU check, as dispatch uses it), never the ones
+ * the build compiled.  The direct tile tests run once per compiled SIMD
+ * table and skip (cr_skip_test, with the reason) where the CPU cannot run
+ * it; the grid tests hold every table to the double-precision reference,
+ * the SIMD ones also to the "ref" table (never "ref" to itself), and end
+ * in a skip when no SIMD table ran, or a warning naming the tables left out.
  */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 
 #include "../src/attn.h"
 #include "../src/internal.h"
-#include "../src/kernels.h"
-#include "../src/dtype.h"
+#include "../src/kernels/kernels_decl.h"
+#include "../src/kernels/dtype.h"
 #include "../harness/case.h"
 #include "../harness/compare.h"
 #include "../harness/problem.h"
+#include "../engines/attnguard/fixture.h"
 #include "../harness/ref.h"
+#include "tutil.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef ATTN_HAVE_AVX2
-const attn_kernels *attn__kernels_avx2(void);
-#endif
-#ifdef ATTN_HAVE_AVX512
-const attn_kernels *attn__kernels_avx512(void);
-#endif
-#ifdef ATTN_HAVE_AVX512BF16
-const attn_kernels *attn__kernels_avx512bf16(void);
-#endif
-
 #define MAX_ISAS 8
+
+/* The SIMD tables this build compiled (kernels_decl.h), with the CPU check
+ * dispatch uses for each; the last entry is a terminator. */
+typedef struct simd_table {
+    const char *name;
+    const attn_kernels *(*get)(void);
+    int (*cpu)(void);
+} simd_table;
+#define SIMD_ENTRY(t) {#t, attn__kernels_##t, attn__cpu_##t},
+static const simd_table k_simd[] = {ATTN__SIMD_TABLES(SIMD_ENTRY){NULL, NULL, NULL}};
+#define N_SIMD ((int)(sizeof k_simd / sizeof k_simd[0]) - 1)
+
+/* Comma-separated names of the compiled SIMD tables this CPU can
+ * (usable = 1) or cannot (usable = 0) run; returns how many. */
+static int simd_names(int usable, char *buf, size_t cap) {
+    int n = 0;
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < N_SIMD; i++) {
+        if (!k_simd[i].cpu() != !usable) continue;
+        used += (size_t)snprintf(buf + used, used < cap ? cap - used : 0, "%s%s", n ? ", " : "",
+                                 k_simd[i].name);
+        if (used >= cap) used = cap - 1;
+        n++;
+    }
+    return n;
+}
+
+/* The end of a grid test: the SIMD tables it could not run, said aloud;
+ * a skip when it held no SIMD table at all (only "ref", to the reference). */
+static void simd_verdict(void) {
+    char ran[128], left[128];
+    const int nr = simd_names(1, ran, sizeof ran), nl = simd_names(0, left, sizeof left);
+    if (nr == 0)
+        TU_SKIP("no SIMD kernel table runs on this CPU (compiled: %s): only \"ref\" was "
+                     "held to the reference",
+                     nl ? left : "none");
+    if (nl) cr_log_warn("not run, this CPU cannot execute them: %s (ran: %s)", left, ran);
+}
 
 /* ------------------------------------------------------------ helpers */
 
@@ -70,7 +110,12 @@ static int32_t g_tune;
  * (out_dtype, caller frees) or NULL with a message in msg. */
 static void *run_on(problem *p, int32_t l, const char *isa, int *rounded, char *msg,
                     size_t cap) {
-    attn_group_desc g = p->group;
+    afx_engine fx;
+    if (afx_init(&fx, p) != 0) {
+        snprintf(msg, cap, "fixture: out of memory");
+        return NULL;
+    }
+    attn_group_desc g = fx.group;
     g.isa = isa;
     g.tune = g_tune ? (g_tune == ATTN__TUNE_AMD ? "amd" : "intel") : NULL;
     attn_builder *b = NULL;
@@ -90,7 +135,7 @@ static void *run_on(problem *p, int32_t l, const char *isa, int *rounded, char *
     memset(&o, 0, sizeof o);
     o.split = p->c.split;
     o.split_count = p->c.split_count;
-    st = attn_builder_build(b, &p->batch, &o, &plan, &err);
+    st = attn_builder_build(b, &fx.batch, &o, &plan, &err);
     if (st) {
         snprintf(msg, cap, "build(%s): %s", isa, err.message);
         goto done;
@@ -100,7 +145,7 @@ static void *run_on(problem *p, int32_t l, const char *isa, int *rounded, char *
     scratch = aligned_bytes(bytes);
     /* NaN-patterned scratch: a kernel may not rely on zeroed work areas */
     if (scratch) memset(scratch, 0xff, (bytes + 63) & ~(size_t)63);
-    const size_t ob = problem_out_elems(p, l) * attn_dtype_size(p->c.out_dtype);
+    const size_t ob = problem_out_elems(p, l) * ag_dtype_size(p->c.out_dtype);
     out = malloc(ob);
     if (!scratch || !out) {
         snprintf(msg, cap, "out of memory");
@@ -109,8 +154,8 @@ static void *run_on(problem *p, int32_t l, const char *isa, int *rounded, char *
         goto done;
     }
     memset(out, 0xff, ob); /* NaN in every dtype: unwritten elements fail */
-    attn_tensors t = problem_tensors(p, l, out);
-    st = attn_run(plan, &p->layers[l], &t, scratch, bytes, &err);
+    attn_tensors t = afx_tensors(&fx, p, l, out);
+    st = attn_run(plan, &fx.layers[l], &t, scratch, bytes, &err);
     if (st) {
         snprintf(msg, cap, "run(%s): %s", isa, err.message);
         free(out);
@@ -120,6 +165,7 @@ done:
     free(scratch);
     attn_plan_destroy(plan);
     attn_builder_destroy(b);
+    afx_free(&fx);
     return out;
 }
 
@@ -142,11 +188,11 @@ static void under_each_tune_profile(void (*check)(void)) {
 /* Every layer of materialized problem p on every available table: vs the
  * exact reference (tol) and vs the "ref" table's output (2 tol); a table
  * that reports bf16_rounding against the ranges of the bf16-rounding
- * model instead (problem_reference_bf16dot), which are then the only
+ * model instead (afx_reference under the bf16 model), which are then the only
  * judge: the ref table's output lies inside them too.  text: the case,
  * for messages. */
 static void check_problem_once(problem *p, const char *text) {
-    const attn_case *c = &p->c;
+    const case_spec *c = &p->c;
     char msg[512];
     const char *isas[MAX_ISAS];
     const int n = attn_isa_available(isas, MAX_ISAS);
@@ -159,13 +205,13 @@ static void check_problem_once(problem *p, const char *text) {
         double *rlo = NULL, *rhi = NULL;
         double *base = malloc(ne * sizeof(double));
         cr_assert(exact && lo && hi && base);
-        cr_assert_eq(problem_reference(p, l, exact, lo, hi), 0, "reference refused\n%s", text);
+        cr_assert_eq(afx_reference(p, l, 0, exact, lo, hi), 0, "reference refused\n%s", text);
         int rounded = 0;
         void *ref_out = run_on(p, l, "ref", &rounded, msg, sizeof msg);
         cr_assert(ref_out, "%s\n%s", msg, text);
         cr_assert(!rounded, "the ref table reports bf16 rounding");
-        for (size_t i = 0; i < ne; i++) base[i] = cmp_elem_get(ref_out, i, (ag_dtype)c->out_dtype);
-        const cmp_tol tol = cmp_tolerance((ag_dtype)c->out_dtype);
+        for (size_t i = 0; i < ne; i++) base[i] = cmp_elem_get(ref_out, i, c->out_dtype);
+        const cmp_tol tol = cmp_tolerance(c->out_dtype);
         const cmp_tol tol2 = {2 * tol.atol, 2 * tol.rtol};
         for (int k = 0; k < n; k++) {
             void *out = run_on(p, l, isas[k], &rounded, msg, sizeof msg);
@@ -177,23 +223,28 @@ static void check_problem_once(problem *p, const char *text) {
                     rlo = malloc(ne * sizeof(double)), rhi = malloc(ne * sizeof(double));
                     double *tmp = malloc(ne * sizeof(double));
                     cr_assert(rlo && rhi && tmp);
-                    cr_assert_eq(problem_reference_bf16dot(p, l, tmp, rlo, rhi), 0,
+                    cr_assert_eq(afx_reference(p, l, 1, tmp, rlo, rhi), 0,
                                  "bf16-rounding reference refused\n%s", text);
                     free(tmp);
                 }
-                ok1 = cmp_compare(exact, rlo, rhi, out, (ag_dtype)c->out_dtype, ne, tol, &r1);
+                ok1 = cmp_compare(exact, rlo, rhi, out, c->out_dtype, ne, tol, &r1);
                 ok2 = ok1, r2 = r1; /* the ranges are the only judge */
             } else {
                 /* where rounding leaves an element a range, any value in it is right */
-                ok1 = cmp_compare(exact, lo, hi, out, (ag_dtype)c->out_dtype, ne, tol, &r1);
-                ok2 = cmp_compare(base, lo, hi, out, (ag_dtype)c->out_dtype, ne, tol2, &r2);
+                ok1 = cmp_compare(exact, lo, hi, out, c->out_dtype, ne, tol, &r1);
+                /* a SIMD table also against the portable one; "ref" is not
+                 * compared with itself */
+                if (strcmp(isas[k], "ref") != 0)
+                    ok2 = cmp_compare(base, lo, hi, out, c->out_dtype, ne, tol2, &r2);
+                else
+                    ok2 = 1, r2 = r1;
             }
             const size_t w = ok1 ? r2.worst : r1.worst;
             cr_assert(ok1 && ok2,
                       "isa %s%s layer %d: vs exact %zu bad (max_abs %.3g), vs ref table %zu bad "
                       "(max_abs %.3g); element %zu got %.9g exact %.9g ref-table %.9g\n%s",
                       isas[k], rounded ? " (bf16 rounding)" : "", (int)l, r1.bad, r1.max_abs,
-                      r2.bad, r2.max_abs, w, cmp_elem_get(out, w, (ag_dtype)c->out_dtype), exact[w],
+                      r2.bad, r2.max_abs, w, cmp_elem_get(out, w, c->out_dtype), exact[w],
                       base[w], text);
             free(out);
         }
@@ -217,7 +268,7 @@ static void check_problem(problem *p, const char *text) {
 }
 
 /* check_problem on the case's own generated inputs. */
-static void check_case(const attn_case *c) {
+static void check_case(const case_spec *c) {
     char text[2048], msg[512];
     case_format(text, sizeof text, c);
     problem p;
@@ -228,8 +279,8 @@ static void check_case(const attn_case *c) {
 }
 
 /* A one-layer case (the grid's building block). */
-static attn_case mk(int32_t hq, int32_t hkv, int32_t d, int32_t bs, attn_dtype dt) {
-    attn_case c;
+static case_spec mk(int32_t hq, int32_t hkv, int32_t d, int32_t bs, attn_dtype dt) {
+    case_spec c;
     case_default(&c);
     snprintf(c.name, sizeof c.name, "isa-grid");
     c.num_layers = 1;
@@ -239,7 +290,7 @@ static attn_case mk(int32_t hq, int32_t hkv, int32_t d, int32_t bs, attn_dtype d
     c.num_kv_heads = hkv;
     c.head_dim = d;
     c.block_size = bs;
-    c.q_dtype = c.kv_dtype = c.out_dtype = dt;
+    c.q_dtype = c.kv_dtype = c.out_dtype = (ag_dtype)dt;
     c.blocks = CASE_BLOCKS_SHUFFLED;
     return c;
 }
@@ -253,16 +304,16 @@ static const attn_dtype k_dt[] = {ATTN_DTYPE_F32, ATTN_DTYPE_BF16, ATTN_DTYPE_F1
 
 /* Row i of an enumerated grid: coprime-ish strides over the axes so that
  * consecutive rows change every axis and all values appear. */
-static attn_case grid_row(int i, int32_t q_len, int32_t kv_len, int causal) {
+static case_spec grid_row(int i, int32_t q_len, int32_t kv_len, int causal) {
     const int32_t g = k_g[i % N(k_g)];
     const int32_t hkv = (g >= 8) ? 1 + (i / 5) % 2 : 2;
-    attn_case c = mk(g * hkv, hkv, k_d[(i / 2) % N(k_d)], k_bs[(i / 3) % N(k_bs)],
+    case_spec c = mk(g * hkv, hkv, k_d[(i / 2) % N(k_d)], k_bs[(i / 3) % N(k_bs)],
                      k_dt[(i / 7) % N(k_dt)]);
     c.layers[0].window = k_win[(i / 4) % N(k_win)];
     c.layers[0].softcap = (i % 3 == 1) ? 5.0f : 0.0f;
     c.layers[0].alibi = (uint8_t)(i % 4 == 2);
     c.layers[0].sinks = (uint8_t)(i % 5 == 3);
-    c.causal = causal;
+    c.causal[0] = (uint8_t)causal;
     c.q_len[0] = q_len;
     c.kv_len[0] = kv_len;
     c.threads = 1 + i % 2;
@@ -270,8 +321,8 @@ static attn_case grid_row(int i, int32_t q_len, int32_t kv_len, int causal) {
     c.split_count = 3;
     c.seed = 0x15a0000u + (uint64_t)i;
     if (i % 6 == 5) { /* mixed dtypes: q bf16, kv of the row, out f16 */
-        c.q_dtype = ATTN_DTYPE_BF16;
-        c.out_dtype = ATTN_DTYPE_F16;
+        c.q_dtype = AG_BF16;
+        c.out_dtype = AG_F16;
     }
     return c;
 }
@@ -280,30 +331,32 @@ static attn_case grid_row(int i, int32_t q_len, int32_t kv_len, int causal) {
 
 static void decode_rows(int32_t kv_len, int rows) {
     for (int i = 0; i < rows; i++) {
-        attn_case c = grid_row(i, 1, kv_len, 1);
+        case_spec c = grid_row(i, 1, kv_len, 1);
         check_case(&c);
     }
 }
 
-Test(isa, decode_kv1, .timeout = 120) { decode_rows(1, 30); }
-Test(isa, decode_kv7, .timeout = 120) { decode_rows(7, 30); }
-Test(isa, decode_kv213, .timeout = 120) { decode_rows(213, 30); }
-Test(isa, decode_kv4097, .timeout = 240) { decode_rows(4097, 15); }
+Test(isa, decode_kv1, .timeout = 120) { decode_rows(1, 30); simd_verdict(); }
+Test(isa, decode_kv7, .timeout = 120) { decode_rows(7, 30); simd_verdict(); }
+Test(isa, decode_kv213, .timeout = 120) { decode_rows(213, 30); simd_verdict(); }
+Test(isa, decode_kv4097, .timeout = 240) { decode_rows(4097, 15); simd_verdict(); }
 
 Test(isa, prefill_5x5, .timeout = 120) {
     for (int i = 0; i < 30; i++) {
-        attn_case c = grid_row(i, 5, 5, i % 4 != 3);
+        case_spec c = grid_row(i, 5, 5, i % 4 != 3);
         check_case(&c);
     }
+    simd_verdict();
 }
 
 Test(isa, prefill_134x517, .timeout = 600) {
     /* the big shape: fewer rows, still every g, D and dtype */
     static const int pick[] = {0, 3, 7, 11, 14, 22};
     for (int k = 0; k < N(pick); k++) {
-        attn_case c = grid_row(pick[k], 134, 517, k != 4);
+        case_spec c = grid_row(pick[k], 134, 517, k != 4);
         check_case(&c);
     }
+    simd_verdict();
 }
 
 Test(isa, odd_head_dims, .timeout = 120) {
@@ -311,7 +364,7 @@ Test(isa, odd_head_dims, .timeout = 120) {
     static const int32_t ds[] = {33, 72, 1, 17};
     for (int i = 0; i < N(ds); i++)
         for (int t = 0; t < N(k_dt); t++) {
-            attn_case c = mk(6, 2, ds[i], 16, k_dt[t]);
+            case_spec c = mk(6, 2, ds[i], 16, k_dt[t]);
             c.num_reqs = 2;
             c.q_len[0] = 1;
             c.kv_len[0] = 150;
@@ -321,13 +374,14 @@ Test(isa, odd_head_dims, .timeout = 120) {
             c.seed = 77u + (uint64_t)(i * 3 + t);
             check_case(&c);
         }
+    simd_verdict();
 }
 
 Test(isa, laguna_mixed_batch, .timeout = 300) {
     /* two groups' worth of layers on one KV spec: 48 full heads, 64 heads
      * window 512 (separate cases: a group must share num_heads) */
     for (int w = 0; w < 2; w++) {
-        attn_case c = mk(w ? 64 : 48, 8, 128, 16, ATTN_DTYPE_BF16);
+        case_spec c = mk(w ? 64 : 48, 8, 128, 16, ATTN_DTYPE_BF16);
         c.layers[0].window = w ? 512 : -1;
         c.num_reqs = 4;
         c.q_len[0] = 1; c.kv_len[0] = 1300;
@@ -339,6 +393,7 @@ Test(isa, laguna_mixed_batch, .timeout = 300) {
         c.seed = 0x1a9u + (uint64_t)w;
         check_case(&c);
     }
+    simd_verdict();
 }
 
 /* A huge scale (the API accepts any finite one): q x scale near FLT_MAX
@@ -349,7 +404,7 @@ Test(isa, laguna_mixed_batch, .timeout = 300) {
  * with and without a soft cap. */
 Test(isa, huge_scale, .timeout = 120) {
     for (int v = 0; v < 4; v++) {
-        attn_case c = mk(32, 8, 64, 16, v % 2 ? ATTN_DTYPE_BF16 : ATTN_DTYPE_F32);
+        case_spec c = mk(32, 8, 64, 16, v % 2 ? ATTN_DTYPE_BF16 : ATTN_DTYPE_F32);
         c.layers[0].softcap = v < 2 ? 50.0f : 0.0f;
         c.layers[0].scale = v < 2 ? 1.5e38f : 3e30f;
         c.layers[0].sinks = 1;
@@ -358,6 +413,7 @@ Test(isa, huge_scale, .timeout = 120) {
         c.seed = 0x5ca1e0u + (uint64_t)v;
         check_case(&c);
     }
+    simd_verdict();
 }
 
 /* An exactly cancelling f16 dot product at scale 1.66e38 under a soft cap
@@ -366,11 +422,12 @@ Test(isa, huge_scale, .timeout = 120) {
  * tables land at one end of the row's range, the portable one at the
  * other; both must pass, and every other element stays a point. */
 Test(isa, huge_scale_cancelling_dot, .timeout = 120) {
-    attn_case c;
+    case_spec c;
     char err[256];
     cr_assert_eq(case_load("corpus/cases/huge-scale-cancel.case", &c, err, sizeof err), 0, "%s",
                  err);
     check_case(&c);
+    simd_verdict();
 }
 
 /* Huge query values (not a huge scale): q elements near 2^127 make the
@@ -387,7 +444,7 @@ Test(isa, huge_scale_cancelling_dot, .timeout = 120) {
  * KV against the fp64 reference. */
 Test(isa, huge_scale_nocap, .timeout = 120) {
     for (int v = 0; v < 6; v++) {
-        attn_case c = mk(16, 4, 64, 16, v % 2 ? ATTN_DTYPE_BF16 : ATTN_DTYPE_F32);
+        case_spec c = mk(16, 4, 64, 16, v % 2 ? ATTN_DTYPE_BF16 : ATTN_DTYPE_F32);
         c.layers[0].softcap = 0.0f;
         c.layers[0].scale = v < 4 ? 2.9e38f : 1e30f;
         c.layers[0].sinks = v % 3 == 0;
@@ -399,12 +456,13 @@ Test(isa, huge_scale_nocap, .timeout = 120) {
         c.seed = 0x5ca1e8u + (uint64_t)v;
         check_case(&c);
     }
+    simd_verdict();
 }
 
 Test(isa, huge_q, .timeout = 120) {
     for (int v = 0; v < 6; v++) {
-        attn_case c = mk(8, 2, 64, 16, ATTN_DTYPE_F32);
-        c.kv_dtype = v % 2 ? ATTN_DTYPE_BF16 : ATTN_DTYPE_F32;
+        case_spec c = mk(8, 2, 64, 16, ATTN_DTYPE_F32);
+        c.kv_dtype = v % 2 ? AG_BF16 : AG_F32;
         c.layers[0].softcap = v < 4 ? 50.0f : 0.0f; /* 4, 5: logits beyond FLT_MAX */
         c.layers[0].scale = 1.0f;
         c.q_len[0] = v < 2 ? 1 : 21;
@@ -421,12 +479,13 @@ Test(isa, huge_q, .timeout = 120) {
         check_problem(&p, text);
         problem_free(&p);
     }
+    simd_verdict();
 }
 
 Test(isa, noncausal_windows, .timeout = 120) {
     for (int i = 0; i < N(k_win); i++) {
-        attn_case c = mk(8, 2, 64, 48, k_dt[i % N(k_dt)]);
-        c.causal = 0;
+        case_spec c = mk(8, 2, 64, 48, k_dt[i % N(k_dt)]);
+        for (int32_t r = 0; r < CASE_MAX_REQS; r++) c.causal[r] = 0;
         c.layers[0].window = k_win[i];
         c.layers[0].softcap = 30.0f;
         c.layers[0].alibi = 1;
@@ -438,19 +497,48 @@ Test(isa, noncausal_windows, .timeout = 120) {
         c.seed = 5u + (uint64_t)i;
         check_case(&c);
     }
+    simd_verdict();
 }
 
 /* ------------------------------------------------- direct tile edges */
 
-/* Returns the tables compiled in and usable, "ref" first. */
+/* The direct tile tests run once per table (Criterion parameters: an
+ * index into k_simd; REF_IX the portable table; NONE_IX when the build
+ * compiled no SIMD table).  g_table is the parameter's table; tables()
+ * hands it to the checks, whose loops run over it. */
+#define REF_IX (-1)
+#define NONE_IX (-2)
+static const attn_kernels *g_table;
+
 static int tables(const attn_kernels **out) {
-    const char *isas[MAX_ISAS];
-    int n = attn_isa_available(isas, MAX_ISAS), k = 0;
-    for (int i = 0; i < n; i++) {
-        const attn_kernels *t = NULL;
-        if (attn__select_kernels(isas[i], &t, NULL) == ATTN_OK) out[k++] = t;
+    out[0] = g_table;
+    return 1;
+}
+
+static int table_ix[MAX_ISAS + 1];
+
+/* The compiled SIMD tables (NONE_IX if none), with_ref: "ref" first. */
+static struct criterion_test_params table_params(int with_ref) {
+    size_t n = 0;
+    if (with_ref) table_ix[n++] = REF_IX;
+    for (int i = 0; i < N_SIMD && i < MAX_ISAS; i++) table_ix[n++] = i;
+    if (n == 0) table_ix[n++] = NONE_IX;
+    return cr_make_param_array(int, table_ix, n);
+}
+
+/* Sets g_table to the parameter's table, or skips saying why not. */
+static void use_table(int ix) {
+    if (ix == NONE_IX) TU_SKIP("no SIMD kernel table is compiled into this build (mk/isa.mk)");
+    if (ix == REF_IX) {
+        g_table = attn__kernels_ref();
+        return;
     }
-    return k;
+    cr_assert(ix >= 0 && ix < N_SIMD, "table parameter %d", ix);
+    if (!k_simd[ix].cpu())
+        TU_SKIP("%s: this CPU cannot execute the table's instructions; not tested here",
+                     k_simd[ix].name);
+    g_table = k_simd[ix].get();
+    cr_assert_str_eq(g_table->name, k_simd[ix].name);
 }
 
 /* A cache of `keys` keys, D dims, one KV head, block size bs, values in
@@ -540,7 +628,7 @@ static attn_tile_args args_for(const mini *mc, tile_bufs *b, int32_t n_tok, int3
     return a;
 }
 
-Test(isa, tile_neutral_rows_untouched) {
+static void tile_neutral_check(void) {
     /* window 3 at positions 100..103: none of keys [0, 90) is visible.
      * Rows hold a prior state that must survive bit for bit. */
     const attn_kernels *tb[MAX_ISAS];
@@ -571,7 +659,7 @@ Test(isa, tile_neutral_rows_untouched) {
     mini_free(&mc);
 }
 
-Test(isa, tile_edges_match_ref) {
+static void tile_edges_check(void) {
     /* key ranges less than, equal to, more than and straddling the 16 /
      * 32 / 64 key tiles, split-style starts, mixed visibility in a chunk */
     static const int32_t ranges[][2] = {{0, 1}, {0, 15}, {0, 16}, {0, 17}, {0, 32}, {0, 63},
@@ -631,7 +719,7 @@ Test(isa, tile_edges_match_ref) {
 }
 
 /* Single-token items (decode, and split pieces of a decode row): the
- * avx512 tables route them to their own tile (kernels_avx512_decode.c:
+ * avx512 tables route them to their own tile (kernels/avx512_decode.c:
  * 16- to 64-key chunks by profile, 4-row Q.K blocks, bf16 pairs widened
  * in an even/odd layout), under each of its memory profiles.  Held to the portable tile for every KV dtype, group sizes on
  * both sides of its 4-row / 6-row blocks and of its 16-row limit, head
@@ -735,17 +823,16 @@ static void tile_decode_check(void) {
     cr_assert(combos > 0);
 }
 
-Test(isa, tile_decode_matches_ref, .timeout = 480) { under_each_tune_profile(tile_decode_check); }
 
 /* fp32 items of 32 .. 128 rows in whole vectors of 16: the avx512 tables
- * route them to the lanes tile (kernels_avx512_lanes.c: q transposed into
+ * route them to the lanes tile (kernels/avx512_lanes.c: q transposed into
  * 64-row panels, key-major score panels, vertical softmax).  Held to the
  * portable tile over row counts on both sides of its panel and vector
  * edges (36 and 132 rows take the general tile), head dims with 16-dim
  * tails, key ranges and causal diagonals that cut its 64-key chunks and
  * 6-key blocks, split-style starts, windows, soft cap, ALiBi, 2^qk_exp
  * logit scaling and a prior state in every row. */
-Test(isa, tile_lanes_matches_ref, .timeout = 240) {
+static void tile_lanes_check(void) {
     static const int32_t shapes[][2] = {{8, 4}, {12, 4}, {16, 4}, {20, 4}, {28, 4},
                                         {32, 4}, {9, 4},  {33, 4}, {48, 1}, {128, 1}};
     static const int32_t ds[] = {16, 40, 100, 128, 136};
@@ -929,12 +1016,45 @@ static void tile_heads_check(void) {
         }
         free(k32); free(v32); free(k16); free(v16); free(blocks);
     }
-#ifdef ATTN_HAVE_AVX512
-    cr_assert(combos > 0, "no table with tile_heads was exercised");
-#endif
+    cr_assert(combos > 0, "%s: no tile_heads run was exercised", g_table->name);
 }
 
-Test(isa, tile_heads_match_tile, .timeout = 480) { under_each_tune_profile(tile_heads_check); }
+/* ------------------------------------------- one test per table */
+
+ParameterizedTestParameters(isa, tile_neutral_rows_untouched) { return table_params(1); }
+ParameterizedTest(int *ix, isa, tile_neutral_rows_untouched) {
+    use_table(*ix);
+    tile_neutral_check();
+}
+
+ParameterizedTestParameters(isa, tile_edges_match_ref) { return table_params(0); }
+ParameterizedTest(int *ix, isa, tile_edges_match_ref) {
+    use_table(*ix);
+    tile_edges_check();
+}
+
+ParameterizedTestParameters(isa, tile_decode_matches_ref) { return table_params(0); }
+ParameterizedTest(int *ix, isa, tile_decode_matches_ref, .timeout = 480) {
+    use_table(*ix);
+    under_each_tune_profile(tile_decode_check);
+}
+
+ParameterizedTestParameters(isa, tile_lanes_matches_ref) { return table_params(0); }
+ParameterizedTest(int *ix, isa, tile_lanes_matches_ref, .timeout = 240) {
+    use_table(*ix);
+    tile_lanes_check();
+}
+
+ParameterizedTestParameters(isa, tile_heads_match_tile) { return table_params(0); }
+ParameterizedTest(int *ix, isa, tile_heads_match_tile, .timeout = 480) {
+    use_table(*ix);
+    int any = 0;
+    for (int d = 0; d < ATTN_DTYPE_COUNT; d++) any |= g_table->tile_heads[d] != NULL;
+    if (!any) TU_SKIP("%s has no tile_heads entry (decode runs stay one item at a time)",
+                           g_table->name);
+    under_each_tune_profile(tile_heads_check);
+}
+
 
 static attn_status create_tuned(const char *isa, const char *tune, attn_dtype kv,
                                 attn_builder_info *info, attn_error *err) {
@@ -1044,20 +1164,19 @@ Test(isa, explicit_names) {
 }
 
 Test(isa, tables_start_from_ref) {
+    /* structure only, nothing executed: every compiled table, whatever
+     * this CPU can run */
     const attn_kernels *ref = attn__kernels_ref();
-    const attn_kernels *tb[MAX_ISAS];
-    const int nt = tables(tb);
-    for (int k = 0; k < nt; k++) {
-        const attn_kernels *t = tb[k];
+    for (int k = 0; k < N_SIMD; k++) {
+        const attn_kernels *t = k_simd[k].get();
+        cr_assert_str_eq(t->name, k_simd[k].name);
         cr_assert(t->rows_target >= 1 && t->kv_tile >= 1, "%s", t->name);
         cr_assert(t->merge == ref->merge, "%s: merge is not the portable one", t->name);
         for (int d = 0; d < ATTN_DTYPE_COUNT; d++)
             cr_assert(t->tile[d] && t->load_q[d] && t->store[d], "%s: NULL entry", t->name);
     }
-#if defined(ATTN_HAVE_AVX512) && defined(ATTN_HAVE_AVX512BF16)
+#if defined(ATTN_HAVE_AVX512) && defined(ATTN_HAVE_AVX512BF16) /* both compiled */
     const attn_kernels *a = attn__kernels_avx512(), *b = attn__kernels_avx512bf16();
-    cr_assert_str_eq(a->name, "avx512");
-    cr_assert_str_eq(b->name, "avx512bf16");
     cr_assert(a->rows_target == b->rows_target && a->kv_tile == b->kv_tile);
     for (int d = 0; d < ATTN_DTYPE_COUNT; d++) {
         cr_assert(a->load_q[d] == b->load_q[d] && a->store[d] == b->store[d]);
@@ -1065,8 +1184,5 @@ Test(isa, tables_start_from_ref) {
             cr_assert(a->tile[d] == b->tile[d] && a->tile_heads[d] == b->tile_heads[d]);
     }
     cr_assert(a->tile[ATTN_DTYPE_BF16] != b->tile[ATTN_DTYPE_BF16]);
-#endif
-#ifdef ATTN_HAVE_AVX2
-    cr_assert_str_eq(attn__kernels_avx2()->name, "avx2");
 #endif
 }

@@ -154,9 +154,18 @@ Test(ref_range, near_records_match_their_definition) {
     }
 }
 
+/* The reference and its fp32-model intervals of layer l of p. */
+static int f32_ranges(const problem *p, int32_t l, double *val, double *lo, double *hi) {
+    ref_input in;
+    problem_ref_input(p, l, &in);
+    const ag_precision f32 = {AG_F32, AG_F32, AG_F32};
+    return ref_attention_range(&in, cmp_error_model(f32, in.q_dtype, in.kv_dtype, in.head_dim),
+                               val, lo, hi);
+}
+
 /* The layer's reference with intervals (fp32 model); returns the number of
  * elements whose interval is wider than `wide`. */
-static size_t ranges_of(const attn_case *c, double wide, double **val, double **lo, double **hi,
+static size_t ranges_of(const case_spec *c, double wide, double **val, double **lo, double **hi,
                         problem *p) {
     char msg[256];
     cr_assert_eq(problem_init(p, c, (size_t)1 << 30, msg, sizeof msg), 0, "%s", msg);
@@ -166,7 +175,7 @@ static size_t ranges_of(const attn_case *c, double wide, double **val, double **
     *lo = malloc(n * sizeof(double));
     *hi = malloc(n * sizeof(double));
     cr_assert(*val && *lo && *hi);
-    cr_assert_eq(problem_reference(p, 0, *val, *lo, *hi), 0, "%s: reference refused", c->name);
+    cr_assert_eq(f32_ranges(p, 0, *val, *lo, *hi), 0, "%s: reference refused", c->name);
     size_t count = 0;
     for (size_t i = 0; i < n; i++) {
         cr_assert((*lo)[i] <= (*val)[i] && (*val)[i] <= (*hi)[i],
@@ -200,7 +209,7 @@ Test(ref_range, ordinary_cases_keep_the_tight_check, .timeout = 240) {
     int seen = 0, bugs = 0;
     for (size_t i = 0; i < g.gl_pathc; i++) {
         if (strstr(g.gl_pathv[i], "/huge-")) continue;
-        attn_case c;
+        case_spec c;
         char err[256];
         cr_assert_eq(case_load(g.gl_pathv[i], &c, err, sizeof err), 0, "%s", err);
         if (c.expect != ATTN_OK) continue;
@@ -226,7 +235,7 @@ Test(ref_range, ordinary_cases_keep_the_tight_check, .timeout = 240) {
             ref_input b = in;
             int32_t seq_pad[CASE_MAX_REQS];
             const char *what;
-            if (!c.causal) {
+            if (!in.causal[0]) {
                 for (int32_t r = 0; r < c.num_reqs; r++) seq_pad[r] = in.seq_lens[r] + 1;
                 b.seq_lens = seq_pad;
                 what = "padding key leaking";
@@ -272,8 +281,8 @@ static float float_up(double x) {
 }
 
 /* corpus/cases/huge-scale-cancel.case: the fuzzer's cancelling dot. */
-static attn_case cancel_case(void) {
-    attn_case c;
+static case_spec cancel_case(void) {
+    case_spec c;
     char err[256];
     cr_assert_eq(case_load("corpus/cases/huge-scale-cancel.case", &c, err, sizeof err), 0, "%s",
                  err);
@@ -285,7 +294,7 @@ static attn_case cancel_case(void) {
  * 0.1443; cmp_compare passes that value only with the interval and still
  * fails a value below it. */
 Test(ref_range, cancelling_dot_gets_a_range, .timeout = 60) {
-    attn_case c = cancel_case();
+    case_spec c = cancel_case();
     problem p;
     double *val, *lo, *hi;
     const size_t wide = ranges_of(&c, 1e-3, &val, &lo, &hi, &p);
@@ -316,9 +325,9 @@ Test(ref_range, cancelling_dot_gets_a_range, .timeout = 60) {
 /* The oracles on that case: the differential names the interval, and two
  * runs may differ inside it (invariance) but not beyond it. */
 Test(ref_range, oracles_use_the_range, .timeout = 60) {
-    attn_case c = cancel_case();
+    case_spec c = cancel_case();
     char err[256];
-    c.out_dtype = ATTN_DTYPE_F32;   /* exact values in the output buffers */
+    c.out_dtype = AG_F32;   /* exact values in the output buffers */
     problem p;
     cr_assert_eq(problem_init(&p, &c, (size_t)1 << 30, err, sizeof err), 0, "%s", err);
     oracle_ref ref;
@@ -331,13 +340,13 @@ Test(ref_range, oracles_use_the_range, .timeout = 60) {
     for (size_t i = 0; i < n; i++) base[i] = other[i] = (float)ref.val[i];
     finding f;
     other[at] = float_up(ref.lo[at]);   /* the other end of the range */
-    cr_assert_eq(oracle_check_differential(&p, 0, other, &ref, &f), ORACLE_NONE, "%s", f.detail);
+    cr_assert_eq(oracle_check_differential(&p, 0, other, &ref, NULL, &f), ORACLE_NONE, "%s", f.detail);
     cr_assert_eq(oracle_check_agree(&p, 0, base, other, &ref, 0, "isa x", &f), ORACLE_NONE, "%s",
                  f.detail);
     cr_assert_eq(oracle_check_agree(&p, 0, base, other, NULL, 0, "isa x", &f), ORACLE_INVARIANCE);
     other[at] = (float)(ref.lo[at] - 0.01);
     cr_assert_eq(oracle_check_agree(&p, 0, base, other, &ref, 0, "isa x", &f), ORACLE_INVARIANCE);
-    cr_assert_eq(oracle_check_differential(&p, 0, other, &ref, &f), ORACLE_DIFFERENTIAL);
+    cr_assert_eq(oracle_check_differential(&p, 0, other, &ref, NULL, &f), ORACLE_DIFFERENTIAL);
     cr_assert(strstr(f.detail, "rounding allows ["), "%s", f.detail);
     free(base);
     free(other);
@@ -442,22 +451,22 @@ Test(ref_range, bf16_models_hold_the_rounded_softmax, .timeout = 60) {
                   {{AG_BF16, AG_F32, AG_F32}, 1, 0.0}};
     int escaped[3] = {0, 0, 0};
     for (int v = 0; v < 4; v++) {
-        attn_case c;
+        case_spec c;
         case_default(&c);
         snprintf(c.name, sizeof c.name, "bf16-model-%d", v);
         c.num_layers = 1;
         c.layers[0].num_heads = 4;
         c.layers[0].window = v == 1 ? 9 : -1;
         c.layers[0].softcap = v == 2 ? 5.0f : 0.0f;
-        c.layers[0].alibi = v == 3;
-        c.layers[0].sinks = v >= 2;
+        c.layers[0].alibi = v == 3 ? CASE_SRC_STANDARD : CASE_SRC_NONE;
+        c.layers[0].sinks = v >= 2 ? CASE_SRC_STANDARD : CASE_SRC_NONE;
         c.model_num_heads = 4;
         c.num_kv_heads = 2;
         c.head_dim = 32;
         c.block_size = 16;
-        c.q_dtype = ATTN_DTYPE_F32;
-        c.kv_dtype = ATTN_DTYPE_BF16;
-        c.out_dtype = ATTN_DTYPE_F32;
+        c.q_dtype = AG_F32;
+        c.kv_dtype = AG_BF16;
+        c.out_dtype = AG_F32;
         c.num_reqs = 1;
         c.q_len[0] = 3;
         c.kv_len[0] = v == 0 ? 3 : 70;
