@@ -139,6 +139,12 @@ int cmp_compare(const double *ref, const double *lo, const double *hi, const voi
             r.max_abs = r.max_rel = worst_excess = INFINITY;
             continue;
         }
+        if (isfinite(g)) {   /* the error against the exact value, for reports */
+            const double err = fabs(g - ref[i]);
+            const double erel = err > 0 ? (ref[i] != 0 ? err / fabs(ref[i]) : INFINITY) : 0.0;
+            if (err > r.err_abs) r.err_abs = err;
+            if (erel > r.err_rel) r.err_rel = erel;
+        }
         const double rel = diff > 0 ? (e != 0 ? diff / fabs(e) : INFINITY) : 0.0;
         if (diff > r.max_abs) r.max_abs = diff;
         if (rel > r.max_rel) r.max_rel = rel;

@@ -35,6 +35,9 @@ ref_model cmp_error_model(ag_precision prec, ag_dtype q_dtype, ag_dtype kv_dtype
 typedef struct cmp_result {
     double max_abs;        /* max distance of got to the allowed point or interval */
     double max_rel;        /* max of that distance / |nearest allowed value| */
+    double err_abs;        /* max |got - ref| over judged finite elements: the error against
+                              the exact value, for reports */
+    double err_rel;        /* max |got - ref| / |ref| there */
     size_t worst;          /* element of the worst excess over the tolerance */
     size_t bad;            /* elements outside (NaN counts, where judged) */
     size_t unjudged;       /* elements the reference leaves open (lo = -inf, hi = +inf) */

@@ -382,6 +382,8 @@ Test(compare, rules) {
     cr_assert(!cmp_compare(ref, lo, hi, g, AG_F32, 5, t32, &r));
     cr_assert_eq(r.worst, 0);
     cr_assert(fabs(r.max_abs - (0.52 - 0.51)) < 1e-6);
+    cr_assert(fabs(r.err_abs - 500.0) < 1e-9, "%g", r.err_abs);   /* 70500 vs 70000 */
+    cr_assert(fabs(r.err_rel - ((double)0.52f - 0.5) / 0.5) < 1e-12, "%g", r.err_rel);
     /* without intervals: the point; NaN fails */
     g[0] = 0.5f;
     cr_assert(!cmp_compare(ref, NULL, NULL, g, AG_F32, 5, t32, &r));
