@@ -65,7 +65,8 @@ endif
 
 # ---- the adapter ----
 GG_B := $(B)/engines
-GG_SRC := engines/ggml/ggml_adapter.c engines/ggml/ggml_check.c engines/ggml/ggml_load.c
+GG_SRC := engines/ggml/ggml_adapter.c engines/ggml/ggml_cache.c engines/ggml/ggml_check.c \
+    engines/ggml/ggml_load.c
 GG_OBJ := $(GG_SRC:%.c=$(GG_B)/obj/%.o)
 GG_FLAGS := -Iinclude -isystem $(GGML_INC) -fPIC -DAG_GGML_DEFAULT_DIR=\"$(GGML_LIBDIR)\"
 GG_LIBA := $(GG_B)/libag_ggml.a
@@ -101,7 +102,7 @@ GGF_BIN := $(GGF_B)/fuzz_ggml_contract
 GGF_SAN := -fsanitize=fuzzer,address,undefined -fsanitize=float-divide-by-zero \
     -fno-sanitize-recover=all -fno-omit-frame-pointer
 ENGINES_FUZZ_TIME ?= 60
-ENGINES_FUZZ_ARGS ?=
+ENGINES_FUZZ_ARGS ?= -max_len=64 -use_value_profile=1
 
 $(GGF_BIN): engines/ggml/fuzz_ggml_contract.c engines/ggml/ggml_load.c engines/ggml/ggml_load.h \
     mk/engines.mk | $(GGML_READY)
@@ -121,3 +122,25 @@ engines-fuzz: $(GGF_BIN)
 	    -print_final_stats=1 $(ENGINES_FUZZ_ARGS) corpus
 
 -include $(GG_OBJ:.o=.d) $(GG_B)/obj/engines/ggml/ggml_test.d
+
+# ---- the reported findings, rebuilt against the packaged ggml ----
+# Each reports/findings/ggml-NNN.c is a standalone program against ggml's
+# public API (upstream builds it with -lggml-base -lggml-cpu).  A run
+# "reproduces" when it dies on a signal (an out-of-bounds access hitting a
+# guard page) or exits 1 (a wrong result); the target fails when a finding
+# no longer reproduces, so an upstream fix shows.  GGML_REPRO_CPU picks the
+# CPU variant linked (x64 runs on any x86-64).
+GGML_REPRO_CPU ?= x64
+GGML_REPRO_CASES ?= 001 002:a 002:b 003:a 003:b 004
+.PHONY: engines-repro
+engines-repro: $(GGML_READY)
+	@mkdir -p $(GG_B)/repro; fail=0; for c in $(GGML_REPRO_CASES); do n=$${c%%:*}; \
+	    arg=$$(echo $$c | sed -n 's/^[^:]*:\(.*\)$$/\1/p'); \
+	    $(CC) -O1 -g -isystem $(GGML_INC) reports/findings/ggml-$$n.c -o $(GG_B)/repro/ggml-$$n \
+	        -L$(GGML_LIBDIR) -l:libggml-cpu-$(GGML_REPRO_CPU).so -lggml-base \
+	        -Wl,-rpath,$(GGML_LIBDIR) -lm || exit 1; \
+	    (ulimit -c 0; $(GG_B)/repro/ggml-$$n $$arg > $(GG_B)/repro/ggml-$$n$$arg.log 2>&1) 2>/dev/null; rc=$$?; \
+	    if [ $$rc -gt 128 ]; then echo "ggml-$$n $$arg: reproduced (signal $$((rc - 128)))"; \
+	    elif [ $$rc -eq 1 ]; then echo "ggml-$$n $$arg: reproduced ($$(tail -n 1 $(GG_B)/repro/ggml-$$n$$arg.log))"; \
+	    else echo "ggml-$$n $$arg: NOT reproduced (exit $$rc)"; fail=1; fi; \
+	done; exit $$fail

@@ -62,4 +62,13 @@ void ggc_group_free(gg_group *g);
 ag_status ggc_batch(const gg_group *g, const ag_batch *b, int32_t *T, int32_t *n_kv,
                     ag_msg *msg);
 
+/* ggml_cache.c: the cache layout (kv_cache_bytes, write_kv of the ABI) and
+ * mask class c of plan P for batch b, [T_pad][n_kv]: 0 (or k - p for ALiBi)
+ * where row t may see the cell holding key k of its request, -inf elsewhere. */
+ag_status ggc_kv_cache_bytes(void *grp, int32_t num_blocks, size_t *bytes, ag_msg *msg);
+ag_status ggc_write_kv(void *grp, void *k_cache, void *v_cache, int32_t num_blocks,
+                       const void *k_rows, const void *v_rows, int32_t num_tokens,
+                       const int64_t *slot_mapping, ag_msg *msg);
+void ggc_fill_mask(const gg_plan *P, const ag_batch *b, int c, ggml_fp16_t *m);
+
 #endif /* AG_GGML_GROUP_H */
