@@ -45,7 +45,7 @@ WARN := -Wall -Wextra -Wshadow -Wvla -Wstrict-prototypes -Wformat=2 -Wno-unknown
 OPT ?= -O2
 CSTD := -std=c11 -D_GNU_SOURCE
 CFLAGS_ALL := $(CSTD) $(OPT) -g $(WARN) -fopenmp -fno-strict-aliasing $(EXTRA_CFLAGS)
-LDLIBS_ALL := -fopenmp -lm
+LDLIBS_ALL := -fopenmp -lm -ldl
 ifneq ($(SANITIZER),)
 SANFLAGS := -fsanitize=$(SANITIZER) -fno-omit-frame-pointer -fno-sanitize-recover=all
 ifneq ($(findstring undefined,$(SANITIZER)),)
@@ -70,7 +70,9 @@ LIB_SRC := $(filter-out $(ISA_SRC),$(wildcard src/*.c)) $(ISA_SRC)
 CFLAGS_ALL += $(if $(wildcard src/kernels_avx2.c),-DATTN_HAVE_AVX2=1)
 CFLAGS_ALL += $(if $(wildcard src/kernels_avx512.c),-DATTN_HAVE_AVX512=1)
 CFLAGS_ALL += $(if $(wildcard src/kernels_avx512bf16.c),-DATTN_HAVE_AVX512BF16=1)
-HAR_SRC := $(filter-out harness/main.c,$(wildcard harness/*.c))
+# The harness and the adapters it drives engines through (engines/engines.def).
+HAR_SRC := $(filter-out harness/main.c,$(wildcard harness/*.c)) engines/registry.c \
+           $(wildcard engines/attnguard/*.c)
 CLI_SRC := harness/main.c
 TEST_SRC := $(wildcard tests/*.c)
 
