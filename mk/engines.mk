@@ -144,3 +144,12 @@ engines-repro: $(GGML_READY)
 	    elif [ $$rc -eq 1 ]; then echo "ggml-$$n $$arg: reproduced ($$(tail -n 1 $(GG_B)/repro/ggml-$$n$$arg.log))"; \
 	    else echo "ggml-$$n $$arg: NOT reproduced (exit $$rc)"; fail=1; fi; \
 	done; exit $$fail
+
+# ---- one indicative timing through the ABI (the benchmark proper is bench/) ----
+GG_TIME := $(GG_B)/ggml_timing
+$(GG_TIME): $(GG_B)/obj/engines/ggml/ggml_timing.o $(GG_LIBA)
+	$(CC) $(CFLAGS_ALL) -o $@ $^ $(GG_LDLIBS)
+
+.PHONY: engines-time
+engines-time: $(GG_TIME)
+	$(GG_TIME) $(ENGINES_TIME_ARGS)
