@@ -22,6 +22,11 @@
 # -DGGML_CPU_ALL_VARIANTS=ON or with AddressSanitizer can be swapped in
 # without rebuilding attnguard.
 
+# Included early by the Makefile (it adds to HAR_SRC); the guard keeps the
+# closing include of mk/*.mk from reading it twice.
+ifndef ENGINES_MK_INCLUDED
+ENGINES_MK_INCLUDED := 1
+
 # ---- the pins: one place ----
 GGML_NLC_VERSION := 3.22.1
 GGML_SHA256_BIN := 0d953e1503d5ab4608d8ed5b739132308c81ac05ffeb760d2a7f30e08a9f90e0
@@ -44,6 +49,17 @@ endif
 GGML_FETCH_ENV := GGML_OUT=$(GGML_FETCHED) GGML_NLC_VERSION=$(GGML_NLC_VERSION) \
     GGML_SHA256_BIN=$(GGML_SHA256_BIN) GGML_SHA256_SRC=$(GGML_SHA256_SRC) \
     GGML_BUNDLE_COMMIT=$(GGML_BUNDLE_COMMIT)
+
+# ggml is a built-in engine (engines/engines.def, AG_HAVE_GGML) of every
+# harness binary once its headers are here; until then `--engine ggml` says
+# how to fetch it.  Its adapter loads the libraries at run time (dlopen).
+ENGINE_SRC :=
+ifneq ($(wildcard $(GGML_READY)),)
+ENGINE_SRC += engines/ggml/ggml_adapter.c engines/ggml/ggml_cache.c engines/ggml/ggml_check.c \
+              engines/ggml/ggml_load.c
+CFLAGS_ALL += -DAG_HAVE_GGML=1 -Iinclude -isystem $(GGML_INC) \
+              -DAG_GGML_DEFAULT_DIR=\"$(GGML_LIBDIR)\"
+endif
 
 .PHONY: engines engines-src engines-build engines-test engines-fuzz engines-fuzz-build
 engines: $(GGML_READY)
@@ -156,3 +172,5 @@ $(GG_TIME): $(GG_B)/obj/engines/ggml/ggml_timing.o $(GG_LIBA)
 .PHONY: engines-time
 engines-time: $(GG_TIME)
 	$(GG_TIME) $(ENGINES_TIME_ARGS)
+
+endif # ENGINES_MK_INCLUDED

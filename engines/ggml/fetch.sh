@@ -35,7 +35,7 @@ dl="$GGML_OUT/dl"
 mkdir -p "$dl"
 
 # npm pack fetches a package's tarball as published (no install scripts run).
-check() { echo "$1  $dl/$2" | sha256sum -c --status; }
+check() { [ -f "$dl/$2" ] && echo "$1  $dl/$2" | sha256sum -c --status; }
 if ! check "$GGML_SHA256_BIN" "$bin_tgz" || ! check "$GGML_SHA256_SRC" "$src_tgz"; then
     rm -f "$dl/$bin_tgz" "$dl/$src_tgz"
     (cd "$dl" && npm pack --silent "@node-llama-cpp/linux-x64@$GGML_NLC_VERSION" \
