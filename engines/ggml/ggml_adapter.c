@@ -166,6 +166,13 @@ static ag_status gg_plan_make(void *grp, const ag_batch *batch, const ag_plan_op
         if (P->node[l].cp.work_size > P->work) P->work = P->node[l].cp.work_size;
     }
     agg_catch_disarm();
+#ifdef ATTN_INJECT_ggml_work_short
+    /* INJECTED BUG (ggml_work_short): an adapter that drops the cache line
+     * per thread ggml_graph_plan adds ("padding, never written"): ggml's
+     * per-thread slices do use it, so the last thread runs off the end. */
+    P->work = P->work > (size_t)64 * (size_t)g->threads ? P->work - (size_t)64 * (size_t)g->threads
+                                                        : 0;
+#endif
     *info = (ag_plan_info){.scratch_bytes = P->work, .scratch_align = 64};
     *plan = P;
     return AG_OK;
@@ -190,7 +197,11 @@ static ag_status gg_run(void *plan, int32_t layer, const ag_run_args *a, ag_msg 
         return agg_fail(msg, AG_REFUSED, "GGML_BAD_ARGS",
                         "run: a buffer is NULL or num_tokens %d is not the plan's %d",
                         a ? (int)a->num_tokens : -1, (int)P->T);
-    if (n->cp.work_size > 0 && (!a->scratch || a->scratch_bytes < n->cp.work_size ||
+    size_t need = n->cp.work_size;
+#ifdef ATTN_INJECT_ggml_work_short
+    need = P->work;   /* the same belief in the check that would have caught it */
+#endif
+    if (n->cp.work_size > 0 && (!a->scratch || a->scratch_bytes < need ||
                                 (uintptr_t)a->scratch % 64 != 0))
         return agg_fail(msg, AG_REFUSED, "GGML_BAD_SCRATCH",
                         "run: scratch %zu bytes at %p; layer %d needs %zu, 64-byte aligned",
