@@ -150,7 +150,7 @@ engines-fuzz: $(GGF_BIN)
 # no longer reproduces, so an upstream fix shows.  GGML_REPRO_CPU picks the
 # CPU variant linked (x64 runs on any x86-64).
 GGML_REPRO_CPU ?= x64
-GGML_REPRO_CASES ?= 001 002:a 002:b 003:a 003:b 004
+GGML_REPRO_CASES ?= 001 002:a 002:b 003:a 003:b 004 005
 .PHONY: engines-repro
 engines-repro: $(GGML_READY)
 	@mkdir -p $(GG_B)/repro; fail=0; for c in $(GGML_REPRO_CASES); do n=$${c%%:*}; \
