@@ -48,7 +48,8 @@ int ref_attention(const ref_input *in, double *out);
  * ms = scale ||q||_2 ||k||_2 (>= scale sum_d |q_d k_d|), sc = max(scale, 1),
  * qm = max_d |q_d| and |.|_1 the sum of magnitudes, the logit before the
  * cap, x = scale <q, k>, is off by at most
- *     rel ms + (qabs sc + kflush scale qm) |k|_1 + kflush scale |q|_1.
+ *     rel ms + (qabs sc + kflush scale qm) |k|_1 + kflush scale |q|_1,
+ * the last term only for keys with elements in (0, 2^-126).
  * Each exp is within a factor e^(+-uexp); each weight, rounded to the
  * p_dot type, within a factor e^(+-wrel) or wabs of the running max;
  * V elements within vflush; the P.V sums round by uacc per step
@@ -69,8 +70,8 @@ typedef struct ref_model {
  * conversion to the output dtype (compare.c adds that).  An element gets
  * lo = -inf, hi = +inf (unjudged) where such an engine may overflow or a
  * NaN/inf input reaches it.  Ordinary rows get out +- a closed-form bound
- * (ref_range.c); rows whose logits are uncertain by more than a few
- * percent (huge scales) get the exact range over their logit intervals.
+ * (ref_range.c); rows whose weights may move by more than 1/8 of their
+ * sum (huge scales) get the exact range over their logit intervals.
  * Returns 0, -1 as ref_attention. */
 int ref_attention_range(const ref_input *in, ref_model model, double *out, double *lo,
                         double *hi);
