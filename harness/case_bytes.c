@@ -37,7 +37,7 @@
  * per layer (left, right), fp8 scales, explicit slope / sink lists; q/k/v
  * values; an fp8 kv dtype; a tune option).  X_* and XL_* spell the bits
  * out.  A budget other than 0 or >= 0xF8 caps kv lengths so that case_cost
- * fits 2^18..2^22 multiply-adds: random inputs stay cheap to run.
+ * fits 2^16..2^22 multiply-adds: random inputs stay cheap to run.
  *
  * Canonical encoding: each field takes the first small byte that decodes to
  * its value in the same context, else the invalid form, else wide, else raw;
@@ -680,11 +680,11 @@ enum { XL_WINDOW = 1u << 0, XL_SCALES = 1u << 1 };
 enum { XS_BASE = 0, XS_STANDARD = 1, XS_LIST = 2 };
 
 /* The budget byte: 0 (what the encoder writes) and 0xF8.. leave the case as
- * drawn; anything else caps kv lengths until case_cost fits 2^18..2^22
+ * drawn; anything else caps kv lengths until case_cost fits 2^16..2^22
  * multiply-adds, so random inputs stay cheap to run. */
 static uint64_t budget_of(unsigned b) {
     if (b == 0 || b >= 0xF8) return UINT64_MAX;
-    return (uint64_t)1 << (18 + b % 5);
+    return (uint64_t)1 << (16 + b % 7);
 }
 
 /* (left, right) windows: mostly small and one-sided shapes, the previous
@@ -807,38 +807,47 @@ static void wr_values(writer *w, const case_values *v, const char *name) {
 
 /* The tune option: mostly none, the two profiles, one unknown name. */
 static const char *tune_of(unsigned b) {
-    static const char *const t[3] = {"", "intel", "amd"};
-    return b == 0xFF ? "zen9" : t[b % 3];
+    static const char *const t[8] = {"", "intel", "amd", "", "", "", "", ""};
+    return b == 0xFF ? "zen9" : t[b % 8];
 }
 
-/* A request the cap may shorten: a valid one (invalid ones stay as drawn). */
-static int shrinkable(int32_t q, int32_t kv) { return q >= 1 && kv >= q && kv <= ATTN_MAX_SEQ_LEN; }
+/* A request the cap may shorten: a valid one (invalid ones stay as drawn);
+ * in the first round only rows of several query tokens. */
+static int shrinkable(int32_t q, int32_t kv, int round) {
+    return q >= 1 && kv >= q && kv <= ATTN_MAX_SEQ_LEN && (round > 0 || q > 1);
+}
 
-static void apply_cap(case_spec *c, const int32_t *q0, const int32_t *k0, int32_t cap) {
+static void apply_cap(case_spec *c, const int32_t *q0, const int32_t *k0, int32_t cap,
+                      int round) {
     for (int32_t r = 0; r < c->num_reqs; r++) {
-        if (!shrinkable(q0[r], k0[r])) continue;
+        if (!shrinkable(q0[r], k0[r], round)) continue;
         c->kv_len[r] = k0[r] < cap ? k0[r] : cap;
         c->q_len[r] = q0[r] < c->kv_len[r] ? q0[r] : c->kv_len[r];
     }
 }
 
-/* Caps every valid request's kv_len (q_len follows: never above kv_len) at
- * the largest value that fits case_cost into budget (1 if none does). */
+/* Caps valid requests' kv_len (q_len follows: never above kv_len) at the
+ * largest value that fits case_cost into budget (1 if none does): prefill
+ * rows first, where the cost is quadratic; decode rows only if that is not
+ * enough, so long decode rows (split-KV) survive where they can. */
 static void shrink_to_budget(case_spec *c, uint64_t budget) {
-    if (case_cost(c) <= budget) return;
-    int32_t q0[CASE_MAX_REQS], k0[CASE_MAX_REQS], lo = 1, hi = 1;
+    int32_t q0[CASE_MAX_REQS], k0[CASE_MAX_REQS];
     for (int32_t r = 0; r < c->num_reqs; r++) {
         q0[r] = c->q_len[r];
         k0[r] = c->kv_len[r];
-        if (shrinkable(q0[r], k0[r]) && k0[r] > hi) hi = k0[r];
     }
-    while (lo < hi) {   /* cost grows with the cap: bisect for the largest that fits */
-        int32_t mid = lo + (hi - lo + 1) / 2;
-        apply_cap(c, q0, k0, mid);
-        if (case_cost(c) <= budget) lo = mid;
-        else hi = mid - 1;
+    for (int round = 0; round < 2 && case_cost(c) > budget; round++) {
+        int32_t lo = 1, hi = 1;
+        for (int32_t r = 0; r < c->num_reqs; r++)
+            if (shrinkable(q0[r], k0[r], round) && k0[r] > hi) hi = k0[r];
+        while (lo < hi) {   /* cost grows with the cap: bisect for the largest that fits */
+            int32_t mid = lo + (hi - lo + 1) / 2;
+            apply_cap(c, q0, k0, mid, round);
+            if (case_cost(c) <= budget) lo = mid;
+            else hi = mid - 1;
+        }
+        apply_cap(c, q0, k0, lo, round);
     }
-    apply_cap(c, q0, k0, lo);
 }
 
 /* The base causal field: request 0's flag when it is 0 or 1. */
