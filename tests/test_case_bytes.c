@@ -118,6 +118,11 @@ Test(case_bytes, random_round_trip) {
         case_spec again;
         case_decode(buf, n, &again);
         cr_assert_eq(memcmp(&c, &again, sizeof c) == 0 || case_equal(&c, &again), 1);
+        /* canonical: the case decoded from the encoding encodes the same */
+        uint8_t buf2[CASE_BYTES_MAX];
+        char err[256];
+        size_t n2 = case_encode(&again, buf2, sizeof buf2, err, sizeof err);
+        cr_assert(n2 == n && memcmp(buf, buf2, n) == 0, "%s: encoding not canonical", what);
         if (i % 10 == 0) cb_check_text(&c, what);
     }
 }
