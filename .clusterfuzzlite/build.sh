@@ -25,15 +25,13 @@ mkdir -p "$OUT"
 work=$(mktemp -d "${WORK:-/tmp}/attnguard-cfl.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# -- flags: C11, the same warnings as the Makefile, ISA tables when present --
+# -- flags: C11, the same warnings as the Makefile, the kernel tables of mk/isa.mk --
 read -r -a cflags <<<"$CFLAGS"
 base=(-std=c11 -D_GNU_SOURCE -g -Wall -Wextra -Wshadow -Wvla -Wstrict-prototypes
       -Wno-unknown-pragmas -fno-strict-aliasing)
-for isa in avx2 avx512 avx512bf16; do
-    if [ -f "src/kernels_$isa.c" ]; then
-        base+=("-DATTN_HAVE_$(echo "$isa" | tr '[:lower:]' '[:upper:]')=1")
-    fi
-done
+isa_list=$(make -s --no-print-directory isa-list)
+read -r -a isa_defines <<<"$(head -n 1 <<<"$isa_list")"
+base+=("${isa_defines[@]}")
 omp=()
 printf 'int main(void){return 0;}\n' >"$work/omp.c"
 if "$CC" -fopenmp "$work/omp.c" -o "$work/omp" >/dev/null 2>&1; then
@@ -41,18 +39,13 @@ if "$CC" -fopenmp "$work/omp.c" -o "$work/omp" >/dev/null 2>&1; then
 fi
 echo "build.sh: CC=$CC CFLAGS=$CFLAGS openmp=${omp[*]:-no}"
 
-isa_flags() {
-    case $1 in
-    src/kernels_avx2.c) echo "-mavx2 -mfma -mf16c" ;;
-    src/kernels_avx512.c | src/kernels_avx512_decode.c) echo "-mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c" ;;
-    src/kernels_avx512bf16.c)
-        echo "-mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mfma -mf16c" ;;
-    esac
+isa_flags() { # the -m flags mk/isa.mk gives file $1 (none for other files)
+    awk -v f="$1" 'NR > 1 && $1 == f { $1 = ""; print }' <<<"$isa_list"
 }
 
 # -- the engine and the harness (not the CLI, the tests or the replay driver) --
 objs=()
-for f in src/*.c harness/*.c; do
+for f in src/*.c src/kernels/*.c harness/*.c; do
     [ "$f" = harness/main.c ] && continue
     o=$work/$(echo "${f%.c}" | tr '/' '_').o
     read -r -a extra <<<"$(isa_flags "$f")"

@@ -2,25 +2,29 @@
  * fuzz_api.c — malformed use of the public API (bad-input oracle).
  *
  * Input: [op] [arg] [n_lo] [n_hi] then the case bytes (harness/case_bytes.c).
- * The case gives a group, a batch and tensors (harness/problem.c); `op`
- * picks what to break:
+ * The case gives a group, a batch and tensors (harness/problem.c, in the
+ * engine's own view: engines/attnguard/fixture.c); `op` picks what to
+ * break, the top bits of n where in an array:
  *   0  allocation failure at the N-th allocation (N from n_lo/n_hi) through
  *      attn_group_desc.allocator: every stage returns its unfailed status or
  *      ATTN_E_NO_MEMORY, out-parameters stay unwritten on failure
  *   1  NULL for one pointer argument of one public function (or a pointer
  *      inside a description), chosen by `arg`: ATTN_E_NULL_ARG
- *   2  a huge, negative or garbage size / enum in a description, or a
- *      corrupted batch array: a refusal status
+ *   2  a huge, negative or garbage size / enum in a description, or one
+ *      corrupted entry anywhere in a batch array (query_start_loc, seq_lens,
+ *      block_table), a layer's ALiBi slopes or sinks: a refusal status
  *   3  a scratchpad one byte short, or misaligned: SCRATCH_TOO_SMALL/ALIGN
  *   4  a layer with a different head count than the plan: refused
  *   5  tensors that disagree with the plan: refused
- *   6  attn_reshape_and_cache with garbage slots and token counts
+ *   6  attn_reshape_and_cache with a garbage slot at any index, garbage
+ *      token counts
  *   7  err == NULL everywhere, the name/message tables with garbage codes
  * Every call must return a listed status (never ATTN_E_INTERNAL, never a
  * crash), and after destroying everything the counting allocator must be
  * balanced (no leak).  A violation fires ORACLE_BAD_INPUT.
  */
 #include "../harness/case.h"
+#include "../src/attn_plan_inspect.h"
 #include "../harness/case_bytes.h"
 #include "../harness/oracles.h"
 #include "fuzz_common.h"
@@ -79,6 +83,16 @@ static void want(const char *call, attn_status got, attn_status expected, const 
 static void refused(const char *call, attn_status got, const attn_error *err) {
     chk(call, got, err);
     if (got == ATTN_OK) violation("%s accepted malformed input (ATTN_OK)", call);
+}
+
+/* An index into an array of `count` elements from the top 9 bits of n
+ * (the low bits choose the junk value and the field): spread over the
+ * whole array, the last element included, not only its first entry. */
+static size_t pick(unsigned n, size_t count) {
+    const unsigned v = (n >> 7) & 511u;
+    if (count <= 1) return 0;
+    if (v == 511u) return count - 1;
+    return (size_t)v * count / 511u;
 }
 
 /* ----------------------------------------------------- counting allocator */
@@ -369,7 +383,35 @@ static void op_garbage(fixture *x, unsigned arg, unsigned n) {
     case 10: if (g.num_layers < 1) return; layers[n % (unsigned)g.num_layers].softcap = (n & 8) ? NAN : -INFINITY; what = "layer.softcap"; break;
     case 11: if (g.num_layers < 1) return; layers[n % (unsigned)g.num_layers].scale = (n & 8) ? INFINITY : -1.0f; what = "layer.scale"; break;
     case 12: if (g.num_layers < 1) return; layers[n % (unsigned)g.num_layers].num_heads = j <= 0 ? j : ATTN_MAX_HEADS + 1 + (j & 0xFFFF); what = "layer.num_heads"; break;
-    case 13: g.isa = (n & 1) ? "bogus" : "avx512-but-longer-than-any-name"; what = "isa"; break;
+    case 13:
+        if (n & 2) {
+            g.isa = (n & 1) ? "bogus" : "avx512-but-longer-than-any-name";
+            what = "isa";
+            break;
+        }
+        /* a non-finite slope or sink at any head of any layer */
+        if (g.num_layers < 1) return;
+        {
+            attn_layer_desc *L = &layers[(n >> 2) % (unsigned)g.num_layers];
+            const size_t H = L->num_heads > 0 ? (size_t)L->num_heads : 0;
+            if (!H || H > 4096) return;
+            float *arr = malloc(H * sizeof *arr);
+            if (!arr) return;
+            const int sinks = (n & 1) != 0;
+            const float *src = sinks ? L->sinks : L->alibi_slopes;
+            for (size_t h = 0; h < H; h++) arr[h] = src ? src[h] : 0.25f;
+            arr[pick(n, H)] = (n & 4) ? NAN : INFINITY;
+            if (sinks) L->sinks = arr;
+            else L->alibi_slopes = arr;
+            char call[64];
+            snprintf(call, sizeof call, "create(layer.%s[%zu] = %s)", sinks ? "sinks" : "alibi_slopes",
+                     pick(n, H), (n & 4) ? "nan" : "inf");
+            attn_status st = attn_builder_create(&g, &b, &err);
+            refused(call, st, &err);
+            if (st == ATTN_OK) attn_builder_destroy(b);
+            free(arr);
+            return;
+        }
     case 14: if (attn_strerror((attn_status)j) == NULL || attn_status_name((attn_status)j) == NULL)
                  violation("attn_strerror/attn_status_name(%d) returned NULL", (int)j);
              if ((j < 0 || j >= ATTN_DTYPE_COUNT) &&
@@ -405,19 +447,32 @@ static void op_garbage(fixture *x, unsigned arg, unsigned n) {
     bt.seq_lens = seq;
     bt.block_table = tab;
     attn_plan_opts o = x->opts;
-    unsigned r = n % (unsigned)R;
+    const unsigned r = (unsigned)pick(n, (size_t)R);
     switch ((n >> 3) % 14) {
     case 0: bt.num_reqs = (j <= 0) ? j : ATTN_MAX_REQS + 1 + (j & 0xFFFF); what = "num_reqs"; break;
     case 1: qsl[r + 1] = qsl[r]; what = "query_start_loc (empty request)"; break;
-    case 2: qsl[0] = j == 0 ? 1 : j; what = "query_start_loc[0]"; break;
+    case 2:
+        if (n & 4) {   /* a later entry below its predecessor */
+            const size_t i = 1 + pick(n, (size_t)R);
+            qsl[i] = qsl[i - 1] - 1 - (j & 7);
+            what = "query_start_loc decreasing";
+        } else {
+            qsl[0] = j == 0 ? 1 : j;
+            what = "query_start_loc[0]";
+        }
+        break;
     case 3: seq[r] = qsl[r + 1] - qsl[r] - 1; what = "seq_lens < q_len"; break;
     case 4: seq[r] = j >= 0 ? (1 << 28) + 1 + (j & 0xFF) : j; what = "seq_lens (huge/negative)"; break;
     case 5: bt.block_table_stride = j <= 0 ? j : 0; what = "block_table_stride"; break;
-    case 6: /* entry 0 of a request is always in use (seq_len >= 1) */
-        if (!cells) goto done;
-        tab[(size_t)r * (size_t)bt.block_table_stride] = j < 0 ? j : bt.num_blocks + (j & 0xFFFF);
+    case 6: { /* any entry a request uses (seq_len >= 1: at least its first) */
+        if (!cells || x->p.c.block_size < 1) goto done;
+        const size_t used = ((size_t)seq[r] + (size_t)x->p.c.block_size - 1) /
+                            (size_t)x->p.c.block_size;
+        const size_t at = (size_t)r * (size_t)bt.block_table_stride + pick(n * 31u, used);
+        tab[at] = j < 0 ? j : bt.num_blocks + (j & 0xFFFF);
         what = "block id";
         break;
+    }
     case 7: bt.num_blocks = j < 0 ? j : 0; what = "num_blocks"; break;
     case 8: o.split = (attn_split_mode)(j < 0 ? j : 4 + (j & 0xFF)); what = "opts.split"; break;
     case 9: o.split = ATTN_SPLIT_FIXED; o.split_count = j <= 0 ? j : ATTN_MAX_SPLITS + 1 + (j & 0xFF); what = "opts.split_count"; break;
@@ -526,9 +581,10 @@ static void op_reshape(fixture *x, unsigned arg, unsigned n) {
     const char *what = "valid";
     int expect_bad = 1;
     int32_t T_call = T;
+    const size_t at = pick(n, (size_t)T);
     switch (arg % 6) {
-    case 0: slots[T - 1] = cap; what = "slot == capacity"; break;
-    case 1: slots[0] = -2; what = "slot -2"; break;
+    case 0: slots[at] = cap; what = "slot == capacity"; break;
+    case 1: slots[at] = -2; what = "slot -2"; break;
     case 2: slots[T / 2] = INT64_MAX; what = "slot INT64_MAX"; break;
     case 3: T_call = -(int32_t)(1 + n % 5); what = "num_tokens negative"; break;
     case 4: slots[0] = -1; what = "slot -1 (skip)"; expect_bad = 0; break;

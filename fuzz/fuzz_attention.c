@@ -93,5 +93,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     finding f;
     if (check_case(&c, what, &f) != ORACLE_NONE) oracle_fire(&f);
+    if (f.skipped[0]) engine_host_count_skip(f.skipped);
     return 0;
 }

@@ -22,6 +22,7 @@
 #include "guard.h"
 #include "oracles.h"
 #include "ref.h"
+#include "sizing_model.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -88,6 +89,7 @@ static void inputs_free(run_inputs *in) {
 
 static int copy_ro(guard *g, const char *label, const void *src, size_t bytes, int head) {
     if (guard_init_placed(g, label, bytes, head) != 0) return -1;
+    g->oracle = oracle_name(ORACLE_INPUT_BOUNDS);
     if (bytes) memcpy(g->buf, src, bytes);
     guard_arm(g);
     return guard_set_readonly(g, 1);
@@ -217,6 +219,7 @@ static int caches_init(run_ctx *x, void *grp, const run_inputs *in, guard *k, gu
     }
     if (guard_init_placed(k, "k_cache", bytes, head) || guard_init_placed(v, "v_cache", bytes, head))
         return -1;
+    k->oracle = v->oracle = oracle_name(ORACLE_INPUT_BOUNDS);
     guard_arm(k);
     guard_arm(v);
     st = e->write_kv(grp, k->buf, v->buf, p->num_blocks, p->k_rows, p->v_rows,
@@ -230,6 +233,57 @@ static int caches_init(run_ctx *x, void *grp, const run_inputs *in, guard *k, gu
     if ((*res = check_guard(k, what, -1, f)) || (*res = check_guard(v, what, -1, f))) return 1;
     if (guard_set_readonly(k, 1) || guard_set_readonly(v, 1)) return -1;
     return 0;
+}
+
+/* How far into region i the kernels wrote: one past the last byte that no
+ * longer holds the junk fill (0: nothing written; a kernel that happened to
+ * write the fill byte itself makes this an underestimate, never an over). */
+static size_t written_extent(const guard *g, size_t i, unsigned char junk) {
+    const unsigned char *b = g->buf + g->regions[i].offset;
+    size_t n = g->regions[i].size;
+    while (n && b[n - 1] == junk) n--;
+    return n;
+}
+
+/* The kernels' real footprint in every region after running layer l,
+ * against what the engine's extents() claims the layer needs and what the
+ * design's formulas give (sizing_model.c): a kernel that writes past either
+ * claim means the claim is wrong, and with it every plan-only sizing check
+ * that trusts it. */
+static oracle_id check_written(run_ctx *x, void *plan, const guard *sg, int32_t l,
+                               unsigned char junk, const char *what, finding *f) {
+    const engine_host *E = x->E;
+    const problem *p = x->p;
+    const size_t n = sg->num_regions;
+    size_t *ext = NULL;
+    if ((E->caps.flags & AG_CAP_EXTENTS) && E->e->extents && n) {
+        ext = malloc(n * sizeof *ext);
+        ag_msg m;
+        if (ext && E->e->extents(plan, l, ext, n, &m) != AG_OK) {
+            free(ext);
+            ext = NULL;
+        }
+    }
+    ag_plan_shape sh;
+    const int have_shape = (E->caps.flags & AG_CAP_SHAPE) && E->e->plan_shape &&
+                           E->e->plan_shape(plan, &sh) == AG_OK;
+    const int32_t hkv = p->group.num_kv_heads, g = hkv > 0 ? p->layers[l].num_heads / hkv : 0;
+    oracle_id res = clean(f);
+    for (size_t i = 0; i < n && !res; i++) {
+        const size_t w = written_extent(sg, i, junk);
+        size_t need;
+        if (ext && w > ext[i])
+            res = found(f, ORACLE_SIZING, "%s: layers.%d wrote %zu bytes into region %s, but the "
+                        "engine's extents say it needs %zu: its plan-only sizing check cannot be "
+                        "trusted", what, (int)l, w, sg->regions[i].name, ext[i]);
+        else if (have_shape && sizing_model_need(&sh, sg->regions[i].name, g, p->group.head_dim,
+                                                 &need) == 0 && w > need)
+            res = found(f, ORACLE_SIZING, "%s: layers.%d wrote %zu bytes into region %s, more "
+                        "than the design's formula gives (%zu)", what, (int)l, w,
+                        sg->regions[i].name, need);
+    }
+    free(ext);
+    return res;
 }
 
 /* The reference views layer l of a run is judged against: plain, or under
@@ -266,7 +320,7 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
     oracle_id res = clean(f);
 
     ag_status st = e->create(x->E->ctx, &grp_desc, &grp, &msg);
-    if (st == AG_INTERNAL && strcmp(msg.code, "ATTN_E_NO_MEMORY") == 0) return clean(f);
+    if (oracle_resource_limit(st, &msg)) return clean(f);
     if (st == AG_UNSUPPORTED) return skip(f, msg.text);
     if (st != AG_OK)
         return found(f, ORACLE_BAD_INPUT, "%s: create refused a valid group: %s %s: %s", cf->what,
@@ -289,7 +343,7 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
     st = e->plan(grp, &in->batch, &cf->opts, &plan, &info, &msg);
     if (st != AG_OK) {
         if (st == AG_UNSUPPORTED) skip(f, msg.text);
-        else if (!(st == AG_INTERNAL && strcmp(msg.code, "ATTN_E_NO_MEMORY") == 0))
+        else if (!oracle_resource_limit(st, &msg))
             res = found(f, ORACLE_BAD_INPUT, "%s: plan refused a valid batch: %s %s: %s",
                         cf->what, ag_status_name(st), msg.code, msg.text);
         plan = NULL;
@@ -300,7 +354,9 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
         rep->num_regions = info.num_regions;
     }
     if (guard_init_regions(&sg, "scratch", info.regions, info.num_regions, info.scratch_bytes,
-                           info.scratch_align) != 0) {
+                           info.scratch_align) == 0) {
+        sg.oracle = oracle_name(ORACLE_SCRATCH_BOUNDS);
+    } else {
         /* A malformed table is a sizing finding; a failed mmap is nobody's. */
         res = oracle_check_sizing(x->E, plan, &info, p, f);
         goto out_plan;
@@ -325,7 +381,10 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
         /* Bounds first: a write outside the regions explains anything else. */
         if ((res = check_guard(&sg, cf->what, l, f)) || (res = check_guard(&x->out, cf->what, l, f)))
             break;
-        if (st == AG_INTERNAL && strcmp(msg.code, "ATTN_E_NO_MEMORY") != 0) {
+        if (info.num_regions && (res = check_written(x, plan, &sg, l, cf->junk, cf->what, f)))
+            break;
+        if (oracle_resource_limit(st, &msg)) break;   /* nothing to judge */
+        if (st == AG_INTERNAL) {
             res = found(f, ORACLE_ENGINE_CHECK, "%s: the engine's own check failed running "
                         "layers.%d: %s: %s", cf->what, (int)l, msg.code, msg.text);
             break;
@@ -413,6 +472,7 @@ static oracle_id check_runs(const problem *p, const engine_host *E, unsigned wha
     if (inputs_init(&x.in, p, 0) != 0 ||
         guard_init_placed(&x.out, "out", x.out_bytes, c->place == CASE_PLACE_HEAD) != 0)
         goto done;   /* no memory: nothing to judge */
+    x.out.oracle = oracle_name(ORACLE_SCRATCH_BOUNDS);
     for (int32_t l = 0; l < c->num_layers; l++) {
         int rr = oracle_reference(p, l, &x.ref[l]);
         if (rr == -2) goto done;
@@ -576,7 +636,7 @@ oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check
         st = e->plan(grp, &p.batch, &on, &plan, &info, &m);
         if (st != AG_OK) {
             plan = NULL;
-            if (!(st == AG_INTERNAL && strcmp(m.code, "ATTN_E_NO_MEMORY") == 0))
+            if (!oracle_resource_limit(st, &m))
                 res = found(f, ORACLE_BAD_INPUT,
                             "the batch planned with split %s but was refused with split on: "
                             "%s %s: %s", split_name(c->split), ag_status_name(st), m.code, m.text);

@@ -28,38 +28,44 @@ int engine_host_select(const char *name, const char *options, char *err, size_t 
 }
 
 static void close_at_exit(void) {
-    if (g_open == 1 && g_host.e->close) g_host.e->close(g_host.ctx);
+    if (g_open == 1) engine_host_close(&g_host);
     g_open = 0;
 }
 
+int engine_host_open(engine_host *h, const char *name, const char *options, char *err,
+                     size_t cap) {
+    ag_msg msg;
+    memset(h, 0, sizeof *h);
+    const ag_engine *e = ag_engine_find(name, &msg);
+    if (!e) {
+        if (err && cap) snprintf(err, cap, "%s", msg.text);
+        return -1;
+    }
+    ag_status st = e->open(options, &h->ctx, &msg);
+    if (st != AG_OK) {
+        if (err && cap)
+            snprintf(err, cap, "engine %s: %s: %s", e->name, ag_status_name(st), msg.text);
+        return -1;
+    }
+    h->e = e;
+    e->caps(h->ctx, &h->caps);
+    int n = e->variants ? e->variants(h->ctx, h->variants, ENGINE_HOST_MAX_VARIANTS) : 0;
+    if (n < 1) h->variants[0] = "", n = 1;
+    h->n_variants = n < ENGINE_HOST_MAX_VARIANTS ? n : ENGINE_HOST_MAX_VARIANTS;
+    return 0;
+}
+
+void engine_host_close(engine_host *h) {
+    if (h && h->e && h->e->close) h->e->close(h->ctx);
+    if (h) memset(h, 0, sizeof *h);
+}
+
 const engine_host *engine_host_current(char *err, size_t cap) {
-    if (g_open == 1) return &g_host;
     if (g_open == 0) {
         const char *name = g_name ? g_name : getenv("ATTNGUARD_ENGINE");
         const char *opts = g_options ? g_options : getenv("ATTNGUARD_ENGINE_OPTIONS");
-        ag_msg msg;
-        const ag_engine *e = ag_engine_find(name, &msg);
-        g_open = -1;
-        if (!e) {
-            snprintf(g_err, sizeof g_err, "%s", msg.text);
-        } else {
-            memset(&g_host, 0, sizeof g_host);
-            g_host.e = e;
-            ag_status st = e->open(opts, &g_host.ctx, &msg);
-            if (st != AG_OK) {
-                snprintf(g_err, sizeof g_err, "engine %s: %s: %s", e->name, ag_status_name(st),
-                         msg.text);
-            } else {
-                e->caps(g_host.ctx, &g_host.caps);
-                int n = e->variants ? e->variants(g_host.ctx, g_host.variants,
-                                                  ENGINE_HOST_MAX_VARIANTS)
-                                    : 0;
-                if (n < 1) g_host.variants[0] = "", n = 1;
-                g_host.n_variants = n < ENGINE_HOST_MAX_VARIANTS ? n : ENGINE_HOST_MAX_VARIANTS;
-                g_open = 1;
-                atexit(close_at_exit);
-            }
-        }
+        g_open = engine_host_open(&g_host, name, opts, g_err, sizeof g_err) == 0 ? 1 : -1;
+        if (g_open == 1) atexit(close_at_exit);
     }
     if (g_open == 1) return &g_host;
     if (err && cap) snprintf(err, cap, "%s", g_err);

@@ -21,7 +21,14 @@ typedef struct engine_host {
     const char *variants[ENGINE_HOST_MAX_VARIANTS];
 } engine_host;
 
-/* Choose the engine before its first use: a built-in name or a path to an
+/* Open an engine of one's own (the report grid and the benchmarks drive
+ * several side by side): a built-in name or an adapter path, with process
+ * options (may be NULL).  0, or -1 with a message. */
+int engine_host_open(engine_host *h, const char *name, const char *options, char *err,
+                     size_t cap);
+void engine_host_close(engine_host *h);
+
+/* Choose the process's engine (the one check_case drives) before its first use: a built-in name or a path to an
  * adapter object (ag_engine_find), with its process options (may be NULL).
  * Returns 0, or -1 with a message (no such engine, or open refused: e.g.
  * ggml is not installed, with the command that installs it). */

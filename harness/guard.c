@@ -73,7 +73,7 @@ int guard_have_asan(void) {
 
 /* ------------------------------------------------------------- registry */
 
-#define GUARD_REGISTRY_MAX 64
+#define GUARD_REGISTRY_MAX 512
 static guard *g_live[GUARD_REGISTRY_MAX];
 
 static void registry_add(guard *g) {
@@ -113,6 +113,45 @@ static int round_up(size_t a, size_t m, size_t *out) {
 static unsigned char *body_start(const guard *g) { return g->map + page_size(); }
 static size_t body_len(const guard *g) { return g->map_len - 2 * page_size(); }
 
+/* ------------------------------------------------------- mapping pool */
+
+/* Fresh mappings cost a system call each way and a page fault per page
+ * touched, for every buffer of every run of every fuzz input.  Unmapped
+ * guards park here instead and are handed out again for the same length,
+ * zeroed like a fresh mapping (so no byte of an earlier input survives);
+ * both guard pages stay PROT_NONE throughout. */
+#define POOL_SLOTS 96
+#define POOL_MAX_BYTES ((size_t)256 << 20)
+static struct {
+    unsigned char *map;
+    size_t len;
+} g_pool[POOL_SLOTS];
+static size_t g_pool_bytes;
+
+static unsigned char *pool_take(size_t len) {
+    for (int i = 0; i < POOL_SLOTS; i++)
+        if (g_pool[i].map && g_pool[i].len == len) {
+            unsigned char *m = g_pool[i].map;
+            g_pool[i].map = NULL;
+            g_pool_bytes -= len;
+            return m;
+        }
+    return NULL;
+}
+
+/* 1 parked (the caller must not unmap), 0 full. */
+static int pool_put(unsigned char *map, size_t len) {
+    if (len > POOL_MAX_BYTES / 4 || g_pool_bytes + len > POOL_MAX_BYTES) return 0;
+    for (int i = 0; i < POOL_SLOTS; i++)
+        if (!g_pool[i].map) {
+            g_pool[i].map = map;
+            g_pool[i].len = len;
+            g_pool_bytes += len;
+            return 1;
+        }
+    return 0;
+}
+
 /* Map [PROT_NONE][body][PROT_NONE] for `size` bytes ending flush with the
  * rear page, register the guard.  Regions are installed by the caller. */
 static int map_buffer(guard *g, const char *label, size_t size) {
@@ -122,12 +161,21 @@ static int map_buffer(guard *g, const char *label, size_t size) {
     if (__builtin_add_overflow((size_t)GUARD_FRONT, size, &body) || round_up(body, ps, &body) ||
         __builtin_add_overflow(body, 2 * ps, &len))
         return -1;
-    void *m = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED) return -1;
-    unsigned char *map = m;
-    if (mprotect(map + ps, body, PROT_READ | PROT_WRITE) != 0) {
-        munmap(m, len);
-        return -1;
+    unsigned char *map = pool_take(len);
+    if (map) {
+        if (mprotect(map + ps, body, PROT_READ | PROT_WRITE) != 0) {
+            munmap(map, len);
+            return -1;
+        }
+        memset(map + ps, 0, body);
+    } else {
+        void *m = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) return -1;
+        map = m;
+        if (mprotect(map + ps, body, PROT_READ | PROT_WRITE) != 0) {
+            munmap(m, len);
+            return -1;
+        }
     }
     g->map = map;
     g->map_len = len;
@@ -351,7 +399,7 @@ void guard_free(guard *g) {
         /* ASan keeps shadow across munmap: leave none of our poison behind
          * for whoever maps these addresses next. */
         UNPOISON(g->map, g->map_len);
-        munmap(g->map, g->map_len);
+        if (!pool_put(g->map, g->map_len)) munmap(g->map, g->map_len);
     }
     free(g->regions);
     memset(g, 0, sizeof *g);
@@ -380,6 +428,8 @@ size_t guard_format_violation(const guard_violation *v, char *buf, size_t cap) {
 }
 
 /* ------------------------------------------------------ describing addresses */
+
+static const char *oracle_of(const guard *g) { return g->oracle ? g->oracle : "bounds"; }
 
 static int describe_in(const guard *g, uintptr_t a, char *buf, size_t cap) {
     const uintptr_t lo = (uintptr_t)g->map, b = (uintptr_t)g->buf, e = b + g->size;
@@ -421,13 +471,17 @@ static int describe_in(const guard *g, uintptr_t a, char *buf, size_t cap) {
     return 1;
 }
 
+/* The live guard holding addr, or NULL. */
+static const guard *guard_of(uintptr_t a, char *buf, size_t cap) {
+    for (int i = 0; i < GUARD_REGISTRY_MAX; i++)
+        if (g_live[i] && g_live[i]->map && describe_in(g_live[i], a, buf, cap)) return g_live[i];
+    return NULL;
+}
+
 int guard_describe_addr(const void *addr, char *buf, size_t cap) {
     if (!buf || !cap) return 0;
     buf[0] = '\0';
-    for (int i = 0; i < GUARD_REGISTRY_MAX; i++)
-        if (g_live[i] && g_live[i]->map && describe_in(g_live[i], (uintptr_t)addr, buf, cap))
-            return 1;
-    return 0;
+    return guard_of((uintptr_t)addr, buf, cap) != NULL;
 }
 
 /* ------------------------------------------------------------ fault hooks */
@@ -439,8 +493,8 @@ int guard_describe_addr(const void *addr, char *buf, size_t cap) {
 void __asan_on_error(void) {
     void *a = __asan_get_report_address();
     char d[256];
-    if (a && guard_describe_addr(a, d, sizeof d))
-        fprintf(stderr, "attnguard: ORACLE scratch-bounds: %s\n", d);
+    const guard *g = a ? guard_of((uintptr_t)a, d, sizeof d) : NULL;
+    if (g) fprintf(stderr, "attnguard: ORACLE %s: %s\n", oracle_of(g), d);
 }
 #endif
 
@@ -455,9 +509,10 @@ static void on_segv(int sig, siginfo_t *si, void *uctx) {
     if (!g_in_fault) {
         g_in_fault = 1;
         char d[256];
-        if (si && guard_describe_addr(si->si_addr, d, sizeof d)) {
+        const guard *g = si ? guard_of((uintptr_t)si->si_addr, d, sizeof d) : NULL;
+        if (g) {
             char line[320];
-            int n = snprintf(line, sizeof line, "attnguard: ORACLE scratch-bounds: %s\n", d);
+            int n = snprintf(line, sizeof line, "attnguard: ORACLE %s: %s\n", oracle_of(g), d);
             if (n > 0) {
                 ssize_t w = write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
                 (void)w;

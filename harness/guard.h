@@ -28,6 +28,9 @@ typedef struct guard {
     ag_region *regions; size_t num_regions; /* copy of the layout (1 region for plain buffers) */
     int readonly;                           /* currently mprotect'ed PROT_READ */
     char label[32];                         /* "scratch", "out", "q", "k_cache" ... */
+    const char *oracle;                     /* the oracle a fault or poison hit here is
+                                               named after (static text, set by the
+                                               owner); NULL: "bounds" */
 } guard;
 
 /* A scratchpad for a plan whose layout has `n` regions (n = 0: one region

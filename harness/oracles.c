@@ -15,7 +15,9 @@
  */
 #include "oracles.h"
 #include "guard.h"
+#include "sizing_model.h"
 #include "ref.h"
+#include "../src/attn_plan_inspect.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -27,7 +29,7 @@
 
 static const char *const k_oracle_names[ORACLE_COUNT] = {
     "none", "scratch-bounds", "sizing", "mixed-heads", "differential", "invariance", "bad-input",
-    "engine-check",
+    "input-bounds", "engine-check",
 };
 
 const char *oracle_name(oracle_id id) {
@@ -71,8 +73,9 @@ FIRE_FN(oracle_fire_mixed_heads, 3)
 FIRE_FN(oracle_fire_differential, 4)
 FIRE_FN(oracle_fire_invariance, 5)
 FIRE_FN(oracle_fire_bad_input, 6)
-FIRE_FN(oracle_fire_engine_check, 7)
-FIRE_FN(oracle_fire_unknown, 8)
+FIRE_FN(oracle_fire_input_bounds, 7)
+FIRE_FN(oracle_fire_engine_check, 8)
+FIRE_FN(oracle_fire_unknown, 9)
 #undef FIRE_FN
 
 void oracle_fire(const finding *f) {
@@ -86,6 +89,7 @@ void oracle_fire(const finding *f) {
     case ORACLE_DIFFERENTIAL: oracle_fire_differential();
     case ORACLE_INVARIANCE: oracle_fire_invariance();
     case ORACLE_BAD_INPUT: oracle_fire_bad_input();
+    case ORACLE_INPUT_BOUNDS: oracle_fire_input_bounds();
     case ORACLE_ENGINE_CHECK: oracle_fire_engine_check();
     default: oracle_fire_unknown();
     }
@@ -99,6 +103,12 @@ oracle_id oracle_check_expect(const case_spec *c, const case_defects *d, finding
     return found(f, ORACLE_BAD_INPUT,
                  "case '%s' expects %s, which none of its defects deserves: the case is wrong; "
                  "defects %s", c->name, attn_status_name(c->expect), list);
+}
+
+int oracle_resource_limit(ag_status st, const ag_msg *msg) {
+    if (!msg) return 0;
+    return (st == AG_INTERNAL && strcmp(msg->code, "ATTN_E_NO_MEMORY") == 0) ||
+           (st == AG_REFUSED && strcmp(msg->code, "ATTN_E_TOO_LARGE") == 0);
 }
 
 /* 1 if `code` names a status some defect of this stage deserves. */
@@ -116,8 +126,7 @@ oracle_id oracle_check_status(const case_defects *d, defect_stage stage, ag_stat
     const char *code = msg ? msg->code : "", *text = msg ? msg->text : "";
     const int refused = got == AG_REFUSED || got == AG_UNSUPPORTED;
     clean(f);
-    if (got == AG_INTERNAL && strcmp(code, "ATTN_E_NO_MEMORY") == 0)
-        return ORACLE_NONE;   /* the environment, not the engine */
+    if (oracle_resource_limit(got, msg)) return ORACLE_NONE;   /* the environment */
     if (got != AG_OK && handed_out)
         return found(f, d->mixed && stage == DEFECT_CREATE ? ORACLE_MIXED_HEADS : ORACLE_BAD_INPUT,
                      "%s returned %s but wrote its out-parameter (a handle was handed back)",
@@ -181,6 +190,28 @@ oracle_id oracle_check_sizing(const engine_host *E, void *plan, const ag_plan_in
                          "predecessor (which ends at %zu) or leaves the scratchpad of %zu bytes",
                          reg[i].name, reg[i].offset, reg[i].size, end, bytes);
         end = reg[i].offset + reg[i].size;
+    }
+    /* The harness's own derivation of every region's needs, per layer. */
+    ag_plan_shape sh;
+    if (n && (E->caps.flags & AG_CAP_SHAPE) && E->e->plan_shape &&
+        E->e->plan_shape(plan, &sh) == AG_OK) {
+        const int32_t hkv = p->group.num_kv_heads;
+        for (int32_t l = 0; l < p->group.num_layers; l++) {
+            const ag_layer *L = &p->layers[l];
+            if (hkv < 1 || L->num_heads % hkv) continue;
+            for (size_t i = 0; i < n; i++) {
+                size_t need;
+                if (sizing_model_need(&sh, reg[i].name, L->num_heads / hkv, p->group.head_dim,
+                                      &need) != 0 || need <= reg[i].size)
+                    continue;
+                return found(f, ORACLE_SIZING,
+                             "%s (%d heads, head_dim %d) needs %zu bytes in region %s by the "
+                             "design's formula (%d tokens per thread, kv_tile %d), but the plan "
+                             "sized %zu (%zu short)", L->name, (int)L->num_heads,
+                             (int)p->group.head_dim, need, reg[i].name, (int)sh.thread_tokens,
+                             (int)sh.kv_tile, reg[i].size, need - reg[i].size);
+            }
+        }
     }
     if (!(E->caps.flags & AG_CAP_EXTENTS) || !E->e->extents) return ORACLE_NONE;
     /* Without a table the engine states one need: the whole scratch. */

@@ -21,6 +21,8 @@ typedef enum oracle_id {
     ORACLE_DIFFERENTIAL,     /* "differential": output outside tolerance of the reference */
     ORACLE_INVARIANCE,       /* "invariance": split/threads/permutation/bitwise disagree */
     ORACLE_BAD_INPUT,        /* "bad-input": wrong/unlisted status, internal error, false refusal */
+    ORACLE_INPUT_BOUNDS,     /* "input-bounds": an access outside an input the engine reads
+                                (q, caches, batch arrays, slopes, sinks), or a write to one */
     ORACLE_ENGINE_CHECK,     /* "engine-check": the engine's own invariant check failed at run
                                 time (AG_INTERNAL from run), a bug it caught itself */
     ORACLE_COUNT
@@ -173,6 +175,11 @@ oracle_id oracle_check_differential(const problem *p, int32_t l, const void *got
  * tolerance of the range.  `what` names the variant. */
 oracle_id oracle_check_agree(const problem *p, int32_t l, const void *base, const void *other,
                              const oracle_ref *ref, int bitwise, const char *what, finding *f);
+
+/* 1 when an engine's answer says only that the environment's limits were
+ * reached: out of memory (AG_INTERNAL, ATTN_E_NO_MEMORY) or a plan over the
+ * byte limit the caller set (ATTN_E_TOO_LARGE).  Never a finding. */
+int oracle_resource_limit(ag_status st, const ag_msg *msg);
 
 /* Print the finding's line and abort from the oracle's own frame. */
 #if defined(__GNUC__)

@@ -21,7 +21,7 @@ COV_CC := clang
 COV_TOOLS_SUFFIX ?= -14
 COV_FLAGS := -fprofile-instr-generate -fcoverage-mapping
 COV_CFLAGS := $(CSTD) -O1 -g $(WARN) -fopenmp -fno-strict-aliasing $(COV_FLAGS) \
-              $(filter -DATTN_HAVE_%,$(CFLAGS_ALL))
+              $(ISA_DEFINES)
 COV_LDLIBS := $(COV_FLAGS) -fopenmp -lm
 COVERAGE_CORPUS ?= $(wildcard build/fuzz-corpus build/nightly/corpus)
 COVERAGE_TESTS ?= 1

@@ -19,9 +19,9 @@ FZ_CC := clang
 FZ_B := build/fuzz$(if $(INJECT),-inject-$(INJECT))
 FZ_SAN := -fsanitize=address,undefined -fsanitize=float-divide-by-zero \
           -fno-sanitize-recover=all -fno-omit-frame-pointer
-# The ISA tables compiled in (-DATTN_HAVE_*) follow the Makefile's choice.
+# The ISA tables compiled in (ISA_DEFINES) are mk/isa.mk's.
 FZ_CFLAGS := $(CSTD) $(OPT) -g $(WARN) -fopenmp -fno-strict-aliasing $(FZ_SAN) \
-             $(filter -DATTN_HAVE_%,$(CFLAGS_ALL)) $(EXTRA_CFLAGS)
+             $(ISA_DEFINES) $(EXTRA_CFLAGS)
 ifneq ($(INJECT),)
 FZ_CFLAGS += -DATTN_INJECT_$(INJECT)=1 -DATTN_INJECT_NAME=\"$(INJECT)\"
 endif
@@ -36,7 +36,7 @@ FZ_LDFLAGS := $(FZ_SAN) -fsanitize=fuzzer -fopenmp -lm
 FZ_COV := -fsanitize=fuzzer-no-link
 $(FZ_B)/obj/harness/%.o: FZ_COV :=
 $(FZ_B)/obj/harness/case_bytes.o: FZ_COV := -fsanitize=fuzzer-no-link
-$(FZ_B)/obj/src/kernels_%.o: FZ_COV := -fsanitize-coverage=inline-8bit-counters,pc-table
+$(FZ_B)/obj/src/kernels/%.o: FZ_COV := -fsanitize-coverage=inline-8bit-counters,pc-table
 
 FZ_LIB_OBJ := $(LIB_SRC:%.c=$(FZ_B)/obj/%.o)
 FZ_HAR_OBJ := $(HAR_SRC:%.c=$(FZ_B)/obj/%.o)

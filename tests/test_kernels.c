@@ -25,6 +25,7 @@
 #include <criterion/parameterized.h>
 
 #include "../src/attn.h"
+#include "../src/attn_plan_inspect.h"
 #include "../harness/case.h"
 #include "../harness/compare.h"
 #include "../harness/problem.h"

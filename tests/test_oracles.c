@@ -24,6 +24,7 @@
 #include "../harness/oracles.h"
 #include "../harness/problem.h"
 #include "../src/attn.h"
+#include "../src/attn_plan_inspect.h"
 
 #include <math.h>
 #include <signal.h>

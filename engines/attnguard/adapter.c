@@ -10,6 +10,7 @@
  */
 #include "../../include/attnguard/engine.h"
 #include "../../src/attn.h"
+#include "../../src/attn_plan_inspect.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -36,6 +37,7 @@ typedef struct plan {
     attn_plan *p;
     ag_region *regions;
     size_t num_regions;
+    int32_t *red_tokens, *red_pieces;   /* plan_shape, filled on first use */
 } plan;
 
 #if defined(__GNUC__)
@@ -96,7 +98,8 @@ static void op_caps(void *c, ag_caps *out) {
     out->flags = AG_CAP_GQA | AG_CAP_WINDOW | AG_CAP_SOFTCAP | AG_CAP_ALIBI |
                  AG_CAP_ALIBI_STANDARD | AG_CAP_SINKS | AG_CAP_SCALE | AG_CAP_PAGED |
                  AG_CAP_SHARED_BLOCKS | AG_CAP_NONCAUSAL | AG_CAP_SPLIT_KV | AG_CAP_REGIONS |
-                 AG_CAP_REDZONE | AG_CAP_EXTENTS | AG_CAP_BITWISE | AG_CAP_ATTN_CODES;
+                 AG_CAP_REDZONE | AG_CAP_EXTENTS | AG_CAP_BITWISE | AG_CAP_SHAPE |
+                 AG_CAP_ATTN_CODES;
     const uint32_t t = AG_DTYPE_BIT(AG_F32) | AG_DTYPE_BIT(AG_BF16) | AG_DTYPE_BIT(AG_F16);
     out->q_dtypes = out->kv_dtypes = out->out_dtypes = t;
     out->max_head_dim = ATTN_MAX_HEAD_DIM;
@@ -342,7 +345,41 @@ static void op_plan_destroy(void *pp) {
     if (!p) return;
     attn_plan_destroy(p->p);
     free(p->regions);
+    free(p->red_tokens);
+    free(p->red_pieces);
     free(p);
+}
+
+/* The schedule facts from the plan's public inspection: a thread's regions
+ * hold its largest item's tokens, or a decode run of head_run rows. */
+static ag_status op_plan_shape(void *pp, ag_plan_shape *out) {
+    plan *p = pp;
+    attn_plan_info info;
+    const attn_work_item *it;
+    const attn_reduction *rd;
+    size_t ni, nr;
+    if (attn_plan_get_info(p->p, &info, NULL) != ATTN_OK ||
+        attn_plan_items(p->p, &it, &ni, NULL) != ATTN_OK ||
+        attn_plan_reductions(p->p, &rd, &nr, NULL) != ATTN_OK)
+        return AG_INTERNAL;
+    if (!p->red_tokens && nr) {
+        p->red_tokens = malloc(nr * sizeof *p->red_tokens);
+        p->red_pieces = malloc(nr * sizeof *p->red_pieces);
+        if (!p->red_tokens || !p->red_pieces) return AG_INTERNAL;
+        for (size_t i = 0; i < nr; i++) {
+            p->red_tokens[i] = rd[i].tok1 - rd[i].tok0;
+            p->red_pieces[i] = rd[i].num_pieces;
+        }
+    }
+    int32_t tokens = info.head_run;
+    for (size_t i = 0; i < ni; i++)
+        if (it[i].tok1 - it[i].tok0 > tokens) tokens = it[i].tok1 - it[i].tok0;
+    out->thread_tokens = tokens;
+    out->kv_tile = info.kv_tile;
+    out->num_reductions = nr;
+    out->red_tokens = p->red_tokens;
+    out->red_pieces = p->red_pieces;
+    return AG_OK;
 }
 
 static ag_status op_extents(void *pp, int32_t layer, size_t *need, size_t count, ag_msg *msg) {
@@ -400,6 +437,7 @@ static const ag_engine k_engine = {
     op_plan_destroy,
     op_extents,
     op_run,
+    op_plan_shape,
 };
 
 const ag_engine *ag_engine_attnguard(void);
