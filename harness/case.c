@@ -64,14 +64,16 @@ void case_layer_window(const case_layer *L, int32_t *left, int32_t *right) {
 }
 
 /* slopes[h] = b^(h+1), b = 2^(-8/P) for the P = largest power of two <= n
- * heads; the remaining n - P heads take the odd powers of 2^(-4/P). */
+ * heads; the remaining n - P heads take the odd powers of 2^(-4/P).  In
+ * float, as real models compute them (vLLM's and Hugging Face's torch.pow
+ * on float32, ggml's powf): the same bits an engine derives for itself. */
 void case_alibi_standard(int32_t n, float *out) {
     if (n <= 0) return;
     int32_t P = 1;
     while (P * 2 <= n) P *= 2;
-    for (int32_t h = 0; h < P; h++) out[h] = (float)exp2(-8.0 * (double)(h + 1) / (double)P);
-    for (int32_t j = 0; j < n - P; j++)
-        out[P + j] = (float)exp2(-4.0 * (double)(2 * j + 1) / (double)P);
+    const float base = powf(2.0f, -8.0f / (float)P), extra = powf(2.0f, -4.0f / (float)P);
+    for (int32_t h = 0; h < P; h++) out[h] = powf(base, (float)(h + 1));
+    for (int32_t j = 0; j < n - P; j++) out[P + j] = powf(extra, (float)(2 * j + 1));
 }
 
 static const char *const dist_names[CASE_DIST_COUNT] = {
