@@ -121,11 +121,21 @@ typedef struct attn_allocator {
 typedef struct attn_layer_desc {
     const char *name;          /* for messages; NULL -> "layers.<index>" */
     int32_t num_heads;         /* query heads Hq */
-    int32_t window;            /* -1 = none, else >= 1 keys incl. the current one */
+    int32_t window;            /* sliding window, shorthand: -1 = none, else W >= 1 keys
+                                  incl. the current one: (left, right) = (W-1, 0) on
+                                  causal requests, (W-1, W-1) on non-causal ones */
     float softcap;             /* 0 = off, else > 0: s = c * tanh(s / c) */
     float scale;               /* 0 = 1/sqrt(head_dim), else finite > 0 */
     const float *alibi_slopes; /* NULL or [num_heads], finite */
     const float *sinks;        /* NULL or [num_heads] logits, finite */
+    /* The window as an explicit pair (vLLM's sliding_window_left/right):
+     * with window_pair = 1 (and window = -1), key k is visible to position
+     * p when k >= p - window_left and k <= p + window_right, -1 meaning
+     * unbounded on that side; causal requests see only k <= p besides.
+     * window_pair = 0: the pair must be left (0, 0). */
+    int32_t window_pair;       /* 0: the shorthand above; 1: window_left/right */
+    int32_t window_left;       /* -1 or 0..ATTN_MAX_SEQ_LEN */
+    int32_t window_right;      /* -1 or 0..ATTN_MAX_SEQ_LEN */
 } attn_layer_desc;
 
 /* The KV-cache spec the group's layers share. */
@@ -179,7 +189,7 @@ typedef struct attn_builder_info {
     int32_t num_kv_heads;
     int32_t head_dim;
     int32_t block_size;
-    int32_t window;            /* resolved group window, -1 = not shared/none */
+    int32_t window;            /* resolved group window (shorthand), -1 = not shared/none */
     int32_t num_layers;
     int32_t num_threads;
     attn_dtype q_dtype, kv_dtype, out_dtype;
@@ -192,6 +202,10 @@ typedef struct attn_builder_info {
      * 0: every product and sum is fp32 or better.  Pick the "avx512" table
      * or tune "intel" (attn_group_desc) for fp32 throughout. */
     int32_t bf16_rounding;
+    /* The resolved group window as a layer carries it: the shorthand in
+     * `window` above, or window_pair = 1 and the pair every layer shares
+     * (0, 0, 0 when the layers do not share one: unbounded). */
+    int32_t window_pair, window_left, window_right;
 } attn_builder_info;
 
 attn_status attn_builder_get_info(const attn_builder *builder, attn_builder_info *out,
@@ -206,7 +220,12 @@ typedef struct attn_batch {
     const int32_t *block_table;      /* [num_reqs][block_table_stride] */
     int32_t block_table_stride;      /* >= ceil(max seq_len / block_size) */
     int32_t num_blocks;              /* physical blocks in the cache */
-    int32_t causal;                  /* 1 = decoder (causal), 0 = encoder / cross */
+    int32_t causal;                  /* 1 = decoder (causal), 0 = encoder / cross: every
+                                        request's, unless req_causal is given */
+    /* Causality per request (vLLM's per-request causal flag), or NULL.
+     * Request r's query token i sits at position seq_len - q_len + i when
+     * causal (chunked prefill and decode alike) and at i when not. */
+    const uint8_t *req_causal;       /* [num_reqs]: 1 causal, 0 non-causal */
 } attn_batch;
 
 typedef enum attn_split_mode {

@@ -9,6 +9,7 @@
  * kernels see the scratchpad only through pointers into the plan's regions.
  */
 #include "internal.h"
+#include "kernels/mask.h"
 
 #include <math.h>
 #include <string.h>
@@ -27,6 +28,7 @@ typedef struct run_ctx {
      * scale; see split_scale and normalise_q). */
     float q_mul;
     int32_t q_exp;
+    int32_t win_left[2], win_right[2]; /* the layer's window pair, [causal] (mask.h) */
     attn_tile_fn tile;
     attn_tile_heads_fn tile_heads; /* NULL: every item runs alone */
     attn_load_q_fn load_q;
@@ -170,22 +172,26 @@ static void item_args(const run_ctx *c, int32_t thread, const attn_work_item *it
         l[i] = 0.0f;
     }
     const int32_t seq = p->seq_lens[it->req], q_len = p->qsl[it->req + 1] - p->qsl[it->req];
+    const int32_t causal = p->req_causal[it->req];
     (void)q_len;
     *a = (attn_tile_args){
         .n_tok = n_tok,
         .g = c->g,
         .head_dim = D,
         .q = q,
+        /* DESIGN §2: a causal request's token i at seq_len - q_len + i, a
+         * non-causal one's at i */
 #ifndef ATTN_INJECT_causal_offset
-        .pos0 = seq - q_len + it->tok0,
+        .pos0 = (causal ? seq - q_len : 0) + it->tok0,
 #else
         /* INJECTED BUG (causal_offset): query position taken as its index
          * in the chunk instead of seq_len - q_len + i. */
         .pos0 = it->tok0,
 #endif
         .seq_len = seq,
-        .causal = p->causal,
-        .window = c->layer->window,
+        .causal = causal,
+        .window_left = c->win_left[causal],
+        .window_right = c->win_right[causal],
         .softcap = c->layer->softcap,
         .qk_exp = qk_exp,
         .alibi = c->layer->alibi_slopes ? c->layer->alibi_slopes + (size_t)it->kv_head * (size_t)c->g
@@ -412,6 +418,23 @@ attn_status attn_run(const attn_plan *p, const attn_layer_desc *layer, const att
     /* INJECTED BUG (model_wide_heads): the historical engine had no check
      * that a layer matches the plan it runs with. */
 #endif
+    /* The plan's key ranges are bounded by its group's window: only a layer
+     * with that window (or any layer, when the group has none) fits them. */
+    const attn__window lw = {layer->window, layer->window_pair, layer->window_left,
+                             layer->window_right};
+    const attn__window none = {-1, 0, 0, 0};
+#ifndef ATTN_INJECT_group_window /* the historical engine had no such check */
+    if (!attn__same_window(&p->win, &none) && !attn__same_window(&p->win, &lw))
+        return attn__fail(err, ATTN_E_LAYER_MISMATCH,
+                          "layer %s has window %d (pair %d: %d, %d) but the plan's key ranges "
+                          "are bounded by its group's window %d (pair %d: %d, %d)",
+                          layer->name ? layer->name : "(unnamed)", (int)lw.window, (int)lw.pair,
+                          (int)lw.left, (int)lw.right, (int)p->win.window, (int)p->win.pair,
+                          (int)p->win.left, (int)p->win.right);
+#else
+    (void)lw;
+    (void)none;
+#endif
     if (layer->num_heads % p->num_kv_heads != 0)
         return attn__fail(err, ATTN_E_LAYER_MISMATCH,
                           "layer num_heads = %d is not a multiple of num_kv_heads = %d",
@@ -445,6 +468,9 @@ attn_status attn_run(const attn_plan *p, const attn_layer_desc *layer, const att
     };
     split_scale(layer->scale > 0.0f ? layer->scale : 1.0f / sqrtf((float)p->head_dim), &c.q_mul,
                 &c.q_exp);
+    for (int32_t causal = 0; causal < 2; causal++)
+        attn__window_pair(layer->window, layer->window_pair, layer->window_left,
+                          layer->window_right, causal, &c.win_left[causal], &c.win_right[causal]);
     /* Flags are cleared every run: a piece proves it ran by setting its own. */
     for (size_t i = 0; i < p->num_reds; i++) {
         const attn_region *r = &p->regions[p->reds[i].region_flags];

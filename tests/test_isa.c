@@ -44,7 +44,7 @@
 #include "../harness/case.h"
 #include "../harness/compare.h"
 #include "../harness/problem.h"
-#include "../engines/attnguard/fixture.h"
+#include "tfixture.h"
 #include "../harness/ref.h"
 #include "tutil.h"
 
@@ -115,6 +115,7 @@ static void *run_on(problem *p, int32_t l, const char *isa, int *rounded, char *
         snprintf(msg, cap, "fixture: out of memory");
         return NULL;
     }
+    tfx_complete(&fx, p);
     attn_group_desc g = fx.group;
     g.isa = isa;
     g.tune = g_tune ? (g_tune == ATTN__TUNE_AMD ? "amd" : "intel") : NULL;
@@ -609,7 +610,9 @@ static attn_tile_args args_for(const mini *mc, tile_bufs *b, int32_t n_tok, int3
     a.pos0 = pos0;
     a.seq_len = seq;
     a.causal = 1;
-    a.window = window;
+    /* a causal row's window of W keys (mask.h's shorthand) */
+    a.window_left = window > 0 ? window - 1 : -1;
+    a.window_right = window > 0 ? 0 : -1;
     a.k_cache = mc->k;
     a.v_cache = mc->v;
     a.block_stride = (size_t)bs * (size_t)D;

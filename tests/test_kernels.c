@@ -29,7 +29,7 @@
 #include "../harness/case.h"
 #include "../harness/compare.h"
 #include "../harness/problem.h"
-#include "../engines/attnguard/fixture.h"
+#include "tfixture.h"
 #include "../harness/ref.h"
 #include "tutil.h"
 
@@ -159,6 +159,7 @@ static problem *new_problem(const case_spec *c, const char *tag) {
     cr_assert(p->materialized, "%s: not materialized (%s)", tag,
               p->unmaterialized_reason ? p->unmaterialized_reason : "?");
     cr_assert_eq(afx_init(&t->fx, p), 0, "%s: the engine's caches", tag);
+    tfx_complete(&t->fx, p);
     return p;
 }
 
@@ -534,6 +535,103 @@ Test(kernels, permuted_blocks, .timeout = 60) {
     free_outs(p, b);
     free(perm); free(k2); free(v2); free(bt2);
     del_problem(p);
+}
+
+/* Every usable table, then the default, on case c, each layer against the
+ * reference. */
+static void on_every_table(const case_spec *c, const char *name) {
+    problem *p = new_problem(c, name);
+    double *refs[CASE_MAX_LAYERS] = {0};
+    for (int32_t l = 0; l < p->c.num_layers; l++) refs[l] = reference(p, l, name);
+    const char *names[8] = {0};
+    const int n = attn_isa_available(names, 8);
+    char tag[160];
+    for (int k = 0; k <= n; k++) {
+        run_opts o = {0};
+        o.isa = k < n ? names[k] : NULL;
+        snprintf(tag, sizeof tag, "%s isa %s", name, o.isa ? o.isa : "(default)");
+        void *outs[CASE_MAX_LAYERS] = {0};
+        engine_run(p, &o, outs, tag);
+        for (int32_t l = 0; l < p->c.num_layers; l++) check_vs_ref(p, l, refs[l], outs[l], tag);
+        free_outs(p, outs);
+    }
+    for (int32_t l = 0; l < p->c.num_layers; l++) free(refs[l]);
+    del_problem(p);
+}
+
+/* Causal and non-causal requests in one plan (DESIGN §2): a non-causal
+ * request's token i sits at position i, a causal one's at seq_len - q_len
+ * + i, so with a window and ALiBi the same shapes give different outputs
+ * by causality.  Decode, chunked prefill and whole-prompt requests of each
+ * kind, split pieces, 1 to 3 threads; a layer with a window and one
+ * without (the group bounds nothing then). */
+Test(kernels, mixed_causality, .timeout = 120) {
+    static const int32_t q[] = {5, 5, 1, 37, 20, 1, 3};
+    static const int32_t kv[] = {70, 70, 300, 37, 600, 9, 200};
+    static const uint8_t causal[] = {1, 0, 1, 0, 0, 1, 0};
+    for (int v = 0; v < 4; v++) {
+        case_spec c;
+        case_default(&c);
+        snprintf(c.name, sizeof c.name, "mixed-causality-%d", v);
+        c.num_layers = v % 2 ? 2 : 1;
+        for (int32_t l = 0; l < c.num_layers; l++) {
+            c.layers[l].num_heads = 8;
+            c.layers[l].window = l ? -1 : (v < 2 ? 64 : 7);
+            c.layers[l].alibi = CASE_SRC_STANDARD;
+            c.layers[l].sinks = (uint8_t)(v == 3 ? CASE_SRC_STANDARD : CASE_SRC_NONE);
+        }
+        c.num_kv_heads = 2;
+        c.head_dim = 64;
+        c.block_size = 16;
+        c.kv_dtype = v == 2 ? AG_BF16 : AG_F32;
+        c.num_reqs = 7;
+        for (int32_t r = 0; r < c.num_reqs; r++) {
+            c.q_len[r] = q[r];
+            c.kv_len[r] = kv[r];
+            c.causal[r] = causal[r];
+        }
+        c.threads = 1 + v % 3;
+        c.split = v % 2 ? ATTN_SPLIT_ON : ATTN_SPLIT_AUTO;
+        c.blocks = CASE_BLOCKS_SHUFFLED;
+        c.seed = 0xca05a1u + (uint64_t)v;
+        on_every_table(&c, c.name);
+    }
+}
+
+/* Windows as (left, right) pairs, one side or both bounded, on causal and
+ * non-causal requests of one batch, per layer of one group (the group then
+ * bounds nothing, each layer applies its own), and a pair every layer
+ * shares (the group's own). */
+Test(kernels, window_pairs, .timeout = 120) {
+    static const int32_t pairs[][2] = {{7, 3}, {-1, 5}, {3, -1}, {0, 0}, {40, 40}, {0, -1}};
+    for (int v = 0; v < 3; v++) {
+        case_spec c;
+        case_default(&c);
+        snprintf(c.name, sizeof c.name, "window-pairs-%d", v);
+        c.num_layers = v == 2 ? 2 : 6;
+        for (int32_t l = 0; l < c.num_layers; l++) {
+            const int32_t k = v == 2 ? 0 : l;
+            c.layers[l].num_heads = 6;
+            c.layers[l].window = -1;
+            c.layers[l].window_left = pairs[k][0];
+            c.layers[l].window_right = pairs[k][1];
+            c.layers[l].alibi = (uint8_t)(l % 2 ? CASE_SRC_STANDARD : CASE_SRC_NONE);
+        }
+        c.num_kv_heads = 3;
+        c.head_dim = 48;
+        c.block_size = 16;
+        c.num_reqs = 4;
+        static const int32_t q[] = {9, 1, 30, 4}, kv[] = {100, 150, 30, 4};
+        for (int32_t r = 0; r < c.num_reqs; r++) {
+            c.q_len[r] = q[r];
+            c.kv_len[r] = kv[r];
+            c.causal[r] = (uint8_t)((r + v) % 2);
+        }
+        c.threads = 2;
+        c.split = v == 1 ? ATTN_SPLIT_ON : ATTN_SPLIT_OFF;
+        c.seed = 0x9a125u + (uint64_t)v;
+        on_every_table(&c, c.name);
+    }
 }
 
 /* Gemma-style group: a window-7 layer beside a global one; the plan's window

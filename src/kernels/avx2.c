@@ -362,7 +362,8 @@ INLINE void tile(attn_dtype dt, const attn_tile_args *a) {
         int any = 0;
         for (int32_t t = 0; t < a->n_tok && !any; t++) {
             int64_t lo, hi;
-            attn__row_interval((int64_t)a->pos0 + t, key_limit, a->causal, a->window, &lo, &hi);
+            attn__row_interval((int64_t)a->pos0 + t, key_limit, a->causal,
+                               a->window_left, a->window_right, &lo, &hi);
             if (lo < c1 && hi > c0 && lo < hi) any = 1;
         }
         if (!any) continue;
@@ -395,7 +396,8 @@ INLINE void tile(attn_dtype dt, const attn_tile_args *a) {
             int32_t ilo[QR], ihi[QR], act = 0;
             for (int32_t r = 0; r < R; r++) {
                 int64_t lo, hi;
-                attn__row_interval((int64_t)a->pos0 + (r0 + r) / g, key_limit, a->causal, a->window,
+                attn__row_interval((int64_t)a->pos0 + (r0 + r) / g, key_limit, a->causal,
+                                   a->window_left, a->window_right,
                              &lo, &hi);
                 lo = lo > c0 ? lo - c0 : 0;
                 hi = hi < c1 ? hi - c0 : n;

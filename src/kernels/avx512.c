@@ -201,7 +201,8 @@ void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pac
         int any = 0;
         for (int32_t t = 0; t < a->n_tok && !any; t++) {
             int64_t lo, hi;
-            attn__row_interval((int64_t)a->pos0 + t, key_limit, a->causal, a->window, &lo, &hi);
+            attn__row_interval((int64_t)a->pos0 + t, key_limit, a->causal,
+                               a->window_left, a->window_right, &lo, &hi);
             if (lo < c1 && hi > c0 && lo < hi) any = 1;
         }
         if (!any) continue;
@@ -260,7 +261,7 @@ void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pac
                 for (int32_t r = 0; r < R; r++) {
                     int64_t lo, hi;
                     attn__row_interval((int64_t)a->pos0 + (r0 + r) / g, key_limit, a->causal,
-                                       a->window, &lo, &hi);
+                                       a->window_left, a->window_right, &lo, &hi);
                     lo = lo > c0 ? lo - c0 : 0;
                     hi = hi < c1 ? hi - c0 : n;
                     if (lo >= hi) lo = hi = 0;

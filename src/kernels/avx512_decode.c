@@ -533,7 +533,8 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
     const int32_t rows = a->g;
     const size_t D = (size_t)a->head_dim, es = attn__dtype_size(kdt);
     int64_t vlo, vhi; /* the one row interval every head of the token shares */
-    attn__row_interval((int64_t)a->pos0, key_limit, a->causal, a->window, &vlo, &vhi);
+    attn__row_interval((int64_t)a->pos0, key_limit, a->causal,
+                       a->window_left, a->window_right, &vlo, &vhi);
     if (vlo < a->k0) vlo = a->k0;
     if (vhi > k1) vhi = k1;
     if (vlo >= vhi) return; /* nothing visible: every row keeps its state */

@@ -45,9 +45,9 @@ void attn__assert_fail(const char *expr, const char *file, int line);
 
 /* One work item's attention over the key range [k0, k1): updates the
  * online-softmax state (acc, m, l) of every row.  Visibility per row (DESIGN
- * §2), with p = pos0 + t:
- *   causal:     k <= p, and with a window k >= p - (window - 1);
- *   non-causal: k < seq_len, and with a window |k - p| <= window - 1.
+ * §2, mask.h), with p = pos0 + t: 0 <= k < seq_len, causal rows k <= p,
+ * and k >= p - window_left, k <= p + window_right for the bounds that are
+ * not -1.
  * Keys of [k0, k1) not visible to a row are masked (contribute nothing);
  * a row that sees none of them keeps its state unchanged (m = -inf, l = 0,
  * acc = 0 if it was fresh): never NaN.
@@ -73,7 +73,8 @@ typedef struct attn_tile_args {
     int32_t pos0;            /* position of the item's token 0 */
     int32_t seq_len;         /* keys of the request */
     int32_t causal;
-    int32_t window;          /* -1 = none */
+    int32_t window_left;     /* -1 = unbounded (mask.h) */
+    int32_t window_right;    /* -1 = unbounded */
     float softcap;           /* 0 = off */
     int32_t qk_exp;          /* logits are 2^qk_exp x the dot products; 0..254, 0 normally */
     const float *alibi;      /* [g] slopes of this KV head's query heads, or NULL */

@@ -138,7 +138,8 @@ static inline void tile(attn_dtype dt, const attn_tile_args *a) {
         int any = 0;
         for (int32_t t = 0; t < a->n_tok && !any; t++) {
             int64_t lo, hi;
-            attn__row_interval((int64_t)a->pos0 + t, key_limit, a->causal, a->window, &lo, &hi);
+            attn__row_interval((int64_t)a->pos0 + t, key_limit, a->causal,
+                               a->window_left, a->window_right, &lo, &hi);
             if (lo < c1 && hi > c0 && lo < hi) any = 1;
         }
         if (!any) continue;
@@ -150,7 +151,7 @@ static inline void tile(attn_dtype dt, const attn_tile_args *a) {
         for (int32_t t = 0; t < a->n_tok; t++) {
             const int64_t p = (int64_t)a->pos0 + t;
             int64_t lo, hi;
-            attn__row_interval(p, key_limit, a->causal, a->window, &lo, &hi);
+            attn__row_interval(p, key_limit, a->causal, a->window_left, a->window_right, &lo, &hi);
             /* The interval is the same for the g heads of a token; a token
              * that sees nothing of this chunk leaves its rows untouched, so
              * no row ever evaluates exp(-inf - -inf). */
