@@ -100,10 +100,14 @@ typedef enum attn_dtype {
     ATTN_DTYPE_F32 = 0,
     ATTN_DTYPE_BF16 = 1,
     ATTN_DTYPE_F16 = 2,
+    ATTN_DTYPE_FP8_E4M3 = 3,  /* e4m3fn: 1-4-3, bias 7, no infinities, 0x7f/0xff NaN,
+                                 max 448; KV cache only */
+    ATTN_DTYPE_FP8_E5M2 = 4,  /* 1-5-2, bias 15, IEEE-like (infinities), max 57344;
+                                 KV cache only */
     ATTN_DTYPE_COUNT
 } attn_dtype;
 
-/* "f32", "bf16", "f16"; NULL for values outside the enum. */
+/* "f32", "bf16", "f16", "fp8e4m3", "fp8e5m2"; NULL for values outside the enum. */
 const char *attn_dtype_name(attn_dtype dtype);
 /* Bytes per element; 0 for values outside the enum. */
 size_t attn_dtype_size(attn_dtype dtype);
@@ -136,6 +140,10 @@ typedef struct attn_layer_desc {
     int32_t window_pair;       /* 0: the shorthand above; 1: window_left/right */
     int32_t window_left;       /* -1 or 0..ATTN_MAX_SEQ_LEN */
     int32_t window_right;      /* -1 or 0..ATTN_MAX_SEQ_LEN */
+    /* fp8 KV caches (vLLM's k_scale / v_scale): a cached code stands for
+     * fp8_to_f32(code) * scale.  0 means 1; else finite > 0.  Ignored for
+     * other KV dtypes. */
+    float k_scale, v_scale;
 } attn_layer_desc;
 
 /* The KV-cache spec the group's layers share. */
@@ -143,15 +151,15 @@ typedef struct attn_kv_desc {
     int32_t num_kv_heads;      /* Hkv, divides every layer's num_heads */
     int32_t head_dim;          /* D */
     int32_t block_size;        /* tokens per cache block */
-    attn_dtype dtype;          /* K and V element type */
+    attn_dtype dtype;          /* K and V element type (any attn_dtype) */
 } attn_kv_desc;
 
 typedef struct attn_group_desc {
     const attn_layer_desc *layers; /* [num_layers]; may be NULL if num_layers == 0 */
     int32_t num_layers;
     attn_kv_desc kv;
-    attn_dtype q_dtype;        /* query element type */
-    attn_dtype out_dtype;      /* output element type */
+    attn_dtype q_dtype;        /* query element type: f32, bf16 or f16 */
+    attn_dtype out_dtype;      /* output element type: f32, bf16 or f16 */
     int32_t model_num_heads;   /* used ONLY when num_layers == 0 */
     int32_t num_threads;       /* OpenMP threads a plan is partitioned for */
     const char *isa;           /* NULL: $ATTN_ISA if set, else best on this CPU;
@@ -315,13 +323,29 @@ attn_status attn_run(const attn_plan *plan, const attn_layer_desc *layer,
                      attn_error *err);
 
 /* Store new K/V rows into the paged cache.  key/value: [num_tokens]
- * [kv.num_kv_heads][kv.head_dim] in kv.dtype; slot_mapping[i] = block *
- * block_size + offset, or -1 to skip token i.  Every slot is validated
- * before anything is written. */
+ * [kv.num_kv_heads][kv.head_dim] in kv.dtype (an fp8 cache's codes);
+ * slot_mapping[i] = block * block_size + offset, or -1 to skip token i.
+ * Every slot is validated before anything is written. */
 attn_status attn_reshape_and_cache(const attn_kv_desc *kv, int32_t num_blocks,
                                    const void *key, const void *value,
                                    int32_t num_tokens, const int64_t *slot_mapping,
                                    void *k_cache, void *v_cache, attn_error *err);
+
+/* The same with rows of another element type, converted into kv.dtype:
+ * src_dtype is f32, bf16 or f16 (or kv.dtype itself: then a plain copy,
+ * as above).  Into an fp8 cache each K row is divided by k_scale and each
+ * V row by v_scale (0 means 1; else finite > 0; the layer's scales the
+ * kernels multiply back, attn_layer_desc), the quotient rounded to fp32,
+ * then to the code: round to nearest even, e4m3fn saturating at +-448
+ * (inf too), NaN kept, e5m2 overflowing to +-inf.  Into a bf16/f16 cache
+ * rows are rounded to nearest even and the scales are not used.  A
+ * src_dtype outside these is ATTN_E_BAD_DTYPE, a bad scale ATTN_E_BAD_LAYER. */
+attn_status attn_reshape_and_cache_from(const attn_kv_desc *kv, int32_t num_blocks,
+                                        attn_dtype src_dtype, const void *key,
+                                        const void *value, int32_t num_tokens,
+                                        const int64_t *slot_mapping, float k_scale,
+                                        float v_scale, void *k_cache, void *v_cache,
+                                        attn_error *err);
 
 /* ---- kernel selection ---- */
 /* Names of the kernel tables usable on this CPU, best last; returns count.

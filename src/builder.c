@@ -37,7 +37,8 @@ static attn_status check_finite_array(const float *v, int32_t n, const char *wha
 
 /* Validate what a layer carries on its own (not its agreement with the
  * group).  Shared with attn_run, which validates the layer it is given. */
-attn_status attn__check_layer(const attn_layer_desc *l, int32_t index, attn_error *err) {
+attn_status attn__check_layer(const attn_layer_desc *l, int32_t index, attn_dtype kv_dtype,
+                              attn_error *err) {
     char nb[32];
     const char *name = layer_name(l, index, nb, sizeof nb);
     if (l->num_heads <= 0 || l->num_heads > ATTN_MAX_HEADS)
@@ -72,6 +73,13 @@ attn_status attn__check_layer(const attn_layer_desc *l, int32_t index, attn_erro
         return attn__fail(err, ATTN_E_BAD_LAYER,
                           "%s: scale = %g (must be 0 for 1/sqrt(head_dim) or finite > 0)",
                           name, (double)l->scale);
+    const float kvs[2] = {l->k_scale, l->v_scale};
+    const int fp8 = kv_dtype == ATTN_DTYPE_FP8_E4M3 || kv_dtype == ATTN_DTYPE_FP8_E5M2;
+    for (int k = 0; fp8 && k < 2; k++)
+        if (!isfinite(kvs[k]) || kvs[k] < 0.0f)
+            return attn__fail(err, ATTN_E_BAD_LAYER,
+                              "%s: %s = %g (fp8 cache: must be 0 for 1, or finite > 0)", name,
+                              k ? "v_scale" : "k_scale", (double)kvs[k]);
     attn_status st;
     if (l->alibi_slopes &&
         (st = check_finite_array(l->alibi_slopes, l->num_heads, "alibi_slopes", name, err)))
@@ -144,6 +152,12 @@ attn_status attn_builder_create(const attn_group_desc *g, attn_builder **out, at
     if ((st = attn__check_kv(&g->kv, err))) return st;
     if ((st = check_dtype(g->q_dtype, "q_dtype", err))) return st;
     if ((st = check_dtype(g->out_dtype, "out_dtype", err))) return st;
+    const attn_dtype qo[2] = {g->q_dtype, g->out_dtype};
+    for (int k = 0; k < 2; k++)
+        if (qo[k] == ATTN_DTYPE_FP8_E4M3 || qo[k] == ATTN_DTYPE_FP8_E5M2)
+            return attn__fail(err, ATTN_E_BAD_DTYPE,
+                              "%s = %d (%s): only the KV cache may be fp8 (f32, bf16, f16 here)",
+                              k ? "out_dtype" : "q_dtype", (int)qo[k], attn_dtype_name(qo[k]));
     if (g->num_threads < 1 || g->num_threads > ATTN_MAX_THREADS)
         return attn__fail(err, ATTN_E_BAD_THREADS, "num_threads = %d outside 1..%d",
                           (int)g->num_threads, ATTN_MAX_THREADS);
@@ -151,7 +165,7 @@ attn_status attn_builder_create(const attn_group_desc *g, attn_builder **out, at
         return attn__fail(err, ATTN_E_NULL_ARG, "allocator has a NULL %s function",
                           g->allocator->alloc ? "free" : "alloc");
     for (int32_t i = 0; i < g->num_layers; i++)
-        if ((st = attn__check_layer(&g->layers[i], i, err))) return st;
+        if ((st = attn__check_layer(&g->layers[i], i, g->kv.dtype, err))) return st;
 
     /* Resolve the head count from the layers, never from the model: the
      * scratchpad is sized from it, and the kernels run with each layer's

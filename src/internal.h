@@ -142,15 +142,16 @@ struct attn_plan {
  * regions only).  Used to size the plan AND to compute a layer's extents for
  * the sizing oracle, so the two can never drift apart.  Sets *overflow. */
 size_t attn__footprint(attn_region_kind kind, int32_t group_size, int32_t head_dim,
-                       int32_t tokens, int32_t kv_tile, int32_t pieces, bool *overflow);
+                       int32_t tokens, int32_t kv_tile, int32_t pieces, attn_dtype kv_dtype,
+                       bool *overflow);
 
 /* The bytes the layout gives one owner's regions (a thread's
  * ATTN__THREAD_REGIONS or a reduction's 4): each region's footprint
  * rounded up to ATTN_ALIGN plus the redzone after it.  The scratchpad is
  * the sum over all owners minus one redzone.  True on overflow. */
 bool attn__owner_bytes(attn_owner_kind owner, int32_t group_size, int32_t head_dim,
-                       int32_t tokens, int32_t kv_tile, int32_t pieces, size_t redzone,
-                       size_t *out);
+                       int32_t tokens, int32_t kv_tile, int32_t pieces, attn_dtype kv_dtype,
+                       size_t redzone, size_t *out);
 
 /* Lay out all regions of a plan whose items/reductions are final. */
 attn_status attn__layout_build(attn_plan *plan, attn_error *err);
@@ -192,8 +193,10 @@ bool attn__plan_verify(const attn_plan *plan);
 /* Validate a KV-cache spec (heads, head_dim, block_size, dtype). */
 attn_status attn__check_kv(const attn_kv_desc *kv, attn_error *err);
 
-/* Validate a layer's own fields (heads, window, softcap, scale, slopes, sinks). */
-attn_status attn__check_layer(const attn_layer_desc *l, int32_t index, attn_error *err);
+/* Validate a layer's own fields (heads, window, softcap, scale, slopes,
+ * sinks; k_scale and v_scale on a cache of kv_dtype fp8). */
+attn_status attn__check_layer(const attn_layer_desc *l, int32_t index, attn_dtype kv_dtype,
+                              attn_error *err);
 
 /* ---- kernel selection and tuning profile (src/dispatch.c) ---- */
 attn_status attn__select_kernels(const char *isa, const attn_kernels **out, attn_error *err);

@@ -160,7 +160,7 @@ attn_status attn__plan_size(const attn_builder *b, const attn_batch *bt, const a
         if (S > 1) { /* one tile of q_len tokens, a reduction per KV head */
             s.num_reds += (size_t)Hkv;
             ov |= attn__owner_bytes(ATTN_OWNER_REDUCTION, b->group_size, b->head_dim, q_len,
-                                    b->kern->kv_tile, S, o->redzone, &x) ||
+                                    b->kern->kv_tile, S, b->kv_dtype, o->redzone, &x) ||
                   attn__mul(x, (size_t)Hkv, &x) || attn__add(red_bytes, x, &red_bytes);
         } else {
             /* unsplit single-token tiles: all of them when q_tile is 1,
@@ -172,7 +172,7 @@ attn_status attn__plan_size(const attn_builder *b, const attn_batch *bt, const a
     s.row_groups = max32(max_tokens, s.head_run);
     /* the scratchpad: every region aligned, a redzone after each but the last */
     ov |= attn__owner_bytes(ATTN_OWNER_THREAD, b->group_size, b->head_dim, s.row_groups,
-                            b->kern->kv_tile, 0, o->redzone, &x) ||
+                            b->kern->kv_tile, 0, b->kv_dtype, o->redzone, &x) ||
           attn__mul(x, (size_t)b->num_threads, &x) || attn__add(x, red_bytes, &s.scratch_bytes);
     s.scratch_bytes -= o->redzone;
     ov |= metadata_bytes(bt, b->num_threads, s.num_items, s.num_reds, &s.metadata_bytes);

@@ -168,6 +168,15 @@ static void m_qdt(ctx *c) { c->g.q_dtype = (attn_dtype)9; }
 static void m_kvdt(ctx *c) { c->g.kv.dtype = (attn_dtype)-1; }
 static void m_outdt(ctx *c) { c->g.out_dtype = ATTN_DTYPE_COUNT; }
 static void m_isa(ctx *c) { c->g.isa = "sse9"; }
+static void m_q_fp8(ctx *c) { c->g.q_dtype = ATTN_DTYPE_FP8_E4M3; }
+static void m_out_fp8(ctx *c) { c->g.out_dtype = ATTN_DTYPE_FP8_E5M2; }
+static void m_kscale_neg(ctx *c) { c->g.kv.dtype = ATTN_DTYPE_FP8_E4M3; c->layers[1].k_scale = -2.0f; }
+static void m_vscale_inf(ctx *c) { c->g.kv.dtype = ATTN_DTYPE_FP8_E5M2; c->layers[0].v_scale = INFINITY; }
+static void m_kscale_f32_ignored(ctx *c) { c->layers[1].k_scale = -2.0f; c->layers[0].v_scale = NAN; }
+static void m_scales_fp8_ok(ctx *c) {
+    c->g.kv.dtype = ATTN_DTYPE_FP8_E4M3;
+    c->layers[0].k_scale = 0.0f, c->layers[0].v_scale = 0.5f, c->layers[1].k_scale = 3.0f;
+}
 static void m_isa_empty(ctx *c) { c->g.isa = "avx9000"; }
 static void m_layers_null(ctx *c) { c->g.layers = NULL; }
 
@@ -283,6 +292,12 @@ static const row rows[] = {
     {"window_0", CREATE, NULL, m_win_0, ATTN_E_BAD_WINDOW, "0"},
     {"window_over_max_seq_len", CREATE, NULL, m_win_over, ATTN_E_BAD_WINDOW, "268435457"},
     {"window_int32_min", CREATE, NULL, m_win_min, ATTN_E_BAD_WINDOW, "-2147483648"},
+    {"q_dtype_fp8", CREATE, NULL, m_q_fp8, ATTN_E_BAD_DTYPE, "q_dtype = 3 (fp8e4m3)"},
+    {"out_dtype_fp8", CREATE, NULL, m_out_fp8, ATTN_E_BAD_DTYPE, "out_dtype = 4 (fp8e5m2)"},
+    {"fp8_k_scale_negative", CREATE, NULL, m_kscale_neg, ATTN_E_BAD_LAYER, "k_scale = -2"},
+    {"fp8_v_scale_inf", CREATE, NULL, m_vscale_inf, ATTN_E_BAD_LAYER, "v_scale = inf"},
+    {"scales_ignored_without_fp8", CREATE, NULL, m_kscale_f32_ignored, ATTN_OK, NULL},
+    {"fp8_scales_valid", CREATE, NULL, m_scales_fp8_ok, ATTN_OK, NULL},
     {"window_left_minus_2", CREATE, NULL, m_wl_m2, ATTN_E_BAD_WINDOW, "window_left = -2"},
     {"window_right_minus_5", CREATE, NULL, m_wr_m5, ATTN_E_BAD_WINDOW, "window_right = -5"},
     {"window_left_over_max", CREATE, NULL, m_wl_over, ATTN_E_BAD_WINDOW, "window_left = 268435457"},
@@ -304,7 +319,7 @@ static const row rows[] = {
     {"threads_over_limit", CREATE, NULL, m_thr_over, ATTN_E_BAD_THREADS, "257"},
     {"q_dtype_9", CREATE, NULL, m_qdt, ATTN_E_BAD_DTYPE, "9"},
     {"kv_dtype_minus_1", CREATE, NULL, m_kvdt, ATTN_E_BAD_DTYPE, "-1"},
-    {"out_dtype_count", CREATE, NULL, m_outdt, ATTN_E_BAD_DTYPE, "3"},
+    {"out_dtype_count", CREATE, NULL, m_outdt, ATTN_E_BAD_DTYPE, "5"},
     {"isa_unknown", CREATE, NULL, m_isa, ATTN_E_BAD_ISA, "sse9"},
     {"isa_unknown_2", CREATE, NULL, m_isa_empty, ATTN_E_BAD_ISA, "avx9000"},
     {"layers_null_with_2_layers", CREATE, NULL, m_layers_null, ATTN_E_NULL_ARG, NULL},

@@ -3,7 +3,8 @@
  * (afx_init) so that a problem reaches the engine whole: each request's
  * own causality (attn_batch.req_causal) and each layer's window as the
  * (left, right) pair the problem carries (attn_layer_desc.window_pair),
- * where afx_init passes one causal flag and a single window.  Header-only.
+ * where afx_init passes one causal flag and a single window, and the fp8
+ * caches' k_scale / v_scale.  Header-only.
  */
 #ifndef ATTN_TFIXTURE_H
 #define ATTN_TFIXTURE_H
@@ -20,6 +21,8 @@ static inline void tfx_complete(afx_engine *fx, const problem *p) {
         d->window_pair = !none;
         d->window_left = none ? 0 : L->window_left;
         d->window_right = none ? 0 : L->window_right;
+        d->k_scale = L->k_scale;
+        d->v_scale = L->v_scale;
     }
     fx->batch.req_causal = p->causal;
 }
