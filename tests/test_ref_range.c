@@ -331,7 +331,7 @@ Test(ref_range, oracles_use_the_range, .timeout = 60) {
     problem p;
     cr_assert_eq(problem_init(&p, &c, (size_t)1 << 30, err, sizeof err), 0, "%s", err);
     oracle_ref ref;
-    cr_assert_eq(oracle_reference(&p, 0, &ref), 0);
+    cr_assert_eq(oracle_reference(&p, 0, (ag_precision){AG_F32, AG_F32, AG_F32}, &ref), 0);
     const size_t n = problem_out_elems(&p, 0);
     const size_t at = (21 * (size_t)c.layers[0].num_heads + 29) * (size_t)c.head_dim;
     cr_assert(ref.hi[at] - ref.lo[at] > 1e-3);
