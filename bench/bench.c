@@ -264,7 +264,7 @@ static void write_bench_json(FILE *f, const bench_limits *L, const char *tune, c
                    "\"max_abs_err\": %.3g, \"max_tol_use\": %.3g, \"err_rows\": %d, \"nan\": %zu",
                 ag_dtype_name(row_io_dtype(b->spec)), ag_dtype_name(b->spec->kv), r->rotations,
                 r->max_abs_err, r->max_tol_use, r->err_rows, r->nan_count);
-        if (b->n_items && r->ran) {
+        if (b->n_items && r->ran && b->roof_s > 0) {
             fprintf(f, ",\n     \"roofline\": {\"dram_gbs\": %.2f, \"peak_gflops\": %.2f, "
                        "\"seconds\": %.6f, \"items\": [", b->roof_bw, b->roof_peak, b->roof_s);
             for (int k = 0; k < b->n_items; k++)
@@ -344,7 +344,7 @@ static void write_bench_md(FILE *f, const bench_limits *L, const char *tune, con
     }
     for (int i = 0; i < n; i++) {
         const bench_row *b = &rows[i];
-        if (!b->n_items || !b->r.ran) continue;
+        if (!b->n_items || !b->r.ran || b->roof_s <= 0) continue;   /* no limits measured */
         fprintf(f, "\n### Roofline of `%s`, %d thread%s\n\nEach item is bound by the larger of "
                    "bytes / DRAM read (%.1f GB/s, measured at the start of this run) and flops / "
                    "compute peak (%.1f GFLOP/s: the faster of the fp32 FMA and bf16 dot peaks); "
