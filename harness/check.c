@@ -438,25 +438,6 @@ static const char *split_name(int32_t m) {
     }
 }
 
-static uint64_t sat_add(uint64_t a, uint64_t b) {
-    uint64_t r;
-    return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
-}
-
-static uint64_t sat_mul(uint64_t a, uint64_t b) {
-    uint64_t r;
-    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
-}
-
-/* Multiply-adds of one pass over every layer (query rows x keys x heads x D). */
-static uint64_t case_macs(const case_spec *c) {
-    uint64_t rows = 0, heads = 0;
-    for (int32_t r = 0; r < c->num_reqs; r++)
-        rows = sat_add(rows, sat_mul((uint64_t)c->q_len[r], (uint64_t)c->kv_len[r]));
-    for (int32_t l = 0; l < c->num_layers; l++) heads = sat_add(heads, (uint64_t)c->layers[l].num_heads);
-    return sat_mul(sat_mul(rows, heads), (uint64_t)c->head_dim);
-}
-
 static oracle_id check_runs(const problem *p, const engine_host *E, unsigned what, finding *f,
                             check_report *rep) {
     const case_spec *c = &p->c;
@@ -493,7 +474,7 @@ static oracle_id check_runs(const problem *p, const engine_host *E, unsigned wha
                         "case config"};
         res = run_config(&x, &base, f);
     } else {
-        const int all = case_macs(c) < CHECK_CHEAP_MACS;
+        const int all = case_cost(c) < CHECK_CHEAP_MACS;
         const int first = all ? 0 : (int)(c->seed % (uint64_t)E->n_variants);
         for (int i = first; i < (all ? E->n_variants : first + 1) && !res; i++) {
             char desc[96];
@@ -586,8 +567,11 @@ oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check
     if (d.unexpressible) return ORACLE_NONE;
     oracle_id res;
     if ((res = oracle_check_expect(c, &d, f))) return res;
+    /* A case that needs what the engine lacks is skipped even when it is
+     * also defective: an engine may stop at the feature it cannot express
+     * before it reaches the defect, and that says nothing either way. */
     char why[128];
-    if (d.n == 0 && engine_host_unsupported(E, c, why, sizeof why)) return skip(f, why);
+    if (engine_host_unsupported(E, c, why, sizeof why)) return skip(f, why);
 
     problem p;
     char msg[256];

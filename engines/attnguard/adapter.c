@@ -38,6 +38,9 @@ typedef struct plan {
     ag_region *regions;
     size_t num_regions;
     int32_t *red_tokens, *red_pieces;   /* plan_shape, filled on first use */
+#ifdef ATTN_INJECT_adapter_scratch_short
+    size_t real_bytes;
+#endif
 } plan;
 
 #if defined(__GNUC__)
@@ -332,6 +335,14 @@ static ag_status op_plan(void *gp, const ag_batch *in, const ag_plan_opts *opts,
         p->regions[i].size = reg[i].size;
     }
     p->num_regions = n;
+#ifdef ATTN_INJECT_adapter_scratch_short
+    /* INJECTED BUG (adapter_scratch_short): the adapter trims what it reports
+     * by one alignment unit (an adapter author's "the engine pads the end"),
+     * and run below hands the engine the size it remembers, not the one it
+     * was given, so the engine's own size check cannot object. */
+    p->real_bytes = bytes;
+    bytes = bytes > ATTN_ALIGN ? bytes - ATTN_ALIGN : bytes;
+#endif
     info->scratch_bytes = bytes;
     info->scratch_align = ATTN_ALIGN;
     info->regions = p->regions;
@@ -416,7 +427,11 @@ static ag_status op_run(void *pp, int32_t layer, const ag_run_args *a, ag_msg *m
     t.kv_dtype = g->g.kv.dtype;
     t.out_dtype = g->g.out_dtype;
     attn_error err;
-    attn_status st = attn_run(p->p, &g->layers[layer], &t, a->scratch, a->scratch_bytes, &err);
+    size_t scratch_bytes = a->scratch_bytes;
+#ifdef ATTN_INJECT_adapter_scratch_short
+    scratch_bytes = p->real_bytes;
+#endif
+    attn_status st = attn_run(p->p, &g->layers[layer], &t, a->scratch, scratch_bytes, &err);
     return from_attn(st, &err, msg);
 }
 

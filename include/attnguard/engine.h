@@ -161,8 +161,9 @@ typedef struct ag_batch {
     int32_t num_reqs;
     const int32_t *query_start_loc;  /* [num_reqs + 1], prefix sums of q_len >= 1 */
     const int32_t *seq_lens;         /* [num_reqs], keys incl. the new tokens, >= q_len */
-    const uint8_t *causal;           /* [num_reqs], 1: causal (query i at seq_len - q_len + i),
-                                        0: non-causal (query i at position i) */
+    const uint8_t *causal;           /* [num_reqs] or NULL (every request causal); 1: causal
+                                        (query i at seq_len - q_len + i), 0: non-causal
+                                        (query i at position i) */
     const int32_t *block_table;      /* [num_reqs][block_table_stride] */
     int32_t block_table_stride;
     int32_t num_blocks;              /* physical blocks in each cache */
