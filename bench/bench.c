@@ -16,8 +16,8 @@
  *
  * Metrics: decode GB/s = K+V bytes the batch must read / time, % of the
  * DRAM read bandwidth; prefill useful GFLOP/s = 4 D H L (L + 1) / 2 /
- * time, % of the fp32 FMA peak (f32) or of the faster of the FMA and the
- * bf16 dot peak (16-bit KV); the Laguna batch against its roofline, the
+ * time, % of the fp32 FMA peak (f32, f16 KV) or of the faster of the FMA
+ * and the bf16 dot peak (bf16 KV); the Laguna batch against its roofline, the
  * sum over its items of the larger of bytes / DRAM bandwidth and flops /
  * compute peak, printed item by item so the percentage can be checked by
  * hand.  Each row also reports its output's largest error against the
@@ -155,11 +155,12 @@ typedef struct bench_row {
     double roof_s, roof_bw, roof_peak;
 } bench_row;
 
-/* The compute peak of a row's instruction path: the fp32 FMA peak for an
- * f32 cache, the faster of the FMA and bf16 dot peaks otherwise. */
+/* The compute peak of a row's instruction path: the faster of the FMA and
+ * bf16 dot peaks for a bf16 cache, the fp32 FMA peak otherwise (f16 and
+ * f32 caches are computed on FMAs). */
 static double row_peak(const row_spec *r, const double *fma, const double *bf, int t,
                        const char **name) {
-    const int dot = r->kv != AG_F32 && bf[t] > fma[t];
+    const int dot = r->kv == AG_BF16 && bf[t] > fma[t];
     if (name) *name = dot ? "bf16 dot peak" : "fp32 FMA peak";
     return dot ? bf[t] : fma[t];
 }
@@ -183,8 +184,8 @@ static void figures(bench_row *b, const bench_limits *L, int limits) {
         b->pct = limits ? 100.0 * b->gflops / peak : 0;
         b->pct_c = limits ? 100.0 * b->gflops / cpu / peak_c : 0;
         /* bf16: the FMA peak as well, the honest ceiling where the engine
-         * computes 16-bit prefill with FMAs */
-        b->pct_fma_c = limits && s->kv != AG_F32 ? 100.0 * b->gflops / cpu / L->fma_c[t] : 0;
+         * computes bf16 prefill with FMAs */
+        b->pct_fma_c = limits && s->kv == AG_BF16 ? 100.0 * b->gflops / cpu / L->fma_c[t] : 0;
         b->pct_adj = b->adj > 0 ? 100.0 * b->gflops / b->adj : 0;
     } else {
         b->gflops = row_flops(s) / sec * 1e-9;
@@ -321,7 +322,7 @@ static void write_bench_md(FILE *f, const bench_limits *L, const char *tune, con
             tune[0] ? tune : "none", L->paged_chunk[0], L->paged_chunk[1], L->nta ? "NTA" : "T1",
             L->thp_mode, L->thp_mib);
     fprintf(f, "## Engine\n\n| case | threads | kernels | ms | GB/s | GFLOP/s | %% of limit | "
-               "limit | cpu share | %% of limit per CPU | 16-bit: %% of FMA peak per CPU | limit "
+               "limit | cpu share | %% of limit per CPU | bf16: %% of FMA peak per CPU | limit "
                "next to it | %% of it | err |\n"
                "|---|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n");
     for (int i = 0; i < n; i++) {
@@ -432,12 +433,12 @@ static int cmd_bench(const char *engine, const char *outdir) {
             const int near_bw = limits && s->kind == ROW_DECODE && s->cold;
             const int near_peak = limits && s->kind == ROW_PREFILL;
             if (near_bw) b->adj = limits_read_bw(&L, t, 2);
-            if (near_peak) b->adj = s->kv != AG_F32 && L.bf16[t] > L.fma[t]
+            if (near_peak) b->adj = s->kv == AG_BF16 && L.bf16[t] > L.fma[t]
                                         ? limits_bf16_peak(t, 20000000) : limits_fma_peak(t, 20000000);
             if (row_run(s, E, 1, t, bench_row_reps(s), row_io_dtype(s), &b->r) != 0)
                 fprintf(stderr, "bench: %s: %s\n", b->name, b->r.why);
             if (near_bw) b->adj = fmax(b->adj, limits_read_bw(&L, t, 2));
-            if (near_peak) b->adj = fmax(b->adj, s->kv != AG_F32 && L.bf16[t] > L.fma[t]
+            if (near_peak) b->adj = fmax(b->adj, s->kv == AG_BF16 && L.bf16[t] > L.fma[t]
                                                      ? limits_bf16_peak(t, 20000000)
                                                      : limits_fma_peak(t, 20000000));
             if (b->r.ran) figures(b, &L, limits);
