@@ -17,7 +17,6 @@
 #include "guard.h"
 #include "sizing_model.h"
 #include "ref.h"
-#include "../src/attn_plan_inspect.h"
 
 #include <math.h>
 #include <stdarg.h>
