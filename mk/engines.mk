@@ -53,13 +53,17 @@ GGML_FETCH_ENV := GGML_OUT=$(GGML_FETCHED) GGML_NLC_VERSION=$(GGML_NLC_VERSION) 
 # ggml is a built-in engine (engines/engines.def, AG_HAVE_GGML) of every
 # harness binary once its headers are here; until then `--engine ggml` says
 # how to fetch it.  Its adapter loads the libraries at run time (dlopen).
+# ENGINE_CFLAGS: what every build of the harness (this one, the fuzz and
+# OSS-Fuzz builds) adds for them.
 ENGINE_SRC :=
+ENGINE_CFLAGS :=
 ifneq ($(wildcard $(GGML_READY)),)
 ENGINE_SRC += engines/ggml/ggml_adapter.c engines/ggml/ggml_cache.c engines/ggml/ggml_check.c \
               engines/ggml/ggml_load.c
-CFLAGS_ALL += -DAG_HAVE_GGML=1 -Iinclude -isystem $(GGML_INC) \
-              -DAG_GGML_DEFAULT_DIR=\"$(GGML_LIBDIR)\"
+ENGINE_CFLAGS += -DAG_HAVE_GGML=1 -Iinclude -isystem $(GGML_INC) \
+                 -DAG_GGML_DEFAULT_DIR=\"$(GGML_LIBDIR)\"
 endif
+CFLAGS_ALL += $(ENGINE_CFLAGS)
 
 .PHONY: engines engines-src engines-build engines-test engines-fuzz engines-fuzz-build
 engines: $(GGML_READY)
