@@ -186,8 +186,19 @@ static ag_status op_create(void *cp, const ag_group *in, void **out, ag_msg *msg
         d->window_pair = 1;
         d->window_left = L->window_left;
         d->window_right = L->window_right;
-        d->k_scale = L->k_scale;
-        d->v_scale = L->v_scale;
+        /* attn.h reads a scale of 0 as 1; the ABI has no such default */
+        const float ks = L->k_scale, vs = L->v_scale;
+        if (is_fp8(in->kv_dtype) && !(ks > 0 && vs > 0)) {
+            free(g->layers);
+            free(g);
+            ag_status st2 = say(msg, AG_REFUSED, "layers.%d: k_scale = %g, v_scale = %g: an fp8 "
+                                "cache's scales must be finite and > 0", (int)l, (double)ks,
+                                (double)vs);
+            if (msg) snprintf(msg->code, sizeof msg->code, "ATTN_E_BAD_LAYER");
+            return st2;
+        }
+        d->k_scale = is_fp8(in->kv_dtype) ? ks : 1.0f;
+        d->v_scale = is_fp8(in->kv_dtype) ? vs : 1.0f;
         d->softcap = L->softcap;
         d->scale = L->scale;
         d->alibi_slopes = L->alibi_slopes;

@@ -141,7 +141,8 @@ typedef struct ag_layer {
     float scale;               /* 0: 1/sqrt(head_dim) */
     const float *alibi_slopes; /* NULL or [num_heads] */
     const float *sinks;        /* NULL or [num_heads] logits */
-    float k_scale, v_scale;    /* fp8 caches: value = decode(byte) * scale; else 1 */
+    float k_scale, v_scale;    /* fp8 caches: value = decode(byte) * scale, finite > 0 (0 is
+                                  not "default": refuse it); other caches ignore them */
 } ag_layer;
 
 typedef struct ag_group {
