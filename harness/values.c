@@ -69,32 +69,51 @@ static unsigned encode_small(double r, int ebits, int mbits, int bias, int has_i
     return sign | ((unsigned)be << mbits) | frac;
 }
 
+/* float -> bf16 bits, round to nearest even (NaN kept quiet). */
+static uint16_t bf16_bits(float f) {
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (uint16_t)(x >> 16);
+}
+
+/* float -> IEEE half bits, round to nearest even, subnormals and overflow
+ * to infinity included. */
+static uint16_t f16_bits(float f) {
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    const uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    const uint32_t ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u) return sign | 0x7e00u;          /* NaN */
+    if (ax >= 0x477ff000u) return sign | 0x7c00u;         /* >= 65520: rounds to inf */
+    if (ax < 0x38800000u) {                               /* below 2^-14: subnormal */
+        volatile float v = fabsf(f) * 0x1p24f;            /* in units of 2^-24, exact */
+        const float r = (v + 0x1p23f) - 0x1p23f;          /* round to nearest even */
+        return sign | (uint16_t)r;
+    }
+    /* normal: drop 13 mantissa bits to nearest even (a carry bumps the
+     * exponent correctly), rebias 127 -> 15 */
+    const uint32_t rounded = ax + 0xfffu + ((ax >> 13) & 1u);
+    return sign | (uint16_t)((rounded >> 13) - (112u << 10));
+}
+
+/* Values are rounded to fp32 first, then to the narrow type (as the
+ * shipped cases and fuzz findings were made: their values stay put). */
 void values_store(void *buf, size_t i, ag_dtype dt, double x) {
-    const fmt f = fmt_of(dt);
-    double r = round_to(x, f);
+    const float f = (float)x;
     switch (dt) {
-    case AG_F32: ((float *)buf)[i] = (float)r; break;
-    case AG_BF16: {
-        uint16_t h;
-        if (isnan(r)) h = 0x7fc0;
-        else {
-            float v = (float)r;         /* exact: r has 8 significant bits */
-            uint32_t bits;
-            memcpy(&bits, &v, sizeof bits);
-            h = (uint16_t)(bits >> 16);
-        }
-        ((uint16_t *)buf)[i] = h;
+    case AG_F32: ((float *)buf)[i] = f; break;
+    case AG_BF16: ((uint16_t *)buf)[i] = bf16_bits(f); break;
+    case AG_F16: ((uint16_t *)buf)[i] = f16_bits(f); break;
+    case AG_FP8_E4M3:
+    case AG_FP8_E5M2: {
+        const double r = round_to((double)f, fmt_of(dt));
+        ((uint8_t *)buf)[i] = dt == AG_FP8_E4M3
+                                  ? (isnan(r) ? 0x7f : (uint8_t)encode_small(r, 4, 3, 7, 0))
+                                  : (isnan(r) ? 0x7e : (uint8_t)encode_small(r, 5, 2, 15, 1));
         break;
     }
-    case AG_F16:
-        ((uint16_t *)buf)[i] = isnan(r) ? 0x7e00 : (uint16_t)encode_small(r, 5, 10, 15, 1);
-        break;
-    case AG_FP8_E4M3:
-        ((uint8_t *)buf)[i] = isnan(r) ? 0x7f : (uint8_t)encode_small(r, 4, 3, 7, 0);
-        break;
-    case AG_FP8_E5M2:
-        ((uint8_t *)buf)[i] = isnan(r) ? 0x7e : (uint8_t)encode_small(r, 5, 2, 15, 1);
-        break;
     default: break;
     }
 }
