@@ -75,6 +75,10 @@ typedef struct run_inputs {
     ag_layer layers[CASE_MAX_LAYERS];   /* pointing at the guarded slopes and sinks */
     ag_batch batch;
     int64_t *slots;                     /* problem row i -> the engine's slot */
+    guard k, v;                         /* the engine's caches, written by the first run's
+                                           group (the ABI: the layout depends only on the
+                                           KV spec, never on options or threads) */
+    int caches;                         /* 1 once k and v hold the rows */
 } run_inputs;
 
 static void inputs_free(run_inputs *in) {
@@ -87,6 +91,8 @@ static void inputs_free(run_inputs *in) {
     guard_free(&in->seq);
     guard_free(&in->causal);
     guard_free(&in->bt);
+    guard_free(&in->k);
+    guard_free(&in->v);
     free(in->slots);
     memset(in, 0, sizeof *in);
 }
@@ -204,8 +210,10 @@ static oracle_id check_guard(guard *g, const char *what, int32_t l, finding *f) 
 /* The engine's K and V caches for group `grp`, written from the problem's
  * rows through write_kv and then made read-only.  1: the engine refused
  * (*res says why, or nothing when it ran out of memory), -1 no memory. */
-static int caches_init(run_ctx *x, void *grp, const run_inputs *in, guard *k, guard *v,
-                       const char *what, finding *f, oracle_id *res) {
+static int caches_init(run_ctx *x, void *grp, run_inputs *in, const char *what, finding *f,
+                       oracle_id *res) {
+    guard *k = &in->k, *v = &in->v;
+    if (in->caches) return 0;
     const problem *p = x->p;
     const ag_engine *e = x->E->e;
     const int head = p->c.place == CASE_PLACE_HEAD;
@@ -233,6 +241,7 @@ static int caches_init(run_ctx *x, void *grp, const run_inputs *in, guard *k, gu
     }
     if ((*res = check_guard(k, what, -1, f)) || (*res = check_guard(v, what, -1, f))) return 1;
     if (guard_set_readonly(k, 1) || guard_set_readonly(v, 1)) return -1;
+    in->caches = 1;
     return 0;
 }
 
@@ -322,17 +331,15 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
     const problem *p = x->p;
     const case_spec *c = &p->c;
     const ag_engine *e = x->E->e;
-    const run_inputs *in = cf->permuted ? &x->perm : &x->in;
+    run_inputs *in = cf->permuted ? &x->perm : &x->in;
     ag_group grp_desc = p->group;
     grp_desc.layers = in->layers;
     grp_desc.num_threads = cf->threads;
     grp_desc.options = cf->options;
     void *grp = NULL, *plan = NULL;
     ag_msg msg;
-    guard sg, kg, vg;
+    guard sg;
     memset(&sg, 0, sizeof sg);
-    memset(&kg, 0, sizeof kg);
-    memset(&vg, 0, sizeof vg);
     oracle_id res = clean(f);
 
     ag_status st = e->create(x->E->ctx, &grp_desc, &grp, &msg);
@@ -352,7 +359,7 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
         rep->precision = gi.precision;
     }
     if (x->rep) x->rep->runs++;
-    int rc = caches_init(x, grp, in, &kg, &vg, cf->what, f, &res);
+    int rc = caches_init(x, grp, in, cf->what, f, &res);
     if (rc) goto out_group;   /* -1: no memory, nothing to judge */
     ag_plan_info info;
     memset(&info, 0, sizeof info);
@@ -386,8 +393,8 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
         ag_run_args a;
         memset(&a, 0, sizeof a);
         a.q = in->q[l].buf;
-        a.k_cache = kg.buf;
-        a.v_cache = vg.buf;
+        a.k_cache = in->k.buf;
+        a.v_cache = in->v.buf;
         a.batch = &in->batch;
         a.num_tokens = p->num_tokens;
         a.scratch = sg.buf;
@@ -438,8 +445,6 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
 out_plan:
     e->plan_destroy(plan);
 out_group:
-    guard_free(&kg);
-    guard_free(&vg);
     e->destroy(grp);
     return res;
 }

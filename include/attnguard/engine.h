@@ -244,7 +244,10 @@ typedef struct ag_engine {
     ag_status (*group_info)(void *grp, ag_group_info *out);
 
     /* Bytes of one cache (K or V) of num_blocks blocks in the engine's
-     * private layout. */
+     * private layout.  The layout may depend on the group's KV spec (KV
+     * heads, head_dim, block size, dtype) only, never on options, threads
+     * or layers: caches written through one group serve every group of
+     * the same spec. */
     ag_status (*kv_cache_bytes)(void *grp, int32_t num_blocks, size_t *bytes, ag_msg *msg);
     /* Store rows: k_rows, v_rows [num_tokens][num_kv_heads][head_dim] in the
      * group's kv_dtype (fp8: the codes); slot_mapping[i] = block *
