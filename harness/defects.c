@@ -114,7 +114,8 @@ void oracle_case_defects(const case_spec *c, case_defects *d) {
             defect(d, G, ATTN_E_BAD_LAYER, "layers.%d.softcap = %g", (int)l, (double)L->softcap);
         if (!isfinite(L->scale) || L->scale < 0.0f)
             defect(d, G, ATTN_E_BAD_LAYER, "layers.%d.scale = %g", (int)l, (double)L->scale);
-        /* explicit lists: every value finite (attn.h: slopes and sinks) */
+        /* explicit lists: every value finite, slopes within
+         * ATTN_MAX_ALIBI_SLOPE (attn.h) */
         for (int which = 0; which < 2; which++) {
             const uint8_t src = which ? L->sinks : L->alibi;
             const uint16_t off = which ? L->sinks_off : L->alibi_off;
@@ -122,7 +123,8 @@ void oracle_case_defects(const case_spec *c, case_defects *d) {
                 (int32_t)off + L->num_heads > c->list_len)
                 continue;
             for (int32_t h = 0; h < L->num_heads; h++)
-                if (!isfinite(c->list[off + h])) {
+                if (!isfinite(c->list[off + h]) ||
+                    (!which && fabs((double)c->list[off + h]) > ATTN_MAX_ALIBI_SLOPE)) {
                     defect(d, G, ATTN_E_BAD_LAYER, "layers.%d.%s[%d] = %g", (int)l,
                            which ? "sinks" : "alibi_slopes", (int)h, (double)c->list[off + h]);
                     break;

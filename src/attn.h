@@ -52,6 +52,7 @@ extern "C" {
 #define ATTN_MAX_REQS       (1 << 20)
 #define ATTN_MAX_SEQ_LEN    (1 << 28)
 #define ATTN_MAX_REDZONE    (1u << 20)
+#define ATTN_MAX_ALIBI_SLOPE 0x1p64 /* |slope| bound: slope x (k - p) stays far inside fp32 */
 #define ATTN_ERROR_MSG_LEN  256
 #define ATTN_REGION_NAME_LEN 40
 #define ATTN_ALIGN          64     /* every scratch region starts 64-byte aligned */
@@ -130,7 +131,7 @@ typedef struct attn_layer_desc {
                                   causal requests, (W-1, W-1) on non-causal ones */
     float softcap;             /* 0 = off, else > 0: s = c * tanh(s / c) */
     float scale;               /* 0 = 1/sqrt(head_dim), else finite > 0 */
-    const float *alibi_slopes; /* NULL or [num_heads], finite */
+    const float *alibi_slopes; /* NULL or [num_heads], finite, |slope| <= ATTN_MAX_ALIBI_SLOPE */
     const float *sinks;        /* NULL or [num_heads] logits, finite */
     /* The window as an explicit pair (vLLM's sliding_window_left/right):
      * with window_pair = 1 (and window = -1), key k is visible to position

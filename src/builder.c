@@ -26,12 +26,17 @@ static attn_status check_dtype(attn_dtype d, const char *what, attn_error *err) 
     return ATTN_OK;
 }
 
+/* Every element finite, and at most `bound` in magnitude (0: no bound). */
 static attn_status check_finite_array(const float *v, int32_t n, const char *what,
-                                      const char *lname, attn_error *err) {
-    for (int32_t i = 0; i < n; i++)
+                                      const char *lname, double bound, attn_error *err) {
+    for (int32_t i = 0; i < n; i++) {
         if (!isfinite(v[i]))
             return attn__fail(err, ATTN_E_BAD_LAYER, "%s: %s[%d] = %g is not finite", lname,
                               what, (int)i, (double)v[i]);
+        if (bound > 0 && fabs((double)v[i]) > bound)
+            return attn__fail(err, ATTN_E_BAD_LAYER, "%s: %s[%d] = %g is beyond +-%g", lname,
+                              what, (int)i, (double)v[i], bound);
+    }
     return ATTN_OK;
 }
 
@@ -82,9 +87,10 @@ attn_status attn__check_layer(const attn_layer_desc *l, int32_t index, attn_dtyp
                               k ? "v_scale" : "k_scale", (double)kvs[k]);
     attn_status st;
     if (l->alibi_slopes &&
-        (st = check_finite_array(l->alibi_slopes, l->num_heads, "alibi_slopes", name, err)))
+        (st = check_finite_array(l->alibi_slopes, l->num_heads, "alibi_slopes", name,
+                                 ATTN_MAX_ALIBI_SLOPE, err)))
         return st;
-    if (l->sinks && (st = check_finite_array(l->sinks, l->num_heads, "sinks", name, err)))
+    if (l->sinks && (st = check_finite_array(l->sinks, l->num_heads, "sinks", name, 0, err)))
         return st;
     return ATTN_OK;
 }
