@@ -7,6 +7,8 @@
  */
 #include "case.h"
 #include "repro.h"
+#include "repro_options.h"
+#include "repro_verdict.h"
 #include "runcase.h"
 
 #include <stdio.h>
@@ -19,6 +21,8 @@ static void usage(FILE *f) {
           "                                       print a .case, corpus or crash file as a case\n"
           "       attnguard repro FILE [--target T] [--inject BUG] [--minimize [--out F.case]] [-v]\n"
           "                                       rerun a crash under AddressSanitizer, name the oracle\n"
+          "       attnguard classify [--status N] LOG...   name each log's finding (JSON lines)\n"
+          "       attnguard fuzz-flags FILE.options...     a fuzz target's libFuzzer flags\n"
           "       attnguard --help\n"
           "\n"
           "check prints `name layers.i  max_abs=.. max_rel=.. PASS|FAIL` per layer\n"
@@ -108,6 +112,8 @@ int main(int argc, char **argv) {
     if (strcmp(argv[1], "check") == 0) return cmd_check(argc - 2, argv + 2);
     if (strcmp(argv[1], "show") == 0) return cli_show(argc - 2, argv + 2);
     if (strcmp(argv[1], "repro") == 0) return cli_repro(argc - 2, argv + 2);
+    if (strcmp(argv[1], "classify") == 0) return cli_classify(argc - 2, argv + 2);
+    if (strcmp(argv[1], "fuzz-flags") == 0) return cli_fuzz_flags(argc - 2, argv + 2);
     fprintf(stderr, "attnguard: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;
