@@ -35,13 +35,14 @@ static void word_after(char *dst, size_t cap, const char *s, size_t n, const cha
 }
 
 /* Frames that belong to the reporting machinery, not to the bug: the
- * sanitizer and libFuzzer runtimes, libc's abort path, and the harness's
- * oracle_fire_* functions (every oracle aborts through them). */
+ * sanitizer and libFuzzer runtimes, libc's abort path, the harness's
+ * oracle_fire_* functions (every oracle aborts through them) and
+ * fuzz_api.c's violation() wrapper around them. */
 static int plumbing_frame(const char *fn) {
     static const char *const prefix[] = {"__sanitizer", "__asan", "__ubsan", "__lsan",
                                          "__interceptor", "fuzzer::", "__pthread_kill",
                                          "pthread_kill", "__GI_", "__libc_", "__assert",
-                                         "oracle_fire", "("};
+                                         "oracle_fire", "violation", "("};
     static const char *const exact[] = {"raise", "abort", "gsignal", "_start", "main",
                                         "__sigaction"};
     for (size_t i = 0; i < sizeof prefix / sizeof prefix[0]; i++)
