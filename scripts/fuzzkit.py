@@ -192,9 +192,11 @@ class Run:
         return ((self.end or time.time()) - self.start) if self.start else 0.0
 
 
-def run_input(binary, flags, path, log, extra=(), engine=None):
-    """The target once on one input in a fresh process; returns the exit status."""
-    return Run(binary, flags, extra, [path], log, engine=engine).run()
+def run_input(binary, flags, path, log, extra=(), budget=0, engine=None):
+    """The target on one input in a fresh process (with `extra` flags, e.g.
+    -minimize_crash=1, and `budget` seconds for them); returns the exit
+    status."""
+    return Run(binary, flags, extra, [path], log, budget=budget, engine=engine).run()
 
 
 def fuzz_run(bin_dir, target, root, secs, seed=None, seeds=(), fork=0, keep_going=False,
@@ -381,7 +383,8 @@ def summarize(a, targets, runs, wall, interrupted):
                 if found else "0")
         print(fmt_row.format(t, f"{secs:.0f}s", fmt(st["execs"], 0), fmt(st["exec_per_s"], 0),
                              fmt(st["cov"], 0), fmt(st["ft"], 0), fmt(st["corpus"], 0), note))
-        rows.append({"target": t, "time_s": round(secs, 1), "execs": st["execs"],
+        rows.append({"target": t, "started": round(r.start, 3) if r and r.start else None,
+                     "time_s": round(secs, 1), "execs": st["execs"],
                      "exec_per_s": st["exec_per_s"], "cov": st["cov"], "ft": st["ft"],
                      "corpus": st["corpus"], "exit_status": None if not r else r.rc,
                      "log": log, "findings": found})
@@ -408,7 +411,9 @@ def summarize(a, targets, runs, wall, interrupted):
     with open(path, "w") as f:
         json.dump(doc, f, indent=1)
     print(f"summary: {path}")
-    if findings:
+    # --keep-going: fuzzing went on past crashes; whether they are findings
+    # is triage's call (scripts/nightly_triage.py).
+    if findings and not a.keep_going:
         return 2 if errors == len(findings) else 1
     return 130 if interrupted else 0
 
