@@ -63,13 +63,12 @@ endif
 DEPFLAGS = -MMD -MP
 
 # ---- sources ----
-# ISA files need their own -m flags and are compiled only when present.
-ISA_SRC := $(wildcard src/kernels_avx2.c src/kernels_avx512.c src/kernels_avx512_decode.c src/kernels_avx512_lanes.c src/kernels_avx512bf16.c src/kernels_avx512bf16_lanes.c)
-LIB_SRC := $(filter-out $(ISA_SRC),$(wildcard src/*.c)) $(ISA_SRC)
-# dispatch.c registers a table only when its file is compiled in.
-CFLAGS_ALL += $(if $(wildcard src/kernels_avx2.c),-DATTN_HAVE_AVX2=1)
-CFLAGS_ALL += $(if $(wildcard src/kernels_avx512.c),-DATTN_HAVE_AVX512=1)
-CFLAGS_ALL += $(if $(wildcard src/kernels_avx512bf16.c),-DATTN_HAVE_AVX512BF16=1)
+# The kernel tables (ISA_SRC, ISA_OFF_SRC, isa_flags_of, ISA_DEFINES and the
+# per-object -m flags) are defined once, in mk/isa.mk.
+include mk/isa.mk
+LIB_SRC := $(filter-out $(ISA_SRC) $(ISA_OFF_SRC),$(wildcard src/*.c src/kernels/*.c)) $(ISA_SRC)
+# dispatch.c lists the tables compiled in (src/kernels/kernels_decl.h).
+CFLAGS_ALL += $(ISA_DEFINES)
 HAR_SRC := $(filter-out harness/main.c,$(wildcard harness/*.c))
 CLI_SRC := harness/main.c
 TEST_SRC := $(wildcard tests/*.c)
@@ -83,22 +82,6 @@ LIB := $(B)/libattn.a
 HARLIB := $(B)/libattnharness.a
 CLI := $(B)/attnguard
 TESTBIN := $(B)/tests/attn_tests
-
-# The SIMD kernels keep AddressSanitizer (the out-of-bounds writes the harness
-# hunts) but not UBSan: on these intrinsic-heavy files clang 14's combined
-# ASan+UBSan instrumentation takes 2-5 minutes per file (measured: 279 s for
-# kernels_avx512.c with fuzzer coverage, 17 s without UBSan), and UBSan's
-# checks add nothing on vector code that has no integer overflow or shifts
-# of note.  The portable twins stay fully checked.
-ISA_NOUBSAN := $(if $(findstring undefined,$(SANITIZER)),-fno-sanitize=undefined$(comma)float-divide-by-zero)
-
-# The -m flags of each ISA file, in one place (mk/fuzz.mk, mk/coverage.mk
-# reuse them).
-AVX2_FLAGS := -mavx2 -mfma -mf16c
-AVX512_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
-AVX512BF16_FLAGS := $(AVX512_FLAGS) -mavx512bf16
-isa_flags_of = $(if $(findstring avx512bf16,$1),$(AVX512BF16_FLAGS),$(if $(findstring avx512,$1),$(AVX512_FLAGS),$(AVX2_FLAGS)))
-$(foreach f,$(ISA_SRC),$(eval $(B)/obj/$(f:.c=.o): ISA_FLAGS := $(call isa_flags_of,$(f)) $(ISA_NOUBSAN)))
 
 .PHONY: all test clean deps check-clang test-suites test-cases test-debug test-debug-run
 .DEFAULT_GOAL := all

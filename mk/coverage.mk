@@ -21,7 +21,7 @@ COV_CC := clang
 COV_TOOLS_SUFFIX ?= -14
 COV_FLAGS := -fprofile-instr-generate -fcoverage-mapping
 COV_CFLAGS := $(CSTD) -O1 -g $(WARN) -fopenmp -fno-strict-aliasing $(COV_FLAGS) \
-              $(filter -DATTN_HAVE_%,$(CFLAGS_ALL))
+              $(ISA_DEFINES)
 COV_LDLIBS := $(COV_FLAGS) -fopenmp -lm
 COVERAGE_CORPUS ?= $(wildcard build/fuzz-corpus build/nightly/corpus)
 COVERAGE_TESTS ?= 1
@@ -35,7 +35,8 @@ COV_REPLAYS := $(COV_TARGETS:%=$(COV_B)/bin/replay_%)
 COV_CLI := $(COV_B)/bin/attnguard
 COV_TESTBIN := $(COV_B)/bin/attn_tests
 
-$(foreach f,$(ISA_SRC),$(eval $(COV_B)/obj/$(f:.c=.o): ISA_FLAGS := $(call isa_flags_of,$(f))))
+$(foreach f,$(ISA_SRC),$(if $(call isa_flags_of,$f),$(eval $(COV_B)/obj/$(f:.c=.o): ISA_FLAGS := $(call isa_flags_of,$f))))
+$(foreach f,$(filter src/kernels/%,$(LIB_SRC)),$(eval $(COV_B)/obj/$(f:.c=.o): ISA_FLAGS += -DATTN_KERNEL_SIDE=1))
 
 .PHONY: coverage coverage-build
 

@@ -56,8 +56,8 @@ FZ_HASH := \#
 FZ_OPENMP = $(eval FZ_OPENMP := $(shell printf '$(FZ_HASH)include <omp.h>\nint main(void){return omp_get_max_threads() < 0;}\n' | \
     $(FZ_CC) -fopenmp -x c - -o /dev/null >/dev/null 2>&1 && echo -fopenmp))$(FZ_OPENMP)
 
-# The ISA tables compiled in (-DATTN_HAVE_*) follow the Makefile's choice.
-FZ_CFLAGS = $(CSTD) -g $(WARN) -fno-strict-aliasing $(filter -DATTN_HAVE_%,$(CFLAGS_ALL)) \
+# The kernel tables compiled in (ISA_DEFINES) are mk/isa.mk's.
+FZ_CFLAGS = $(CSTD) -g $(WARN) -fno-strict-aliasing $(ISA_DEFINES) \
             $(FZ_OPENMP) $(if $(filter 1,$(FZ_OSS)),,$(OPT) $(EXTRA_CFLAGS)) $(FZ_INJECT) $(FZ_SANCOV)
 
 # Coverage feedback only where it guides (local build; OSS-Fuzz's $CFLAGS
@@ -71,7 +71,7 @@ ifneq ($(FZ_OSS),1)
 FZ_COV := -fsanitize=fuzzer-no-link
 $(FZ_B)/obj/harness/%.o: FZ_COV :=
 $(FZ_B)/obj/harness/case_bytes.o: FZ_COV := -fsanitize=fuzzer-no-link
-$(FZ_B)/obj/src/kernels_%.o: FZ_COV := -fsanitize-coverage=inline-8bit-counters,pc-table
+$(FZ_B)/obj/src/kernels/%.o: FZ_COV := -fsanitize-coverage=inline-8bit-counters,pc-table
 endif
 
 FZ_LIB_OBJ := $(LIB_SRC:%.c=$(FZ_B)/obj/%.o)
@@ -100,8 +100,11 @@ endif
 FZ_FILES := $(foreach t,$(FUZZ_ALL),$(FZ_OUT)/$t $(FZ_OUT)/$t.options \
               $(if $(wildcard fuzz/$t.dict),$(FZ_OUT)/$t.dict))
 
-# SIMD kernels: ASan without UBSan, see the Makefile's ISA_NOUBSAN.
-$(foreach f,$(ISA_SRC),$(eval $(FZ_B)/obj/$(f:.c=.o): ISA_FLAGS := $(call isa_flags_of,$(f)) -fno-sanitize=undefined$(comma)float-divide-by-zero))
+# Per object, as mk/isa.mk does for the main build: an ISA file's -m flags
+# (SIMD kernels: ASan without UBSan, see mk/isa.mk's ISA_NOUBSAN), and
+# ATTN_KERNEL_SIDE for every file under src/kernels/.
+$(foreach f,$(ISA_SRC),$(if $(call isa_flags_of,$f),$(eval $(FZ_B)/obj/$(f:.c=.o): ISA_FLAGS := $(call isa_flags_of,$f) -fno-sanitize=undefined$(comma)float-divide-by-zero)))
+$(foreach f,$(filter src/kernels/%,$(LIB_SRC)),$(eval $(FZ_B)/obj/$(f:.c=.o): ISA_FLAGS += -DATTN_KERNEL_SIDE=1))
 
 .PHONY: fuzz-build oss-fuzz regress corpus
 

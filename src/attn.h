@@ -179,7 +179,7 @@ typedef struct attn_builder_info {
     /* 1: this builder's bf16-KV prefill runs round q and the softmax
      * weights to bf16 (the avx512bf16 table on CPUs whose VDPBF16PS runs
      * at the FMA rate, i.e. tune "amd": twice the speed; each rounding
-     * has relative error <= 2^-9, see src/kernels_avx512bf16_lanes.c).
+     * has relative error <= 2^-9, see src/kernels/avx512bf16_lanes.c).
      * 0: every product and sum is fp32 or better.  Pick the "avx512" table
      * or tune "intel" (attn_group_desc) for fp32 throughout. */
     int32_t bf16_rounding;

@@ -1,109 +1,35 @@
 /*
  * dispatch.c — choosing the kernel table.
  *
- * Owns: the static list of kernel tables the engine knows ("ref", "avx2",
- * "avx512", "avx512bf16"), which of them are compiled into this build and
- * usable on this CPU, attn__select_kernels() (explicit name, else $ATTN_ISA,
- * else the best usable table), the public attn_isa_available(), and the
- * tuning profile (attn__select_tune: explicit, else $ATTN_TUNE, else the
- * CPU vendor).
+ * Owns: the list of kernel tables this build has ("ref", then the SIMD
+ * tables mk/isa.mk compiled, worst first), which of them are usable on
+ * this CPU, attn__select_kernels() (explicit name, else $ATTN_ISA, else
+ * the best usable table), the public attn_isa_available(), and the tuning
+ * profile (attn__select_tune: explicit, else $ATTN_TUNE, else the CPU
+ * vendor).
  *
- * How an ISA twin registers (src/kernels_avx2.c as the example):
- *   1. the file defines `const attn_kernels *attn__kernels_avx2(void)`
- *      returning its static table (name "avx2"; ref entries for what it does
- *      not override);
- *   2. the build compiles it with its -m flags AND defines
- *      ATTN_HAVE_AVX2=1 for this file (simplest: for every file), e.g. in
- *      the Makefile:
- *          CFLAGS_ALL += $(if $(wildcard src/kernels_avx2.c),-DATTN_HAVE_AVX2=1)
- *      and likewise ATTN_HAVE_AVX512 / ATTN_HAVE_AVX512BF16.  Putting it in
- *      CFLAGS_ALL means the .flags stamp changes and dispatch.o is rebuilt
- *      when an ISA file appears or goes away.
- * Without the macro the entry's getter is NULL and the name is reported as
- * "not compiled into this build".
+ * The list comes from src/kernels/kernels_decl.h (ATTN__SIMD_TABLES): a
+ * table T has a getter attn__kernels_T() and a CPU check attn__cpu_T() in
+ * its table file, and is listed when mk/isa.mk compiled it (ATTN_HAVE_<T>).
+ * Nothing here changes when a table is added (docs/adding-an-isa.md).
  *
  * Why macros and not weak symbols: the library is a static archive, and a
  * weak undefined reference does not make the linker pull an archive member
- * in, so a weak attn__kernels_avx2 would silently stay NULL even when
- * kernels_avx2.o sits in libattn.a.  A strong reference under a macro
- * cannot go missing silently: defining the macro without the file is a link
- * error.
- *
- * The CPU predicates check every feature the twin's -m flags allow the
- * compiler to use (see the Makefile's ISA_FLAGS), and only on x86.  GCC's
- * __builtin_cpu_supports also checks that the OS saves the AVX / AVX-512
- * register state (XGETBV), so "supported" means "safe to execute".
+ * in, so a weak attn__kernels_avx2 would silently stay NULL even when its
+ * object sits in libattn.a.  A strong reference under a macro cannot go
+ * missing silently: defining the macro without the file is a link error.
  */
 #include "internal.h"
-#include "kernels.h"
+#include "kernels/kernels_decl.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #define ATTN_X86 1
-#include <cpuid.h>
 #endif
-
-#ifdef ATTN_HAVE_AVX2
-const attn_kernels *attn__kernels_avx2(void);
-#define GET_AVX2 attn__kernels_avx2
-#else
-#define GET_AVX2 NULL
-#endif
-#ifdef ATTN_HAVE_AVX512
-const attn_kernels *attn__kernels_avx512(void);
-#define GET_AVX512 attn__kernels_avx512
-#else
-#define GET_AVX512 NULL
-#endif
-#ifdef ATTN_HAVE_AVX512BF16
-const attn_kernels *attn__kernels_avx512bf16(void);
-#define GET_AVX512BF16 attn__kernels_avx512bf16
-#else
-#define GET_AVX512BF16 NULL
-#endif
-
-/* ---- CPU predicates ---- */
 
 static int cpu_any(void) { return 1; }
-
-#ifdef ATTN_X86
-/* clang 14's __builtin_cpu_supports does not know "f16c"; read CPUID leaf 1
- * ECX bit 29 directly (same answer, both compilers). */
-static int cpu_f16c(void) {
-    /* CPUID is serialising and traps to the hypervisor in a VM (microseconds):
-     * read it once.  Racing first callers compute and store the same value. */
-    static int cached = -1;
-    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
-    if (v < 0) {
-        unsigned a, b, c, d;
-        v = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
-        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
-    }
-    return v;
-}
-
-static int cpu_avx2(void) {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_f16c();
-}
-
-static int cpu_avx512(void) {
-    __builtin_cpu_init();
-    return cpu_avx2() && __builtin_cpu_supports("avx512f") &&
-           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-           __builtin_cpu_supports("avx512dq");
-}
-
-static int cpu_avx512bf16(void) {
-    return cpu_avx512() && __builtin_cpu_supports("avx512bf16");
-}
-#else
-static int cpu_avx2(void) { return 0; }
-static int cpu_avx512(void) { return 0; }
-static int cpu_avx512bf16(void) { return 0; }
-#endif
 
 /* ---- the tuning profile (kernels.h) ---- */
 
@@ -140,19 +66,22 @@ attn_status attn__select_tune(const char *name, int32_t *out, attn_error *err) {
 
 typedef struct isa_entry {
     const char *name;
-    const attn_kernels *(*get)(void); /* NULL: not compiled into this build */
+    const attn_kernels *(*get)(void);
     int (*cpu)(void);                 /* 1: this CPU (and OS) can run it */
 } isa_entry;
 
+#define ISA_ENTRY(t) {#t, attn__kernels_##t, attn__cpu_##t},
 static const isa_entry isa_list[] = {
     {"ref", attn__kernels_ref, cpu_any},
-    {"avx2", GET_AVX2, cpu_avx2},
-    {"avx512", GET_AVX512, cpu_avx512},
-    {"avx512bf16", GET_AVX512BF16, cpu_avx512bf16},
+    ATTN__SIMD_TABLES(ISA_ENTRY)
 };
 #define ISA_COUNT ((int)(sizeof isa_list / sizeof isa_list[0]))
+#ifdef ATTN_HAVE_TABLES /* mk/isa.mk: how many SIMD tables it compiled */
+_Static_assert(ISA_COUNT == 1 + ATTN_HAVE_TABLES,
+               "mk/isa.mk compiled a table that src/kernels/kernels_decl.h does not list");
+#endif
 
-static int isa_usable(const isa_entry *e) { return e->get != NULL && e->cpu(); }
+static int isa_usable(const isa_entry *e) { return e->cpu(); }
 
 /* "ref, avx2, ..." of entries that are usable (usable_only) or all. */
 static void list_names(char *buf, size_t cap, int usable_only) {
@@ -211,12 +140,6 @@ attn_status attn__select_kernels(const char *isa, const attn_kernels **out, attn
     for (int i = 0; i < ISA_COUNT; i++) {
         const isa_entry *e = &isa_list[i];
         if (strcmp(isa, e->name) != 0) continue;
-        if (!e->get) {
-            list_names(valid, sizeof valid, 1);
-            return attn__fail(err, ATTN_E_BAD_ISA,
-                              "%s '%s' is not compiled into this build; usable here: %s",
-                              source, e->name, valid);
-        }
         if (!e->cpu()) {
             list_names(valid, sizeof valid, 1);
             return attn__fail(err, ATTN_E_BAD_ISA,
@@ -234,6 +157,7 @@ attn_status attn__select_kernels(const char *isa, const attn_kernels **out, attn
     list_names(valid, sizeof valid, 0);
     /* %.64s: the value may come from the environment, keep the message
      * bounded and still show what was asked for. */
-    return attn__fail(err, ATTN_E_BAD_ISA, "unknown %s '%.64s'; valid names: %s", source, isa,
-                      valid);
+    return attn__fail(err, ATTN_E_BAD_ISA,
+                      "unknown %s '%.64s' (or not compiled into this build); valid names: %s",
+                      source, isa, valid);
 }

@@ -1,30 +1,27 @@
 /*
- * internal.h — private definitions shared by the engine's translation units:
- * the builder and plan structs, error/overflow/allocation helpers and the
- * assertion macro.  Not installed, not part of the API; tests may include it
- * to inspect (or deliberately corrupt) a plan.
+ * internal.h — private definitions of the engine's plan side (builder,
+ * plan, layout, executor, dispatch): the builder and plan structs,
+ * error/overflow/allocation helpers.  Not installed, not part of the API;
+ * tests may include it to inspect (or deliberately corrupt) a plan.
+ *
+ * Kernels never include it: they get what an item needs through
+ * attn_tile_args (src/kernels/kernels.h) and must not depend on how the
+ * plan is laid out.  mk/isa.mk compiles every src/kernels/ file with
+ * ATTN_KERNEL_SIDE defined, which turns an include of this header there
+ * into a compile error.
  */
 #ifndef ATTN_INTERNAL_H
 #define ATTN_INTERNAL_H
 
+#ifdef ATTN_KERNEL_SIDE
+#error "internal.h is the plan's side: a kernel file includes kernels_decl.h, dtype.h, mask.h"
+#endif
+
 #include "attn.h"
-#include "kernels.h"
+#include "kernels/kernels.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
-
-/* ---- assertions: only for what the engine itself guaranteed ----
- * ATTN_DEBUG builds abort on a failed invariant (so a death test can see it);
- * release builds compile the check out.  Never used on caller input. */
-#ifdef ATTN_DEBUG
-#define ATTN_ASSERT(cond) ((cond) ? (void)0 : attn__assert_fail(#cond, __FILE__, __LINE__))
-#else
-#define ATTN_ASSERT(cond) ((void)0)
-#endif
-#if defined(__GNUC__)
-__attribute__((noreturn))
-#endif
-void attn__assert_fail(const char *expr, const char *file, int line);
 
 /* ---- errors ---- */
 #if defined(__GNUC__)
@@ -148,7 +145,11 @@ attn_status attn__check_kv(const attn_kv_desc *kv, attn_error *err);
 /* Validate a layer's own fields (heads, window, softcap, scale, slopes, sinks). */
 attn_status attn__check_layer(const attn_layer_desc *l, int32_t index, attn_error *err);
 
-/* ---- kernel selection (src/dispatch.c) ---- */
+/* ---- kernel selection and tuning profile (src/dispatch.c) ---- */
 attn_status attn__select_kernels(const char *isa, const attn_kernels **out, attn_error *err);
+/* ATTN__TUNE_* (kernels.h) by name ("intel", "amd"), else $ATTN_TUNE, else
+ * by CPU vendor. */
+attn_status attn__select_tune(const char *name, int32_t *out, attn_error *err);
+const char *attn__tune_name(int32_t tune);
 
 #endif /* ATTN_INTERNAL_H */

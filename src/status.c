@@ -4,7 +4,7 @@
  * global state: every message goes into the caller's attn_error.
  */
 #include "internal.h"
-#include "dtype.h"
+#include "kernels/dtype.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -16,7 +16,7 @@
  * rounds an intermediate coarser than fp32: the avx512bf16 table feeds
  * VDPBF16PS with Q split into two bf16 terms (|error| <= 2^-16 |q|, so
  * the logit error is ~2^-8 of a bf16 rounding's, ~2.5e-6 rms for these
- * inputs, well inside the 3e-5 fp32 atol; see kernels_avx512bf16.c), so
+ * inputs, well inside the 3e-5 fp32 atol; see kernels/avx512bf16.c), so
  * no ISA-specific tolerance is needed.  Against the "ref" table each
  * output is within tol of the exact value, so the two differ by at most
  * 2 * tol: that is the bound used for the ISA-vs-ref comparison.
@@ -25,34 +25,73 @@
  * (acc, m, l) bit for bit as they were (neutral rows), and key ranges that
  * start and end off the 16/32/64 tile edges match the portable tile.
  * No timing assertions.
+ *
+ * Honest about the CPU: the tables a test runs are the ones this CPU can
+ * execute (each table's own CPU check, as dispatch uses it), never the ones
+ * the build compiled.  The direct tile tests run once per compiled SIMD
+ * table and skip (cr_skip_test, with the reason) where the CPU cannot run
+ * it; the grid tests hold every table to the double-precision reference,
+ * the SIMD ones also to the "ref" table (never "ref" to itself), and end
+ * in a skip when no SIMD table ran, or a warning naming the tables left out.
  */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 
 #include "../src/attn.h"
 #include "../src/internal.h"
-#include "../src/kernels.h"
-#include "../src/dtype.h"
+#include "../src/kernels/kernels_decl.h"
+#include "../src/kernels/dtype.h"
 #include "../harness/case.h"
 #include "../harness/compare.h"
 #include "../harness/problem.h"
 #include "../harness/ref.h"
+#include "tutil.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef ATTN_HAVE_AVX2
-const attn_kernels *attn__kernels_avx2(void);
-#endif
-#ifdef ATTN_HAVE_AVX512
-const attn_kernels *attn__kernels_avx512(void);
-#endif
-#ifdef ATTN_HAVE_AVX512BF16
-const attn_kernels *attn__kernels_avx512bf16(void);
-#endif
-
 #define MAX_ISAS 8
+
+/* The SIMD tables this build compiled (kernels_decl.h), with the CPU check
+ * dispatch uses for each; the last entry is a terminator. */
+typedef struct simd_table {
+    const char *name;
+    const attn_kernels *(*get)(void);
+    int (*cpu)(void);
+} simd_table;
+#define SIMD_ENTRY(t) {#t, attn__kernels_##t, attn__cpu_##t},
+static const simd_table k_simd[] = {ATTN__SIMD_TABLES(SIMD_ENTRY){NULL, NULL, NULL}};
+#define N_SIMD ((int)(sizeof k_simd / sizeof k_simd[0]) - 1)
+
+/* Comma-separated names of the compiled SIMD tables this CPU can
+ * (usable = 1) or cannot (usable = 0) run; returns how many. */
+static int simd_names(int usable, char *buf, size_t cap) {
+    int n = 0;
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < N_SIMD; i++) {
+        if (!k_simd[i].cpu() != !usable) continue;
+        used += (size_t)snprintf(buf + used, used < cap ? cap - used : 0, "%s%s", n ? ", " : "",
+                                 k_simd[i].name);
+        if (used >= cap) used = cap - 1;
+        n++;
+    }
+    return n;
+}
+
+/* The end of a grid test: the SIMD tables it could not run, said aloud;
+ * a skip when it held no SIMD table at all (only "ref", to the reference). */
+static void simd_verdict(void) {
+    char ran[128], left[128];
+    const int nr = simd_names(1, ran, sizeof ran), nl = simd_names(0, left, sizeof left);
+    if (nr == 0)
+        TU_SKIP("no SIMD kernel table runs on this CPU (compiled: %s): only \"ref\" was "
+                     "held to the reference",
+                     nl ? left : "none");
+    if (nl) cr_log_warn("not run, this CPU cannot execute them: %s (ran: %s)", left, ran);
+}
 
 /* ------------------------------------------------------------ helpers */
 
@@ -186,7 +225,12 @@ static void check_problem_once(problem *p, const char *text) {
             } else {
                 /* where rounding leaves an element a range, any value in it is right */
                 ok1 = attn_compare(exact, lo, hi, out, c->out_dtype, ne, tol, &r1);
-                ok2 = attn_compare(base, lo, hi, out, c->out_dtype, ne, tol2, &r2);
+                /* a SIMD table also against the portable one; "ref" is not
+                 * compared with itself */
+                if (strcmp(isas[k], "ref") != 0)
+                    ok2 = attn_compare(base, lo, hi, out, c->out_dtype, ne, tol2, &r2);
+                else
+                    ok2 = 1, r2 = r1;
             }
             const size_t w = ok1 ? r2.worst : r1.worst;
             cr_assert(ok1 && ok2,
@@ -285,16 +329,17 @@ static void decode_rows(int32_t kv_len, int rows) {
     }
 }
 
-Test(isa, decode_kv1, .timeout = 120) { decode_rows(1, 30); }
-Test(isa, decode_kv7, .timeout = 120) { decode_rows(7, 30); }
-Test(isa, decode_kv213, .timeout = 120) { decode_rows(213, 30); }
-Test(isa, decode_kv4097, .timeout = 240) { decode_rows(4097, 15); }
+Test(isa, decode_kv1, .timeout = 120) { decode_rows(1, 30); simd_verdict(); }
+Test(isa, decode_kv7, .timeout = 120) { decode_rows(7, 30); simd_verdict(); }
+Test(isa, decode_kv213, .timeout = 120) { decode_rows(213, 30); simd_verdict(); }
+Test(isa, decode_kv4097, .timeout = 240) { decode_rows(4097, 15); simd_verdict(); }
 
 Test(isa, prefill_5x5, .timeout = 120) {
     for (int i = 0; i < 30; i++) {
         attn_case c = grid_row(i, 5, 5, i % 4 != 3);
         check_case(&c);
     }
+    simd_verdict();
 }
 
 Test(isa, prefill_134x517, .timeout = 600) {
@@ -304,6 +349,7 @@ Test(isa, prefill_134x517, .timeout = 600) {
         attn_case c = grid_row(pick[k], 134, 517, k != 4);
         check_case(&c);
     }
+    simd_verdict();
 }
 
 Test(isa, odd_head_dims, .timeout = 120) {
@@ -321,6 +367,7 @@ Test(isa, odd_head_dims, .timeout = 120) {
             c.seed = 77u + (uint64_t)(i * 3 + t);
             check_case(&c);
         }
+    simd_verdict();
 }
 
 Test(isa, laguna_mixed_batch, .timeout = 300) {
@@ -339,6 +386,7 @@ Test(isa, laguna_mixed_batch, .timeout = 300) {
         c.seed = 0x1a9u + (uint64_t)w;
         check_case(&c);
     }
+    simd_verdict();
 }
 
 /* A huge scale (the API accepts any finite one): q x scale near FLT_MAX
@@ -358,6 +406,7 @@ Test(isa, huge_scale, .timeout = 120) {
         c.seed = 0x5ca1e0u + (uint64_t)v;
         check_case(&c);
     }
+    simd_verdict();
 }
 
 /* An exactly cancelling f16 dot product at scale 1.66e38 under a soft cap
@@ -371,6 +420,7 @@ Test(isa, huge_scale_cancelling_dot, .timeout = 120) {
     cr_assert_eq(case_load("corpus/cases/huge-scale-cancel.case", &c, err, sizeof err), 0, "%s",
                  err);
     check_case(&c);
+    simd_verdict();
 }
 
 /* Huge query values (not a huge scale): q elements near 2^127 make the
@@ -399,6 +449,7 @@ Test(isa, huge_scale_nocap, .timeout = 120) {
         c.seed = 0x5ca1e8u + (uint64_t)v;
         check_case(&c);
     }
+    simd_verdict();
 }
 
 Test(isa, huge_q, .timeout = 120) {
@@ -421,6 +472,7 @@ Test(isa, huge_q, .timeout = 120) {
         check_problem(&p, text);
         problem_free(&p);
     }
+    simd_verdict();
 }
 
 Test(isa, noncausal_windows, .timeout = 120) {
@@ -438,19 +490,48 @@ Test(isa, noncausal_windows, .timeout = 120) {
         c.seed = 5u + (uint64_t)i;
         check_case(&c);
     }
+    simd_verdict();
 }
 
 /* ------------------------------------------------- direct tile edges */
 
-/* Returns the tables compiled in and usable, "ref" first. */
+/* The direct tile tests run once per table (Criterion parameters: an
+ * index into k_simd; REF_IX the portable table; NONE_IX when the build
+ * compiled no SIMD table).  g_table is the parameter's table; tables()
+ * hands it to the checks, whose loops run over it. */
+#define REF_IX (-1)
+#define NONE_IX (-2)
+static const attn_kernels *g_table;
+
 static int tables(const attn_kernels **out) {
-    const char *isas[MAX_ISAS];
-    int n = attn_isa_available(isas, MAX_ISAS), k = 0;
-    for (int i = 0; i < n; i++) {
-        const attn_kernels *t = NULL;
-        if (attn__select_kernels(isas[i], &t, NULL) == ATTN_OK) out[k++] = t;
+    out[0] = g_table;
+    return 1;
+}
+
+static int table_ix[MAX_ISAS + 1];
+
+/* The compiled SIMD tables (NONE_IX if none), with_ref: "ref" first. */
+static struct criterion_test_params table_params(int with_ref) {
+    size_t n = 0;
+    if (with_ref) table_ix[n++] = REF_IX;
+    for (int i = 0; i < N_SIMD && i < MAX_ISAS; i++) table_ix[n++] = i;
+    if (n == 0) table_ix[n++] = NONE_IX;
+    return cr_make_param_array(int, table_ix, n);
+}
+
+/* Sets g_table to the parameter's table, or skips saying why not. */
+static void use_table(int ix) {
+    if (ix == NONE_IX) TU_SKIP("no SIMD kernel table is compiled into this build (mk/isa.mk)");
+    if (ix == REF_IX) {
+        g_table = attn__kernels_ref();
+        return;
     }
-    return k;
+    cr_assert(ix >= 0 && ix < N_SIMD, "table parameter %d", ix);
+    if (!k_simd[ix].cpu())
+        TU_SKIP("%s: this CPU cannot execute the table's instructions; not tested here",
+                     k_simd[ix].name);
+    g_table = k_simd[ix].get();
+    cr_assert_str_eq(g_table->name, k_simd[ix].name);
 }
 
 /* A cache of `keys` keys, D dims, one KV head, block size bs, values in
@@ -540,7 +621,7 @@ static attn_tile_args args_for(const mini *mc, tile_bufs *b, int32_t n_tok, int3
     return a;
 }
 
-Test(isa, tile_neutral_rows_untouched) {
+static void tile_neutral_check(void) {
     /* window 3 at positions 100..103: none of keys [0, 90) is visible.
      * Rows hold a prior state that must survive bit for bit. */
     const attn_kernels *tb[MAX_ISAS];
@@ -571,7 +652,7 @@ Test(isa, tile_neutral_rows_untouched) {
     mini_free(&mc);
 }
 
-Test(isa, tile_edges_match_ref) {
+static void tile_edges_check(void) {
     /* key ranges less than, equal to, more than and straddling the 16 /
      * 32 / 64 key tiles, split-style starts, mixed visibility in a chunk */
     static const int32_t ranges[][2] = {{0, 1}, {0, 15}, {0, 16}, {0, 17}, {0, 32}, {0, 63},
@@ -631,7 +712,7 @@ Test(isa, tile_edges_match_ref) {
 }
 
 /* Single-token items (decode, and split pieces of a decode row): the
- * avx512 tables route them to their own tile (kernels_avx512_decode.c:
+ * avx512 tables route them to their own tile (kernels/avx512_decode.c:
  * 16- to 64-key chunks by profile, 4-row Q.K blocks, bf16 pairs widened
  * in an even/odd layout), under each of its memory profiles.  Held to the portable tile for every KV dtype, group sizes on
  * both sides of its 4-row / 6-row blocks and of its 16-row limit, head
@@ -735,17 +816,16 @@ static void tile_decode_check(void) {
     cr_assert(combos > 0);
 }
 
-Test(isa, tile_decode_matches_ref, .timeout = 480) { under_each_tune_profile(tile_decode_check); }
 
 /* fp32 items of 32 .. 128 rows in whole vectors of 16: the avx512 tables
- * route them to the lanes tile (kernels_avx512_lanes.c: q transposed into
+ * route them to the lanes tile (kernels/avx512_lanes.c: q transposed into
  * 64-row panels, key-major score panels, vertical softmax).  Held to the
  * portable tile over row counts on both sides of its panel and vector
  * edges (36 and 132 rows take the general tile), head dims with 16-dim
  * tails, key ranges and causal diagonals that cut its 64-key chunks and
  * 6-key blocks, split-style starts, windows, soft cap, ALiBi, 2^qk_exp
  * logit scaling and a prior state in every row. */
-Test(isa, tile_lanes_matches_ref, .timeout = 240) {
+static void tile_lanes_check(void) {
     static const int32_t shapes[][2] = {{8, 4}, {12, 4}, {16, 4}, {20, 4}, {28, 4},
                                         {32, 4}, {9, 4},  {33, 4}, {48, 1}, {128, 1}};
     static const int32_t ds[] = {16, 40, 100, 128, 136};
@@ -929,12 +1009,45 @@ static void tile_heads_check(void) {
         }
         free(k32); free(v32); free(k16); free(v16); free(blocks);
     }
-#ifdef ATTN_HAVE_AVX512
-    cr_assert(combos > 0, "no table with tile_heads was exercised");
-#endif
+    cr_assert(combos > 0, "%s: no tile_heads run was exercised", g_table->name);
 }
 
-Test(isa, tile_heads_match_tile, .timeout = 480) { under_each_tune_profile(tile_heads_check); }
+/* ------------------------------------------- one test per table */
+
+ParameterizedTestParameters(isa, tile_neutral_rows_untouched) { return table_params(1); }
+ParameterizedTest(int *ix, isa, tile_neutral_rows_untouched) {
+    use_table(*ix);
+    tile_neutral_check();
+}
+
+ParameterizedTestParameters(isa, tile_edges_match_ref) { return table_params(0); }
+ParameterizedTest(int *ix, isa, tile_edges_match_ref) {
+    use_table(*ix);
+    tile_edges_check();
+}
+
+ParameterizedTestParameters(isa, tile_decode_matches_ref) { return table_params(0); }
+ParameterizedTest(int *ix, isa, tile_decode_matches_ref, .timeout = 480) {
+    use_table(*ix);
+    under_each_tune_profile(tile_decode_check);
+}
+
+ParameterizedTestParameters(isa, tile_lanes_matches_ref) { return table_params(0); }
+ParameterizedTest(int *ix, isa, tile_lanes_matches_ref, .timeout = 240) {
+    use_table(*ix);
+    tile_lanes_check();
+}
+
+ParameterizedTestParameters(isa, tile_heads_match_tile) { return table_params(0); }
+ParameterizedTest(int *ix, isa, tile_heads_match_tile, .timeout = 480) {
+    use_table(*ix);
+    int any = 0;
+    for (int d = 0; d < ATTN_DTYPE_COUNT; d++) any |= g_table->tile_heads[d] != NULL;
+    if (!any) TU_SKIP("%s has no tile_heads entry (decode runs stay one item at a time)",
+                           g_table->name);
+    under_each_tune_profile(tile_heads_check);
+}
+
 
 static attn_status create_tuned(const char *isa, const char *tune, attn_dtype kv,
                                 attn_builder_info *info, attn_error *err) {
@@ -1044,20 +1157,19 @@ Test(isa, explicit_names) {
 }
 
 Test(isa, tables_start_from_ref) {
+    /* structure only, nothing executed: every compiled table, whatever
+     * this CPU can run */
     const attn_kernels *ref = attn__kernels_ref();
-    const attn_kernels *tb[MAX_ISAS];
-    const int nt = tables(tb);
-    for (int k = 0; k < nt; k++) {
-        const attn_kernels *t = tb[k];
+    for (int k = 0; k < N_SIMD; k++) {
+        const attn_kernels *t = k_simd[k].get();
+        cr_assert_str_eq(t->name, k_simd[k].name);
         cr_assert(t->rows_target >= 1 && t->kv_tile >= 1, "%s", t->name);
         cr_assert(t->merge == ref->merge, "%s: merge is not the portable one", t->name);
         for (int d = 0; d < ATTN_DTYPE_COUNT; d++)
             cr_assert(t->tile[d] && t->load_q[d] && t->store[d], "%s: NULL entry", t->name);
     }
-#if defined(ATTN_HAVE_AVX512) && defined(ATTN_HAVE_AVX512BF16)
+#if defined(ATTN_HAVE_AVX512) && defined(ATTN_HAVE_AVX512BF16) /* both compiled */
     const attn_kernels *a = attn__kernels_avx512(), *b = attn__kernels_avx512bf16();
-    cr_assert_str_eq(a->name, "avx512");
-    cr_assert_str_eq(b->name, "avx512bf16");
     cr_assert(a->rows_target == b->rows_target && a->kv_tile == b->kv_tile);
     for (int d = 0; d < ATTN_DTYPE_COUNT; d++) {
         cr_assert(a->load_q[d] == b->load_q[d] && a->store[d] == b->store[d]);
@@ -1065,8 +1177,5 @@ Test(isa, tables_start_from_ref) {
             cr_assert(a->tile[d] == b->tile[d] && a->tile_heads[d] == b->tile_heads[d]);
     }
     cr_assert(a->tile[ATTN_DTYPE_BF16] != b->tile[ATTN_DTYPE_BF16]);
-#endif
-#ifdef ATTN_HAVE_AVX2
-    cr_assert_str_eq(attn__kernels_avx2()->name, "avx2");
 #endif
 }

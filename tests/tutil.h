@@ -150,4 +150,14 @@ static inline attn_allocator tu_counting_allocator(tu_counter *c) {
     return a;
 }
 
+/* Skip the running test, visibly: Criterion 2.4.1 prints a skipped test's
+ * reason only with --verbose, so the reason also goes out as a warning,
+ * which the default output shows.  For tests that need what this CPU or
+ * build does not have; never for a check that could have run. */
+#define TU_SKIP(...)                  \
+    do {                              \
+        cr_log_warn("SKIP " __VA_ARGS__); \
+        cr_skip_test(__VA_ARGS__);    \
+    } while (0)
+
 #endif /* ATTN_TUTIL_H */

@@ -1,16 +1,17 @@
 /*
- * kernels_avx512.c — the AVX-512 (F/BW/VL/DQ) twins of the portable kernels
- * and the "avx512" kernel table.  Compiled with the avx512 -m flags only
- * (see the Makefile); dispatch.c calls attn__kernels_avx512() only on a CPU
- * that has every one of those features.
+ * avx512.c — the AVX-512 (F/BW/VL/DQ) twins of the portable kernels,
+ * listed by the "avx512" table (table_avx512.c, which also routes each item
+ * to one of the tiles).  Compiled with the avx512 -m flags of mk/isa.mk;
+ * dispatch.c uses the table only on a CPU that has every one of them.
  *
- * Owns: attn_tile_{f32,bf16,f16}__avx512, attn_load_q_*__avx512,
- * attn_store_*__avx512, and attn__avx512_tile(), the flash-style tile
- * driver that kernels_avx512bf16.c reuses with its own K packing and Q.K
+ * Owns: attn_flash_{f32,bf16,f16}__avx512 (the general tile),
+ * attn_load_q_*__avx512, attn_store_*__avx512, and attn__avx512_tile(),
+ * the flash-style tile
+ * driver that avx512bf16.c reuses with its own K packing and Q.K
  * micro-kernel.  The primitives both AVX-512 drivers share (exp, tanh,
- * softmax, P.V, key addresses) are in kernels_avx512_inl.h.  Single-token
- * items (decode) go to kernels_avx512_decode.c instead, many-row fp32
- * items to kernels_avx512_lanes.c.  Merge stays the
+ * softmax, P.V, key addresses) are in avx512_inl.h.  Single-token
+ * items (decode) go to avx512_decode.c instead, many-row fp32
+ * items to avx512_lanes.c.  Merge stays the
  * portable one (it runs once per split row and is not on any hot path).
  *
  * Tile algorithm (one work item = rows = n_tok * g query rows of one KV head
@@ -35,13 +36,14 @@
  *   rows each stay in L1 during their phase.
  *   While a chunk is computed, the next chunk's K and V lines are
  *   prefetched to L2, one prefetch next to each pack / V widening / P.V
- *   load (V in address order: pv_pf in kernels_avx512_inl.h): in the
+ *   load (V in address order: pv_pf in avx512_inl.h): in the
  *   paged layout consecutive blocks of one head are Hkv blocks apart, and
  *   the hardware streamer restarts at every block.
  * Items with several query tokens (prefill, and decode groups larger than
  * the decode tile takes) come here, except fp32 items of 32 .. 128 rows in
- * whole vectors of 16, which kernels_avx512_lanes.c takes (query rows in
- * the lanes, no K pack); rows_target below sets the items' size.
+ * whole vectors of 16, which avx512_lanes.c takes (query rows in
+ * the lanes, no K pack); the table's rows_target (table_avx512.c) sets
+ * the items' size.
  *
  * Masking is the portable kernel's rule (attn__row_interval from mask.h,
  * shared with every twin): masked keys get exactly zero weight, a row that sees
@@ -56,10 +58,9 @@
  *
  * No threads, no allocation: every buffer is an argument (scratch areas).
  */
-#include "kernels_avx512_inl.h"
+#include "avx512_inl.h"
 #include "mask.h"
 
-#define QR 6     /* rows per Q.K block: 6 x 4 = 24 accumulators (= PR) */
 #ifndef ATTN_AVX512_SB
 #define ATTN_AVX512_SB 8 /* row blocks per phase group (see the chunk loop) */
 #endif
@@ -74,38 +75,6 @@
 #define ATTN_AVX512_PREFETCH 1 /* 0: no software prefetch (for measurements) */
 #endif
 
-/* rows_target 128: the rows of one prefill item share every K/V chunk,
- * so the item's rows set the flops per K/V byte streamed from L3/DRAM
- * (4 flops per row per key-dim, against 2 x D x es bytes per key).  Measured
- * per core on the development machine (causal rows at the end of a 4096-key
- * context, fp32): 32 rows 91, 64 rows 111, 128 rows 125 GFLOP/s, the last
- * being ~59% of the 212 GFLOP/s FMA peak; the working set (Q and ACC
- * 64 KiB each at D = 128, scores 32 KiB, KV tile 64 KiB) still sits in L2.
- * An L = 2048 prefill with g = 4 still yields 512 items for the threads.
- * Decode items have rows = g regardless. */
-#define AVX512_ROWS_TARGET 128
-
-/* Shared with kernels_avx512bf16.c (declared there too; keep in sync). */
-typedef void (*attn__avx512_pack_fn)(const attn_tile_args *a, const void *const *krow,
-                                     const void *const *kpf, int32_t n, void *work);
-typedef void (*attn__avx512_dots_fn)(const attn_tile_args *a, int32_t r0, int32_t R,
-                                     const void *work, float *s);
-void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pack_fn pack,
-                       attn__avx512_dots_fn dots);
-
-void attn_tile_f32__avx512(const attn_tile_args *a);
-void attn_tile_bf16__avx512(const attn_tile_args *a);
-void attn_tile_f16__avx512(const attn_tile_args *a);
-void attn_load_q_f32__avx512(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
-void attn_load_q_bf16__avx512(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
-void attn_load_q_f16__avx512(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
-void attn_store_f32__avx512(const float *, const float *, const float *, int32_t, int32_t,
-                            int32_t, const float *, int32_t, void *, size_t);
-void attn_store_bf16__avx512(const float *, const float *, const float *, int32_t, int32_t,
-                             int32_t, const float *, int32_t, void *, size_t);
-void attn_store_f16__avx512(const float *, const float *, const float *, int32_t, int32_t,
-                            int32_t, const float *, int32_t, void *, size_t);
-const attn_kernels *attn__kernels_avx512(void);
 
 /* ------------------------------------------------------------- packing */
 
@@ -328,65 +297,14 @@ void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pac
     }
 }
 
-/* From kernels_avx512_decode.c: single-token items take that tile. */
-int attn__avx512_decode_fits(const attn_tile_args *a);
-void attn__avx512_decode_tile(const attn_tile_args *a, attn_dtype kdt);
-/* From kernels_avx512_lanes.c: fp32 items with many rows take that tile. */
-int attn__avx512_lanes_fits(const attn_tile_args *a, attn_dtype kdt);
-void attn__avx512_lanes_tile(const attn_tile_args *a);
-
-void attn_tile_f32__avx512(const attn_tile_args *a) {
-    if (attn__avx512_decode_fits(a)) {
-        attn__avx512_decode_tile(a, ATTN_DTYPE_F32);
-        return;
-    }
-#ifndef ATTN_NO_LANES /* -DATTN_NO_LANES: the general tile only (A/B measurements) */
-    if (attn__avx512_lanes_fits(a, ATTN_DTYPE_F32)) {
-        attn__avx512_lanes_tile(a);
-        return;
-    }
-#endif
+void attn_flash_f32__avx512(const attn_tile_args *a) {
     attn__avx512_tile(a, ATTN_DTYPE_F32, pack_f32, dots_f32);
 }
-void attn_tile_bf16__avx512(const attn_tile_args *a) {
-    if (attn__avx512_decode_fits(a)) {
-        attn__avx512_decode_tile(a, ATTN_DTYPE_BF16);
-        return;
-    }
+void attn_flash_bf16__avx512(const attn_tile_args *a) {
     attn__avx512_tile(a, ATTN_DTYPE_BF16, pack_bf16, dots_f32);
 }
-void attn_tile_f16__avx512(const attn_tile_args *a) {
-    if (attn__avx512_decode_fits(a)) {
-        attn__avx512_decode_tile(a, ATTN_DTYPE_F16);
-        return;
-    }
+void attn_flash_f16__avx512(const attn_tile_args *a) {
     attn__avx512_tile(a, ATTN_DTYPE_F16, pack_f16, dots_f32);
-}
-
-/* Several heads' items at once (kernels.h, attn_tile_heads_fn): the decode
- * tile walks them together when it takes every one of them, else they run
- * one by one through `one`, the table's tile for their KV dtype. */
-void attn__avx512_decode_heads(const attn_tile_args *a, int32_t n, attn_dtype kdt);
-void attn__avx512_tile_heads(const attn_tile_args *a, int32_t n, attn_dtype kdt,
-                             attn_tile_fn one);
-void attn__avx512_tile_heads(const attn_tile_args *a, int32_t n, attn_dtype kdt,
-                             attn_tile_fn one) {
-    int fits = 1;
-    for (int32_t h = 0; h < n; h++) fits &= attn__avx512_decode_fits(&a[h]);
-    if (fits) {
-        attn__avx512_decode_heads(a, n, kdt);
-        return;
-    }
-    for (int32_t h = 0; h < n; h++) one(&a[h]);
-}
-void attn_tile_heads_f32__avx512(const attn_tile_args *a, int32_t n) {
-    attn__avx512_tile_heads(a, n, ATTN_DTYPE_F32, attn_tile_f32__avx512);
-}
-void attn_tile_heads_bf16__avx512(const attn_tile_args *a, int32_t n) {
-    attn__avx512_tile_heads(a, n, ATTN_DTYPE_BF16, attn_tile_bf16__avx512);
-}
-void attn_tile_heads_f16__avx512(const attn_tile_args *a, int32_t n) {
-    attn__avx512_tile_heads(a, n, ATTN_DTYPE_F16, attn_tile_f16__avx512);
 }
 
 /* --------------------------------------------------------------- load_q */
@@ -478,39 +396,3 @@ void attn_store_f16__avx512(const float *acc, const float *m, const float *l, in
                             int32_t g, int32_t hd, const float *sinks, int32_t m_exp, void *dst, size_t ts) {
     store(ATTN_DTYPE_F16, acc, m, l, n_tok, g, hd, sinks, m_exp, dst, ts);
 }
-
-/* ---------------------------------------------------------------- table */
-
-/* The portable table with this file's overrides.  Written as a constant
- * (not copied from *attn__kernels_ref() at first use) so that concurrent
- * first calls from several builders cannot race; the only entry taken from
- * the portable table is merge, and tests/test_isa.c checks that every ISA
- * table still points at the portable merge. */
-static const attn_kernels avx512_table = {
-    .name = "avx512",
-    .rows_target = AVX512_ROWS_TARGET,
-    .kv_tile = TILE,
-    .tile = {
-        [ATTN_DTYPE_F32] = attn_tile_f32__avx512,
-        [ATTN_DTYPE_BF16] = attn_tile_bf16__avx512,
-        [ATTN_DTYPE_F16] = attn_tile_f16__avx512,
-    },
-    .tile_heads = {
-        [ATTN_DTYPE_F32] = attn_tile_heads_f32__avx512,
-        [ATTN_DTYPE_BF16] = attn_tile_heads_bf16__avx512,
-        [ATTN_DTYPE_F16] = attn_tile_heads_f16__avx512,
-    },
-    .load_q = {
-        [ATTN_DTYPE_F32] = attn_load_q_f32__avx512,
-        [ATTN_DTYPE_BF16] = attn_load_q_bf16__avx512,
-        [ATTN_DTYPE_F16] = attn_load_q_f16__avx512,
-    },
-    .store = {
-        [ATTN_DTYPE_F32] = attn_store_f32__avx512,
-        [ATTN_DTYPE_BF16] = attn_store_bf16__avx512,
-        [ATTN_DTYPE_F16] = attn_store_f16__avx512,
-    },
-    .merge = attn_merge_f32__ref,
-};
-
-const attn_kernels *attn__kernels_avx512(void) { return &avx512_table; }

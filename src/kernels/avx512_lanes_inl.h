@@ -1,19 +1,19 @@
 /*
- * kernels_avx512_lanes_inl.h — what the two "rows in the lanes" tiles
- * share: kernels_avx512_lanes.c (fp32 K/V, FMAs) and
- * kernels_avx512bf16_lanes.c (bf16 K/V, VDPBF16PS).  Include only from
+ * avx512_lanes_inl.h — what the two "rows in the lanes" tiles
+ * share: avx512_lanes.c (fp32 K/V, FMAs) and
+ * avx512bf16_lanes.c (bf16 K/V, VDPBF16PS).  Include only from
  * files compiled with the avx512 -m flags.
  *
  * Owns: the panel geometry (QB-row panels, S^T panels of SP floats), the
  * per-row visibility set-up of an item (lanes_rows), the key spans of a
  * vector or panel within a chunk, and the online softmax down the key
  * axis (softmax_lanes, with the bf16 rounding of the weights as an
- * option).  kernels_avx512_lanes.c's top comment explains the layout.
+ * option).  avx512_lanes.c's top comment explains the layout.
  */
 #ifndef ATTN_KERNELS_AVX512_LANES_INL_H
 #define ATTN_KERNELS_AVX512_LANES_INL_H
 
-#include "kernels_avx512_inl.h"
+#include "avx512_inl.h"
 #include "mask.h"
 
 #define LANES_MIN_ROWS 32 /* fewer rows would leave most lanes of Q.K^T empty */
@@ -45,7 +45,7 @@ INLINE __m512 round_bf16(__m512 x) {
  * ALiBi or 2^qk_exp), so the first pass is a bare max (most chunks of a
  * long prefill; the general pass costs ~6 more ops per key).  ROUND: the
  * weights are rounded to bf16 (kept as fp32) before they are summed and
- * stored, for a P.V on VDPBF16PS (kernels_avx512bf16_lanes.c). */
+ * stored, for a P.V on VDPBF16PS (avx512bf16_lanes.c). */
 INLINE void softmax_lanes(int plain, int ROUND, const attn_tile_args *a, float *st, int32_t c0, int32_t n,
                           int32_t klo, int32_t khi, __m512i lo, __m512i hi, __m512i pos,
                           __m512 slope, float *m, float *l, float *alpha) {

@@ -1,13 +1,13 @@
 /*
- * kernels_avx2.c — the AVX2 + FMA + F16C twins of the portable kernels and
- * the "avx2" kernel table.  Compiled with -mavx2 -mfma -mf16c only;
- * dispatch.c calls attn__kernels_avx2() only on a CPU with all three.
+ * avx2.c — the AVX2 + FMA + F16C twins of the portable kernels, listed by
+ * the "avx2" table (table_avx2.c).  Compiled with the avx2 -m flags of
+ * mk/isa.mk; dispatch.c uses the table only on a CPU with all of them.
  *
  * Owns: attn_tile_{f32,bf16,f16}__avx2, attn_load_q_*__avx2,
  * attn_store_*__avx2 and their helpers (8-lane exp/tanh, 8x8 transpose).
  * Merge stays portable (once per split row, never hot).
  *
- * Same algorithm as kernels_avx512.c (read its header for the full
+ * Same algorithm as avx512.c (read its header for the full
  * story), scaled to 16 ymm registers: chunks of TILE = 32 keys; K packed
  * transposed to Kt[d][32] (4 ymm per d); Q.K blocks of 2 rows x 32 keys
  * (8 accumulators, 4 loads + 2 broadcasts per d); online softmax over the
@@ -19,8 +19,7 @@
  *
  * No threads, no allocation: every buffer is an argument (scratch areas).
  */
-#include "internal.h"
-#include "kernels.h"
+#include "kernels_decl.h"
 #include "mask.h"
 #include "dtype.h"
 
@@ -30,30 +29,13 @@
 #include <stdint.h>
 #include <string.h>
 
-#define TILE 32 /* keys per chunk (= kv_tile of the table) */
+#define TILE ATTN__AVX2_KV_TILE /* keys per chunk (the table's kv_tile) */
 #define NV 4    /* ymm per 32 keys */
 #define QR 2    /* rows per Q.K block */
 #define PR 2    /* rows per P.V block */
 #define DV 4    /* output vectors (32 dims) per P.V pass */
 
-/* rows_target 32: enough rows to amortise the K transpose of a chunk.
- * Not tuned: this machine runs the avx512 tables (whose measurements put
- * their own value at 128); the avx2 table is held to correctness here. */
-#define AVX2_ROWS_TARGET 32
 
-void attn_tile_f32__avx2(const attn_tile_args *a);
-void attn_tile_bf16__avx2(const attn_tile_args *a);
-void attn_tile_f16__avx2(const attn_tile_args *a);
-void attn_load_q_f32__avx2(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
-void attn_load_q_bf16__avx2(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
-void attn_load_q_f16__avx2(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
-void attn_store_f32__avx2(const float *, const float *, const float *, int32_t, int32_t,
-                          int32_t, const float *, int32_t, void *, size_t);
-void attn_store_bf16__avx2(const float *, const float *, const float *, int32_t, int32_t,
-                           int32_t, const float *, int32_t, void *, size_t);
-void attn_store_f16__avx2(const float *, const float *, const float *, int32_t, int32_t,
-                          int32_t, const float *, int32_t, void *, size_t);
-const attn_kernels *attn__kernels_avx2(void);
 
 /* INLINE and UNROLL: kernels.h */
 
@@ -548,31 +530,3 @@ void attn_store_f16__avx2(const float *acc, const float *m, const float *l, int3
                           int32_t g, int32_t hd, const float *sinks, int32_t m_exp, void *dst, size_t ts) {
     store(ATTN_DTYPE_F16, acc, m, l, n_tok, g, hd, sinks, m_exp, dst, ts);
 }
-
-/* ---------------------------------------------------------------- table */
-
-/* The portable table with this file's overrides, as a constant so that
- * concurrent first calls cannot race; merge is the portable one. */
-static const attn_kernels avx2_table = {
-    .name = "avx2",
-    .rows_target = AVX2_ROWS_TARGET,
-    .kv_tile = TILE,
-    .tile = {
-        [ATTN_DTYPE_F32] = attn_tile_f32__avx2,
-        [ATTN_DTYPE_BF16] = attn_tile_bf16__avx2,
-        [ATTN_DTYPE_F16] = attn_tile_f16__avx2,
-    },
-    .load_q = {
-        [ATTN_DTYPE_F32] = attn_load_q_f32__avx2,
-        [ATTN_DTYPE_BF16] = attn_load_q_bf16__avx2,
-        [ATTN_DTYPE_F16] = attn_load_q_f16__avx2,
-    },
-    .store = {
-        [ATTN_DTYPE_F32] = attn_store_f32__avx2,
-        [ATTN_DTYPE_BF16] = attn_store_bf16__avx2,
-        [ATTN_DTYPE_F16] = attn_store_f16__avx2,
-    },
-    .merge = attn_merge_f32__ref,
-};
-
-const attn_kernels *attn__kernels_avx2(void) { return &avx2_table; }

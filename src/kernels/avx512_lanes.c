@@ -1,10 +1,10 @@
 /*
- * kernels_avx512_lanes.c — the AVX-512 tile for fp32 K/V items with many
+ * avx512_lanes.c — the AVX-512 tile for fp32 K/V items with many
  * query rows (prefill): the query rows sit in the vector lanes.  Both
  * AVX-512 tables route fp32 items with LANES_MIN_ROWS .. 2 x TILE rows
- * here (kernels_avx512.c); decode items and other dtypes keep their tiles.
+ * here (table_avx512.c); decode items and other dtypes keep their tiles.
  *
- * Why a second many-row tile: the general tile (kernels_avx512.c) puts
+ * Why a second many-row tile: the general tile (avx512.c) puts
  * keys in the lanes, so it must transpose every chunk of K (16x16
  * shuffles on the FMA ports), and its online softmax reduces every row
  * across lanes twice per chunk (max, then sum).  With rows in the lanes
@@ -46,18 +46,15 @@
  *
  * No threads, no allocation: every buffer is an argument (scratch areas).
  */
-#include "kernels_avx512_lanes_inl.h"
+#include "avx512_lanes_inl.h"
 
-
-int attn__avx512_lanes_fits(const attn_tile_args *a, attn_dtype kdt);
-void attn__avx512_lanes_tile(const attn_tile_args *a);
-
-/* fp32 items of whole 16-row vectors whose transposed q fits the KV work
- * area (2 x kv_tile x D floats) and whose S^T panels fill the scores area
- * (rows x kv_tile floats) exactly; Ot fills q's own rows x D floats. */
-int attn__avx512_lanes_fits(const attn_tile_args *a, attn_dtype kdt) {
+/* Items (of fp32 K/V: only the fp32 router asks) of whole 16-row vectors
+ * whose transposed q fits the KV work area (2 x kv_tile x D floats) and
+ * whose S^T panels fill the scores area (rows x kv_tile floats) exactly;
+ * Ot fills q's own rows x D floats. */
+int attn_lanes_fits__avx512(const attn_tile_args *a) {
     const int64_t rows = (int64_t)a->n_tok * a->g;
-    return kdt == ATTN_DTYPE_F32 && rows >= LANES_MIN_ROWS && rows <= 2 * TILE && rows % 16 == 0 &&
+    return rows >= LANES_MIN_ROWS && rows <= 2 * TILE && rows % 16 == 0 &&
            a->kv_tile >= TILE && (uintptr_t)a->kv % 64 == 0 && (uintptr_t)a->scores % 64 == 0 &&
            (uintptr_t)a->q % 64 == 0;
 }
@@ -175,8 +172,8 @@ __attribute__((noinline)) static void pvt_block(int32_t ND, int32_t NR, float *o
 
 /* ------------------------------------------------------------- driver */
 
-void attn__avx512_lanes_tile(const attn_tile_args *a) {
-    ATTN_ASSERT(attn__avx512_lanes_fits(a, ATTN_DTYPE_F32));
+void attn_lanes_f32__avx512(const attn_tile_args *a) {
+    ATTN_ASSERT(attn_lanes_fits__avx512(a));
     ATTN_ASSERT(0 <= a->k0 && a->k0 < a->k1 && a->k1 <= a->seq_len);
     lanes_rows lr;
     if (!lanes_rows_init(a, &lr)) return; /* nothing visible: every row keeps its state */

@@ -1,7 +1,7 @@
 /*
- * kernels_avx512bf16_lanes.c — the avx512bf16 table's tile for bf16 K/V
+ * avx512bf16_lanes.c — the avx512bf16 table's tile for bf16 K/V
  * items with many query rows (prefill): the layout of the fp32 lanes tile
- * (kernels_avx512_lanes.c: query rows in the vector lanes, S^T panels, a
+ * (avx512_lanes.c: query rows in the vector lanes, S^T panels, a
  * softmax down the key axis, the accumulator transposed into Ot panels)
  * with both products on VDPBF16PS, which multiplies bf16 pairs and adds
  * them into fp32 lanes:
@@ -18,10 +18,10 @@
  *          32-bit word: dim d of keys 2i and 2i+1), and per key pair 4
  *          weight loads and 6 broadcast words of Vp feed 24 VDPBF16PS.
  *
- * Where it runs: attn__avx512bf16_lanes_fits — bf16 K/V, rows a multiple
+ * Where it runs: attn_lanes_fits__avx512bf16 — bf16 K/V, rows a multiple
  * of 16 in 32 .. 2 x TILE, D a multiple of 32.  Only the avx512bf16 table
  * routes items here, and only where its CPU's VDPBF16PS is at least as fast
- * per instruction as an FMA (kernels_avx512bf16.c decides).
+ * per instruction as an FMA (table_avx512bf16.c decides).
  *
  * Numerics (what differs from the fp32 tiles; compare.c's
  * attn_bf16_dot_error turns this into the harness's tolerance):
@@ -40,16 +40,13 @@
  *
  * No threads, no allocation: every buffer is an argument (scratch areas).
  */
-#include "kernels_avx512_lanes_inl.h"
-
-int attn__avx512bf16_lanes_fits(const attn_tile_args *a);
-void attn__avx512bf16_lanes_tile(const attn_tile_args *a);
+#include "avx512_lanes_inl.h"
 
 /* The KV work area (2 x TILE x D floats = 512 D bytes) holds Qt2 (rows x D
  * bf16 <= 256 D bytes) and, after it, Vp (TILE x D bf16 = 128 D bytes). */
 #define VP_OFFSET(D) ((size_t)2 * TILE * (D) * 2)
 
-int attn__avx512bf16_lanes_fits(const attn_tile_args *a) {
+int attn_lanes_fits__avx512bf16(const attn_tile_args *a) {
     const int64_t rows = (int64_t)a->n_tok * a->g;
     return rows >= LANES_MIN_ROWS && rows <= 2 * TILE && rows % 16 == 0 &&
            a->head_dim % 32 == 0 && a->kv_tile >= TILE && (uintptr_t)a->kv % 64 == 0 &&
@@ -235,8 +232,8 @@ static void p_pairs(float *st, int32_t n) {
 
 /* ------------------------------------------------------------- driver */
 
-void attn__avx512bf16_lanes_tile(const attn_tile_args *a) {
-    ATTN_ASSERT(attn__avx512bf16_lanes_fits(a));
+void attn_lanes_bf16__avx512bf16(const attn_tile_args *a) {
+    ATTN_ASSERT(attn_lanes_fits__avx512bf16(a));
     ATTN_ASSERT(0 <= a->k0 && a->k0 < a->k1 && a->k1 <= a->seq_len);
     lanes_rows lr;
     if (!lanes_rows_init(a, &lr)) return; /* nothing visible: every row keeps its state */

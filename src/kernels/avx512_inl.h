@@ -1,11 +1,13 @@
 /*
- * kernels_avx512_inl.h — the AVX-512 primitives the AVX-512 tile drivers
- * share: kernels_avx512.c (the general flash-style tile),
- * kernels_avx512_decode.c (single-token items) and kernels_avx512_lanes.c
+ * avx512_inl.h — the AVX-512 primitives the AVX-512 tile drivers
+ * share: avx512.c (the general flash-style tile),
+ * avx512_decode.c (single-token items) and avx512_lanes.c
  * (fp32 prefill, rows in the lanes).  Include only from files compiled
- * with the avx512 -m flags (see the Makefile).
+ * with the avx512 -m flags (mk/isa.mk).
  *
- * Owns: the vectorised exp and tanh, widening loads, the 16x16 transpose,
+ * Owns: the chunk and block geometry (TILE, NV, QR, PR, DV), the
+ * declaration of avx512.c's general driver (which avx512bf16.c reuses),
+ * the vectorised exp and tanh, widening loads, the 16x16 transpose,
  * key row addresses in the paged cache, the online softmax of a block of
  * rows over one chunk, and the P.V micro-kernel (instantiated per V
  * dtype).  Everything is static inline: each driver gets its own copy, the
@@ -14,8 +16,7 @@
 #ifndef ATTN_KERNELS_AVX512_INL_H
 #define ATTN_KERNELS_AVX512_INL_H
 
-#include "internal.h"
-#include "kernels.h"
+#include "kernels_decl.h"
 #include "dtype.h"
 
 #include <immintrin.h>
@@ -23,12 +24,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TILE 64  /* keys per chunk (= kv_tile of the avx512 tables) */
-#define NV 4     /* zmm vectors per 64 keys */
+#define TILE ATTN__AVX512_KV_TILE /* keys per chunk (the avx512 tables' kv_tile) */
+#define NV (TILE / 16) /* zmm vectors per chunk of keys */
+#define QR 6     /* rows per Q.K block: 6 x 4 = 24 accumulators */
 #define PR 6     /* rows per P.V block: 6 x 4 = 24 accumulators */
 #define DV 4     /* output vectors (64 dims) per P.V pass */
 
 /* INLINE and UNROLL: kernels.h */
+
+/* The general (flash-style) tile driver of avx512.c, which the avx512bf16
+ * table's pairs tile reuses with its own K packing and Q.K micro-kernel:
+ * pack turns the chunk's n K rows (krow; kpf: the next chunk's rows to
+ * prefetch, or NULL entries) into the work area; dots writes the raw dots
+ * of rows [r0, r0 + R) (R <= QR) with the chunk's keys, s[r][TILE]. */
+typedef void (*attn__avx512_pack_fn)(const attn_tile_args *a, const void *const *krow,
+                                     const void *const *kpf, int32_t n, void *work);
+typedef void (*attn__avx512_dots_fn)(const attn_tile_args *a, int32_t r0, int32_t R,
+                                     const void *work, float *s);
+void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pack_fn pack,
+                       attn__avx512_dots_fn dots);
 
 /* ------------------------------------------------------------ exp, tanh */
 
@@ -192,7 +206,7 @@ static inline __m512 to_logits(__m512 x, int32_t me) {
 /* ------------------------------------------------------ online softmax */
 
 /* Prefetches the softmax issues on the side (the decode tile's share of a
- * step's prefetches, kernels_avx512_decode.c): n line addresses, `per` of
+ * step's prefetches, avx512_decode.c): n line addresses, `per` of
  * them at each row of each of its two passes, the rest at its end. */
 typedef struct sm_pf {
     const char *const *line;
@@ -319,9 +333,9 @@ static inline void softmax_rows(const attn_tile_args *a, int32_t R, int nvk, con
  * 256-byte run of a block, then comes back for the gaps.  Measured on the
  * decode tile (`scripts/bench_ab.sh 4 decode8`, B=8 cold, 2 threads,
  * against the loads' order): fp32 +3.7 to +8.1 %, bf16 +5.6 to +9.3 %.
- * K keeps its order (kernels_avx512_decode.c: the same walk for K ran
+ * K keeps its order (avx512_decode.c: the same walk for K ran
  * slower).  Items that widen V first prefetch in the widening loop
- * instead (kernels_avx512.c). */
+ * instead (avx512.c). */
 typedef struct pv_pf {
     int32_t key;  /* the key whose part is next */
     int32_t part; /* 0 .. npass - 1 */
@@ -430,7 +444,7 @@ INLINE void pv_rows(int R, int NVEC, attn_dtype vdt, int NTA, float *acc, size_t
 PV_BLOCK_FN(pv_block_f32, ATTN_DTYPE_F32, 0)
 PV_BLOCK_FN(pv_block_bf16, ATTN_DTYPE_BF16, 0)
 PV_BLOCK_FN(pv_block_f16, ATTN_DTYPE_F16, 0)
-/* the decode tile's NTA profile (kernels_avx512_decode.c) */
+/* the decode tile's NTA profile (avx512_decode.c) */
 PV_BLOCK_FN(pv_block_f32_nta, ATTN_DTYPE_F32, 1)
 PV_BLOCK_FN(pv_block_f16_nta, ATTN_DTYPE_F16, 1)
 

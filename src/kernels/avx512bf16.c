@@ -1,14 +1,15 @@
 /*
- * kernels_avx512bf16.c — the "avx512bf16" kernel table: the avx512 table
- * plus a bf16-KV tile whose Q.K dot products run on VDPBF16PS.  Compiled
- * with the avx512 flags plus -mavx512bf16; dispatch.c selects it only on a
- * CPU with AVX512_BF16 (which implies every avx512 feature it checks).
+ * avx512bf16.c — the pairs tile of the "avx512bf16" table (table_avx512bf16.c:
+ * the avx512 table plus bf16-KV tiles on VDPBF16PS): the general tile with
+ * its Q.K dot products on VDPBF16PS.  Compiled with the avx512 flags plus
+ * -mavx512bf16 (mk/isa.mk); dispatch.c selects the table only on a CPU with
+ * AVX512_BF16 and every avx512 feature.
  *
- * Owns: attn_tile_bf16__avx512bf16 (K packing into bf16 pairs, Q split
- * into bf16 terms, the VDPBF16PS micro-kernel; the routing of bf16 items
- * between the tiles) and attn__kernels_avx512bf16().
+ * Owns: attn_pairs_bf16__avx512bf16 (K packing into bf16 pairs, Q split
+ * into bf16 terms, the VDPBF16PS micro-kernel).  Which bf16 items take it
+ * is the table's routing (table_avx512bf16.c).
  * Everything else — the chunk loop, masking, online softmax, P.V, load_q,
- * store, and the f32/f16 tiles — is kernels_avx512.c's (the driver
+ * store, and the f32/f16 tiles — is avx512.c's (the driver
  * attn__avx512_tile takes this file's pack/dots as callbacks).
  *
  * Numerics (what differs from the fp32 twins):
@@ -38,36 +39,14 @@
  *     as many transposes and widen nothing.  P.V stays fp32 (V widened
  *     exactly, p not rounded).
  *   - Prefill on the AMD tuning profile is the exception: it takes
- *     kernels_avx512bf16_lanes.c, which rounds q (one term) and the
+ *     avx512bf16_lanes.c, which rounds q (one term) and the
  *     softmax weights to bf16 for twice the speed there (see DP_MAX_ROWS
- *     below).  attn_builder_info.bf16_rounding tells callers, and the
+ *     in table_avx512bf16.c).  attn_builder_info.bf16_rounding tells callers, and the
  *     harness holds those runs to the bound compare.c derives for that
  *     rounding (attn_bf16_dot_error) instead of the fp32 tolerance.
  */
-#include "internal.h"
-#include "kernels.h"
-
-#include <immintrin.h>
-#include <stddef.h>
-#include <stdint.h>
-
-#define TILE 64  /* keys per chunk: must equal kernels_avx512.c's TILE */
-#define NV 4
-#define QR 6     /* rows per Q.K block: must equal kernels_avx512.c's QR */
-
-/* From kernels_avx512.c (keep these declarations in sync with it). */
-typedef void (*attn__avx512_pack_fn)(const attn_tile_args *a, const void *const *krow,
-                                     const void *const *kpf, int32_t n, void *work);
-typedef void (*attn__avx512_dots_fn)(const attn_tile_args *a, int32_t r0, int32_t R,
-                                     const void *work, float *s);
-void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pack_fn pack,
-                       attn__avx512_dots_fn dots);
-const attn_kernels *attn__kernels_avx512(void);
-
-void attn_tile_bf16__avx512bf16(const attn_tile_args *a);
-const attn_kernels *attn__kernels_avx512bf16(void);
-
-/* INLINE and UNROLL: kernels.h */
+/* TILE, NV, QR and the driver attn__avx512_tile: avx512_inl.h */
+#include "avx512_inl.h"
 
 /* 32 bf16 elements starting at element e of a row of D (zeros past D). */
 static inline __mmask32 tail_mask32(size_t left) {
@@ -120,7 +99,7 @@ static void pack_pairs(const attn_tile_args *a, const void *const *krow,
                 r[i] = (i0 + i < n)
                            ? _mm512_maskz_loadu_epi16(m, (const uint16_t *)krow[i0 + i] + 2 * p0)
                            : _mm512_setzero_si512();
-            /* next chunk's same bytes (see kernels_avx512.c) */
+            /* next chunk's same bytes (see avx512.c) */
             if (kpf && (p0 * 4) % 64 == 0)
                 for (int i = 0; i < 16; i++)
                     if (kpf[i0 + i])
@@ -224,107 +203,8 @@ static void dots_pairs(const attn_tile_args *a, int32_t r0, int32_t R, const voi
     }
 }
 
-void attn_tile_bf16__avx512(const attn_tile_args *a);
-
-/* bf16 items with many rows (prefill): on the AMD tuning profile, those
- * that fit take kernels_avx512bf16_lanes.c, both products on VDPBF16PS
- * with q and the weights rounded to bf16.  Zen 5 retires VDPBF16PS at the
- * rate of FMA (546 vs 273 GFLOP/s per core, `make bench`), so that tile
- * does twice the work per instruction: bf16 prefill (L 2048, D 128) went
- * from 183-190 to 342-359 GFLOP/s on 1 thread, paired runs.  Elsewhere
- * (the INTEL profile, and items the lanes tile does not take) items with
- * more rows than DP_MAX_ROWS take the avx512 fp32-FMA tile: on a Xeon with
- * AVX512_BF16, VDPBF16PS retired 106 GFLOP/s per core against 212 for fp32
- * FMA, so with Q split in two terms the dot path cost 2x the FMA path's
- * instructions at half the rate per flop (compute-bound prefill ran at 62
- * vs 96 GFLOP/s).
- * Single-token items take the avx512 decode tile (kernels_avx512_decode.c):
- * it needs no packing at all and widens bf16 K exactly with one AND and one
- * shift per 32 elements; measured 1 thread, L2-resident bf16 decode (g 4,
- * D 128): 11.4 GB/s here against 20 GB/s there.  What remains here are
- * short multi-token items (a few query tokens of a small GQA group), where
- * packing bf16 pairs needs half the transposes of the fp32 pack. */
-#define DP_MAX_ROWS 8
-
-/* From kernels_avx512bf16_lanes.c. */
-int attn__avx512bf16_lanes_fits(const attn_tile_args *a);
-void attn__avx512bf16_lanes_tile(const attn_tile_args *a);
-/* From kernels_avx512_decode.c. */
-int attn__avx512_decode_fits(const attn_tile_args *a);
-void attn__avx512_decode_tile(const attn_tile_args *a, attn_dtype kdt);
-
-void attn_tile_bf16__avx512bf16(const attn_tile_args *a) {
-    if (attn__avx512_decode_fits(a)) {
-        attn__avx512_decode_tile(a, ATTN_DTYPE_BF16);
-        return;
-    }
-    if (a->tune == ATTN__TUNE_AMD && attn__avx512bf16_lanes_fits(a)) {
-        attn__avx512bf16_lanes_tile(a);
-        return;
-    }
-    if (a->n_tok * a->g > DP_MAX_ROWS) {
-        attn_tile_bf16__avx512(a);
-        return;
-    }
+/* The general tile with the chunk's K packed in bf16 pairs and Q.K on
+ * VDPBF16PS (the table routes short multi-token bf16 items here). */
+void attn_pairs_bf16__avx512bf16(const attn_tile_args *a) {
     attn__avx512_tile(a, ATTN_DTYPE_BF16, pack_pairs, dots_pairs);
 }
-
-/* Several bf16 heads at once: as the avx512 table's, with this table's
- * tile for items the decode tile does not take. */
-void attn__avx512_tile_heads(const attn_tile_args *a, int32_t n, attn_dtype kdt,
-                             attn_tile_fn one);
-static void attn_tile_heads_bf16__avx512bf16(const attn_tile_args *a, int32_t n) {
-    attn__avx512_tile_heads(a, n, ATTN_DTYPE_BF16, attn_tile_bf16__avx512bf16);
-}
-
-/* The avx512 table with the bf16 tile replaced.  Spelled out as a constant
- * (a first-use copy of *attn__kernels_avx512() would race between
- * concurrent builders); tests/test_isa.c checks that every entry other
- * than name, tile[bf16] and tile_heads[bf16] equals the avx512 table's. */
-void attn_tile_f32__avx512(const attn_tile_args *a);
-void attn_tile_f16__avx512(const attn_tile_args *a);
-void attn_tile_heads_f32__avx512(const attn_tile_args *a, int32_t n);
-void attn_tile_heads_f16__avx512(const attn_tile_args *a, int32_t n);
-void attn_load_q_f32__avx512(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
-void attn_load_q_bf16__avx512(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
-void attn_load_q_f16__avx512(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
-void attn_store_f32__avx512(const float *, const float *, const float *, int32_t, int32_t,
-                            int32_t, const float *, int32_t, void *, size_t);
-void attn_store_bf16__avx512(const float *, const float *, const float *, int32_t, int32_t,
-                             int32_t, const float *, int32_t, void *, size_t);
-void attn_store_f16__avx512(const float *, const float *, const float *, int32_t, int32_t,
-                            int32_t, const float *, int32_t, void *, size_t);
-
-/* Whether bf16 prefill items take the rounding VDPBF16PS tile (as
- * attn_tile_bf16__avx512bf16 routes them). */
-static int rounds_bf16(int32_t tune) { return tune == ATTN__TUNE_AMD; }
-
-static const attn_kernels avx512bf16_table = {
-    .name = "avx512bf16",
-    .rows_target = 128, /* = avx512's: same driver, same trade-off */
-    .kv_tile = TILE,
-    .tile = {
-        [ATTN_DTYPE_F32] = attn_tile_f32__avx512,
-        [ATTN_DTYPE_BF16] = attn_tile_bf16__avx512bf16,
-        [ATTN_DTYPE_F16] = attn_tile_f16__avx512,
-    },
-    .tile_heads = {
-        [ATTN_DTYPE_F32] = attn_tile_heads_f32__avx512,
-        [ATTN_DTYPE_BF16] = attn_tile_heads_bf16__avx512bf16,
-        [ATTN_DTYPE_F16] = attn_tile_heads_f16__avx512,
-    },
-    .load_q = {
-        [ATTN_DTYPE_F32] = attn_load_q_f32__avx512,
-        [ATTN_DTYPE_BF16] = attn_load_q_bf16__avx512,
-        [ATTN_DTYPE_F16] = attn_load_q_f16__avx512,
-    },
-    .store = {
-        [ATTN_DTYPE_F32] = attn_store_f32__avx512,
-        [ATTN_DTYPE_BF16] = attn_store_bf16__avx512,
-        [ATTN_DTYPE_F16] = attn_store_f16__avx512,
-    },
-    .merge = attn_merge_f32__ref,
-    .bf16_rounding = rounds_bf16,
-};
-
-const attn_kernels *attn__kernels_avx512bf16(void) { return &avx512bf16_table; }

@@ -1,11 +1,12 @@
 /*
- * kernels_ref.c — the portable reference kernels and the "ref" kernel table.
+ * ref.c — the portable reference kernels and the "ref" kernel table.
  *
  * Owns: attn_tile_<dt>__ref (masked, soft-capped, ALiBi'd online-softmax
  * attention of one work item over a key range of the paged cache),
  * attn_load_q_<dt>__ref (query rows -> scaled fp32), attn_store_<dt>__ref
  * (normalise with optional sinks, convert, store), attn_merge_f32__ref
- * (log-sum-exp merge of split partials) and attn__kernels_ref().
+ * (log-sum-exp merge of split partials).  The "ref" table that lists them
+ * is table_ref.c.
  *
  * These are plain scalar C: every ISA twin is held to them, so they favour
  * being obviously right over being fast.  All arithmetic and all softmax
@@ -16,8 +17,7 @@
  * arguments point at.  ATTN_ASSERT guards only what the plan guarantees
  * (ranges, block ids); data values (inf/NaN in inputs) are never asserted.
  */
-#include "internal.h"
-#include "kernels.h"
+#include "kernels_decl.h"
 #include "dtype.h"
 #include "mask.h"
 
@@ -25,22 +25,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Tile sizes of the ref table (the plan reads them from the table and sizes
- * the SCORES and KV regions from kv_tile, so they are the kernels' choice):
- *
- * - kv_tile 64: one chunk converts 2 x 64 x D fp32 K/V rows; at the common
- *   D = 128 that is 64 KiB, which stays in L2 on every x86 core while the
- *   rows of the item stream over it.  64 is a multiple of the usual block
- *   sizes (16, 32, 64), so a chunk spans whole blocks, and it amortises the
- *   per-chunk rescale of the accumulators (one exp per row per 64 keys).
- *   It is also the natural width for the AVX-512 twins (4 x 16 lanes).
- * - rows_target 32: tokens x g per item.  32 rows x D = 128 of fp32 Q plus
- *   ACC is 32 KiB and the [32][64] score tile 8 KiB, so an item's whole
- *   working set besides K/V sits in L1/L2; with GQA g = 8 that is 4 prefill
- *   tokens per item, enough K/V reuse without starving threads of items.
- */
-#define REF_ROWS_TARGET 32
-#define REF_KV_TILE 64
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -321,29 +305,3 @@ void attn_merge_f32__ref(const float *partial, const float *pm, const float *pl,
         l[r] = L;
     }
 }
-
-/* ---------------------------------------------------------------- table */
-
-static const attn_kernels ref_table = {
-    .name = "ref",
-    .rows_target = REF_ROWS_TARGET,
-    .kv_tile = REF_KV_TILE,
-    .tile = {
-        [ATTN_DTYPE_F32] = attn_tile_f32__ref,
-        [ATTN_DTYPE_BF16] = attn_tile_bf16__ref,
-        [ATTN_DTYPE_F16] = attn_tile_f16__ref,
-    },
-    .load_q = {
-        [ATTN_DTYPE_F32] = attn_load_q_f32__ref,
-        [ATTN_DTYPE_BF16] = attn_load_q_bf16__ref,
-        [ATTN_DTYPE_F16] = attn_load_q_f16__ref,
-    },
-    .store = {
-        [ATTN_DTYPE_F32] = attn_store_f32__ref,
-        [ATTN_DTYPE_BF16] = attn_store_bf16__ref,
-        [ATTN_DTYPE_F16] = attn_store_f16__ref,
-    },
-    .merge = attn_merge_f32__ref,
-};
-
-const attn_kernels *attn__kernels_ref(void) { return &ref_table; }

@@ -1,8 +1,8 @@
 /*
- * kernels_avx512_decode.c — the AVX-512 tile for single-token items
+ * avx512_decode.c — the AVX-512 tile for single-token items
  * (decode, and the pieces of a split decode row): n_tok = 1 and at most
  * DEC_MAX_ROWS query heads per KV head.  Both AVX-512 tables route such
- * items here (kernels_avx512.c, kernels_avx512bf16.c); everything else
+ * items here (table_avx512.c, table_avx512bf16.c); everything else
  * takes the general flash-style tile.
  *
  * Why a separate tile: a decode item reads every K and V byte exactly once
@@ -28,8 +28,8 @@
  *        way (even dims, then odd dims, per 32) — a dot product does not
  *        care about the order of its terms, so no un-permute is needed.
  *        f16 K is widened with VCVTPH2PS.  q stays fp32: unlike the
- *        VDPBF16PS path (kernels_avx512bf16.c) nothing is rounded.
- *   softmax and P.V are the general tile's (kernels_avx512_inl.h): one
+ *        VDPBF16PS path (avx512bf16.c) nothing is rounded.
+ *   softmax and P.V are the general tile's (avx512_inl.h): one
  *        visible interval for every row, V widened on the fly.
  *   memory: key and value row addresses are walked block by block (no
  *        division per key), and the next step's K and V lines are
@@ -39,7 +39,7 @@
  *        hardware streamer restarts at every block and would leave the
  *        stream latency-bound.  K's lines are prefetched in the loads'
  *        order (a slice of 4 keys at a time), V's in address order (pv_pf
- *        in kernels_avx512_inl.h).  Both orders were measured each way
+ *        in avx512_inl.h).  Both orders were measured each way
  *        (`scripts/bench_ab.sh 4 decode8`, B=8 cold, 2 threads): V in
  *        address order instead of the loads' order +3.7 to +8.1 % (fp32),
  *        +5.6 to +9.3 % (bf16); K in address order as well then -1 to
@@ -62,7 +62,7 @@
  * Numerics: as the general avx512 tile (fp32 products and sums in a
  * different association than the portable kernel; same exp and masking).
  */
-#include "kernels_avx512_inl.h"
+#include "avx512_inl.h"
 #include "mask.h"
 
 #define DR 4              /* rows per Q.K register block */
@@ -141,7 +141,7 @@
  *         step and no memory access between the K and V halves 25.9, with
  *         a quarter of the prefetches moved into that gap 29.5.  It is
  *         also why Q.K on VDPBF16PS (q rounded to bf16, as the prefill
- *         tile of kernels_avx512bf16_lanes.c) did not pay here: 60 -> 52
+ *         tile of avx512bf16_lanes.c) did not pay here: 60 -> 52
  *         cycles per key and head with K in L3, but cold 28.7 -> 26.1
  *         GB/s, its prefetches now issued in a shorter burst (with them
  *         paced by 3-6 dependent multiplies each: 28.6-30.0 against
@@ -217,7 +217,7 @@
  *       128-256 more L1 loads per 4 keys bring it down to 26 and 13.
  *
  * The hint reaches every K and V prefetch of the tile (fp32 and f16 V
- * through pv_rows' NTA instances in kernels_avx512_inl.h: on Zen 5 NTA
+ * through pv_rows' NTA instances in avx512_inl.h: on Zen 5 NTA
  * for fp32 V as well +4.2 to +8.5 %, 5 rounds).  Both
  * profiles compute the same values up to the chunking of the online
  * softmax (rounding only); the tests run the tile under each. */
@@ -247,13 +247,9 @@ static const dec_profile dec_profiles[] = {
 #define ATTN_DEC_FULL 1
 #endif
 
-int attn__avx512_decode_fits(const attn_tile_args *a);
-void attn__avx512_decode_tile(const attn_tile_args *a, attn_dtype kdt);
-void attn__avx512_decode_heads(const attn_tile_args *a, int32_t n, attn_dtype kdt);
-
 /* The items this tile takes: one token, few rows, D within the stack
  * copies.  It uses none of the plan's work areas (scores, kv). */
-int attn__avx512_decode_fits(const attn_tile_args *a) {
+int attn_decode_fits__avx512(const attn_tile_args *a) {
     return a->n_tok == 1 && a->g <= DEC_MAX_ROWS && a->head_dim <= DEC_MAX_D;
 }
 
@@ -424,7 +420,7 @@ INLINE void pv_pairs_rows(int R, int NS, int FULL, int NTA, float *accp, size_t 
                           int32_t ihi) {
     const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
     /* the next chunk's rows in address order, 2 slices (128 bytes) per key
-     * and pass (pv_pf, kernels_avx512_inl.h) */
+     * and pass (pv_pf, avx512_inl.h) */
     pv_pf pc = pv_pf_start((int32_t)(sl0 / 2), (int32_t)((nc + 1) / 2), ilo, ihi);
     __m512 c[PR][4];
     UNROLL
@@ -522,7 +518,7 @@ static void acc_layout(float *acc, size_t D, float *accp, size_t qs, int32_t row
 
 /* ------------------------------------------------------------- driver */
 
-/* One batch of heads whose stack copies fit (attn__avx512_decode_heads):
+/* One batch of heads whose stack copies fit (decode_heads):
  * a[0 .. nh) share the token, the key range and everything but the KV
  * head and the per-head state.  Walk: chunk by chunk, every head of the
  * batch in turn, so one chunk's K (then V) pieces of all the batch's heads
@@ -600,7 +596,7 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
      * (see the profiles). */
     const int half = kdt == ATTN_DTYPE_F32 && pr->half_f32;
     /* V rows are prefetched in address order, K rows in the loads' order
-     * (kernels_avx512_inl.h, pv_pf; for Q.K's V rows: the profiles) */
+     * (avx512_inl.h, pv_pf; for Q.K's V rows: the profiles) */
     if (half) qk = pr->nta ? qk_f32_nta_addr : qk_f32_addr;
     const void *const *pf_qk = half ? vrow : kpf;
     const void **pf_pv = half ? kpf : vpf;
@@ -689,9 +685,9 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
             acc_layout(a[h].acc, D, accp + (size_t)h * head_floats, qs, rows, 0);
 }
 
-void attn__avx512_decode_heads(const attn_tile_args *a, int32_t n, attn_dtype kdt) {
+static void decode_heads(const attn_tile_args *a, int32_t n, attn_dtype kdt) {
     ATTN_ASSERT(n >= 1);
-    for (int32_t h = 0; h < n; h++) ATTN_ASSERT(attn__avx512_decode_fits(&a[h]));
+    for (int32_t h = 0; h < n; h++) ATTN_ASSERT(attn_decode_fits__avx512(&a[h]));
     ATTN_ASSERT(a->g >= 1 && a->head_dim >= 1);
     ATTN_ASSERT(0 <= a->k0 && a->k0 < a->k1 && a->k1 <= a->seq_len);
     /* as many heads per batch as the stack copies hold (8 at g 4, D 128) */
@@ -703,6 +699,12 @@ void attn__avx512_decode_heads(const attn_tile_args *a, int32_t n, attn_dtype kd
         decode_batch(a + h0, n - h0 < per ? n - h0 : per, kdt, pr);
 }
 
-void attn__avx512_decode_tile(const attn_tile_args *a, attn_dtype kdt) {
-    attn__avx512_decode_heads(a, 1, kdt);
+void attn_decode_f32__avx512(const attn_tile_args *a, int32_t n) {
+    decode_heads(a, n, ATTN_DTYPE_F32);
+}
+void attn_decode_bf16__avx512(const attn_tile_args *a, int32_t n) {
+    decode_heads(a, n, ATTN_DTYPE_BF16);
+}
+void attn_decode_f16__avx512(const attn_tile_args *a, int32_t n) {
+    decode_heads(a, n, ATTN_DTYPE_F16);
 }

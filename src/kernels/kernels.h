@@ -1,12 +1,18 @@
 /*
  * kernels.h — the kernel interface: argument structs, function-pointer
- * types, and the per-ISA kernel table.
+ * types, the per-ISA kernel table type, the softmax-state helpers every
+ * twin shares, and the engine invariant assertion.  Both sides include it:
+ * the kernels (src/kernels/) and the engine that calls them (executor,
+ * plan, dispatch).  It must never see the plan: kernels get everything
+ * through their arguments (src/internal.h, the plan's side, refuses to be
+ * included from a kernel file).
  *
  * Tiers (BLIS-style): the executor (src/executor.c) owns loops over work
  * items, OpenMP and scratch addressing; kernels own the arithmetic of one
  * item and never create threads, allocate, or look outside what their
  * arguments point at.  Every ISA's table starts from the portable one
- * (src/kernels_ref.c) and overrides only what it has.
+ * (src/kernels/table_ref.c) and overrides only what it has; the prototypes
+ * of every table's kernels are in src/kernels/kernels_decl.h.
  *
  * Naming: <op>_<dtype>__<isa>, e.g. attn_tile_bf16__ref, attn_tile_f32__avx512;
  * each fast kernel has a portable twin of the same signature.
@@ -18,11 +24,24 @@
 #ifndef ATTN_KERNELS_H
 #define ATTN_KERNELS_H
 
-#include "attn.h"
+#include "../attn.h"
 
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* ---- assertions: only for what the engine itself guaranteed ----
+ * ATTN_DEBUG builds abort on a failed invariant (so a death test can see it);
+ * release builds compile the check out.  Never used on caller input. */
+#ifdef ATTN_DEBUG
+#define ATTN_ASSERT(cond) ((cond) ? (void)0 : attn__assert_fail(#cond, __FILE__, __LINE__))
+#else
+#define ATTN_ASSERT(cond) ((void)0)
+#endif
+#if defined(__GNUC__)
+__attribute__((noreturn))
+#endif
+void attn__assert_fail(const char *expr, const char *file, int line);
 
 /* One work item's attention over the key range [k0, k1): updates the
  * online-softmax state (acc, m, l) of every row.  Visibility per row (DESIGN
@@ -90,7 +109,7 @@ typedef void (*attn_tile_fn)(const attn_tile_args *a);
  * (disjoint for every h).  Why: in the paged layout the pieces of one
  * block's KV heads are adjacent, so walking the heads chunk by chunk reads
  * long contiguous runs where one head at a time strides over the others'
- * pieces (src/kernels_avx512_decode.c has the measurements).  A table
+ * pieces (src/kernels/avx512_decode.c has the measurements).  A table
  * without it leaves the entry NULL, and the plan then keeps its items
  * apart (plan.c, decode_run). */
 typedef void (*attn_tile_heads_fn)(const attn_tile_args *a, int32_t n);
@@ -160,37 +179,15 @@ typedef struct attn_kernels {
     int (*bf16_rounding)(int32_t tune);
 } attn_kernels;
 
-/* The portable table: always present, the reference every ISA is held to. */
-const attn_kernels *attn__kernels_ref(void);
-
 /* The tuning profile (dispatch.c, attn__select_tune): the SIMD tables'
  * choices that depend on the CPU family more than on its feature flags,
  * resolved once per builder (attn_group_desc.tune, else $ATTN_TUNE, else
  * the CPU vendor) and handed to every tile in attn_tile_args.tune.  AMD:
- * the decode tile's NTA prefetches and short chunks
- * (kernels_avx512_decode.c), and bf16 prefill on VDPBF16PS
- * (kernels_avx512bf16_lanes.c, which rounds q and the weights to bf16).
- * INTEL (and every other vendor): prefetches to L2, 64-key bf16 decode
- * chunks, bf16 prefill on fp32 FMAs (exact). */
+ * the decode tile's NTA prefetches and short chunks (avx512_decode.c),
+ * and bf16 prefill on VDPBF16PS (avx512bf16_lanes.c, which rounds q and
+ * the weights to bf16).  INTEL (and every other vendor): prefetches to
+ * L2, 64-key bf16 decode chunks, bf16 prefill on fp32 FMAs (exact). */
 enum { ATTN__TUNE_INTEL = 1, ATTN__TUNE_AMD = 2 };
-attn_status attn__select_tune(const char *name, int32_t *out, attn_error *err);
-const char *attn__tune_name(int32_t tune);
-
-/* Portable twins (src/kernels_ref.c). */
-void attn_tile_f32__ref(const attn_tile_args *a);
-void attn_tile_bf16__ref(const attn_tile_args *a);
-void attn_tile_f16__ref(const attn_tile_args *a);
-void attn_load_q_f32__ref(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
-void attn_load_q_bf16__ref(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
-void attn_load_q_f16__ref(const void *, size_t, int32_t, int32_t, int32_t, float, float *);
-void attn_store_f32__ref(const float *, const float *, const float *, int32_t, int32_t,
-                         int32_t, const float *, int32_t, void *, size_t);
-void attn_store_bf16__ref(const float *, const float *, const float *, int32_t, int32_t,
-                          int32_t, const float *, int32_t, void *, size_t);
-void attn_store_f16__ref(const float *, const float *, const float *, int32_t, int32_t,
-                         int32_t, const float *, int32_t, void *, size_t);
-void attn_merge_f32__ref(const float *, const float *, const float *, int32_t, int32_t,
-                         int32_t, int32_t, float *, float *, float *);
 
 /* For the SIMD twins' register-blocked micro-kernels.  INLINE: their
  * shape parameters (rows, keys, vectors per block) must be constants where

@@ -21,7 +21,7 @@
 #ifndef ATTN_DTYPE_H
 #define ATTN_DTYPE_H
 
-#include "attn.h"
+#include "../attn.h"
 
 #include <stddef.h>
 #include <stdint.h>

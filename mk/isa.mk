@@ -1,0 +1,68 @@
+# mk/isa.mk — the kernel tables, defined once.  The only build file that
+# names an ISA: the Makefile, mk/fuzz.mk and mk/coverage.mk read these and
+# nothing else of the tables.
+#
+#   ISA_SRC          every file of every SIMD table built (kernels and table files)
+#   ISA_OFF_SRC      the files of the tables left out (ISA_TABLES below), which
+#                    the build must not compile
+#   isa_flags_of     $(call isa_flags_of,<path>): the -m flags of an ISA file
+#                    (empty for a table file, which is portable C, and for
+#                    every other file)
+#   ISA_DEFINES      -DATTN_HAVE_<T>=1 for each table, -DATTN_HAVE_TABLES=<count>
+#
+# A table T is: $(T_SRC), its kernels, compiled with $(T_FLAGS), and its
+# table file src/kernels/table_T.c (the attn_kernels table, the routers that
+# pick a tile per item, the CPU check), compiled without -m flags so that
+# the check can run on any CPU.  The portable table (src/kernels/ref.c,
+# table_ref.c) is not listed: it is always built, like the rest of src/.
+# Adding a table: docs/adding-an-isa.md.
+#
+# Included by the Makefile's ISA section (it needs $(B)); the guard keeps the
+# Makefile's closing include of mk/*.mk from reading it twice.
+ifndef ISA_MK_INCLUDED
+ISA_MK_INCLUDED := 1
+
+KERNEL_TABLES := avx2 avx512 avx512bf16
+
+avx2_SRC := src/kernels/avx2.c
+avx2_FLAGS := -mavx2 -mfma -mf16c
+avx512_SRC := src/kernels/avx512.c src/kernels/avx512_decode.c src/kernels/avx512_lanes.c
+avx512_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
+# extends the avx512 table (its routers, decode and flash tiles): needs it
+avx512bf16_SRC := src/kernels/avx512bf16.c src/kernels/avx512bf16_lanes.c
+avx512bf16_FLAGS := $(avx512_FLAGS) -mavx512bf16
+
+# The tables this build compiles: all of them, unless a build leaves some
+# out (make B=build/v-only-avx2 ISA_TABLES=avx2: how the tests' "not
+# compiled" paths are exercised; use a build folder of its own).
+ISA_TABLES ?= $(KERNEL_TABLES)
+
+isa_files = $($1_SRC) src/kernels/table_$1.c
+ISA_SRC := $(foreach t,$(ISA_TABLES),$(call isa_files,$t))
+ISA_OFF_SRC := $(foreach t,$(filter-out $(ISA_TABLES),$(KERNEL_TABLES)),$(call isa_files,$t))
+isa_flags_of = $(strip $(foreach t,$(KERNEL_TABLES),$(if $(filter $1,$($t_SRC)),$($t_FLAGS))))
+ISA_DEFINES := $(foreach t,$(shell echo '$(ISA_TABLES)' | tr a-z A-Z),-DATTN_HAVE_$t=1) \
+               -DATTN_HAVE_TABLES=$(words $(ISA_TABLES))
+
+# The SIMD kernels keep AddressSanitizer (the out-of-bounds writes the harness
+# hunts) but not UBSan: on these intrinsic-heavy files clang 14's combined
+# ASan+UBSan instrumentation takes 2-5 minutes per file (measured: 279 s for
+# the avx512 kernels with fuzzer coverage, 17 s without UBSan), and UBSan's
+# checks add nothing on vector code that has no integer overflow or shifts
+# of note.  The portable twins and the table files stay fully checked.
+ISA_NOUBSAN := $(if $(findstring undefined,$(SANITIZER)),-fno-sanitize=undefined$(comma)float-divide-by-zero)
+
+# Per object of the main build: an ISA file's -m flags, and for every file
+# under src/kernels/ ATTN_KERNEL_SIDE, with which src/internal.h (the plan's
+# side) refuses to be included: kernels see only their arguments.
+$(foreach f,$(ISA_SRC),$(if $(call isa_flags_of,$f),$(eval $(B)/obj/$(f:.c=.o): ISA_FLAGS := $(call isa_flags_of,$f) $(ISA_NOUBSAN))))
+$(foreach f,$(filter-out $(ISA_OFF_SRC),$(wildcard src/kernels/*.c)),$(eval $(B)/obj/$(f:.c=.o): ISA_FLAGS += -DATTN_KERNEL_SIDE=1))
+
+# For scripts that build without this Makefile (.clusterfuzzlite/build.sh):
+# the defines on the first line, then "<file> <-m flags>" per ISA file.
+.PHONY: isa-list
+isa-list:
+	@echo $(ISA_DEFINES)
+	@$(foreach f,$(ISA_SRC),echo '$f $(call isa_flags_of,$f)';)
+
+endif

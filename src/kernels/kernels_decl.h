@@ -1,0 +1,115 @@
+/*
+ * kernels_decl.h — the prototypes of every kernel table's kernels, tables
+ * and CPU checks, and the list of the SIMD tables this build compiled.
+ * The one place a kernel is declared: kernel files, table files,
+ * dispatch.c and the tests include it; no .c file declares another file's
+ * kernel by hand.
+ *
+ * A SIMD table T (docs/adding-an-isa.md) is compiled when mk/isa.mk lists
+ * it, which defines ATTN_HAVE_<T>; its block below then declares its
+ * kernels and adds it to ATTN__SIMD_TABLES, the list dispatch.c builds its
+ * table of tables from (worst first: the best usable one is the default).
+ * mk/isa.mk also passes the count (ATTN_HAVE_TABLES), and dispatch.c
+ * refuses to compile when a compiled table is missing from the list.
+ *
+ * Names: <op>_<dtype>__<isa>.  The table entries (tile, tile_heads,
+ * load_q, store, merge) have portable twins of the same signature in
+ * ref.c; the SIMD tables' tile entries are routers (table_<isa>.c) that
+ * pick one of the table's tiles per item: flash (the general tile), decode
+ * (single-token items), lanes (many-row prefill), pairs (bf16 pairs on
+ * VDPBF16PS), each with a `fits` predicate where it takes only some items.
+ */
+#ifndef ATTN_KERNELS_DECL_H
+#define ATTN_KERNELS_DECL_H
+
+#include "kernels.h"
+
+/* The signatures of the table entries, for the prototypes below. */
+#define ATTN__DECL_LOAD_Q(name)                                                          \
+    void name(const void *src, size_t token_stride, int32_t n_tok, int32_t g,            \
+              int32_t head_dim, float scale, float *dst)
+#define ATTN__DECL_STORE(name)                                                           \
+    void name(const float *acc, const float *m, const float *l, int32_t n_tok, int32_t g, \
+              int32_t head_dim, const float *sinks, int32_t m_exp, void *dst,             \
+              size_t token_stride)
+/* load_q and store for f32, bf16, f16 of one ISA */
+#define ATTN__DECL_IO(isa)                                                               \
+    ATTN__DECL_LOAD_Q(attn_load_q_f32__##isa);                                           \
+    ATTN__DECL_LOAD_Q(attn_load_q_bf16__##isa);                                          \
+    ATTN__DECL_LOAD_Q(attn_load_q_f16__##isa);                                           \
+    ATTN__DECL_STORE(attn_store_f32__##isa);                                             \
+    ATTN__DECL_STORE(attn_store_bf16__##isa);                                            \
+    ATTN__DECL_STORE(attn_store_f16__##isa)
+
+/* ---- ref: portable, always compiled (ref.c, table_ref.c) ---- */
+void attn_tile_f32__ref(const attn_tile_args *a);
+void attn_tile_bf16__ref(const attn_tile_args *a);
+void attn_tile_f16__ref(const attn_tile_args *a);
+ATTN__DECL_IO(ref);
+void attn_merge_f32__ref(const float *partial, const float *pm, const float *pl,
+                         int32_t pieces, int32_t rows, int32_t head_dim, int32_t m_exp,
+                         float *acc, float *m, float *l);
+const attn_kernels *attn__kernels_ref(void);
+
+/* ---- avx2 (avx2.c, table_avx2.c) ---- */
+#ifdef ATTN_HAVE_AVX2
+#define ATTN__AVX2_KV_TILE 32 /* keys per chunk: the table's kv_tile */
+void attn_tile_f32__avx2(const attn_tile_args *a);
+void attn_tile_bf16__avx2(const attn_tile_args *a);
+void attn_tile_f16__avx2(const attn_tile_args *a);
+ATTN__DECL_IO(avx2);
+const attn_kernels *attn__kernels_avx2(void);
+int attn__cpu_avx2(void);
+#define ATTN__TABLE_AVX2(X) X(avx2)
+#else
+#define ATTN__TABLE_AVX2(X)
+#endif
+
+/* ---- avx512 (avx512.c, avx512_decode.c, avx512_lanes.c, table_avx512.c) ---- */
+#ifdef ATTN_HAVE_AVX512
+#define ATTN__AVX512_KV_TILE 64 /* keys per chunk: the avx512 tables' kv_tile */
+#define ATTN__AVX512_ROWS_TARGET 128 /* their rows_target: why in table_avx512.c */
+void attn_flash_f32__avx512(const attn_tile_args *a);
+void attn_flash_bf16__avx512(const attn_tile_args *a);
+void attn_flash_f16__avx512(const attn_tile_args *a);
+/* n single-token items that differ only in their KV head (attn_tile_heads_fn) */
+int attn_decode_fits__avx512(const attn_tile_args *a);
+void attn_decode_f32__avx512(const attn_tile_args *a, int32_t n);
+void attn_decode_bf16__avx512(const attn_tile_args *a, int32_t n);
+void attn_decode_f16__avx512(const attn_tile_args *a, int32_t n);
+int attn_lanes_fits__avx512(const attn_tile_args *a);
+void attn_lanes_f32__avx512(const attn_tile_args *a);
+/* the routers (table_avx512.c), shared with the avx512bf16 table */
+void attn_tile_f32__avx512(const attn_tile_args *a);
+void attn_tile_bf16__avx512(const attn_tile_args *a);
+void attn_tile_f16__avx512(const attn_tile_args *a);
+void attn_tile_heads_f32__avx512(const attn_tile_args *a, int32_t n);
+void attn_tile_heads_bf16__avx512(const attn_tile_args *a, int32_t n);
+void attn_tile_heads_f16__avx512(const attn_tile_args *a, int32_t n);
+ATTN__DECL_IO(avx512);
+const attn_kernels *attn__kernels_avx512(void);
+int attn__cpu_avx512(void);
+#define ATTN__TABLE_AVX512(X) X(avx512)
+#else
+#define ATTN__TABLE_AVX512(X)
+#endif
+
+/* ---- avx512bf16: the avx512 table plus bf16 tiles on VDPBF16PS
+ *      (avx512bf16.c, avx512bf16_lanes.c, table_avx512bf16.c; needs avx512) ---- */
+#ifdef ATTN_HAVE_AVX512BF16
+void attn_pairs_bf16__avx512bf16(const attn_tile_args *a);
+int attn_lanes_fits__avx512bf16(const attn_tile_args *a);
+void attn_lanes_bf16__avx512bf16(const attn_tile_args *a);
+void attn_tile_bf16__avx512bf16(const attn_tile_args *a);
+void attn_tile_heads_bf16__avx512bf16(const attn_tile_args *a, int32_t n);
+const attn_kernels *attn__kernels_avx512bf16(void);
+int attn__cpu_avx512bf16(void);
+#define ATTN__TABLE_AVX512BF16(X) X(avx512bf16)
+#else
+#define ATTN__TABLE_AVX512BF16(X)
+#endif
+
+/* The compiled SIMD tables, worst first. */
+#define ATTN__SIMD_TABLES(X) ATTN__TABLE_AVX2(X) ATTN__TABLE_AVX512(X) ATTN__TABLE_AVX512BF16(X)
+
+#endif /* ATTN_KERNELS_DECL_H */

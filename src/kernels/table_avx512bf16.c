@@ -1,0 +1,105 @@
+/*
+ * table_avx512bf16.c — the "avx512bf16" kernel table: the avx512 table
+ * (its routers for f32 and f16, its load_q and store) with its own bf16
+ * routing over the bf16 tiles on VDPBF16PS, the CPU check, and whether the
+ * table rounds (attn_kernels.bf16_rounding).  Portable C: compiled without
+ * the -m flags, so the check runs on any CPU.  Needs the avx512 table.
+ */
+#include "kernels_decl.h"
+#include "cpu.h"
+
+/* bf16 items with many rows (prefill): on the AMD tuning profile, those
+ * that fit take the lanes tile (avx512bf16_lanes.c), both products on VDPBF16PS
+ * with q and the weights rounded to bf16.  Zen 5 retires VDPBF16PS at the
+ * rate of FMA (546 vs 273 GFLOP/s per core, `make bench`), so that tile
+ * does twice the work per instruction: bf16 prefill (L 2048, D 128) went
+ * from 183-190 to 342-359 GFLOP/s on 1 thread, paired runs.  Elsewhere
+ * (the INTEL profile, and items the lanes tile does not take) items with
+ * more rows than DP_MAX_ROWS take the avx512 flash tile (fp32 FMAs): on a Xeon with
+ * AVX512_BF16, VDPBF16PS retired 106 GFLOP/s per core against 212 for fp32
+ * FMA, so with Q split in two terms the dot path cost 2x the FMA path's
+ * instructions at half the rate per flop (compute-bound prefill ran at 62
+ * vs 96 GFLOP/s).
+ * Single-token items take the avx512 decode tile (avx512_decode.c):
+ * it needs no packing at all and widens bf16 K exactly with one AND and one
+ * shift per 32 elements; measured 1 thread, L2-resident bf16 decode (g 4,
+ * D 128): 11.4 GB/s on the pairs tile against 20 GB/s there.  What remains
+ * for the pairs tile (avx512bf16.c) are
+ * short multi-token items (a few query tokens of a small GQA group), where
+ * packing bf16 pairs needs half the transposes of the fp32 pack. */
+#define DP_MAX_ROWS 8
+
+/* Every feature the avx512bf16 -m flags (mk/isa.mk) let the compiler use. */
+int attn__cpu_avx512bf16(void) {
+#ifdef ATTN__X86
+    return attn__cpu_x86_avx512() && __builtin_cpu_supports("avx512bf16");
+#else
+    return 0;
+#endif
+}
+
+void attn_tile_bf16__avx512bf16(const attn_tile_args *a) {
+    if (attn_decode_fits__avx512(a)) {
+        attn_decode_bf16__avx512(a, 1);
+        return;
+    }
+    if (a->tune == ATTN__TUNE_AMD && attn_lanes_fits__avx512bf16(a)) {
+        attn_lanes_bf16__avx512bf16(a);
+        return;
+    }
+    if (a->n_tok * a->g > DP_MAX_ROWS) {
+        attn_flash_bf16__avx512(a);
+        return;
+    }
+    attn_pairs_bf16__avx512bf16(a);
+}
+
+/* Several bf16 heads at once: the decode tile when it takes every one of
+ * them (as the avx512 table's), else this table's tile one by one. */
+void attn_tile_heads_bf16__avx512bf16(const attn_tile_args *a, int32_t n) {
+    int fits = 1;
+    for (int32_t h = 0; h < n; h++) fits &= attn_decode_fits__avx512(&a[h]);
+    if (fits) {
+        attn_decode_bf16__avx512(a, n);
+        return;
+    }
+    for (int32_t h = 0; h < n; h++) attn_tile_bf16__avx512bf16(&a[h]);
+}
+
+/* Whether bf16 prefill items take the rounding VDPBF16PS tile (as
+ * attn_tile_bf16__avx512bf16 routes them). */
+static int rounds_bf16(int32_t tune) { return tune == ATTN__TUNE_AMD; }
+
+/* The avx512 table with the bf16 tile replaced.  Spelled out as a constant
+ * (a first-use copy of *attn__kernels_avx512() would race between
+ * concurrent builders); tests/test_isa.c checks that every entry other
+ * than name, tile[bf16] and tile_heads[bf16] equals the avx512 table's. */
+static const attn_kernels avx512bf16_table = {
+    .name = "avx512bf16",
+    .rows_target = ATTN__AVX512_ROWS_TARGET, /* avx512's: same driver, same trade-off */
+    .kv_tile = ATTN__AVX512_KV_TILE,
+    .tile = {
+        [ATTN_DTYPE_F32] = attn_tile_f32__avx512,
+        [ATTN_DTYPE_BF16] = attn_tile_bf16__avx512bf16,
+        [ATTN_DTYPE_F16] = attn_tile_f16__avx512,
+    },
+    .tile_heads = {
+        [ATTN_DTYPE_F32] = attn_tile_heads_f32__avx512,
+        [ATTN_DTYPE_BF16] = attn_tile_heads_bf16__avx512bf16,
+        [ATTN_DTYPE_F16] = attn_tile_heads_f16__avx512,
+    },
+    .load_q = {
+        [ATTN_DTYPE_F32] = attn_load_q_f32__avx512,
+        [ATTN_DTYPE_BF16] = attn_load_q_bf16__avx512,
+        [ATTN_DTYPE_F16] = attn_load_q_f16__avx512,
+    },
+    .store = {
+        [ATTN_DTYPE_F32] = attn_store_f32__avx512,
+        [ATTN_DTYPE_BF16] = attn_store_bf16__avx512,
+        [ATTN_DTYPE_F16] = attn_store_f16__avx512,
+    },
+    .merge = attn_merge_f32__ref,
+    .bf16_rounding = rounds_bf16,
+};
+
+const attn_kernels *attn__kernels_avx512bf16(void) { return &avx512bf16_table; }
