@@ -45,7 +45,7 @@ WARN := -Wall -Wextra -Wshadow -Wvla -Wstrict-prototypes -Wformat=2 -Wno-unknown
 OPT ?= -O2
 CSTD := -std=c11 -D_GNU_SOURCE
 CFLAGS_ALL := $(CSTD) $(OPT) -g $(WARN) -fopenmp -fno-strict-aliasing $(EXTRA_CFLAGS)
-LDLIBS_ALL := -fopenmp -lm
+LDLIBS_ALL := -fopenmp -lm -ldl
 ifneq ($(SANITIZER),)
 SANFLAGS := -fsanitize=$(SANITIZER) -fno-omit-frame-pointer -fno-sanitize-recover=all
 ifneq ($(findstring undefined,$(SANITIZER)),)
@@ -69,7 +69,9 @@ include mk/isa.mk
 LIB_SRC := $(filter-out $(ISA_SRC) $(ISA_OFF_SRC),$(wildcard src/*.c src/kernels/*.c)) $(ISA_SRC)
 # dispatch.c lists the tables compiled in (src/kernels/kernels_decl.h).
 CFLAGS_ALL += $(ISA_DEFINES)
-HAR_SRC := $(filter-out harness/main.c,$(wildcard harness/*.c))
+# The harness and the adapters it drives engines through (engines/engines.def).
+HAR_SRC := $(filter-out harness/main.c,$(wildcard harness/*.c)) engines/registry.c \
+           $(wildcard engines/attnguard/*.c)
 CLI_SRC := harness/main.c
 TEST_SRC := $(wildcard tests/*.c)
 

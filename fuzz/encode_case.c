@@ -33,7 +33,7 @@ static int decode_file(const char *path) {
     static uint8_t buf[1 << 16];
     size_t n = fread(buf, 1, sizeof buf, f);
     fclose(f);
-    attn_case c;
+    case_spec c;
     case_decode(buf, n, &c);
     printf("# decoded from %s (%zu bytes)\n", path, n);
     case_print(stdout, &c);
@@ -54,7 +54,7 @@ static int parse_hex(const char *hex, uint8_t *out, size_t cap) {
 
 static int encode_file(const char *in, const char *out, const uint8_t *prefix, size_t plen) {
     char err[256];
-    attn_case c;
+    case_spec c;
     if (case_load(in, &c, err, sizeof err)) {
         fprintf(stderr, "encode_case: %s\n", err);
         return 1;
@@ -65,7 +65,7 @@ static int encode_file(const char *in, const char *out, const uint8_t *prefix, s
         fprintf(stderr, "encode_case: %s: %s\n", in, err);
         return 1;
     }
-    attn_case back;
+    case_spec back;
     case_decode(buf, n, &back);
     if (!case_equal(&c, &back)) {
         fprintf(stderr, "encode_case: %s: bytes do not decode back to the same case\n", in);

@@ -2,29 +2,34 @@
  * fuzz_api.c — malformed use of the public API (bad-input oracle).
  *
  * Input: [op] [arg] [n_lo] [n_hi] then the case bytes (harness/case_bytes.c).
- * The case gives a group, a batch and tensors (harness/problem.c); `op`
- * picks what to break:
+ * The case gives a group, a batch and tensors (harness/problem.c, in the
+ * engine's own view: engines/attnguard/fixture.c); `op` picks what to
+ * break, the top bits of n where in an array:
  *   0  allocation failure at the N-th allocation (N from n_lo/n_hi) through
  *      attn_group_desc.allocator: every stage returns its unfailed status or
  *      ATTN_E_NO_MEMORY, out-parameters stay unwritten on failure
  *   1  NULL for one pointer argument of one public function (or a pointer
  *      inside a description), chosen by `arg`: ATTN_E_NULL_ARG
- *   2  a huge, negative or garbage size / enum in a description, or a
- *      corrupted batch array: a refusal status
+ *   2  a huge, negative or garbage size / enum in a description, or one
+ *      corrupted entry anywhere in a batch array (query_start_loc, seq_lens,
+ *      block_table), a layer's ALiBi slopes or sinks: a refusal status
  *   3  a scratchpad one byte short, or misaligned: SCRATCH_TOO_SMALL/ALIGN
  *   4  a layer with a different head count than the plan: refused
  *   5  tensors that disagree with the plan: refused
- *   6  attn_reshape_and_cache with garbage slots and token counts
+ *   6  attn_reshape_and_cache with a garbage slot at any index, garbage
+ *      token counts
  *   7  err == NULL everywhere, the name/message tables with garbage codes
  * Every call must return a listed status (never ATTN_E_INTERNAL, never a
  * crash), and after destroying everything the counting allocator must be
  * balanced (no leak).  A violation fires ORACLE_BAD_INPUT.
  */
 #include "../harness/case.h"
+#include "../src/attn_plan_inspect.h"
 #include "../harness/case_bytes.h"
 #include "../harness/oracles.h"
 #include "fuzz_common.h"
 #include "../harness/problem.h"
+#include "../engines/attnguard/fixture.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -80,6 +85,16 @@ static void refused(const char *call, attn_status got, const attn_error *err) {
     if (got == ATTN_OK) violation("%s accepted malformed input (ATTN_OK)", call);
 }
 
+/* An index into an array of `count` elements from the top 9 bits of n
+ * (the low bits choose the junk value and the field): spread over the
+ * whole array, the last element included, not only its first entry. */
+static size_t pick(unsigned n, size_t count) {
+    const unsigned v = (n >> 7) & 511u;
+    if (count <= 1) return 0;
+    if (v == 511u) return count - 1;
+    return (size_t)v * count / 511u;
+}
+
 /* ----------------------------------------------------- counting allocator */
 
 typedef struct counting {
@@ -112,6 +127,7 @@ static void balanced(const counting *a, const char *when) {
 
 typedef struct fixture {
     problem p;
+    afx_engine e;               /* the engine's view of p (its layout, attn_* descriptions) */
     counting count;
     attn_allocator alloc;
     attn_group_desc group;      /* p.group with our allocator */
@@ -144,7 +160,7 @@ static int fx_build(fixture *x) {
     }
     x->b = b;
     attn_plan *pl = SENTINEL;
-    st = chk("attn_builder_build", attn_builder_build(b, &x->p.batch, &x->opts, &pl, &err), &err);
+    st = chk("attn_builder_build", attn_builder_build(b, &x->e.batch, &x->opts, &pl, &err), &err);
     if (st != ATTN_OK) {
         if (pl != SENTINEL) violation("attn_builder_build returned %s but wrote *out",
                                       attn_status_name(st));
@@ -163,7 +179,7 @@ static int fx_run_buffers(fixture *x) {
     if (bytes > API_MAX_SCRATCH) return 0;
     x->scratch_bytes = bytes;
     x->scratch = aligned_alloc(64, (bytes / 64 + 2) * 64);
-    size_t n = problem_out_elems(&x->p, 0), osz = attn_dtype_size(x->p.c.out_dtype);
+    size_t n = problem_out_elems(&x->p, 0), osz = ag_dtype_size(x->p.c.out_dtype);
     x->out = calloc(n ? n : 1, osz ? osz : 1);
     return x->scratch && x->out;
 }
@@ -172,6 +188,7 @@ static void fx_free(fixture *x) {
     fx_release(x);
     free(x->scratch);
     free(x->out);
+    afx_free(&x->e);
     problem_free(&x->p);
 }
 
@@ -185,7 +202,7 @@ static void op_alloc_failure(fixture *x, unsigned n) {
     attn_status c0 = chk("attn_builder_create", attn_builder_create(&x->group, &b, &err), &err);
     attn_status b0 = ATTN_OK;
     if (c0 == ATTN_OK)
-        b0 = chk("attn_builder_build", attn_builder_build(b, &x->p.batch, &x->opts, &pl, &err),
+        b0 = chk("attn_builder_build", attn_builder_build(b, &x->e.batch, &x->opts, &pl, &err),
                  &err);
     if (c0 == ATTN_OK && b0 == ATTN_OK) attn_plan_destroy(pl);
     if (c0 == ATTN_OK) attn_builder_destroy(b);
@@ -206,7 +223,7 @@ static void op_alloc_failure(fixture *x, unsigned n) {
     }
     pl = SENTINEL;
     attn_status b1 = chk("attn_builder_build",
-                         attn_builder_build(b, &x->p.batch, &x->opts, &pl, &err), &err);
+                         attn_builder_build(b, &x->e.batch, &x->opts, &pl, &err), &err);
     if (b1 != b0 && b1 != ATTN_E_NO_MEMORY)
         violation("attn_builder_build with allocation %u failing returned %s, unfailed %s", n,
                   attn_status_name(b1), attn_status_name(b0));
@@ -233,7 +250,7 @@ static void op_null(fixture *x, unsigned arg) {
     case 0: want("create(group=NULL)", attn_builder_create(NULL, &b, &err), ATTN_E_NULL_ARG, &err); return;
     case 1: want("create(out=NULL)", attn_builder_create(&x->group, NULL, &err), ATTN_E_NULL_ARG, &err); return;
     case 2: want("get_info(builder=NULL)", attn_builder_get_info(NULL, &bi, &err), ATTN_E_NULL_ARG, &err); return;
-    case 3: want("build(builder=NULL)", attn_builder_build(NULL, &x->p.batch, NULL, &pl, &err), ATTN_E_NULL_ARG, &err); return;
+    case 3: want("build(builder=NULL)", attn_builder_build(NULL, &x->e.batch, NULL, &pl, &err), ATTN_E_NULL_ARG, &err); return;
     case 4: want("scratch_size(plan=NULL)", attn_plan_scratch_size(NULL, &n, &err), ATTN_E_NULL_ARG, &err); return;
     case 5: want("regions(plan=NULL)", attn_plan_regions(NULL, &regs, &n, &err), ATTN_E_NULL_ARG, &err); return;
     case 6: want("extents(plan=NULL)", attn_plan_layer_extents(NULL, L, 8, &n, 1, &err), ATTN_E_NULL_ARG, &err); return;
@@ -270,7 +287,7 @@ static void op_null(fixture *x, unsigned arg) {
     default: break;
     }
     if (!fx_build(x)) return;
-    attn_batch bt = x->p.batch;
+    attn_batch bt = x->e.batch;
     switch (arg % 48) {
     case 17: want("get_info(out=NULL)", attn_builder_get_info(x->b, NULL, &err), ATTN_E_NULL_ARG, &err); return;
     case 18: want("build(batch=NULL)", attn_builder_build(x->b, NULL, NULL, &pl, &err), ATTN_E_NULL_ARG, &err); return;
@@ -306,7 +323,7 @@ static void op_null(fixture *x, unsigned arg) {
     default: break;
     }
     if (!fx_run_buffers(x)) return;
-    attn_tensors t = problem_tensors(&x->p, 0, x->out);
+    attn_tensors t = afx_tensors(&x->e, &x->p, 0, x->out);
     void *s = x->scratch;
     size_t sb = x->scratch_bytes;
     switch (arg % 48) {
@@ -327,7 +344,7 @@ static void op_null(fixture *x, unsigned arg) {
     void *key = calloc(1, row ? row : 1), *val = calloc(1, row ? row : 1);
     int64_t slot = 0;
     int32_t nb = x->p.num_blocks;
-    void *kc = x->p.k_cache, *vc = x->p.v_cache;
+    void *kc = x->e.k_cache, *vc = x->e.v_cache;
     if (key && val) switch (arg % 48) {
     case 41: want("reshape(key=NULL)", attn_reshape_and_cache(&kv, nb, NULL, val, 1, &slot, kc, vc, &err), ATTN_E_NULL_ARG, &err); break;
     case 42: want("reshape(value=NULL)", attn_reshape_and_cache(&kv, nb, key, NULL, 1, &slot, kc, vc, &err), ATTN_E_NULL_ARG, &err); break;
@@ -346,7 +363,7 @@ static void op_garbage(fixture *x, unsigned arg, unsigned n) {
     attn_builder *b = NULL;
     attn_group_desc g = x->group;
     attn_layer_desc layers[CASE_MAX_LAYERS];
-    memcpy(layers, x->p.layers, sizeof layers);
+    memcpy(layers, x->e.layers, sizeof layers);
     g.layers = g.num_layers > 0 ? layers : NULL;
     static const int32_t junk[8] = {0, -1, -7, INT32_MIN, INT32_MAX, 1 << 30, 65536, 4097};
     int32_t j = junk[n % 8];
@@ -366,7 +383,35 @@ static void op_garbage(fixture *x, unsigned arg, unsigned n) {
     case 10: if (g.num_layers < 1) return; layers[n % (unsigned)g.num_layers].softcap = (n & 8) ? NAN : -INFINITY; what = "layer.softcap"; break;
     case 11: if (g.num_layers < 1) return; layers[n % (unsigned)g.num_layers].scale = (n & 8) ? INFINITY : -1.0f; what = "layer.scale"; break;
     case 12: if (g.num_layers < 1) return; layers[n % (unsigned)g.num_layers].num_heads = j <= 0 ? j : ATTN_MAX_HEADS + 1 + (j & 0xFFFF); what = "layer.num_heads"; break;
-    case 13: g.isa = (n & 1) ? "bogus" : "avx512-but-longer-than-any-name"; what = "isa"; break;
+    case 13:
+        if (n & 2) {
+            g.isa = (n & 1) ? "bogus" : "avx512-but-longer-than-any-name";
+            what = "isa";
+            break;
+        }
+        /* a non-finite slope or sink at any head of any layer */
+        if (g.num_layers < 1) return;
+        {
+            attn_layer_desc *L = &layers[(n >> 2) % (unsigned)g.num_layers];
+            const size_t H = L->num_heads > 0 ? (size_t)L->num_heads : 0;
+            if (!H || H > 4096) return;
+            float *arr = malloc(H * sizeof *arr);
+            if (!arr) return;
+            const int sinks = (n & 1) != 0;
+            const float *src = sinks ? L->sinks : L->alibi_slopes;
+            for (size_t h = 0; h < H; h++) arr[h] = src ? src[h] : 0.25f;
+            arr[pick(n, H)] = (n & 4) ? NAN : INFINITY;
+            if (sinks) L->sinks = arr;
+            else L->alibi_slopes = arr;
+            char call[64];
+            snprintf(call, sizeof call, "create(layer.%s[%zu] = %s)", sinks ? "sinks" : "alibi_slopes",
+                     pick(n, H), (n & 4) ? "nan" : "inf");
+            attn_status st = attn_builder_create(&g, &b, &err);
+            refused(call, st, &err);
+            if (st == ATTN_OK) attn_builder_destroy(b);
+            free(arr);
+            return;
+        }
     case 14: if (attn_strerror((attn_status)j) == NULL || attn_status_name((attn_status)j) == NULL)
                  violation("attn_strerror/attn_status_name(%d) returned NULL", (int)j);
              if ((j < 0 || j >= ATTN_DTYPE_COUNT) &&
@@ -389,7 +434,7 @@ static void op_garbage(fixture *x, unsigned arg, unsigned n) {
     attn_plan_destroy(x->plan);
     x->plan = NULL;
     attn_status st;
-    attn_batch bt = x->p.batch;
+    attn_batch bt = x->e.batch;
     int32_t R = bt.num_reqs;
     int32_t *qsl = malloc(((size_t)R + 1) * sizeof *qsl), *seq = malloc((size_t)R * sizeof *seq);
     size_t cells = (size_t)R * (size_t)bt.block_table_stride;
@@ -402,19 +447,32 @@ static void op_garbage(fixture *x, unsigned arg, unsigned n) {
     bt.seq_lens = seq;
     bt.block_table = tab;
     attn_plan_opts o = x->opts;
-    unsigned r = n % (unsigned)R;
+    const unsigned r = (unsigned)pick(n, (size_t)R);
     switch ((n >> 3) % 14) {
     case 0: bt.num_reqs = (j <= 0) ? j : ATTN_MAX_REQS + 1 + (j & 0xFFFF); what = "num_reqs"; break;
     case 1: qsl[r + 1] = qsl[r]; what = "query_start_loc (empty request)"; break;
-    case 2: qsl[0] = j == 0 ? 1 : j; what = "query_start_loc[0]"; break;
+    case 2:
+        if (n & 4) {   /* a later entry below its predecessor */
+            const size_t i = 1 + pick(n, (size_t)R);
+            qsl[i] = qsl[i - 1] - 1 - (j & 7);
+            what = "query_start_loc decreasing";
+        } else {
+            qsl[0] = j == 0 ? 1 : j;
+            what = "query_start_loc[0]";
+        }
+        break;
     case 3: seq[r] = qsl[r + 1] - qsl[r] - 1; what = "seq_lens < q_len"; break;
     case 4: seq[r] = j >= 0 ? (1 << 28) + 1 + (j & 0xFF) : j; what = "seq_lens (huge/negative)"; break;
     case 5: bt.block_table_stride = j <= 0 ? j : 0; what = "block_table_stride"; break;
-    case 6: /* entry 0 of a request is always in use (seq_len >= 1) */
-        if (!cells) goto done;
-        tab[(size_t)r * (size_t)bt.block_table_stride] = j < 0 ? j : bt.num_blocks + (j & 0xFFFF);
+    case 6: { /* any entry a request uses (seq_len >= 1: at least its first) */
+        if (!cells || x->p.c.block_size < 1) goto done;
+        const size_t used = ((size_t)seq[r] + (size_t)x->p.c.block_size - 1) /
+                            (size_t)x->p.c.block_size;
+        const size_t at = (size_t)r * (size_t)bt.block_table_stride + pick(n * 31u, used);
+        tab[at] = j < 0 ? j : bt.num_blocks + (j & 0xFFFF);
         what = "block id";
         break;
+    }
     case 7: bt.num_blocks = j < 0 ? j : 0; what = "num_blocks"; break;
     case 8: o.split = (attn_split_mode)(j < 0 ? j : 4 + (j & 0xFF)); what = "opts.split"; break;
     case 9: o.split = ATTN_SPLIT_FIXED; o.split_count = j <= 0 ? j : ATTN_MAX_SPLITS + 1 + (j & 0xFF); what = "opts.split_count"; break;
@@ -440,7 +498,7 @@ done:
 static void op_scratch(fixture *x, unsigned arg) {
     if (!fx_build(x) || !fx_run_buffers(x)) return;
     attn_error err;
-    attn_tensors t = problem_tensors(&x->p, 0, x->out);
+    attn_tensors t = afx_tensors(&x->e, &x->p, 0, x->out);
     const attn_layer_desc *L = &x->layer;
     if (x->group.num_layers < 1) return;
     if (arg & 1) {
@@ -476,7 +534,7 @@ static void op_layer_mismatch(fixture *x, unsigned arg) {
     if (elems > ((size_t)16 << 20)) return;
     void *q = calloc(elems ? elems : 1, qs), *out = calloc(elems ? elems : 1, os);
     if (q && out) {
-        attn_tensors t = problem_tensors(&x->p, 0, out);
+        attn_tensors t = afx_tensors(&x->e, &x->p, 0, out);
         t.q = q;
         if (arg & 8) t.num_heads = L.num_heads;
         char call[96];
@@ -491,7 +549,7 @@ static void op_layer_mismatch(fixture *x, unsigned arg) {
 static void op_tensor_mismatch(fixture *x, unsigned arg) {
     if (x->group.num_layers < 1 || !fx_build(x) || !fx_run_buffers(x)) return;
     attn_error err;
-    attn_tensors t = problem_tensors(&x->p, 0, x->out);
+    attn_tensors t = afx_tensors(&x->e, &x->p, 0, x->out);
     const char *what;
     switch (arg % 8) {
     case 0: t.num_tokens += 1; what = "num_tokens + 1"; break;
@@ -523,9 +581,10 @@ static void op_reshape(fixture *x, unsigned arg, unsigned n) {
     const char *what = "valid";
     int expect_bad = 1;
     int32_t T_call = T;
+    const size_t at = pick(n, (size_t)T);
     switch (arg % 6) {
-    case 0: slots[T - 1] = cap; what = "slot == capacity"; break;
-    case 1: slots[0] = -2; what = "slot -2"; break;
+    case 0: slots[at] = cap; what = "slot == capacity"; break;
+    case 1: slots[at] = -2; what = "slot -2"; break;
     case 2: slots[T / 2] = INT64_MAX; what = "slot INT64_MAX"; break;
     case 3: T_call = -(int32_t)(1 + n % 5); what = "num_tokens negative"; break;
     case 4: slots[0] = -1; what = "slot -1 (skip)"; expect_bad = 0; break;
@@ -534,8 +593,8 @@ static void op_reshape(fixture *x, unsigned arg, unsigned n) {
     if (key && val) {
         char call[64];
         snprintf(call, sizeof call, "reshape_and_cache(%s)", what);
-        attn_status st = attn_reshape_and_cache(&kv, nb, key, val, T_call, slots, x->p.k_cache,
-                                                x->p.v_cache, &err);
+        attn_status st = attn_reshape_and_cache(&kv, nb, key, val, T_call, slots, x->e.k_cache,
+                                                x->e.v_cache, &err);
         if (expect_bad) refused(call, st, &err);
         else want(call, st, ATTN_OK, &err);
     }
@@ -550,7 +609,7 @@ static void op_err_null(fixture *x) {
     if (chk("create(err=NULL)", attn_builder_create(&x->group, &b, NULL), NULL) != ATTN_OK) return;
     attn_builder_info bi;
     chk("get_info(err=NULL)", attn_builder_get_info(b, &bi, NULL), NULL);
-    if (chk("build(err=NULL)", attn_builder_build(b, &x->p.batch, &x->opts, &pl, NULL), NULL) ==
+    if (chk("build(err=NULL)", attn_builder_build(b, &x->e.batch, &x->opts, &pl, NULL), NULL) ==
         ATTN_OK) {
         size_t n = 0;
         const attn_region *regs;
@@ -576,7 +635,7 @@ FUZZ_DEFINE_LSAN_SUPPRESSIONS
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     unsigned op = size > 0 ? data[0] : 0, arg = size > 1 ? data[1] : 0;
     unsigned n = (size > 2 ? data[2] : 0) | (size > 3 ? (unsigned)data[3] << 8 : 0u);
-    attn_case c;
+    case_spec c;
     case_decode(size > 4 ? data + 4 : NULL, size > 4 ? size - 4 : 0, &c);
     /* Keep runs cheap: this target is about statuses, not numbers. */
     int64_t tokens = 0, keys = 0;
@@ -590,16 +649,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memset(&x, 0, sizeof x);
     char msg[256];
     if (problem_init(&x.p, &c, API_MAX_BYTES, msg, sizeof msg) != 0) return 0;
+    if (afx_init(&x.e, &x.p) != 0) {
+        problem_free(&x.p);
+        return 0;
+    }
     x.alloc.alloc = c_alloc;
     x.alloc.free = c_free;
     x.alloc.ctx = &x.count;
-    x.group = x.p.group;
+    x.group = x.e.group;
     x.group.allocator = &x.alloc;
     x.opts.split = c.split;
     x.opts.split_count = c.split_count;
     x.opts.redzone = 0;
     if (c.num_layers > 0) {
-        x.layer = x.p.layers[0];
+        x.layer = x.e.layers[0];
     } else {
         /* A group with no layers plans with model_num_heads; a run still
          * needs a valid layer, else every run call is refused for the layer

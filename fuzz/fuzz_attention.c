@@ -46,7 +46,7 @@ static uint64_t sat_add(uint64_t a, uint64_t b) {
 
 static uint64_t at_least_1(int64_t v) { return v > 0 ? (uint64_t)v : 1; }
 
-static int too_costly(const attn_case *c) {
+static int too_costly(const case_spec *c) {
     if (c->threads > ATT_MAX_THREADS && c->threads <= ATTN_MAX_THREADS) return 1;
     uint64_t heads = 0;   /* summed over layers: every layer runs */
     for (int32_t l = 0; l < c->num_layers; l++)
@@ -79,7 +79,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 FUZZ_DEFINE_LSAN_SUPPRESSIONS
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    attn_case c;
+    case_spec c;
     case_decode(data, size, &c);
     c.expect = ATTN_OK;
     int64_t tokens = 0;
@@ -93,5 +93,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     finding f;
     if (check_case(&c, what, &f) != ORACLE_NONE) oracle_fire(&f);
+    if (f.skipped[0]) engine_host_count_skip(f.skipped);
     return 0;
 }

@@ -5,7 +5,10 @@
 #ifndef ATTN_FUZZ_COMMON_H
 #define ATTN_FUZZ_COMMON_H
 
+#include "../harness/engine_host.h"
+
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -15,9 +18,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
  * cut exec/s several-fold; a passive wait policy costs nothing for the tiny
  * shapes fuzzed.  Must run before the first parallel region; an explicit
  * setting in the environment wins. */
+/* At exit: which inputs the engine could not express, and why (the
+ * engine is $ATTNGUARD_ENGINE; cases needing a capability it lacks are
+ * skipped, never judged). */
+static inline void fuzz_common_print_skips(void) { engine_host_print_skips(stderr, "attnguard: "); }
+
 static inline void fuzz_common_init(void) {
     setenv("OMP_WAIT_POLICY", "passive", 0);
     setenv("KMP_BLOCKTIME", "0", 0);
+    atexit(fuzz_common_print_skips);
 }
 
 /* Query tokens above which an input is skipped: planning is linear in them,

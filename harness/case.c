@@ -33,19 +33,28 @@
 #include <string.h>
 #include <strings.h>
 
-void case_default(attn_case *c) {
+void case_default(case_spec *c) {
     memset(c, 0, sizeof(*c));
     snprintf(c->name, sizeof(c->name), "default");
     c->num_layers = 1;
+    /* every layer slot: a layer a caller adds by hand starts sane */
+    for (int l = 0; l < CASE_MAX_LAYERS; l++) {
+        c->layers[l].window = -1;
+        c->layers[l].window_left = c->layers[l].window_right = CASE_WINDOW_UNSET;
+        c->layers[l].k_scale = c->layers[l].v_scale = 1.0f;
+    }
     c->layers[0].num_heads = 8;
-    c->layers[0].window = -1;
     c->model_num_heads = 8;
     c->num_kv_heads = 2;
     c->head_dim = 64;
     c->block_size = 16;
-    c->q_dtype = c->kv_dtype = c->out_dtype = ATTN_DTYPE_F32;
-    c->causal = 1;
+    c->q_dtype = c->kv_dtype = c->out_dtype = AG_F32;
     c->num_reqs = 1;
+    for (int r = 0; r < CASE_MAX_REQS; r++) c->causal[r] = 1;   /* requests added by hand too */
+    for (int t = 0; t < CASE_T_COUNT; t++) {
+        c->values[t].dist = CASE_DIST_UNIFORM;
+        c->values[t].amp = 1.0f;
+    }
     c->q_len[0] = 1;
     c->kv_len[0] = 37;
     c->blocks = CASE_BLOCKS_CONTIGUOUS;
@@ -54,7 +63,49 @@ void case_default(attn_case *c) {
     c->split_count = 0;
     c->seed = 1;
     c->expect = ATTN_OK;
-    c->isa[0] = '\0';
+    c->options[0] = '\0';
+}
+
+/* ------------------------------------------------------ derived values */
+
+void case_layer_window(const case_layer *L, int32_t *left, int32_t *right) {
+    if (L->window_left != CASE_WINDOW_UNSET || L->window_right != CASE_WINDOW_UNSET) {
+        *left = L->window_left == CASE_WINDOW_UNSET ? -1 : L->window_left;
+        *right = L->window_right == CASE_WINDOW_UNSET ? -1 : L->window_right;
+        return;
+    }
+    if (L->window >= 1) {
+        *left = *right = L->window - 1;
+        return;
+    }
+    /* -1: none; a raw invalid W (0, -5) maps to a pair no engine may accept
+     * (below -1), so the refusal it deserves still comes */
+    *left = *right = L->window == -1 ? -1 : (L->window == 0 ? -2 : L->window - 1);
+}
+
+/* slopes[h] = b^(h+1), b = 2^(-8/P) for the P = largest power of two <= n
+ * heads; the remaining n - P heads take the odd powers of 2^(-4/P). */
+void case_alibi_standard(int32_t n, float *out) {
+    if (n <= 0) return;
+    int32_t P = 1;
+    while (P * 2 <= n) P *= 2;
+    for (int32_t h = 0; h < P; h++) out[h] = (float)exp2(-8.0 * (double)(h + 1) / (double)P);
+    for (int32_t j = 0; j < n - P; j++)
+        out[P + j] = (float)exp2(-4.0 * (double)(2 * j + 1) / (double)P);
+}
+
+static const char *const dist_names[CASE_DIST_COUNT] = {
+    "uniform", "normal", "heavy", "const_row", "one_hot", "denormal", "extreme",
+};
+
+int case_dist_parse(const char *s) {
+    for (int i = 0; i < CASE_DIST_COUNT; i++)
+        if (strcmp(s, dist_names[i]) == 0) return i;
+    return -1;
+}
+
+const char *case_dist_name(int dist) {
+    return dist >= 0 && dist < CASE_DIST_COUNT ? dist_names[dist] : NULL;
 }
 
 /* ---------------------------------------------------------------- helpers */
@@ -132,12 +183,11 @@ static int parse_f32(const char *s, float *out) {
     return 0;
 }
 
-static int parse_dtype(const char *s, attn_dtype *out) {
-    if (strcmp(s, "f32") == 0) { *out = ATTN_DTYPE_F32; return 0; }
-    if (strcmp(s, "bf16") == 0) { *out = ATTN_DTYPE_BF16; return 0; }
-    if (strcmp(s, "f16") == 0) { *out = ATTN_DTYPE_F16; return 0; }
+static int parse_dtype(const char *s, ag_dtype *out) {
+    for (int d = 0; d < AG_DTYPE_COUNT; d++)
+        if (strcmp(s, ag_dtype_name((ag_dtype)d)) == 0) { *out = (ag_dtype)d; return 0; }
     int32_t v;
-    if (parse_i32(s, &v) == 0) { *out = (attn_dtype)v; return 0; }
+    if (parse_i32(s, &v) == 0) { *out = (ag_dtype)v; return 0; }
     return -1;
 }
 
@@ -177,7 +227,7 @@ static int parse_word(const char *s, char *dst, size_t cap) {
 }
 
 /* "QxK, QxK, ..." or "none". */
-static int parse_requests(char *v, attn_case *c, char *errbuf, size_t errlen, int line) {
+static int parse_requests(char *v, case_spec *c, char *errbuf, size_t errlen, int line) {
     if (strcmp(v, "none") == 0) {
         c->num_reqs = 0;
         return 0;
@@ -210,6 +260,8 @@ static int parse_layer(char *v, case_layer *L, char *errbuf, size_t errlen, int 
                        const char *key) {
     memset(L, 0, sizeof(*L));
     L->window = -1;
+    L->window_left = L->window_right = CASE_WINDOW_UNSET;
+    L->k_scale = L->v_scale = 1.0f;
     int have_heads = 0;
     unsigned seen = 0;
     char *save = NULL;
@@ -239,8 +291,14 @@ static int parse_layer(char *v, case_layer *L, char *errbuf, size_t errlen, int 
             break;
         case 2: bad = parse_f32(val, &L->softcap); break;
         case 3: bad = parse_f32(val, &L->scale); break;
-        case 4: if (val) bad = parse_bool(val, &b); L->alibi = (uint8_t)b; break;
-        default: if (val) bad = parse_bool(val, &b); L->sinks = (uint8_t)b; break;
+        case 4:
+            if (val) bad = parse_bool(val, &b);
+            L->alibi = b ? CASE_SRC_STANDARD : CASE_SRC_NONE;
+            break;
+        default:
+            if (val) bad = parse_bool(val, &b);
+            L->sinks = b ? CASE_SRC_STANDARD : CASE_SRC_NONE;
+            break;
         }
         if (bad) return perr(errbuf, errlen, line, key, "bad value '%s' for '%s'",
                              val ? val : "", tok);
@@ -262,7 +320,7 @@ static const char *const key_names[K_COUNT] = {
     "isa", "requests", "layers",
 };
 
-static int parse_split(const char *v, attn_case *c) {
+static int parse_split(const char *v, case_spec *c) {
     if (strcmp(v, "auto") == 0) { c->split = ATTN_SPLIT_AUTO; c->split_count = 0; return 0; }
     if (strcmp(v, "off") == 0) { c->split = ATTN_SPLIT_OFF; c->split_count = 0; return 0; }
     if (strcmp(v, "on") == 0) { c->split = ATTN_SPLIT_ON; c->split_count = 0; return 0; }
@@ -286,7 +344,8 @@ static int parse_split(const char *v, attn_case *c) {
     return 0;
 }
 
-static int parse_scalar(int k, const char *v, attn_case *c, attn_dtype *dtype_all) {
+static int parse_scalar(int k, const char *v, case_spec *c, ag_dtype *dtype_all,
+                        int32_t *causal_all) {
     switch (k) {
     case K_NAME: return parse_word(v, c->name, sizeof(c->name));
     case K_EXPECT: return parse_status(v, &c->expect);
@@ -298,7 +357,7 @@ static int parse_scalar(int k, const char *v, attn_case *c, attn_dtype *dtype_al
     case K_KV_DTYPE: return parse_dtype(v, &c->kv_dtype);
     case K_OUT_DTYPE: return parse_dtype(v, &c->out_dtype);
     case K_DTYPE: return parse_dtype(v, dtype_all);
-    case K_CAUSAL: return parse_bool(v, &c->causal);
+    case K_CAUSAL: return parse_bool(v, causal_all);
     case K_THREADS: return parse_i32(v, &c->threads);
     case K_SPLIT: return parse_split(v, c);
     case K_SEED: return parse_u64(v, &c->seed);
@@ -306,21 +365,29 @@ static int parse_scalar(int k, const char *v, attn_case *c, attn_dtype *dtype_al
         for (int i = 0; i < CASE_BLOCKS_COUNT; i++)
             if (strcmp(v, blocks_names[i]) == 0) { c->blocks = (case_blocks)i; return 0; }
         return -1;
-    case K_ISA: return parse_word(v, c->isa, sizeof(c->isa));
+    case K_ISA: {
+        /* the historical spelling of the attnguard engine's `options = isa=X` */
+        char isa[CASE_OPTIONS_LEN - 4];
+        if (parse_word(v, isa, sizeof(isa))) return -1;
+        if (isa[0]) snprintf(c->options, sizeof(c->options), "isa=%s", isa);
+        else c->options[0] = '\0';
+        return 0;
+    }
     default: return -1;
     }
 }
 
-int case_parse(const char *text, attn_case *out, char *errbuf, size_t errlen) {
+int case_parse(const char *text, case_spec *out, char *errbuf, size_t errlen) {
     if (errbuf && errlen) errbuf[0] = '\0';
     if (!text || !out) return perr(errbuf, errlen, 0, NULL, "NULL argument");
 
-    attn_case c;
+    case_spec c;
     case_default(&c);
     int seen[K_COUNT] = {0};
     int have_layer[CASE_MAX_LAYERS] = {0};
     int layer_lines = 0;
-    attn_dtype dtype_all = ATTN_DTYPE_F32;
+    ag_dtype dtype_all = AG_F32;
+    int32_t causal_all = 1;
     char buf[4096];
     int line = 0;
     const char *p = text;
@@ -377,7 +444,7 @@ int case_parse(const char *text, attn_case *out, char *errbuf, size_t errlen) {
                 return perr(errbuf, errlen, line, key, "only 'none' is allowed (use layer.<i>)");
             if (layer_lines)
                 return perr(errbuf, errlen, line, key, "conflicts with layer.<i> lines");
-        } else if (parse_scalar(k, val, &c, &dtype_all)) {
+        } else if (parse_scalar(k, val, &c, &dtype_all, &causal_all)) {
             return perr(errbuf, errlen, line, key, "bad value '%s'", val);
         }
     }
@@ -400,13 +467,14 @@ int case_parse(const char *text, attn_case *out, char *errbuf, size_t errlen) {
         if (!seen[K_KV_DTYPE]) c.kv_dtype = dtype_all;
         if (!seen[K_OUT_DTYPE]) c.out_dtype = dtype_all;
     }
+    for (int32_t r = 0; r < c.num_reqs; r++) c.causal[r] = (uint8_t)causal_all;
     /* Requests beyond num_reqs are zero so that equality is plain. */
-    for (int32_t r = c.num_reqs; r < CASE_MAX_REQS; r++) c.q_len[r] = c.kv_len[r] = 0;
+    for (int32_t r = c.num_reqs; r < CASE_MAX_REQS; r++) c.q_len[r] = c.kv_len[r] = c.causal[r] = 0;
     *out = c;
     return 0;
 }
 
-int case_load(const char *path, attn_case *out, char *errbuf, size_t errlen) {
+int case_load(const char *path, case_spec *out, char *errbuf, size_t errlen) {
     if (errbuf && errlen) errbuf[0] = '\0';
     if (!path || !out) return perr(errbuf, errlen, 0, NULL, "NULL argument");
     FILE *f = fopen(path, "rb");
@@ -469,8 +537,8 @@ static void sb_printf(sbuf *sb, const char *fmt, ...) {
     if (n > 0) sb->len += (size_t)n;
 }
 
-static void sb_dtype(sbuf *sb, const char *key, attn_dtype d) {
-    const char *name = attn_dtype_name(d);
+static void sb_dtype(sbuf *sb, const char *key, ag_dtype d) {
+    const char *name = ag_dtype_name(d);
     if (name) sb_printf(sb, "%s = %s\n", key, name);
     else sb_printf(sb, "%s = %d\n", key, (int)d);
 }
@@ -489,7 +557,7 @@ static void sb_status(sbuf *sb, attn_status st) {
     sb_printf(sb, "\n");
 }
 
-size_t case_format(char *buf, size_t cap, const attn_case *c) {
+size_t case_format(char *buf, size_t cap, const case_spec *c) {
     sbuf sb = {buf, cap, 0};
     if (buf && cap) buf[0] = '\0';
     if (!c) return 0;
@@ -503,7 +571,7 @@ size_t case_format(char *buf, size_t cap, const attn_case *c) {
     sb_dtype(&sb, "q_dtype", c->q_dtype);
     sb_dtype(&sb, "kv_dtype", c->kv_dtype);
     sb_dtype(&sb, "out_dtype", c->out_dtype);
-    sb_printf(&sb, "causal = %" PRId32 "\n", c->causal);
+    sb_printf(&sb, "causal = %d\n", c->num_reqs > 0 ? (int)c->causal[0] : 1);
     sb_printf(&sb, "threads = %" PRId32 "\n", c->threads);
     switch (c->split) {
     case ATTN_SPLIT_AUTO: sb_printf(&sb, "split = auto\n"); break;
@@ -519,7 +587,8 @@ size_t case_format(char *buf, size_t cap, const attn_case *c) {
         sb_printf(&sb, "blocks = %s\n", blocks_names[c->blocks]);
     else
         sb_printf(&sb, "blocks = invalid-%d\n", (int)c->blocks); /* does not parse */
-    sb_printf(&sb, "isa =%s%s\n", c->isa[0] ? " " : "", c->isa);
+    if (strncmp(c->options, "isa=", 4) == 0)
+        sb_printf(&sb, "isa = %s\n", c->options + 4);
     int32_t nr = c->num_reqs;
     if (nr <= 0 || nr > CASE_MAX_REQS) {
         sb_printf(&sb, "requests = none\n");
@@ -547,7 +616,7 @@ size_t case_format(char *buf, size_t cap, const attn_case *c) {
     return sb.len;
 }
 
-void case_print(FILE *f, const attn_case *c) {
+void case_print(FILE *f, const case_spec *c) {
     if (!f || !c) return;
     char small[4096];
     size_t n = case_format(small, sizeof(small), c);
@@ -571,15 +640,15 @@ static int feq(float a, float b) {
     return memcmp(&a, &b, sizeof(a)) == 0;
 }
 
-int case_equal(const attn_case *a, const attn_case *b) {
+int case_equal(const case_spec *a, const case_spec *b) {
     if (!a || !b) return a == b;
     if (strncmp(a->name, b->name, CASE_NAME_LEN) != 0) return 0;
-    if (strncmp(a->isa, b->isa, CASE_ISA_LEN) != 0) return 0;
+    if (strncmp(a->options, b->options, CASE_OPTIONS_LEN) != 0) return 0;
     if (a->num_layers != b->num_layers || a->model_num_heads != b->model_num_heads ||
         a->num_kv_heads != b->num_kv_heads || a->head_dim != b->head_dim ||
         a->block_size != b->block_size || a->q_dtype != b->q_dtype ||
         a->kv_dtype != b->kv_dtype || a->out_dtype != b->out_dtype ||
-        a->causal != b->causal || a->num_reqs != b->num_reqs || a->blocks != b->blocks ||
+        a->num_reqs != b->num_reqs || a->blocks != b->blocks ||
         a->threads != b->threads || a->split != b->split || a->seed != b->seed ||
         a->expect != b->expect)
         return 0;
@@ -601,6 +670,8 @@ int case_equal(const attn_case *a, const attn_case *b) {
     if (nr < 0) nr = 0;
     if (nr > CASE_MAX_REQS) nr = CASE_MAX_REQS;
     for (int32_t r = 0; r < nr; r++)
-        if (a->q_len[r] != b->q_len[r] || a->kv_len[r] != b->kv_len[r]) return 0;
+        if (a->q_len[r] != b->q_len[r] || a->kv_len[r] != b->kv_len[r] ||
+            a->causal[r] != b->causal[r])
+            return 0;
     return 1;
 }

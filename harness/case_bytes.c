@@ -103,7 +103,7 @@ static void wr_fail(writer *w, const char *fmt, ...) {
 /* What a field's maps may look at: the case decoded so far, plus which
  * layer / request the field belongs to. */
 typedef struct fctx {
-    const attn_case *c;
+    const case_spec *c;
     int32_t l, r;
 } fctx;
 
@@ -205,12 +205,12 @@ static void wr_float(writer *w, const fspec *s, float v) {
 static const int32_t kvh_tab[16] = {1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 1, 3, 16, 5, 6, 32};
 static const int32_t g_tab[16] = {1, 2, 4, 8, 6, 2, 1, 4, 3, 8, 5, 16, 2, 9, 7, 12};
 
-static int32_t usable_kvh(const attn_case *c) {
+static int32_t usable_kvh(const case_spec *c) {
     return (c->num_kv_heads >= 1 && c->num_kv_heads <= 128) ? c->num_kv_heads : 8;
 }
 
 /* Group size of layer 0 (1 when layer 0 is not a clean multiple). */
-static int32_t base_g(const attn_case *c) {
+static int32_t base_g(const case_spec *c) {
     int32_t hkv = usable_kvh(c);
     if (c->num_layers < 1) return 2;
     int32_t h = c->layers[0].num_heads;
@@ -277,7 +277,7 @@ static int32_t b_window(unsigned k, const fctx *x) {
 /* model_num_heads: often a different multiple of kv_heads than layer 0's
  * (64 -> 48), which is what the model-wide sizing bug needs. */
 static int32_t m_model(unsigned b, const fctx *x) {
-    const attn_case *c = x->c;
+    const case_spec *c = x->c;
     int32_t hkv = usable_kvh(c);
     if (c->num_layers < 1) return hkv * g_tab[(b >> 3) % 16];
     int32_t g0 = base_g(c);
@@ -437,7 +437,7 @@ static const fspec S_SCALE = {"scale", scale_tab, 8, float_bad, 5};
 /* ------------------------------------------------------- composite fields */
 
 /* dtypes: one byte; 0xFF + three int8 for anything else. */
-static void dtypes_small(unsigned d, attn_dtype out[3]) {
+static void dtypes_small(unsigned d, ag_dtype out[3]) {
     int32_t q, kv, o;
     switch (d & 3u) {
     case 2:
@@ -445,37 +445,37 @@ static void dtypes_small(unsigned d, attn_dtype out[3]) {
         kv = (int32_t)((d >> 4) % 3);
         o = (int32_t)((d >> 6) % 3);
         break;
-    case 3: q = kv = o = ATTN_DTYPE_F32; break;
+    case 3: q = kv = o = AG_F32; break;
     default: q = kv = o = (int32_t)((d >> 2) % 3); break;
     }
-    out[0] = (attn_dtype)q;
-    out[1] = (attn_dtype)kv;
-    out[2] = (attn_dtype)o;
+    out[0] = (ag_dtype)q;
+    out[1] = (ag_dtype)kv;
+    out[2] = (ag_dtype)o;
 }
 
-static void rd_dtypes(reader *r, attn_case *c) {
+static void rd_dtypes(reader *r, case_spec *c) {
     unsigned d = rd_u8(r);
-    attn_dtype t[3];
+    ag_dtype t[3];
     if (d != ESC_BAD) {
         dtypes_small(d, t);
     } else {
-        for (int i = 0; i < 3; i++) t[i] = (attn_dtype)(int8_t)(uint8_t)rd_u8(r);
+        for (int i = 0; i < 3; i++) t[i] = (ag_dtype)(int8_t)(uint8_t)rd_u8(r);
     }
     c->q_dtype = t[0];
     c->kv_dtype = t[1];
     c->out_dtype = t[2];
 }
 
-static void wr_dtypes(writer *w, const attn_case *c) {
+static void wr_dtypes(writer *w, const case_spec *c) {
     for (unsigned d = 0; d < ESC_BAD; d++) {
-        attn_dtype t[3];
+        ag_dtype t[3];
         dtypes_small(d, t);
         if (t[0] == c->q_dtype && t[1] == c->kv_dtype && t[2] == c->out_dtype) {
             wr_u8(w, d);
             return;
         }
     }
-    const attn_dtype v[3] = {c->q_dtype, c->kv_dtype, c->out_dtype};
+    const ag_dtype v[3] = {c->q_dtype, c->kv_dtype, c->out_dtype};
     static const char *const names[3] = {"q_dtype", "kv_dtype", "out_dtype"};
     for (int i = 0; i < 3; i++)
         if ((int)v[i] < INT8_MIN || (int)v[i] > INT8_MAX) {
@@ -519,7 +519,7 @@ static split_v split_bad(unsigned k) {
     return split_norm(t[k % 5][0], t[k % 5][1]);
 }
 
-static void rd_split(reader *r, attn_case *c) {
+static void rd_split(reader *r, case_spec *c) {
     unsigned b = rd_u8(r);
     split_v s;
     if (b < ESC_WIDE) {
@@ -540,7 +540,7 @@ static void rd_split(reader *r, attn_case *c) {
 
 static int split_eq(split_v a, split_v b) { return a.mode == b.mode && a.count == b.count; }
 
-static void wr_split(writer *w, const attn_case *c) {
+static void wr_split(writer *w, const case_spec *c) {
     split_v v = split_norm((int32_t)c->split, c->split_count);
     for (unsigned b = 0; b < ESC_WIDE; b++)
         if (split_eq(split_small(b), v)) {
@@ -608,7 +608,7 @@ static char name_char(unsigned ch) {
     return (char)('a' + ch % 26);
 }
 
-static void rd_name(reader *r, attn_case *c) {
+static void rd_name(reader *r, case_spec *c) {
     unsigned b = rd_u8(r);
     size_t len = 0;
     if (b == ESC_BAD) len = rd_u8(r) % CASE_NAME_LEN;
@@ -642,8 +642,8 @@ static void wr_name(writer *w, const char *name) {
 
 /* -------------------------------------------------------------- decode */
 
-void case_decode(const uint8_t *data, size_t size, attn_case *out) {
-    attn_case c;
+void case_decode(const uint8_t *data, size_t size, case_spec *out) {
+    case_spec c;
     memset(&c, 0, sizeof c);
     reader r = {data, data ? size : 0, 0};
     fctx x = {&c, 0, 0};
@@ -656,8 +656,10 @@ void case_decode(const uint8_t *data, size_t size, attn_case *out) {
         L->num_heads = rd_int(&r, &S_HEADS, &x);
         L->window = rd_int(&r, &S_WINDOW, &x);
         unsigned a = rd_u8(&r);
-        L->alibi = (a & 7u) == 7u;
-        L->sinks = ((a >> 3) & 7u) == 7u;
+        L->alibi = (a & 7u) == 7u ? CASE_SRC_STANDARD : CASE_SRC_NONE;
+        L->sinks = ((a >> 3) & 7u) == 7u ? CASE_SRC_STANDARD : CASE_SRC_NONE;
+        L->window_left = L->window_right = CASE_WINDOW_UNSET;
+        L->k_scale = L->v_scale = 1.0f;
         if (a & 0x40u) L->softcap = rd_float(&r, &S_SOFTCAP);
         if (a & 0x80u) L->scale = rd_float(&r, &S_SCALE);
     }
@@ -666,7 +668,7 @@ void case_decode(const uint8_t *data, size_t size, attn_case *out) {
     c.head_dim = rd_int(&r, &S_DIM, &x);
     c.block_size = rd_int(&r, &S_BS, &x);
     rd_dtypes(&r, &c);
-    c.causal = rd_int(&r, &S_CAUSAL, &x);
+    const int32_t causal = rd_int(&r, &S_CAUSAL, &x);
     c.threads = rd_int(&r, &S_THREADS, &x);
     rd_split(&r, &c);
     c.blocks = (case_blocks)rd_int(&r, &S_BLOCKS, &x);
@@ -675,9 +677,12 @@ void case_decode(const uint8_t *data, size_t size, attn_case *out) {
         x.r = q;
         c.kv_len[q] = rd_int(&r, &S_KV, &x);
         c.q_len[q] = rd_int(&r, &S_Q, &x);
+        c.causal[q] = (uint8_t)causal;
     }
+    for (int t = 0; t < CASE_T_COUNT; t++) c.values[t].amp = 1.0f;
     c.seed = rd_seed(&r);
-    snprintf(c.isa, sizeof c.isa, "%s", isa_of(rd_u8(&r)));
+    const char *isa = isa_of(rd_u8(&r));
+    if (isa[0]) snprintf(c.options, sizeof c.options, "isa=%s", isa);
     c.expect = (attn_status)rd_int(&r, &S_EXPECT, &x);
     rd_name(&r, &c);
     *out = c;
@@ -692,7 +697,7 @@ static int float_present(float f) {
     return bits != 0;
 }
 
-size_t case_encode(const attn_case *c, uint8_t *buf, size_t cap, char *errbuf, size_t errlen) {
+size_t case_encode(const case_spec *c, uint8_t *buf, size_t cap, char *errbuf, size_t errlen) {
     if (errbuf && errlen) errbuf[0] = '\0';
     if (!c || (!buf && cap)) {
         if (errbuf && errlen) snprintf(errbuf, errlen, "NULL argument");
@@ -701,7 +706,7 @@ size_t case_encode(const attn_case *c, uint8_t *buf, size_t cap, char *errbuf, s
     writer w = {buf, cap, 0, 0, errbuf, errlen, 0};
     /* The maps read the case being encoded, fields before the current one
      * only: exactly what the decoder had seen at the same point. */
-    attn_case ctx;
+    case_spec ctx;
     memset(&ctx, 0, sizeof ctx);
     fctx x = {&ctx, 0, 0};
 
@@ -736,7 +741,7 @@ size_t case_encode(const attn_case *c, uint8_t *buf, size_t cap, char *errbuf, s
     wr_int(&w, &S_DIM, &x, c->head_dim);
     wr_int(&w, &S_BS, &x, c->block_size);
     wr_dtypes(&w, c);
-    wr_int(&w, &S_CAUSAL, &x, c->causal);
+    wr_int(&w, &S_CAUSAL, &x, c->num_reqs > 0 ? c->causal[0] : 1);
     wr_int(&w, &S_THREADS, &x, c->threads);
     wr_split(&w, c);
     wr_int(&w, &S_BLOCKS, &x, (int32_t)c->blocks);
@@ -749,12 +754,11 @@ size_t case_encode(const attn_case *c, uint8_t *buf, size_t cap, char *errbuf, s
     }
     wr_seed(&w, c->seed);
     {
-        size_t isa_len = strnlen(c->isa, CASE_ISA_LEN);
+        const char *isa = strncmp(c->options, "isa=", 4) == 0 ? c->options + 4 : "";
         unsigned b = 0;
-        while (b < ISA_SLOTS && (isa_len >= CASE_ISA_LEN || strcmp(isa_of(b), c->isa) != 0))
-            b++;
-        if (b == ISA_SLOTS) wr_fail(&w, "isa = \"%.*s\" is not one of the decodable names",
-                                    (int)(CASE_ISA_LEN - 1), c->isa);
+        while (b < ISA_SLOTS && strcmp(isa_of(b), isa) != 0) b++;
+        if (b == ISA_SLOTS || (c->options[0] && !isa[0]))
+            wr_fail(&w, "options = \"%s\" are not decodable", c->options);
         else wr_u8(&w, b);
     }
     wr_int(&w, &S_EXPECT, &x, (int32_t)c->expect);

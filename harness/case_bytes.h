@@ -17,11 +17,11 @@
 #define CASE_BYTES_MAX 1024   /* an encoding never exceeds this */
 
 /* Decode any byte string into a case (never fails; missing bytes read as 0). */
-void case_decode(const uint8_t *data, size_t size, attn_case *out);
+void case_decode(const uint8_t *data, size_t size, case_spec *out);
 
 /* Encode; returns the length written, or 0 if cap is too small or the case
  * lies outside the decodable domain (a value no byte string decodes to);
  * in that case errbuf (may be NULL) names the field. */
-size_t case_encode(const attn_case *c, uint8_t *buf, size_t cap, char *errbuf, size_t errlen);
+size_t case_encode(const case_spec *c, uint8_t *buf, size_t cap, char *errbuf, size_t errlen);
 
 #endif /* ATTN_CASE_BYTES_H */

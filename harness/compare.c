@@ -3,8 +3,8 @@
  * chosen and justified, and the element-wise comparison of an engine output
  * with the double-precision reference.
  *
- * Owns: attn_tolerance, attn_logit_error, attn_bf16_dot_error, attn_compare,
- * attn_elem_get.
+ * Owns: cmp_tolerance, cmp_logit_error, cmp_bf16_dot_error, cmp_compare,
+ * cmp_elem_get.
  * Element decoding is the reference's (ref_load), so the harness has a
  * single bf16/f16 decoder.
  */
@@ -52,7 +52,7 @@
  *  rtol = u and atol = the fp32 part.  The harness does not loosen for
  *  bf16/f16 inputs (see the first fact).  A kernel that rounds
  *  intermediates is not absorbed here: the one that does (bf16 q and
- *  weights on VDPBF16PS, attn_bf16_dot_error below) is held to a bound
+ *  weights on VDPBF16PS, cmp_bf16_dot_error below) is held to a bound
  *  derived for its rounding, per element, and only where the engine says
  *  it rounds (attn_builder_info.bf16_rounding).
  */
@@ -61,13 +61,13 @@
 #define TOL_BF16_U   0x1.0p-8
 #define TOL_F16_U    0x1.0p-11
 
-attn_tol attn_tolerance(attn_dtype q_dtype, attn_dtype kv_dtype, attn_dtype out_dtype) {
+cmp_tol cmp_tolerance(ag_dtype q_dtype, ag_dtype kv_dtype, ag_dtype out_dtype) {
     (void)q_dtype;   /* inputs are read identically by engine and reference */
     (void)kv_dtype;
-    attn_tol t = {TOL_F32_ATOL, TOL_F32_RTOL};
+    cmp_tol t = {TOL_F32_ATOL, TOL_F32_RTOL};
     switch (out_dtype) {
-    case ATTN_DTYPE_BF16: t.rtol += TOL_BF16_U; break;
-    case ATTN_DTYPE_F16: t.rtol += TOL_F16_U; break;
+    case AG_BF16: t.rtol += TOL_BF16_U; break;
+    case AG_F16: t.rtol += TOL_F16_U; break;
     default: break;
     }
     return t;
@@ -121,9 +121,9 @@ attn_tol attn_tolerance(attn_dtype q_dtype, attn_dtype kv_dtype, attn_dtype out_
  */
 #define U32 0x1.0p-24
 
-ref_logit_err attn_logit_error(attn_dtype kv_dtype, int32_t head_dim) {
+ref_logit_err cmp_logit_error(ag_dtype kv_dtype, int32_t head_dim) {
     const double D = head_dim > 0 ? (double)head_dim : 1.0;
-    const int bf16 = kv_dtype == ATTN_DTYPE_BF16;
+    const int bf16 = kv_dtype == AG_BF16;
     ref_logit_err e;
     e.rel = bf16 ? 0x1.0p-16 + (2.0 * D + 3.0) * U32 : (D + 3.0) * U32;
     e.typ = bf16 ? 0x1.0p-17 / sqrt(D) + U32 : U32;
@@ -156,7 +156,7 @@ ref_logit_err attn_logit_error(attn_dtype kv_dtype, int32_t head_dim) {
  * bugs this harness hunts still show on these runs where they move an
  * output by more than that, and on every fp32 table at full sensitivity.
  */
-ref_logit_err attn_bf16_dot_error(int32_t head_dim) {
+ref_logit_err cmp_bf16_dot_error(int32_t head_dim) {
     const double D = head_dim > 0 ? (double)head_dim : 1.0;
     ref_logit_err e;
     e.rel = 0x1.0p-9 + (D + 3.0) * U32;
@@ -166,14 +166,14 @@ ref_logit_err attn_bf16_dot_error(int32_t head_dim) {
     return e;
 }
 
-double attn_elem_get(const void *buf, size_t i, attn_dtype dtype) {
+double cmp_elem_get(const void *buf, size_t i, ag_dtype dtype) {
     if (!buf) return NAN;
     return ref_load(buf, i, dtype);
 }
 
-int attn_compare(const double *ref, const double *lo, const double *hi, const void *got,
-                 attn_dtype out_dtype, size_t n, attn_tol tol, attn_cmp *res) {
-    attn_cmp r;
+int cmp_compare(const double *ref, const double *lo, const double *hi, const void *got,
+                 ag_dtype out_dtype, size_t n, cmp_tol tol, cmp_result *res) {
+    cmp_result r;
     memset(&r, 0, sizeof(r));
     r.n = n;
     if (!ref || (!got && n > 0) || !lo != !hi) {
@@ -183,7 +183,7 @@ int attn_compare(const double *ref, const double *lo, const double *hi, const vo
     }
     double worst_excess = -INFINITY;
     for (size_t i = 0; i < n; i++) {
-        const double g = attn_elem_get(got, i, out_dtype);
+        const double g = cmp_elem_get(got, i, out_dtype);
         /* the nearest allowed value: ref[i], or the range's nearest end */
         double e = ref[i];
         if (lo && hi && lo[i] < hi[i]) e = g < lo[i] ? lo[i] : g > hi[i] ? hi[i] : g;

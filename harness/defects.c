@@ -29,16 +29,10 @@ static void defect(case_defects *d, defect_stage stage, attn_status st, const ch
     va_end(ap);
 }
 
-static int dtype_ok(attn_dtype t) { return (unsigned)t < ATTN_DTYPE_COUNT; }
+static int dtype_ok(ag_dtype t) { return (unsigned)t < AG_DTYPE_COUNT; }
 static int heads_ok(int32_t h) { return h >= 1 && h <= ATTN_MAX_HEADS; }
 
-static size_t dtype_bytes(attn_dtype t) {
-    switch (t) {
-    case ATTN_DTYPE_F32: return 4;
-    case ATTN_DTYPE_BF16: case ATTN_DTYPE_F16: return 2;
-    default: return 0;
-    }
-}
+static int window_ok(int32_t w) { return w >= -1 && w <= ATTN_MAX_SEQ_LEN; }
 
 static int isa_known(const char *name) {
     const char *names[16];
@@ -48,11 +42,33 @@ static int isa_known(const char *name) {
     return 0;
 }
 
+/* attnguard's engine options ("isa=<table> tune=<profile>"): an unknown
+ * table or profile, here or in $ATTN_ISA / $ATTN_TUNE, is ATTN_E_BAD_ISA.
+ * (Cases with options run on the attnguard engine only: engine_host.c.) */
+static void option_defects(const case_spec *c, case_defects *d) {
+    char buf[CASE_OPTIONS_LEN];
+    snprintf(buf, sizeof buf, "%s", c->options);
+    const char *isa = NULL, *tune = NULL;
+    char *save = NULL;
+    for (char *w = strtok_r(buf, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+        if (strncmp(w, "isa=", 4) == 0) isa = w + 4;
+        else if (strncmp(w, "tune=", 5) == 0) tune = w + 5;
+        else defect(d, DEFECT_CREATE, ATTN_E_BAD_ISA, "options: '%.32s'", w);
+    }
+    const char *env_isa = getenv("ATTN_ISA"), *env_tune = getenv("ATTN_TUNE");
+    if (!isa && env_isa && env_isa[0]) isa = env_isa;
+    if (!tune && env_tune && env_tune[0]) tune = env_tune;
+    if (isa && !isa_known(isa))
+        defect(d, DEFECT_CREATE, ATTN_E_BAD_ISA, "isa = '%.32s'", isa);
+    if (tune && strcmp(tune, "intel") != 0 && strcmp(tune, "amd") != 0)
+        defect(d, DEFECT_CREATE, ATTN_E_BAD_ISA, "tune = '%.32s'", tune);
+}
+
 /* Written from attn.h's contract: what each field may hold and which status
  * names its violation.  Group defects are the builder's; batch and option
  * defects the plan's.  Several defects may coexist: the engine may name
  * any of them (within the stage that must see it). */
-void oracle_case_defects(const attn_case *c, case_defects *d) {
+void oracle_case_defects(const case_spec *c, case_defects *d) {
     memset(d, 0, sizeof *d);
     if (c->num_layers > CASE_MAX_LAYERS || c->num_reqs > CASE_MAX_REQS) {
         d->unexpressible = 1;
@@ -84,12 +100,23 @@ void oracle_case_defects(const attn_case *c, case_defects *d) {
              * be refused for this as well as for the disagreement. */
             defect(d, G, ATTN_E_BAD_HEADS, "layers.%d.num_heads = %d %% kv_heads %d", (int)l,
                    (int)L->num_heads, (int)hkv);
-        if (L->window < -1 || L->window == 0 || L->window > ATTN_MAX_SEQ_LEN)
+        int32_t lw, rw;
+        case_layer_window(L, &lw, &rw);
+        if (L->window_left == CASE_WINDOW_UNSET && L->window_right == CASE_WINDOW_UNSET &&
+            (L->window < -1 || L->window == 0 || L->window > ATTN_MAX_SEQ_LEN))
             defect(d, G, ATTN_E_BAD_WINDOW, "layers.%d.window = %d", (int)l, (int)L->window);
+        else if (!window_ok(lw) || !window_ok(rw))
+            defect(d, G, ATTN_E_BAD_WINDOW, "layers.%d.window = (%d, %d)", (int)l, (int)lw,
+                   (int)rw);
         if (!isfinite(L->softcap) || L->softcap < 0.0f)
             defect(d, G, ATTN_E_BAD_LAYER, "layers.%d.softcap = %g", (int)l, (double)L->softcap);
         if (!isfinite(L->scale) || L->scale < 0.0f)
             defect(d, G, ATTN_E_BAD_LAYER, "layers.%d.scale = %g", (int)l, (double)L->scale);
+        const int fp8 = c->kv_dtype == AG_FP8_E4M3 || c->kv_dtype == AG_FP8_E5M2;
+        if (fp8 && (!isfinite(L->k_scale) || !(L->k_scale > 0.0f)))
+            defect(d, G, ATTN_E_BAD_LAYER, "layers.%d.k_scale = %g", (int)l, (double)L->k_scale);
+        if (fp8 && (!isfinite(L->v_scale) || !(L->v_scale > 0.0f)))
+            defect(d, G, ATTN_E_BAD_LAYER, "layers.%d.v_scale = %g", (int)l, (double)L->v_scale);
     }
     if (nl == 0) {
         if (!heads_ok(c->model_num_heads))
@@ -106,9 +133,8 @@ void oracle_case_defects(const attn_case *c, case_defects *d) {
                    (int)c->layers[0].num_heads, (int)l, (int)c->layers[l].num_heads);
             break;
         }
-    const char *isa = c->isa[0] ? c->isa : getenv("ATTN_ISA");
-    if (isa && isa[0] && !isa_known(isa))
-        defect(d, G, ATTN_E_BAD_ISA, "isa = '%.32s'%s", isa, c->isa[0] ? "" : " (ATTN_ISA)");
+
+    option_defects(c, d);
 
     /* ---- plan options ---- */
     if ((unsigned)c->split > ATTN_SPLIT_FIXED)
@@ -119,8 +145,6 @@ void oracle_case_defects(const attn_case *c, case_defects *d) {
 
     /* ---- batch ---- */
     if (c->num_reqs < 1) defect(d, B, ATTN_E_BAD_BATCH, "num_reqs = %d", (int)c->num_reqs);
-    if (c->causal != 0 && c->causal != 1)
-        defect(d, B, ATTN_E_BAD_BATCH, "causal = %d", (int)c->causal);
     int64_t tokens = 0, blocks = 3;   /* problem.c's spare blocks */
     for (int32_t r = 0; r < c->num_reqs; r++) {
         if (c->q_len[r] < 1) {
@@ -129,6 +153,8 @@ void oracle_case_defects(const attn_case *c, case_defects *d) {
             defect(d, B, ATTN_E_BAD_SEQ_LEN, "kv_len[%d] = %d (q_len %d)", (int)r,
                    (int)c->kv_len[r], (int)c->q_len[r]);
         }
+        if (c->causal[r] > 1)
+            defect(d, B, ATTN_E_BAD_BATCH, "causal[%d] = %d", (int)r, (int)c->causal[r]);
         tokens += c->q_len[r];
         if (c->block_size >= 1 && c->kv_len[r] > 0)
             blocks += ((int64_t)c->kv_len[r] + c->block_size - 1) / c->block_size;
@@ -140,7 +166,7 @@ void oracle_case_defects(const attn_case *c, case_defects *d) {
         if (__builtin_mul_overflow((size_t)blocks, (size_t)hkv, &x) ||
             __builtin_mul_overflow(x, (size_t)c->block_size, &x) ||
             __builtin_mul_overflow(x, (size_t)c->head_dim, &x) ||
-            __builtin_mul_overflow(x, dtype_bytes(c->kv_dtype), &x))
+            __builtin_mul_overflow(x, ag_dtype_size(c->kv_dtype), &x))
             defect(d, B, ATTN_E_OVERFLOW, "KV cache of %lld blocks overflows", (long long)blocks);
     }
 }

@@ -22,7 +22,7 @@
  * ASan granularity (8 bytes).  The shadow of one granule can say "all
  * addressable", "the first k bytes addressable" or "poisoned"; it cannot
  * say "the first k bytes poisoned, the rest addressable".  Regions start
- * ATTN_ALIGN (64) aligned, so every gap ENDS on a granule boundary and its
+ * GUARD_ALIGN (64) aligned, so every gap ENDS on a granule boundary and its
  * tail is always poisonable.  A gap that STARTS mid-granule (a region whose
  * size is not a multiple of 8, e.g. the one-byte-per-piece flags) shares that
  * granule with its region: ASan marks it "first k bytes addressable", which
@@ -73,7 +73,7 @@ int guard_have_asan(void) {
 
 /* ------------------------------------------------------------- registry */
 
-#define GUARD_REGISTRY_MAX 64
+#define GUARD_REGISTRY_MAX 512
 static guard *g_live[GUARD_REGISTRY_MAX];
 
 static void registry_add(guard *g) {
@@ -113,6 +113,45 @@ static int round_up(size_t a, size_t m, size_t *out) {
 static unsigned char *body_start(const guard *g) { return g->map + page_size(); }
 static size_t body_len(const guard *g) { return g->map_len - 2 * page_size(); }
 
+/* ------------------------------------------------------- mapping pool */
+
+/* Fresh mappings cost a system call each way and a page fault per page
+ * touched, for every buffer of every run of every fuzz input.  Unmapped
+ * guards park here instead and are handed out again for the same length,
+ * zeroed like a fresh mapping (so no byte of an earlier input survives);
+ * both guard pages stay PROT_NONE throughout. */
+#define POOL_SLOTS 96
+#define POOL_MAX_BYTES ((size_t)256 << 20)
+static struct {
+    unsigned char *map;
+    size_t len;
+} g_pool[POOL_SLOTS];
+static size_t g_pool_bytes;
+
+static unsigned char *pool_take(size_t len) {
+    for (int i = 0; i < POOL_SLOTS; i++)
+        if (g_pool[i].map && g_pool[i].len == len) {
+            unsigned char *m = g_pool[i].map;
+            g_pool[i].map = NULL;
+            g_pool_bytes -= len;
+            return m;
+        }
+    return NULL;
+}
+
+/* 1 parked (the caller must not unmap), 0 full. */
+static int pool_put(unsigned char *map, size_t len) {
+    if (len > POOL_MAX_BYTES / 4 || g_pool_bytes + len > POOL_MAX_BYTES) return 0;
+    for (int i = 0; i < POOL_SLOTS; i++)
+        if (!g_pool[i].map) {
+            g_pool[i].map = map;
+            g_pool[i].len = len;
+            g_pool_bytes += len;
+            return 1;
+        }
+    return 0;
+}
+
 /* Map [PROT_NONE][body][PROT_NONE] for `size` bytes ending flush with the
  * rear page, register the guard.  Regions are installed by the caller. */
 static int map_buffer(guard *g, const char *label, size_t size) {
@@ -122,12 +161,21 @@ static int map_buffer(guard *g, const char *label, size_t size) {
     if (__builtin_add_overflow((size_t)GUARD_FRONT, size, &body) || round_up(body, ps, &body) ||
         __builtin_add_overflow(body, 2 * ps, &len))
         return -1;
-    void *m = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED) return -1;
-    unsigned char *map = m;
-    if (mprotect(map + ps, body, PROT_READ | PROT_WRITE) != 0) {
-        munmap(m, len);
-        return -1;
+    unsigned char *map = pool_take(len);
+    if (map) {
+        if (mprotect(map + ps, body, PROT_READ | PROT_WRITE) != 0) {
+            munmap(map, len);
+            return -1;
+        }
+        memset(map + ps, 0, body);
+    } else {
+        void *m = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) return -1;
+        map = m;
+        if (mprotect(map + ps, body, PROT_READ | PROT_WRITE) != 0) {
+            munmap(m, len);
+            return -1;
+        }
     }
     g->map = map;
     g->map_len = len;
@@ -139,7 +187,7 @@ static int map_buffer(guard *g, const char *label, size_t size) {
 }
 
 /* Regions must be sorted, disjoint, inside [0, total). */
-static int regions_ok(const attn_region *r, size_t n, size_t total) {
+static int regions_ok(const ag_region *r, size_t n, size_t total) {
     size_t end = 0;
     for (size_t i = 0; i < n; i++) {
         if (r[i].offset < end || r[i].offset > total || r[i].size > total - r[i].offset)
@@ -149,14 +197,18 @@ static int regions_ok(const attn_region *r, size_t n, size_t total) {
     return 1;
 }
 
-int guard_init_regions(guard *g, const char *label, const attn_region *regions, size_t n,
-                       size_t total) {
+int guard_init_regions(guard *g, const char *label, const ag_region *regions, size_t n,
+                       size_t total, size_t align) {
     if (!g) return -1;
-    if ((n && !regions) || !regions_ok(regions, n, total)) {
-        memset(g, 0, sizeof *g);
+    memset(g, 0, sizeof *g);
+    if (align < 8) align = 8;
+    size_t size;
+    if ((align & (align - 1)) || align > page_size() || (n && !regions) ||
+        !regions_ok(regions, n, total) || round_up(total, align, &size))
         return -1;
-    }
-    if (map_buffer(g, label, total) != 0) return -1;
+    /* buf aligned as the engine asked; a tail of < align bytes after
+     * `total` (a canary gap) when total is not a multiple of it */
+    if (map_buffer(g, label, size) != 0) return -1;
     if (n) {
         g->regions = malloc(n * sizeof *g->regions);
         if (!g->regions) {
@@ -164,6 +216,16 @@ int guard_init_regions(guard *g, const char *label, const attn_region *regions, 
             return -1;
         }
         memcpy(g->regions, regions, n * sizeof *g->regions);
+    } else {
+        /* no table: the whole scratch is one region */
+        g->regions = calloc(1, sizeof *g->regions);
+        if (!g->regions) {
+            guard_free(g);
+            return -1;
+        }
+        snprintf(g->regions[0].name, sizeof g->regions[0].name, "%s", g->label);
+        g->regions[0].size = total;
+        n = 1;
     }
     g->num_regions = n;
     return 0;
@@ -172,10 +234,10 @@ int guard_init_regions(guard *g, const char *label, const attn_region *regions, 
 int guard_init_buffer(guard *g, const char *label, size_t bytes) {
     if (!g) return -1;
     /* 64-byte aligned AND flush with the rear page: the mapping covers
-     * bytes rounded up to ATTN_ALIGN, and the (< 64 byte) tail beyond
+     * bytes rounded up to GUARD_ALIGN, and the (< 64 byte) tail beyond
      * `bytes` is a canary/poisoned gap like any other. */
     size_t size;
-    if (round_up(bytes, ATTN_ALIGN, &size)) {
+    if (round_up(bytes, GUARD_ALIGN, &size)) {
         memset(g, 0, sizeof *g);
         return -1;
     }
@@ -188,6 +250,30 @@ int guard_init_buffer(guard *g, const char *label, size_t bytes) {
     memset(g->regions, 0, sizeof *g->regions);
     snprintf(g->regions[0].name, sizeof g->regions[0].name, "%s", g->label);
     g->regions[0].offset = 0;
+    g->regions[0].size = bytes;
+    g->num_regions = 1;
+    return 0;
+}
+
+int guard_init_placed(guard *g, const char *label, size_t bytes, int head) {
+    if (!g) return -1;
+    if (map_buffer(g, label, bytes ? bytes : 1) != 0) return -1;
+    if (head) {
+        /* the first byte right after the front PROT_NONE page; what follows
+         * the buffer up to the rear page is a canary gap */
+        g->buf = body_start(g);
+        g->size = body_len(g);
+    } else if (!bytes) {
+        g->buf += 1;   /* an empty buffer: its end is the rear page */
+        g->size = 0;
+    }
+    g->regions = malloc(sizeof *g->regions);
+    if (!g->regions) {
+        guard_free(g);
+        return -1;
+    }
+    memset(g->regions, 0, sizeof *g->regions);
+    snprintf(g->regions[0].name, sizeof g->regions[0].name, "%s", g->label);
     g->regions[0].size = bytes;
     g->num_regions = 1;
     return 0;
@@ -209,7 +295,7 @@ static void gap_at(const guard *g, size_t i, unsigned char **p, size_t *len) {
         *len = g->size;
         return;
     }
-    const attn_region *r = &g->regions[i - 1];
+    const ag_region *r = &g->regions[i - 1];
     size_t start = r->offset + r->size;
     size_t end = i < g->num_regions ? g->regions[i].offset : g->size;
     *p = g->buf + start;
@@ -284,7 +370,7 @@ int guard_check(guard *g, guard_violation *v) {
             } else {
                 v->offset = (size_t)(p + k - g->buf);
                 if (g->num_regions) {
-                    const attn_region *r = &g->regions[i - 1];
+                    const ag_region *r = &g->regions[i - 1];
                     snprintf(v->region, sizeof v->region, "%s", r->name);
                     v->region_size = r->size;
                     v->past_end = v->offset - (r->offset + r->size);
@@ -313,7 +399,7 @@ void guard_free(guard *g) {
         /* ASan keeps shadow across munmap: leave none of our poison behind
          * for whoever maps these addresses next. */
         UNPOISON(g->map, g->map_len);
-        munmap(g->map, g->map_len);
+        if (!pool_put(g->map, g->map_len)) munmap(g->map, g->map_len);
     }
     free(g->regions);
     memset(g, 0, sizeof *g);
@@ -343,6 +429,8 @@ size_t guard_format_violation(const guard_violation *v, char *buf, size_t cap) {
 
 /* ------------------------------------------------------ describing addresses */
 
+static const char *oracle_of(const guard *g) { return g->oracle ? g->oracle : "bounds"; }
+
 static int describe_in(const guard *g, uintptr_t a, char *buf, size_t cap) {
     const uintptr_t lo = (uintptr_t)g->map, b = (uintptr_t)g->buf, e = b + g->size;
     if (a < lo || a >= lo + g->map_len) return 0;
@@ -362,9 +450,9 @@ static int describe_in(const guard *g, uintptr_t a, char *buf, size_t cap) {
         return 1;
     }
     size_t off = (size_t)(a - b);
-    const attn_region *prev = NULL;
+    const ag_region *prev = NULL;
     for (size_t i = 0; i < g->num_regions; i++) {
-        const attn_region *r = &g->regions[i];
+        const ag_region *r = &g->regions[i];
         if (off >= r->offset && off - r->offset < r->size) {
             snprintf(buf, cap, "%s: offset %zu, inside region %s (offset %zu, size %zu)",
                      g->label, off, r->name, r->offset, r->size);
@@ -383,13 +471,17 @@ static int describe_in(const guard *g, uintptr_t a, char *buf, size_t cap) {
     return 1;
 }
 
+/* The live guard holding addr, or NULL. */
+static const guard *guard_of(uintptr_t a, char *buf, size_t cap) {
+    for (int i = 0; i < GUARD_REGISTRY_MAX; i++)
+        if (g_live[i] && g_live[i]->map && describe_in(g_live[i], a, buf, cap)) return g_live[i];
+    return NULL;
+}
+
 int guard_describe_addr(const void *addr, char *buf, size_t cap) {
     if (!buf || !cap) return 0;
     buf[0] = '\0';
-    for (int i = 0; i < GUARD_REGISTRY_MAX; i++)
-        if (g_live[i] && g_live[i]->map && describe_in(g_live[i], (uintptr_t)addr, buf, cap))
-            return 1;
-    return 0;
+    return guard_of((uintptr_t)addr, buf, cap) != NULL;
 }
 
 /* ------------------------------------------------------------ fault hooks */
@@ -401,8 +493,8 @@ int guard_describe_addr(const void *addr, char *buf, size_t cap) {
 void __asan_on_error(void) {
     void *a = __asan_get_report_address();
     char d[256];
-    if (a && guard_describe_addr(a, d, sizeof d))
-        fprintf(stderr, "attnguard: ORACLE scratch-bounds: %s\n", d);
+    const guard *g = a ? guard_of((uintptr_t)a, d, sizeof d) : NULL;
+    if (g) fprintf(stderr, "attnguard: ORACLE %s: %s\n", oracle_of(g), d);
 }
 #endif
 
@@ -417,9 +509,10 @@ static void on_segv(int sig, siginfo_t *si, void *uctx) {
     if (!g_in_fault) {
         g_in_fault = 1;
         char d[256];
-        if (si && guard_describe_addr(si->si_addr, d, sizeof d)) {
+        const guard *g = si ? guard_of((uintptr_t)si->si_addr, d, sizeof d) : NULL;
+        if (g) {
             char line[320];
-            int n = snprintf(line, sizeof line, "attnguard: ORACLE scratch-bounds: %s\n", d);
+            int n = snprintf(line, sizeof line, "attnguard: ORACLE %s: %s\n", oracle_of(g), d);
             if (n > 0) {
                 ssize_t w = write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
                 (void)w;

@@ -9,14 +9,15 @@
  * do not copy or move it between init and guard_free.  Output buffers get the same treatment as a single region;
  * inputs can be made read-only with mprotect while attention runs.
  */
-#ifndef ATTN_GUARD_H
-#define ATTN_GUARD_H
+#ifndef AG_GUARD_H
+#define AG_GUARD_H
 
-#include "../src/attn.h"
+#include "../include/attnguard/engine.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
+#define GUARD_ALIGN   64        /* plain buffers start this aligned (guard_init_buffer) */
 #define GUARD_REDZONE 64        /* gap between regions the harness asks the plan for */
 #define GUARD_FRONT   4096      /* redzone before the buffer */
 #define GUARD_CANARY  0xA5u     /* canary byte */
@@ -24,25 +25,39 @@
 typedef struct guard {
     unsigned char *map;   size_t map_len;   /* whole mapping incl. the PROT_NONE page */
     unsigned char *buf;   size_t size;      /* what the engine gets; buf + size is the PROT_NONE page */
-    attn_region *regions; size_t num_regions; /* copy of the layout (1 region for plain buffers) */
+    ag_region *regions; size_t num_regions; /* copy of the layout (1 region for plain buffers) */
     int readonly;                           /* currently mprotect'ed PROT_READ */
     char label[32];                         /* "scratch", "out", "q", "k_cache" ... */
+    const char *oracle;                     /* the oracle a fault or poison hit here is
+                                               named after (static text, set by the
+                                               owner); NULL: "bounds" */
 } guard;
 
-/* A scratchpad for a plan whose layout has `n` regions and `total` bytes. */
-int guard_init_regions(guard *g, const char *label, const attn_region *regions, size_t n,
-                       size_t total);
+/* A scratchpad for a plan whose layout has `n` regions (n = 0: one region
+ * covering it all) and `total` bytes, starting `align`-aligned (a power of
+ * two up to a page; at least 8).  It ends flush with the PROT_NONE page
+ * when total is a multiple of align, else a canary tail of < align bytes
+ * separates them. */
+int guard_init_regions(guard *g, const char *label, const ag_region *regions, size_t n,
+                       size_t total, size_t align);
 /* A plain buffer of `bytes` (one region covering it all); 64-byte aligned.
- * g->size is `bytes` rounded up to ATTN_ALIGN, so buf + size is the
+ * g->size is `bytes` rounded up to GUARD_ALIGN, so buf + size is the
  * PROT_NONE page; the < 64-byte tail after the region is a canary gap. */
 int guard_init_buffer(guard *g, const char *label, size_t bytes);
+/* A plain buffer placed to catch an over- or under-read of exactly one
+ * element: head = 0, its last byte abuts the rear PROT_NONE page (no
+ * rounding: buf may then be aligned to the element size only); head = 1, its
+ * first byte follows the front PROT_NONE page, and the rest of that page up
+ * to the rear one is a canary gap.  bytes may be 0 (buf then points at the
+ * rear page). */
+int guard_init_placed(guard *g, const char *label, size_t bytes, int head);
 /* Fill canaries outside the regions and poison them (ASan).  Call before a run. */
 void guard_arm(guard *g);
 
 typedef struct guard_violation {
     char label[32];           /* which buffer */
     size_t offset;            /* first corrupted byte, from buf (may be past a region) */
-    char region[ATTN_REGION_NAME_LEN]; /* region the corrupted byte lies after ("" = before the first) */
+    char region[AG_REGION_NAME_LEN]; /* region the corrupted byte lies after ("" = before the first) */
     size_t region_size;
     size_t past_end;          /* offset - (region.offset + region.size) */
     size_t bytes;             /* corrupted bytes in this gap */
@@ -80,4 +95,4 @@ int guard_install_fault_handler(void);
  * r0.partial (size 6144)" and returns 1; 0 if the address is not guarded. */
 int guard_describe_addr(const void *addr, char *buf, size_t cap);
 
-#endif /* ATTN_GUARD_H */
+#endif /* AG_GUARD_H */

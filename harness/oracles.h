@@ -5,11 +5,12 @@
  * them apart, after printing one line
  *     attnguard: ORACLE <name>: <detail>
  */
-#ifndef ATTN_ORACLES_H
-#define ATTN_ORACLES_H
+#ifndef AG_ORACLES_H
+#define AG_ORACLES_H
 
 #include "case.h"
 #include "compare.h"
+#include "engine_host.h"
 #include "problem.h"
 
 typedef enum oracle_id {
@@ -20,6 +21,10 @@ typedef enum oracle_id {
     ORACLE_DIFFERENTIAL,     /* "differential": output outside tolerance of the reference */
     ORACLE_INVARIANCE,       /* "invariance": split/threads/permutation/bitwise disagree */
     ORACLE_BAD_INPUT,        /* "bad-input": wrong/unlisted status, internal error, false refusal */
+    ORACLE_INPUT_BOUNDS,     /* "input-bounds": an access outside an input the engine reads
+                                (q, caches, batch arrays, slopes, sinks), or a write to one */
+    ORACLE_ENGINE_CHECK,     /* "engine-check": the engine's own invariant check failed at run
+                                time (AG_INTERNAL from run), a bug it caught itself */
     ORACLE_COUNT
 } oracle_id;
 
@@ -28,6 +33,8 @@ const char *oracle_name(oracle_id id);   /* "scratch-bounds", ...; "none" */
 typedef struct finding {
     oracle_id oracle;
     char detail[1024];
+    char skipped[200];   /* ORACLE_NONE and not empty: the case was not judged, because the
+                            engine lacks what it needs (names the capability) */
 } finding;
 
 /* What check_case runs. */
@@ -40,14 +47,37 @@ enum {
     CHECK_ALL = 7u
 };
 
-/* Run the applicable oracles on a case; ORACLE_NONE when the engine behaved,
- * else the first finding (also written to *f).  Never aborts by itself
+/* Run the applicable oracles on a case against the harness's current
+ * engine (engine_host_current); ORACLE_NONE when the engine behaved (or the
+ * case needs what the engine lacks: f->skipped says what), else the first
+ * finding (also written to *f).  Never aborts by itself
  * (but a write the guard's PROT_NONE page or ASan catches ends the process
  * after printing the scratch-bounds line).  The bad-input and mixed-heads
  * oracles always run; CHECK_PLAN adds sizing; CHECK_RUN the guarded runs.
  * Inputs are capped at ORACLE_MAX_BYTES: a bigger case is judged on its
  * builder and plan only.  Installs guard_install_fault_handler() once. */
-oracle_id check_case(const attn_case *c, unsigned what, finding *f);
+oracle_id check_case(const case_spec *c, unsigned what, finding *f);
+
+/* What the first primary run of check_case saw, for `attnguard check`. */
+typedef struct check_layer_report {
+    int32_t window_left, window_right;   /* as resolved for the engine */
+    int judged;                          /* the differential oracle compared it */
+    cmp_result cmp;
+} check_layer_report;
+
+typedef struct check_report {
+    char engine[32];
+    char kernels[32], detail[96];        /* ag_group_info of that run */
+    ag_precision precision;
+    size_t scratch_bytes, num_regions;
+    int32_t num_layers;
+    int32_t group_window_left, group_window_right;   /* the pair all layers share, else -1 */
+    int runs;                            /* guarded configurations that ran */
+    check_layer_report layers[CASE_MAX_LAYERS];
+} check_report;
+
+/* check_case, also filling *rep (may be NULL). */
+oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check_report *rep);
 
 
 /* ---- the pieces check_case is made of, exposed so tests can feed them
@@ -58,8 +88,8 @@ oracle_id check_case(const attn_case *c, unsigned what, finding *f);
 #define ORACLE_MAX_DEFECTS 48
 #define ORACLE_MAX_BYTES ((size_t)256 << 20)   /* input cap check_case gives problem_init */
 
-/* Where the engine must notice a defect: attn_builder_create (group) or
- * attn_builder_build (batch, plan options). */
+/* Where the engine must notice a defect: create (group) or plan (batch,
+ * plan options). */
 typedef enum defect_stage { DEFECT_CREATE = 1, DEFECT_BUILD = 2 } defect_stage;
 
 typedef struct case_defect {
@@ -81,7 +111,7 @@ typedef struct case_defects {
     int unexpressible;
 } case_defects;
 
-void oracle_case_defects(const attn_case *c, case_defects *out);
+void oracle_case_defects(const case_spec *c, case_defects *out);
 /* 1 if `st` is listed for a defect whose stage is in stage_mask (1|2). */
 int oracle_defects_allow(const case_defects *d, unsigned stage_mask, attn_status st);
 /* "{ATTN_E_BAD_WINDOW (layers.0.window = 0), ...}" into buf. */
@@ -89,22 +119,26 @@ void oracle_defects_format(const case_defects *d, unsigned stage_mask, char *buf
 
 /* The case file's own `expect` against the model: an expect that no defect
  * deserves is a bad-input finding (the case is wrong). */
-oracle_id oracle_check_expect(const attn_case *c, const case_defects *d, finding *f);
+oracle_id oracle_check_expect(const case_spec *c, const case_defects *d, finding *f);
 
-/* One stage's status against the model: `got` from attn_builder_create
- * (stage DEFECT_CREATE) or attn_builder_build (DEFECT_BUILD).  A mixed group
- * judged at create is the mixed-heads oracle (it must be refused with
- * ATTN_E_MIXED_HEADS or a status of one of its other group defects, and no
- * builder may be handed back: handed_out != 0 is a finding); everything
- * else is the bad-input oracle.  ATTN_E_NO_MEMORY is never a finding. */
-oracle_id oracle_check_status(const case_defects *d, defect_stage stage, attn_status got,
-                              const char *engine_msg, int handed_out, finding *f);
+/* One stage's answer against the model: `got` and `msg` from the engine's
+ * create (stage DEFECT_CREATE) or plan (DEFECT_BUILD).  A refusal is
+ * AG_REFUSED or AG_UNSUPPORTED; with `exact` (the engine names refusals in
+ * attnguard's vocabulary, AG_CAP_ATTN_CODES) msg->code must also be a
+ * status one of the stage's defects deserves.  A mixed group judged at
+ * create is the mixed-heads oracle (refused with ATTN_E_MIXED_HEADS or a
+ * status of one of its other group defects, and no handle handed back:
+ * handed_out != 0 is a finding); everything else is the bad-input oracle.
+ * Running out of memory (AG_INTERNAL, code ATTN_E_NO_MEMORY) is never a
+ * finding; AG_UNSUPPORTED for a valid input is a skip (f->skipped). */
+oracle_id oracle_check_status(const case_defects *d, defect_stage stage, ag_status got,
+                              const ag_msg *msg, int exact, int handed_out, finding *f);
 
-/* Sizing: the region table is sorted, aligned and inside the scratchpad,
- * and for every layer, attn_plan_layer_extents(plan, layer, head_dim) fits
- * the sized region. */
-oracle_id oracle_check_sizing(const attn_plan *plan, const attn_layer_desc *layers,
-                              int32_t num_layers, int32_t head_dim, finding *f);
+/* Sizing: the plan's region table is sorted, 8-byte aligned, disjoint and
+ * inside the scratchpad, and for every layer the engine's extents (needs
+ * computed without running, AG_CAP_EXTENTS) fit the sized regions. */
+oracle_id oracle_check_sizing(const engine_host *E, void *plan, const ag_plan_info *info,
+                              const problem *p, finding *f);
 
 /* A layer's reference: the exact outputs and the range each may take
  * under the engine's logit rounding (problem_reference); lo[i] == hi[i]
@@ -130,9 +164,9 @@ int oracle_reference_bf16dot(const problem *p, int32_t l, oracle_ref *r);
 oracle_ref oracle_ref_view(const oracle_ref *r, int rounded);
 
 /* Differential: `got` (out_dtype, layer l of p) against the reference
- * within attn_tolerance (attn_compare: the point, or the range). */
+ * within cmp_tolerance (cmp_compare: the point, or the range). */
 oracle_id oracle_check_differential(const problem *p, int32_t l, const void *got,
-                                    const oracle_ref *ref, finding *f);
+                                    const oracle_ref *ref, cmp_result *stats, finding *f);
 
 /* Invariance: two engine outputs of layer l (out_dtype) agree within twice
  * the dtype tolerance (each is within one tolerance of the truth), or, when
@@ -142,10 +176,15 @@ oracle_id oracle_check_differential(const problem *p, int32_t l, const void *got
 oracle_id oracle_check_agree(const problem *p, int32_t l, const void *base, const void *other,
                              const oracle_ref *ref, int bitwise, const char *what, finding *f);
 
+/* 1 when an engine's answer says only that the environment's limits were
+ * reached: out of memory (AG_INTERNAL, ATTN_E_NO_MEMORY) or a plan over the
+ * byte limit the caller set (ATTN_E_TOO_LARGE).  Never a finding. */
+int oracle_resource_limit(ag_status st, const ag_msg *msg);
+
 /* Print the finding's line and abort from the oracle's own frame. */
 #if defined(__GNUC__)
 __attribute__((noreturn))
 #endif
 void oracle_fire(const finding *f);
 
-#endif /* ATTN_ORACLES_H */
+#endif /* AG_ORACLES_H */

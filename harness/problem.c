@@ -1,35 +1,28 @@
 /*
- * problem.c — turns a case into the engine's descriptions and input buffers,
- * deterministically from the case's seed (splitmix64).
+ * problem.c — turns a case into the adapter-ABI descriptions and input
+ * buffers, deterministically from the case's seed (splitmix64).
  *
- * Owns: the value generator, the block-table policies (contiguous, shuffled,
- * repeated), the harness-side float -> bf16/f16 rounding of generated inputs,
- * and the decision whether a case is materialized at all.  Does not own what
- * the engine accepts: a case the engine must refuse still gets its raw
- * descriptions (so the refusal can be checked) but no buffers, and nothing
- * here allocates more than max_bytes of inputs or trusts an unchecked product.
+ * Owns: the block-table policies (contiguous, shuffled, repeated; the last
+ * physical block used and full), the per-layer slopes and sinks, the plain
+ * K/V rows, and the decision whether a case is materialized at all.  Does
+ * not own what an engine accepts: a case the engine must refuse still gets
+ * its raw descriptions (so the refusal can be checked) but no buffers, and
+ * nothing here allocates more than max_bytes of inputs or trusts an
+ * unchecked product.  Values come from values.c.
  *
  * Streams: every purpose (block shuffle, K, V, each layer's query, each
  * layer's sinks) draws from its own splitmix64 stream derived from the seed,
  * so changing one layer does not move the values of another.
  *
- * A problem holds pointers into itself (group.layers, group.isa): never copy
- * the struct after problem_init; pass it by pointer.
+ * A problem holds pointers into itself (group.layers, layer names): never
+ * copy the struct after problem_init; pass it by pointer.
  */
 #include "problem.h"
-#include "compare.h"
+#include "values.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define SPARE_BLOCKS 3   /* physical blocks no request uses (shuffling targets) */
-
-_Static_assert(CASE_MAX_LAYERS <= 8, "extend layer_names");
-static const char *const layer_names[8] = {
-    "layers.0", "layers.1", "layers.2", "layers.3",
-    "layers.4", "layers.5", "layers.6", "layers.7",
-};
 
 enum { STREAM_BLOCKS = 1, STREAM_K, STREAM_V, STREAM_Q0 = 16, STREAM_SINKS0 = 32 };
 
@@ -59,88 +52,51 @@ static uint64_t rng_below(uint64_t *state, uint64_t n) {
     return problem_rng_next(state) % n;
 }
 
-/* --------------------------------------------------- element conversions */
-
-static uint16_t f32_to_bf16(float f) {
-    uint32_t x;
-    memcpy(&x, &f, sizeof(x));
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u); /* quiet NaN */
-    x += 0x7fffu + ((x >> 16) & 1u);   /* round to nearest, ties to even */
-    return (uint16_t)(x >> 16);
-}
-
-/* Round-to-nearest-even float -> IEEE half, with subnormals; exact power-of-two
- * scalings in double keep the one rounding in nearbyint. */
-static uint16_t f32_to_f16(float f) {
-    double v = (double)f;
-    uint16_t sign = signbit(v) ? 0x8000u : 0;
-    v = fabs(v);
-    if (isnan(v)) return (uint16_t)(sign | 0x7e00u);
-    if (v >= 65520.0) return (uint16_t)(sign | 0x7c00u);   /* rounds to inf */
-    if (v < 0x1.0p-14) {
-        /* subnormal (or the smallest normal, 1024 -> 0x0400, when it rounds up) */
-        return (uint16_t)(sign | (uint16_t)nearbyint(v * 0x1.0p24));
-    }
-    int ex;
-    double fr = frexp(v, &ex);                 /* v = fr * 2^ex, fr in [0.5, 1) */
-    int e = ex - 1;                            /* v = (2 fr) * 2^e, 2 fr in [1, 2) */
-    double m = nearbyint((2.0 * fr - 1.0) * 1024.0);
-    if (m >= 1024.0) { m = 0; e++; }
-    if (e + 15 >= 31) return (uint16_t)(sign | 0x7c00u);
-    return (uint16_t)(sign | (uint16_t)((e + 15) << 10) | (uint16_t)m);
-}
-
-static void store_elem(void *base, size_t i, attn_dtype dt, float v) {
-    switch (dt) {
-    case ATTN_DTYPE_F32: ((float *)base)[i] = v; break;
-    case ATTN_DTYPE_BF16: ((uint16_t *)base)[i] = f32_to_bf16(v); break;
-    case ATTN_DTYPE_F16: ((uint16_t *)base)[i] = f32_to_f16(v); break;
-    default: break;
-    }
-}
-
-static size_t elem_size(attn_dtype dt) {
-    switch (dt) {
-    case ATTN_DTYPE_F32: return 4;
-    case ATTN_DTYPE_BF16: return 2;
-    case ATTN_DTYPE_F16: return 2;
-    default: return 0;
-    }
-}
-
 /* -------------------------------------------------------------- validity */
 
-static int layer_valid(const case_layer *L, int32_t hkv) {
+static int window_ok(int32_t w) { return w >= -1 && w <= ATTN_MAX_SEQ_LEN; }
+
+static int layer_valid(const case_spec *c, const case_layer *L) {
+    const int32_t hkv = c->num_kv_heads;
     if (L->num_heads <= 0 || L->num_heads > ATTN_MAX_HEADS) return 0;
     if (hkv <= 0 || L->num_heads % hkv != 0) return 0;
     if (L->window < -1 || L->window == 0) return 0;
+    int32_t lw, rw;
+    case_layer_window(L, &lw, &rw);
+    if (!window_ok(lw) || !window_ok(rw)) return 0;
     if (!isfinite(L->softcap) || L->softcap < 0) return 0;
     if (!isfinite(L->scale) || L->scale < 0) return 0;
+    if (!isfinite(L->k_scale) || !(L->k_scale > 0) || !isfinite(L->v_scale) ||
+        !(L->v_scale > 0))
+        return 0;
+    if (L->alibi >= CASE_SRC_COUNT || L->sinks >= CASE_SRC_COUNT) return 0;
+    if (L->alibi == CASE_SRC_LIST && (int32_t)L->alibi_off + L->num_heads > c->list_len) return 0;
+    if (L->sinks == CASE_SRC_LIST && (int32_t)L->sinks_off + L->num_heads > c->list_len) return 0;
     return 1;
 }
 
 /* The reason the engine must refuse (or cannot be given) this case, or NULL.
  * Mixed head counts are NOT a reason: each layer is valid on its own, so
  * the buffers are built and a test can run a layer against its own plan. */
-static const char *case_invalid_reason(const attn_case *c) {
+static const char *case_invalid_reason(const case_spec *c) {
     if (c->num_layers < 0 || c->num_layers > CASE_MAX_LAYERS) return "layer count";
     if (c->num_kv_heads <= 0 || c->num_kv_heads > ATTN_MAX_HEADS) return "kv_heads";
     if (c->num_layers == 0 && (c->model_num_heads <= 0 || c->model_num_heads > ATTN_MAX_HEADS ||
                                c->model_num_heads % c->num_kv_heads != 0))
         return "model_num_heads";
     for (int32_t l = 0; l < c->num_layers; l++)
-        if (!layer_valid(&c->layers[l], c->num_kv_heads)) return "layer";
+        if (!layer_valid(c, &c->layers[l])) return "layer";
     if (c->head_dim <= 0 || c->head_dim > ATTN_MAX_HEAD_DIM) return "head_dim";
     if (c->block_size <= 0 || c->block_size > ATTN_MAX_BLOCK_SIZE) return "block_size";
-    if (!elem_size(c->q_dtype) || !elem_size(c->kv_dtype) || !elem_size(c->out_dtype))
+    if (!ag_dtype_size(c->q_dtype) || !ag_dtype_size(c->kv_dtype) || !ag_dtype_size(c->out_dtype))
         return "dtype";
-    if (c->causal != 0 && c->causal != 1) return "causal";
     if (c->threads < 1 || c->threads > ATTN_MAX_THREADS) return "threads";
     if (c->num_reqs < 1 || c->num_reqs > CASE_MAX_REQS) return "num_reqs";
     int64_t tokens = 0;
     for (int32_t r = 0; r < c->num_reqs; r++) {
         if (c->q_len[r] < 1) return "q_len";
         if (c->kv_len[r] < c->q_len[r] || c->kv_len[r] > ATTN_MAX_SEQ_LEN) return "kv_len";
+        if (c->causal[r] > 1) return "causal";
         tokens += c->q_len[r];
     }
     if (tokens > INT32_MAX) return "num_tokens";
@@ -170,16 +126,27 @@ static int mul_add(size_t *acc, size_t a, size_t b) {
     return __builtin_add_overflow(*acc, t, acc);
 }
 
-static int fill_values(void *buf, size_t n, attn_dtype dt, uint64_t state) {
-    for (size_t i = 0; i < n; i++) store_elem(buf, i, dt, (float)problem_rng_unit(&state));
-    return 0;
+/* With last_block_full: the logical block that should sit at the highest
+ * physical id — a full block (all its slots used), else the last block of
+ * the longest request; -1 if no request has a block. */
+static int64_t block_to_put_last(const case_spec *c, const int64_t *nb) {
+    int64_t logical = 0, best = -1, best_len = -1;
+    for (int32_t r = 0; r < c->num_reqs; r++) {
+        if (nb[r] > 0 && c->kv_len[r] >= c->block_size) return logical;   /* block 0 is full */
+        if (nb[r] > 0 && c->kv_len[r] > best_len) {
+            best_len = c->kv_len[r];
+            best = logical + nb[r] - 1;
+        }
+        logical += nb[r];
+    }
+    return best;
 }
 
 /* Block table per policy.  nb[r] = blocks request r needs; the first
  * `needed` logical blocks are handed out in request order, mapped through a
  * seed permutation unless contiguous; padding entries get a spare block. */
 static int fill_block_table(problem *p, const int64_t *nb) {
-    const attn_case *c = &p->c;
+    const case_spec *c = &p->c;
     int32_t nblk = p->num_blocks, stride = p->bt_stride;
     int32_t *perm = malloc((size_t)nblk * sizeof(*perm));
     if (!perm) return -1;
@@ -191,13 +158,24 @@ static int fill_block_table(problem *p, const int64_t *nb) {
             int32_t t = perm[i]; perm[i] = perm[j]; perm[j] = t;
         }
     }
-#define PHYS(L) perm[(L)]
-    int32_t pad = PHYS(nblk - 1);   /* a spare block: valid id, used by nobody */
+    if (c->last_block_full) {
+        /* Whatever the policy, that block gets the highest physical id, so a
+         * read one element past it leaves the cache. */
+        int64_t lb = block_to_put_last(c, nb);
+        for (int32_t i = 0; lb >= 0 && i < nblk; i++)
+            if (perm[i] == nblk - 1) {
+                perm[i] = perm[lb];
+                perm[lb] = nblk - 1;
+                break;
+            }
+    }
+    /* a spare block: valid id, used by nobody (the last logical one) */
+    int32_t pad = perm[nblk - 1];
     int64_t logical = 0;
     for (int32_t r = 0; r < c->num_reqs; r++) {
         for (int32_t j = 0; j < stride; j++) {
             int32_t *e = &p->block_table[(size_t)r * (size_t)stride + (size_t)j];
-            *e = j < nb[r] ? PHYS(logical + j) : pad;
+            *e = j < nb[r] ? perm[logical + j] : pad;
         }
         logical += nb[r];
     }
@@ -215,12 +193,58 @@ static int fill_block_table(problem *p, const int64_t *nb) {
                     p->block_table[(size_t)src * (size_t)stride + (size_t)j];
         }
     }
-#undef PHYS
     free(perm);
     return 0;
 }
 
-static int init(problem *p, const attn_case *c, size_t max_bytes, int tensors, char *errbuf,
+/* Slopes and sinks of layer l as its source says (valid heads only). */
+static int layer_arrays(problem *p, int32_t l) {
+    const case_spec *c = &p->c;
+    const case_layer *L = &c->layers[l];
+    ag_layer *d = &p->layers[l];
+    const int32_t H = L->num_heads;
+    if (H <= 0 || H > ATTN_MAX_HEADS) return 0;
+    if (L->alibi == CASE_SRC_STANDARD ||
+        (L->alibi == CASE_SRC_LIST && (int32_t)L->alibi_off + H <= c->list_len)) {
+        if (!(p->alibi[l] = malloc((size_t)H * sizeof(float)))) return -1;
+        if (L->alibi == CASE_SRC_STANDARD) case_alibi_standard(H, p->alibi[l]);
+        else memcpy(p->alibi[l], c->list + L->alibi_off, (size_t)H * sizeof(float));
+        d->alibi_slopes = p->alibi[l];
+    }
+    if (L->sinks == CASE_SRC_STANDARD ||
+        (L->sinks == CASE_SRC_LIST && (int32_t)L->sinks_off + H <= c->list_len)) {
+        if (!(p->sinks[l] = malloc((size_t)H * sizeof(float)))) return -1;
+        if (L->sinks == CASE_SRC_LIST) {
+            memcpy(p->sinks[l], c->list + L->sinks_off, (size_t)H * sizeof(float));
+        } else {
+            uint64_t st = stream_state(c->seed, (uint64_t)STREAM_SINKS0 + (uint64_t)l);
+            for (int32_t h = 0; h < H; h++) p->sinks[l][h] = (float)(2.0 * problem_rng_unit(&st));
+        }
+        d->sinks = p->sinks[l];
+    }
+    return 0;
+}
+
+/* K or V rows, drawn in the order of the paged layout [block][Hkv][bs][D]
+ * that every shipped case and fuzz finding was made with (so they keep
+ * their values), stored slot-major [block * bs + slot][Hkv][D]. */
+static int kv_fill(problem *p, void *rows, const case_values *v, uint64_t state) {
+    const case_spec *c = &p->c;
+    const size_t es = ag_dtype_size(c->kv_dtype), D = (size_t)c->head_dim;
+    const size_t H = (size_t)c->num_kv_heads, bs = (size_t)c->block_size;
+    unsigned char *tmp = malloc(p->row_elems * es);
+    if (!tmp) return -1;
+    values_fill(tmp, p->row_elems, D, c->kv_dtype, v, state);
+    for (size_t b = 0; b < (size_t)p->num_blocks; b++)
+        for (size_t h = 0; h < H; h++)
+            for (size_t s = 0; s < bs; s++)
+                memcpy((unsigned char *)rows + (((b * bs + s) * H + h) * D) * es,
+                       tmp + (((b * H + h) * bs + s) * D) * es, D * es);
+    free(tmp);
+    return 0;
+}
+
+static int init(problem *p, const case_spec *c, size_t max_bytes, int tensors, char *errbuf,
                 size_t errlen) {
     if (errbuf && errlen) errbuf[0] = '\0';
     if (!p) return -1;
@@ -239,54 +263,43 @@ static int init(problem *p, const attn_case *c, size_t max_bytes, int tensors, c
     /* ---- layers (raw values) ---- */
     for (int32_t l = 0; l < nl; l++) {
         const case_layer *L = &c->layers[l];
-        attn_layer_desc *d = &p->layers[l];
-        d->name = layer_names[l];
+        ag_layer *d = &p->layers[l];
+        snprintf(p->layer_names[l], sizeof p->layer_names[l], "layers.%d", (int)l);
+        d->name = p->layer_names[l];
         d->num_heads = L->num_heads;
-        d->window = L->window;
+        case_layer_window(L, &d->window_left, &d->window_right);
         d->softcap = L->softcap;
         d->scale = L->scale;
-        int heads_ok = L->num_heads > 0 && L->num_heads <= ATTN_MAX_HEADS;
-        if (L->alibi && heads_ok) {
-            p->alibi[l] = malloc((size_t)L->num_heads * sizeof(float));
-            if (!p->alibi[l]) return fail(p, errbuf, errlen, "out of memory (alibi)");
-            for (int32_t h = 0; h < L->num_heads; h++)
-                p->alibi[l][h] = (float)exp2(-8.0 * (double)(h + 1) / (double)L->num_heads);
-            d->alibi_slopes = p->alibi[l];
-        }
-        if (L->sinks && heads_ok) {
-            p->sinks[l] = malloc((size_t)L->num_heads * sizeof(float));
-            if (!p->sinks[l]) return fail(p, errbuf, errlen, "out of memory (sinks)");
-            uint64_t st = stream_state(c->seed, (uint64_t)STREAM_SINKS0 + (uint64_t)l);
-            for (int32_t h = 0; h < L->num_heads; h++)
-                p->sinks[l][h] = (float)(2.0 * problem_rng_unit(&st));
-            d->sinks = p->sinks[l];
-        }
+        d->k_scale = L->k_scale;
+        d->v_scale = L->v_scale;
+        if (layer_arrays(p, l)) return fail(p, errbuf, errlen, "out of memory (slopes, sinks)");
     }
 
     /* ---- group ---- */
     p->group.layers = nl ? p->layers : NULL;
     p->group.num_layers = nl;
-    p->group.kv.num_kv_heads = c->num_kv_heads;
-    p->group.kv.head_dim = c->head_dim;
-    p->group.kv.block_size = c->block_size;
-    p->group.kv.dtype = c->kv_dtype;
+    p->group.num_kv_heads = c->num_kv_heads;
+    p->group.head_dim = c->head_dim;
+    p->group.block_size = c->block_size;
+    p->group.kv_dtype = c->kv_dtype;
     p->group.q_dtype = c->q_dtype;
     p->group.out_dtype = c->out_dtype;
     p->group.model_num_heads = c->model_num_heads;
     p->group.num_threads = c->threads;
-    p->group.isa = c->isa[0] ? c->isa : NULL;
-    p->group.allocator = NULL;
+    p->group.options = c->options[0] ? c->options : NULL;
 
     /* ---- batch: prefix sums and seq_lens from the raw values ---- */
     p->qsl = calloc((size_t)nr + 1, sizeof(int32_t));
     p->seq_lens = calloc((size_t)(nr ? nr : 1), sizeof(int32_t));
-    if (!p->qsl || !p->seq_lens) return fail(p, errbuf, errlen, "out of memory (batch)");
+    p->causal = calloc((size_t)(nr ? nr : 1), 1);
+    if (!p->qsl || !p->seq_lens || !p->causal) return fail(p, errbuf, errlen, "out of memory (batch)");
     int64_t acc = 0;
     for (int32_t r = 0; r < nr; r++) {
         acc += c->q_len[r];
         /* saturate: a sum outside int32 is an invalid batch either way */
         p->qsl[r + 1] = acc > INT32_MAX ? INT32_MAX : (acc < INT32_MIN ? INT32_MIN : (int32_t)acc);
         p->seq_lens[r] = c->kv_len[r];
+        p->causal[r] = c->causal[r];
     }
     p->num_tokens = p->qsl[nr];
 
@@ -300,7 +313,7 @@ static int init(problem *p, const attn_case *c, size_t max_bytes, int tensors, c
         needed += nb[r];
     }
     int64_t stride = max_nb + 1;
-    int64_t nblocks = needed + SPARE_BLOCKS;
+    int64_t nblocks = needed + PROBLEM_SPARE_BLOCKS;
     size_t bt_bytes = 0;
     int geometry_ok = stride <= INT32_MAX && nblocks <= INT32_MAX &&
                       !mul_add(&bt_bytes, (size_t)nr * (size_t)stride, sizeof(int32_t)) &&
@@ -319,10 +332,10 @@ static int init(problem *p, const attn_case *c, size_t max_bytes, int tensors, c
     p->batch.num_reqs = c->num_reqs;
     p->batch.query_start_loc = p->qsl;
     p->batch.seq_lens = p->seq_lens;
+    p->batch.causal = p->causal;
     p->batch.block_table = p->block_table;
     p->batch.block_table_stride = p->bt_stride;
     p->batch.num_blocks = p->num_blocks;
-    p->batch.causal = c->causal;
 
     if (why) return 0;   /* the engine must refuse it: no buffers */
     if (!tensors) {
@@ -333,12 +346,12 @@ static int init(problem *p, const attn_case *c, size_t max_bytes, int tensors, c
     }
 
     /* ---- sizes, all checked, against max_bytes ---- */
-    size_t total = bt_bytes, cache_elems = 0, q_elems[CASE_MAX_LAYERS] = {0};
-    size_t kvsz = elem_size(c->kv_dtype), qsz = elem_size(c->q_dtype);
-    int over = __builtin_mul_overflow((size_t)p->num_blocks, (size_t)c->num_kv_heads, &cache_elems) ||
-               __builtin_mul_overflow(cache_elems, (size_t)c->block_size, &cache_elems) ||
-               __builtin_mul_overflow(cache_elems, (size_t)c->head_dim, &cache_elems) ||
-               mul_add(&total, cache_elems, 2 * kvsz);
+    size_t total = bt_bytes, row_elems = 0, q_elems[CASE_MAX_LAYERS] = {0};
+    size_t kvsz = ag_dtype_size(c->kv_dtype), qsz = ag_dtype_size(c->q_dtype);
+    int over = __builtin_mul_overflow((size_t)p->num_blocks, (size_t)c->block_size, &row_elems) ||
+               __builtin_mul_overflow(row_elems, (size_t)c->num_kv_heads, &row_elems) ||
+               __builtin_mul_overflow(row_elems, (size_t)c->head_dim, &row_elems) ||
+               mul_add(&total, row_elems, 2 * kvsz);
     for (int32_t l = 0; l < nl && !over; l++) {
         over = __builtin_mul_overflow((size_t)p->num_tokens, (size_t)c->layers[l].num_heads,
                                       &q_elems[l]) ||
@@ -352,16 +365,18 @@ static int init(problem *p, const attn_case *c, size_t max_bytes, int tensors, c
 
     /* ---- buffers ---- */
     if (fill_block_table(p, nb)) return fail(p, errbuf, errlen, "out of memory (blocks)");
-    p->cache_elems = cache_elems;
-    p->k_cache = malloc(cache_elems * kvsz);
-    p->v_cache = malloc(cache_elems * kvsz);
-    if (!p->k_cache || !p->v_cache) return fail(p, errbuf, errlen, "out of memory (cache)");
-    fill_values(p->k_cache, cache_elems, c->kv_dtype, stream_state(c->seed, STREAM_K));
-    fill_values(p->v_cache, cache_elems, c->kv_dtype, stream_state(c->seed, STREAM_V));
+    p->row_elems = row_elems;
+    p->k_rows = malloc(row_elems * kvsz);
+    p->v_rows = malloc(row_elems * kvsz);
+    if (!p->k_rows || !p->v_rows) return fail(p, errbuf, errlen, "out of memory (K/V rows)");
+    const size_t D = (size_t)c->head_dim;
+    if (kv_fill(p, p->k_rows, &c->values[CASE_T_K], stream_state(c->seed, STREAM_K)) ||
+        kv_fill(p, p->v_rows, &c->values[CASE_T_V], stream_state(c->seed, STREAM_V)))
+        return fail(p, errbuf, errlen, "out of memory (K/V rows)");
     for (int32_t l = 0; l < nl; l++) {
         p->q[l] = malloc(q_elems[l] * qsz);
         if (!p->q[l]) return fail(p, errbuf, errlen, "out of memory (query)");
-        fill_values(p->q[l], q_elems[l], c->q_dtype,
+        values_fill(p->q[l], q_elems[l], D, c->q_dtype, &c->values[CASE_T_Q],
                     stream_state(c->seed, (uint64_t)STREAM_Q0 + (uint64_t)l));
     }
     p->materialized = 1;
@@ -378,33 +393,11 @@ void problem_free(problem *p) {
     }
     free(p->qsl);
     free(p->seq_lens);
+    free(p->causal);
     free(p->block_table);
-    free(p->k_cache);
-    free(p->v_cache);
+    free(p->k_rows);
+    free(p->v_rows);
     memset(p, 0, sizeof(*p));
-}
-
-attn_tensors problem_tensors(const problem *p, int32_t l, void *out) {
-    attn_tensors t;
-    memset(&t, 0, sizeof(t));
-    if (!p) return t;
-    const attn_case *c = &p->c;
-    t.out = out;
-    t.k_cache = p->k_cache;
-    t.v_cache = p->v_cache;
-    t.num_tokens = p->num_tokens;
-    t.head_dim = c->head_dim;
-    t.num_blocks = p->num_blocks;
-    t.num_kv_heads = c->num_kv_heads;
-    t.block_size = c->block_size;
-    t.q_dtype = c->q_dtype;
-    t.kv_dtype = c->kv_dtype;
-    t.out_dtype = c->out_dtype;
-    if (l >= 0 && l < c->num_layers && l < CASE_MAX_LAYERS) {
-        t.q = p->q[l];
-        t.num_heads = c->layers[l].num_heads;
-    }
-    return t;
 }
 
 size_t problem_out_elems(const problem *p, int32_t l) {
@@ -418,53 +411,50 @@ size_t problem_out_elems(const problem *p, int32_t l) {
     return n;
 }
 
-int problem_init(problem *p, const attn_case *c, size_t max_bytes, char *errbuf, size_t errlen) {
+int64_t *problem_identity_slots(const problem *p) {
+    const size_t n = (size_t)p->num_blocks * (size_t)p->c.block_size;
+    int64_t *s = malloc((n ? n : 1) * sizeof *s);
+    for (size_t i = 0; s && i < n; i++) s[i] = (int64_t)i;
+    return s;
+}
+
+int problem_init(problem *p, const case_spec *c, size_t max_bytes, char *errbuf, size_t errlen) {
     return init(p, c, max_bytes, 1, errbuf, errlen);
 }
 
-int problem_init_descriptions(problem *p, const attn_case *c, size_t max_bytes, char *errbuf,
+int problem_init_descriptions(problem *p, const case_spec *c, size_t max_bytes, char *errbuf,
                               size_t errlen) {
     return init(p, c, max_bytes, 0, errbuf, errlen);
 }
 
 void problem_ref_input(const problem *p, int32_t l, ref_input *in) {
-    const attn_case *c = &p->c;
-    const case_layer *L = &c->layers[l];
+    const case_spec *c = &p->c;
+    const ag_layer *L = &p->layers[l];
     memset(in, 0, sizeof *in);
     in->num_reqs = c->num_reqs;
     in->query_start_loc = p->qsl;
     in->seq_lens = p->seq_lens;
+    in->causal = p->causal;
     in->block_table = p->block_table;
     in->block_table_stride = p->bt_stride;
-    in->causal = c->causal;
+    in->num_blocks = p->num_blocks;
     in->num_heads = L->num_heads;
     in->num_kv_heads = c->num_kv_heads;
     in->head_dim = c->head_dim;
     in->block_size = c->block_size;
-    in->window = L->window;
+    in->window_left = L->window_left;
+    in->window_right = L->window_right;
     in->softcap = L->softcap;
     in->scale = L->scale;
-    in->alibi_slopes = p->layers[l].alibi_slopes;
-    in->sinks = p->layers[l].sinks;
+    in->alibi_slopes = L->alibi_slopes;
+    in->sinks = L->sinks;
     in->q = p->q[l];
     in->q_dtype = c->q_dtype;
-    in->k_cache = p->k_cache;
-    in->v_cache = p->v_cache;
+    in->k_rows = p->k_rows;
+    in->v_rows = p->v_rows;
     in->kv_dtype = c->kv_dtype;
-    in->num_blocks = p->num_blocks;
-}
-
-int problem_reference(const problem *p, int32_t l, double *out, double *lo, double *hi) {
-    if (!p->materialized || l < 0 || l >= p->c.num_layers) return -1;
-    ref_input in;
-    problem_ref_input(p, l, &in);
-    if (!lo && !hi) return ref_attention(&in, out);
-    return ref_attention_range(&in, attn_logit_error(p->c.kv_dtype, p->c.head_dim), out, lo, hi);
-}
-
-int problem_reference_bf16dot(const problem *p, int32_t l, double *out, double *lo, double *hi) {
-    if (!p->materialized || l < 0 || l >= p->c.num_layers || !lo || !hi) return -1;
-    ref_input in;
-    problem_ref_input(p, l, &in);
-    return ref_attention_range(&in, attn_bf16_dot_error(p->c.head_dim), out, lo, hi);
+    /* scales apply to fp8 caches only (the ABI's contract) */
+    const int fp8 = c->kv_dtype == AG_FP8_E4M3 || c->kv_dtype == AG_FP8_E5M2;
+    in->k_scale = fp8 ? L->k_scale : 1.0;
+    in->v_scale = fp8 ? L->v_scale : 1.0;
 }

@@ -1,31 +1,40 @@
 /*
- * problem.h — a case made concrete: the engine descriptions (group, layers,
- * batch, tensors) and the buffers they point at (query per layer, paged K/V
- * cache, block table, ALiBi slopes, sinks), all derived deterministically
+ * problem.h — a case made concrete: the adapter-ABI descriptions (group,
+ * layers, batch) and the buffers they point at (query per layer, plain K/V
+ * rows, block table, ALiBi slopes, sinks), all derived deterministically
  * from the case and its seed.  Shared by the CLI, the tests and the fuzz
  * targets so that every consumer runs exactly the same inputs.
+ *
+ * K and V live here in the harness's own plain layout, slot-major rows
+ * [num_blocks * block_size][num_kv_heads][head_dim] in the KV dtype: the
+ * reference reads them directly, and an engine gets them through its
+ * adapter's write_kv (into whatever layout it keeps).
  */
-#ifndef ATTN_PROBLEM_H
-#define ATTN_PROBLEM_H
+#ifndef AG_PROBLEM_H
+#define AG_PROBLEM_H
 
 #include "case.h"
 #include "ref.h"
 
+#define PROBLEM_SPARE_BLOCKS 3   /* physical blocks no request uses */
+
 typedef struct problem {
-    attn_case c;                              /* copy of the case */
-    attn_layer_desc layers[CASE_MAX_LAYERS];  /* names "layers.<i>" */
+    case_spec c;                              /* copy of the case */
+    ag_layer layers[CASE_MAX_LAYERS];         /* names "layers.<i>" */
+    char layer_names[CASE_MAX_LAYERS][12];
     float *alibi[CASE_MAX_LAYERS];            /* [num_heads] or NULL */
     float *sinks[CASE_MAX_LAYERS];            /* [num_heads] or NULL */
-    attn_group_desc group;
-    attn_batch batch;
+    ag_group group;
+    ag_batch batch;
     int32_t *qsl, *seq_lens, *block_table;
+    uint8_t *causal;
     int32_t num_tokens, bt_stride, num_blocks;
     void *q[CASE_MAX_LAYERS];                 /* [num_tokens][Hq_l][D] in q_dtype */
-    void *k_cache, *v_cache;                  /* [num_blocks][Hkv][bs][D] in kv_dtype */
-    size_t cache_elems;                       /* elements per cache */
+    void *k_rows, *v_rows;                    /* [num_blocks * block_size][Hkv][D], kv_dtype */
+    size_t row_elems;                         /* elements of k_rows (and of v_rows) */
     int materialized;                         /* 0: descriptions only (see below) */
     const char *unmaterialized_reason;        /* static text when materialized == 0
-                                                 ("layer", "kv_len", "inputs exceed
+                                                 ("layers.<i>", "kv_len", "inputs exceed
                                                  max_bytes", ...), else NULL */
 } problem;
 
@@ -34,36 +43,27 @@ typedef struct problem {
  * invalid case still gets its raw descriptions (so the engine can refuse
  * them) with materialized = 0.  Returns 0, or -1 with a reason in errbuf
  * when even the descriptions cannot be formed (allocation failure). */
-int problem_init(problem *p, const attn_case *c, size_t max_bytes, char *errbuf, size_t errlen);
-/* Descriptions and the real block table, but no query/cache buffers
+int problem_init(problem *p, const case_spec *c, size_t max_bytes, char *errbuf,
+                 size_t errlen);
+/* Descriptions and the real block table, but no query/KV buffers
  * (materialized = 0): all that building a plan needs, at a fraction of the
  * cost (the fast plan-only oracles use it). */
-int problem_init_descriptions(problem *p, const attn_case *c, size_t max_bytes, char *errbuf,
+int problem_init_descriptions(problem *p, const case_spec *c, size_t max_bytes, char *errbuf,
                               size_t errlen);
 void problem_free(problem *p);   /* safe on a zeroed or failed problem */
 
-/* The fp64 reference (harness/ref.c) for layer l of a materialized problem:
- * out has problem_out_elems(p, l) doubles.  With lo and hi (the same
- * shape; both or neither) also the range each output may take under the
- * engine's logit rounding (ref_attention_range with attn_logit_error), for
- * attn_compare.  Returns the reference's result (0, or -1). */
-int problem_reference(const problem *p, int32_t l, double *out, double *lo, double *hi);
-/* The same under the bf16-rounding model (attn_bf16_dot_error): for runs
- * whose builder reports bf16_rounding.  lo and hi are required. */
-int problem_reference_bf16dot(const problem *p, int32_t l, double *out, double *lo, double *hi);
-/* The reference's description of layer l of a materialized problem (what
- * problem_reference passes to ref.c), for callers that pick their own
- * error model. */
+/* The reference's description of layer l of a materialized problem. */
 void problem_ref_input(const problem *p, int32_t l, ref_input *in);
 
-/* Tensors for layer l with `out` as the output buffer. */
-attn_tensors problem_tensors(const problem *p, int32_t l, void *out);
-/* Elements of one layer's output (= num_tokens * Hq_l * D). */
+/* Elements of one layer's output (= num_tokens * Hq_l * D); 0 if invalid. */
 size_t problem_out_elems(const problem *p, int32_t l);
+/* The slot mapping that stores every plain row at its own slot (i -> i),
+ * for write_kv: [row count] int64, caller frees; NULL on no memory. */
+int64_t *problem_identity_slots(const problem *p);
 
 /* Deterministic value stream (splitmix64) used for every generated value. */
 uint64_t problem_rng_next(uint64_t *state);
 /* Uniform in [-1, 1). */
 double problem_rng_unit(uint64_t *state);
 
-#endif /* ATTN_PROBLEM_H */
+#endif /* AG_PROBLEM_H */

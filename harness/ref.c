@@ -17,18 +17,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-double ref_load(const void *base, size_t index, attn_dtype dtype) {
+/* An fp8 code with `mbits` mantissa bits and exponent bias `bias`; e4m3fn
+ * (ieee = 0) has no infinities and only S.1111.111 as NaN, e5m2 follows
+ * IEEE (all-ones exponent: inf or NaN). */
+static double fp8_value(unsigned code, int mbits, int bias, int ieee) {
+    const int ebits = 7 - mbits, emax = (1 << ebits) - 1;
+    const int sign = (code >> 7) & 1, ex = (int)(code >> mbits) & emax;
+    const int mant = (int)code & ((1 << mbits) - 1);
+    double v;
+    if (ieee && ex == emax) v = mant ? NAN : INFINITY;
+    else if (!ieee && ex == emax && mant == (1 << mbits) - 1) v = NAN;
+    else if (ex == 0) v = ldexp((double)mant, 1 - bias - mbits);
+    else v = ldexp((double)(mant + (1 << mbits)), ex - bias - mbits);
+    return sign ? -v : v;
+}
+
+double ref_load(const void *base, size_t index, ag_dtype dtype) {
     switch (dtype) {
-    case ATTN_DTYPE_F32:
+    case AG_F32:
         return (double)((const float *)base)[index];
-    case ATTN_DTYPE_BF16: {
+    case AG_BF16: {
         /* bf16 is the top half of an IEEE single. */
         uint32_t bits = (uint32_t)((const uint16_t *)base)[index] << 16;
         float f;
         memcpy(&f, &bits, sizeof(f));
         return (double)f;
     }
-    case ATTN_DTYPE_F16: {
+    case AG_F16: {
         uint16_t h = ((const uint16_t *)base)[index];
         int sign = (h >> 15) & 1;
         int ex = (h >> 10) & 0x1f;
@@ -39,34 +54,30 @@ double ref_load(const void *base, size_t index, attn_dtype dtype) {
         else v = ldexp((double)(mant + 1024), ex - 25);            /* 1.m * 2^(ex-15) */
         return sign ? -v : v;
     }
+    case AG_FP8_E4M3: return fp8_value(((const uint8_t *)base)[index], 3, 7, 0);
+    case AG_FP8_E5M2: return fp8_value(((const uint8_t *)base)[index], 2, 15, 1);
     default:
         return NAN;
     }
 }
 
 /* Is key k visible to the query at position p (DESIGN §2)? */
-static int visible(int64_t k, int64_t p, int32_t window, int32_t causal) {
-    if (causal) {
-        if (k > p) return 0;
-        if (window > 0 && k < p - (window - 1)) return 0;
-        return 1;
-    }
-    if (window > 0) {
-        int64_t d = k > p ? k - p : p - k;
-        if (d > window - 1) return 0;
-    }
+static int visible(int64_t k, int64_t p, int32_t left, int32_t right, int causal) {
+    if (causal && k > p) return 0;
+    if (left >= 0 && k < p - left) return 0;
+    if (right >= 0 && k > p + right) return 0;
     return 1;
 }
 
 static int input_ok(const ref_input *in) {
-    if (!in->query_start_loc || !in->seq_lens || !in->block_table || !in->q || !in->k_cache ||
-        !in->v_cache)
+    if (!in->query_start_loc || !in->seq_lens || !in->block_table || !in->q || !in->k_rows ||
+        !in->v_rows || !in->causal)
         return 0;
     if (in->num_reqs < 1 || in->num_heads < 1 || in->num_kv_heads < 1 ||
         in->num_heads % in->num_kv_heads != 0 || in->head_dim < 1 || in->block_size < 1 ||
         in->block_table_stride < 1)
         return 0;
-    if (in->window < -1 || in->window == 0) return 0;
+    if (in->window_left < -1 || in->window_right < -1) return 0;
     if (!(in->softcap >= 0) || !(in->scale >= 0) || !isfinite(in->softcap) ||
         !isfinite(in->scale))
         return 0;
@@ -77,12 +88,9 @@ static int input_ok(const ref_input *in) {
         if (q_len < 1 || seq < q_len) return 0;
         int64_t nblk = (seq + in->block_size - 1) / in->block_size;
         if (nblk > in->block_table_stride) return 0;
-        if (in->num_blocks > 0) {
-            for (int64_t j = 0; j < nblk; j++) {
-                int32_t b = in->block_table[(size_t)r * (size_t)in->block_table_stride +
-                                            (size_t)j];
-                if (b < 0 || b >= in->num_blocks) return 0;
-            }
+        for (int64_t j = 0; j < nblk; j++) {
+            int32_t b = in->block_table[(size_t)r * (size_t)in->block_table_stride + (size_t)j];
+            if (b < 0 || b >= in->num_blocks) return 0;
         }
     }
     return 1;
@@ -97,8 +105,16 @@ static double alibi_bias(const ref_input *in, int32_t h, int64_t k, int64_t p) {
  * request's block table row bt. */
 static size_t kv_index(const ref_input *in, const int32_t *bt, int32_t kvh, int64_t k) {
     const int64_t bs = in->block_size;
-    return (((size_t)bt[k / bs] * (size_t)in->num_kv_heads + (size_t)kvh) * (size_t)bs +
-            (size_t)(k % bs)) * (size_t)in->head_dim;
+    const size_t slot = (size_t)bt[k / bs] * (size_t)bs + (size_t)(k % bs);
+    return (slot * (size_t)in->num_kv_heads + (size_t)kvh) * (size_t)in->head_dim;
+}
+
+static double load_k(const ref_input *in, size_t i) {
+    return ref_load(in->k_rows, i, in->kv_dtype) * in->k_scale;
+}
+
+static double load_v(const ref_input *in, size_t i) {
+    return ref_load(in->v_rows, i, in->kv_dtype) * in->v_scale;
 }
 
 /* Key k's logit x (scale * <q, k>, before the cap) as an interval
@@ -155,7 +171,7 @@ static int row_bound(const ref_input *in, const row_keys *rk, const double *o, d
         if (!(g > 0)) continue;
         const size_t vb = kv_index(in, rk->bt, rk->kvh, k);
         for (int32_t d = 0; d < D; d++)
-            B[d] += g * fabs(ref_load(in->v_cache, vb + (size_t)d, in->kv_dtype) - o[d]);
+            B[d] += g * fabs(load_v(in, vb + (size_t)d) - o[d]);
     }
     return 1;
 }
@@ -208,8 +224,7 @@ static void row_range(const ref_input *in, const ref_logit_err *err, const row_k
             if (!rk->vis[k]) continue;
             keys[j].a = ab[2 * j];
             keys[j].b = ab[2 * j + 1];
-            keys[j++].v = ref_load(in->v_cache, kv_index(in, rk->bt, rk->kvh, k) + (size_t)d,
-                                   in->kv_dtype);
+            keys[j++].v = load_v(in, kv_index(in, rk->bt, rk->kvh, k) + (size_t)d);
         }
         ref_softmax_range(keys, n, in->sinks != NULL, rk->sink, lo + d, hi + d);
     }
@@ -255,7 +270,8 @@ static int attention(const ref_input *in, const ref_logit_err *err, double *out,
 
         for (int32_t i = 0; i < q_len; i++) {
             const int64_t t = (int64_t)t0 + i;
-            const int64_t p = (int64_t)seq - q_len + i;   /* position of this query */
+            const int causal = in->causal[r] != 0;
+            const int64_t p = causal ? (int64_t)seq - q_len + i : i;   /* this query's position */
             for (int32_t h = 0; h < Hq; h++) {
                 const int32_t kvh = h / g;
                 const size_t qbase = ((size_t)t * (size_t)Hq + (size_t)h) * (size_t)D;
@@ -265,13 +281,13 @@ static int attention(const ref_input *in, const ref_logit_err *err, double *out,
                 double m = -INFINITY, ms_max = 0;
                 int any = 0;
                 for (int32_t k = 0; k < seq; k++) {
-                    vis[k] = (unsigned char)visible(k, p, in->window, in->causal);
+                    vis[k] = (unsigned char)visible(k, p, in->window_left, in->window_right, causal);
                     if (!vis[k]) continue;
                     const size_t kbase = kv_index(in, bt, kvh, k);
                     double dot = 0, mag = 0;
                     for (int32_t d = 0; d < D; d++) {
                         const double prod =
-                            qrow[d] * ref_load(in->k_cache, kbase + (size_t)d, in->kv_dtype);
+                            qrow[d] * load_k(in, kbase + (size_t)d);
                         dot += prod;
                         mag += fabs(prod);
                     }
@@ -307,7 +323,7 @@ static int attention(const ref_input *in, const ref_logit_err *err, double *out,
                     denom += w;
                     const size_t vbase = kv_index(in, bt, kvh, k);
                     for (int32_t d = 0; d < D; d++) {
-                        const double v = ref_load(in->v_cache, vbase + (size_t)d, in->kv_dtype);
+                        const double v = load_v(in, vbase + (size_t)d);
                         acc[d] += w * v;
                         if (fabs(v) > vmax) vmax = fabs(v);
                     }

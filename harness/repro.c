@@ -149,7 +149,7 @@ static void guess_from_path(const char *path, char *target, size_t tcap, char *i
 static int is_api_target(const char *target) { return target && strcmp(target, "fuzz_api") == 0; }
 
 /* force_bytes: the file is known to be fuzz bytes (libFuzzer's output). */
-static int load_impl(const char *path, const char *target, int force_bytes, attn_case *out,
+static int load_impl(const char *path, const char *target, int force_bytes, case_spec *out,
                      repro_input *info, char *errbuf, size_t errlen) {
     char err[512];
     size_t len = 0;
@@ -175,7 +175,7 @@ static int load_impl(const char *path, const char *target, int force_bytes, attn
      * decodes to a different case than the default text). */
     int named_case = !force_bytes && ends_with(path, ".case");
     int text_ok = !force_bytes && len > 0 && memchr(buf, '\0', len) == NULL;
-    attn_case c;
+    case_spec c;
     char msg[256] = "";
     if (named_case || text_ok) {
         int rc = text_ok ? case_parse(buf, &c, msg, sizeof msg) : -1;
@@ -207,7 +207,7 @@ static int load_impl(const char *path, const char *target, int force_bytes, attn
     return 0;
 }
 
-int repro_load_any(const char *path, const char *target, attn_case *out, repro_input *info,
+int repro_load_any(const char *path, const char *target, case_spec *out, repro_input *info,
                    char *errbuf, size_t errlen) {
     return load_impl(path, target, 0, out, info, errbuf, errlen);
 }
@@ -267,7 +267,7 @@ int cli_show(int argc, char **argv) {
             i++;
             continue;
         }
-        attn_case c;
+        case_spec c;
         repro_input in;
         char err[512];
         if (repro_load_any(argv[i], target, &c, &in, err, sizeof err) != 0) {
@@ -627,7 +627,7 @@ static int do_minimize(const char *bin, const repro_flags *fl, const repro_opts 
     }
     if (!kept) return 1;
 
-    attn_case c;
+    case_spec c;
     repro_input mi;
     if (load_impl(min_path, target, 1, &c, &mi, err, sizeof err) != 0) {
         fprintf(stderr, "attnguard repro: %s\n", err);
@@ -712,7 +712,7 @@ int cli_repro(int argc, char **argv) {
         return 2;
     }
 
-    attn_case c;
+    case_spec c;
     repro_input in;
     char err[512];
     if (repro_load_any(o.file, target, &c, &in, err, sizeof err) != 0) {

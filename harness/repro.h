@@ -55,6 +55,6 @@ typedef struct repro_input {
  * `fuzz_*` directory in the path) decides the byte layout: for fuzz_api the
  * first REPRO_API_PREFIX_LEN bytes are the prefix.  Returns 0 with *out and
  * *info written, or -1 with a message in errbuf. */
-int repro_load_any(const char *path, const char *target, attn_case *out, repro_input *info,
+int repro_load_any(const char *path, const char *target, case_spec *out, repro_input *info,
                    char *errbuf, size_t errlen);
 #endif /* ATTN_REPRO_H */

@@ -17,7 +17,7 @@
  * reference included, stays well under two minutes on two cores.
  *
  * Verdict per cell: the engine ran (ATTN_OK) and either every element is
- * within attn_tolerance, or its max abs AND max rel errors are each at most
+ * within cmp_tolerance, or its max abs AND max rel errors are each at most
  * 2x the baseline's.
  * NaN is never a pass.
  *
@@ -88,7 +88,7 @@ typedef struct cell_result {
     attn_status status;
     char message[ATTN_ERROR_MSG_LEN];
     err_stats engine, naive;
-    attn_tol tol;
+    cmp_tol tol;
     int within_tol, within_2x, pass;
     int bf16_rounding;          /* the builder rounds (attn_builder_info) */
     int32_t num_reqs, num_tokens;
@@ -126,7 +126,7 @@ static int32_t clampi(int64_t v, int64_t lo, int64_t hi) {
 /* ------------------------------------------------------------- batches */
 
 /* Fill the requests of a cell's case; lengths follow the key budget. */
-static void make_batch(const cell *ce, attn_case *c, uint64_t *rng) {
+static void make_batch(const cell *ce, case_spec *c, uint64_t *rng) {
     const group_spec *gs = &groups[ce->group];
     /* ~2e7 multiply-adds per pass of the reference at 2*Hq*D per pair */
     int64_t budget = 20000000 / ((int64_t)gs->heads * ce->head_dim);
@@ -159,7 +159,7 @@ static void make_batch(const cell *ce, attn_case *c, uint64_t *rng) {
     c->num_reqs = n;
 }
 
-static void cell_case(const cell *ce, uint64_t seed, attn_case *c) {
+static void cell_case(const cell *ce, uint64_t seed, case_spec *c) {
     case_default(c);
     const group_spec *gs = &groups[ce->group];
     snprintf(c->name, sizeof c->name, "grid-%d", ce->id);
@@ -192,10 +192,10 @@ static void cell_case(const cell *ce, uint64_t seed, attn_case *c) {
  * of the tolerance used (tol_use), measured where lo and hi are given from
  * the nearest point of [lo[i], hi[i]] (the bf16-rounding model's range). */
 static void measure(const double *ref, const double *lo, const double *hi, const void *got,
-                    attn_dtype dt, size_t n, attn_tol tol, err_stats *st) {
+                    attn_dtype dt, size_t n, cmp_tol tol, err_stats *st) {
     memset(st, 0, sizeof *st);
     for (size_t i = 0; i < n; i++) {
-        const double g = attn_elem_get(got, i, dt);
+        const double g = cmp_elem_get(got, i, dt);
         const double e = fabs(g - ref[i]);
         if (isnan(e)) {
             st->nan_count++;
@@ -213,7 +213,7 @@ static void measure(const double *ref, const double *lo, const double *hi, const
 static int run_cell(const cell *ce, uint64_t seed, cell_result *res) {
     memset(res, 0, sizeof *res);
     double t_start = now_ms();
-    attn_case c;
+    case_spec c;
     cell_case(ce, seed, &c);
     res->num_reqs = c.num_reqs;
     size_t used = 0;
@@ -244,7 +244,7 @@ static int run_cell(const cell *ce, uint64_t seed, cell_result *res) {
         return 0;
     }
     res->num_tokens = p.num_tokens;
-    res->tol = attn_tolerance(c.q_dtype, c.kv_dtype, c.out_dtype);
+    res->tol = cmp_tolerance(c.q_dtype, c.kv_dtype, c.out_dtype);
     const size_t n = problem_out_elems(&p, 0), osz = attn_dtype_size(c.out_dtype);
 
     attn_plan_opts po = {c.split, c.split_count, 0};
@@ -549,7 +549,7 @@ int main(int argc, char **argv) {
         if (i) fputs(", ", f);
         json_str(f, isas[i]);
     }
-    fprintf(f, "],\n  \"criterion\": \"pass = status ok and (every element within attn_tolerance"
+    fprintf(f, "],\n  \"criterion\": \"pass = status ok and (every element within cmp_tolerance"
                " or engine max_abs and max_rel both <= 2 x the baseline's); NaN never passes\",\n");
     fprintf(f, "  \"elapsed_s\": %.2f,\n  \"num_cells\": %d,\n  \"passed\": %d,\n"
                "  \"failed\": %d,\n  \"cells\": [\n",

@@ -1,10 +1,11 @@
 /*
- * attn.h — the whole public API of the attnguard attention engine.
+ * attn.h — the public API of the attnguard attention engine.
  *
  * Owns: status codes, the per-call error detail, the descriptions a caller
  * fills in (group, layer, KV spec, batch, tensors), the opaque builder and
- * plan handles, the scratchpad region table, and the entry points.
- * Everything else under src/ is private.
+ * plan handles, the scratchpad region table, and the entry points.  Looking
+ * inside a plan (its work items, reductions, summary, per-layer extents) is
+ * attn_plan_inspect.h.  Everything else under src/ is private.
  *
  * Model of use (one attention group = the layers sharing one KV-cache spec):
  *
@@ -79,6 +80,8 @@ typedef enum attn_status {
     ATTN_E_BAD_SLOT,          /* reshape_and_cache: slot outside the cache */
     ATTN_E_BAD_ISA,           /* requested ISA unknown or not on this CPU */
     ATTN_E_INTERNAL,          /* an engine invariant failed: a bug, please report */
+    ATTN_E_TOO_LARGE,         /* build: the plan's scratchpad or metadata would exceed
+                                 attn_group_desc.max_plan_bytes */
     ATTN_STATUS_COUNT
 } attn_status;
 
@@ -150,6 +153,12 @@ typedef struct attn_group_desc {
                                   prefill runs on VDPBF16PS ("amd", which
                                   rounds: attn_builder_info.bf16_rounding).
                                   An unknown name is ATTN_E_BAD_ISA. */
+    size_t max_plan_bytes;     /* most bytes a plan's scratchpad, and separately its
+                                  own metadata (work lists, region table, batch
+                                  copies), may take: attn_builder_build refuses more
+                                  with ATTN_E_TOO_LARGE, before allocating anything.
+                                  0: a quarter of this machine's physical memory (no
+                                  limit where that is unknown). */
 } attn_group_desc;
 
 typedef struct attn_builder attn_builder;
@@ -216,6 +225,9 @@ typedef struct attn_plan_opts {
 
 /* Build the plan for one batch: work items, reductions, per-thread
  * partition and the scratchpad layout.  opts NULL = defaults (auto, 0).
+ * A plan whose scratchpad, or whose own metadata, would take more than the
+ * group's max_plan_bytes is refused with ATTN_E_TOO_LARGE before anything
+ * is allocated.
  * A piece count is clamped to the keys the row can see (each piece has at
  * least one key).  On success *out owns a plan; free with attn_plan_destroy. */
 attn_status attn_builder_build(const attn_builder *builder, const attn_batch *batch,
@@ -259,54 +271,6 @@ attn_status attn_plan_scratch_size(const attn_plan *plan, size_t *bytes, attn_er
 /* The region table, sorted by offset; valid as long as the plan lives. */
 attn_status attn_plan_regions(const attn_plan *plan, const attn_region **regions,
                               size_t *count, attn_error *err);
-
-/* For every region of the plan, the bytes the kernels would touch in it when
- * running `layer` with the given head count / dims (extents[i] for
- * region i, same order as attn_plan_regions).  Computed from the kernel-side
- * footprint without running anything; the harness compares it with the
- * sized region (the sizing oracle).  `extents` has room for `count` entries. */
-attn_status attn_plan_layer_extents(const attn_plan *plan, const attn_layer_desc *layer,
-                                    int32_t head_dim, size_t *extents, size_t count,
-                                    attn_error *err);
-
-/* ---- the plan's work, for tests and tools ---- */
-typedef struct attn_work_item {
-    int32_t req;          /* request index */
-    int32_t kv_head;      /* all query heads of this KV head are processed together */
-    int32_t tok0, tok1;   /* query rows [tok0, tok1) of the request (0 = first new token) */
-    int32_t k0, k1;       /* key range [k0, k1) (masking narrows it per row) */
-    int32_t piece;        /* 0..num_pieces-1 */
-    int32_t num_pieces;   /* 1 = not split */
-    int32_t reduction;    /* index into the reductions, -1 when not split */
-    int32_t thread;       /* owner in the static partition */
-} attn_work_item;
-
-typedef struct attn_reduction {
-    int32_t req, kv_head, tok0, tok1;
-    int32_t num_pieces;
-    int32_t thread;       /* which thread merges it */
-    int32_t region_flags, region_partial, region_max, region_sum; /* region indices */
-} attn_reduction;
-
-typedef struct attn_plan_info {
-    int32_t num_reqs, num_tokens, num_heads, num_kv_heads, head_dim;
-    int32_t num_threads;
-    int32_t q_tile_tokens;    /* query tokens per work item (prefill tiles) */
-    int32_t head_run;         /* KV heads per decode run: that many consecutive heads'
-                               * single-token, unsplit items of one token stay on one
-                               * thread, adjacent in its list, and run together (1: none) */
-    int32_t kv_tile;          /* keys per kernel tile */
-    int32_t window;           /* group window used to bound KV ranges */
-    int32_t causal;
-    size_t num_items, num_reductions, num_regions;
-    size_t scratch_bytes, redzone;
-} attn_plan_info;
-
-attn_status attn_plan_get_info(const attn_plan *plan, attn_plan_info *out, attn_error *err);
-attn_status attn_plan_items(const attn_plan *plan, const attn_work_item **items,
-                            size_t *count, attn_error *err);
-attn_status attn_plan_reductions(const attn_plan *plan, const attn_reduction **reds,
-                                 size_t *count, attn_error *err);
 
 /* ---- running ---- */
 typedef struct attn_tensors {

@@ -191,6 +191,7 @@ attn_status attn_builder_create(const attn_group_desc *g, attn_builder **out, at
     b->q_dtype = g->q_dtype;
     b->kv_dtype = g->kv.dtype;
     b->out_dtype = g->out_dtype;
+    b->max_plan_bytes = g->max_plan_bytes;
     *out = b;
     attn__ok(err);
     return ATTN_OK;

@@ -18,6 +18,7 @@
 #endif
 
 #include "attn.h"
+#include "attn_plan_inspect.h"
 #include "kernels/kernels.h"
 
 #include <stdarg.h>
@@ -65,6 +66,7 @@ struct attn_builder {
     int32_t num_layers;
     int32_t num_threads;
     attn_dtype q_dtype, kv_dtype, out_dtype;
+    size_t max_plan_bytes;  /* the group's limit, 0: the default */
 };
 
 /* Most KV heads in one decode run (plan.c head_run, executor.c run_heads):
@@ -118,6 +120,7 @@ struct attn_plan {
     size_t thread_region0;  /* thread t's regions: thread_region0 + t*ATTN__THREAD_REGIONS + kind */
     size_t scratch_bytes;
     size_t redzone;
+    size_t metadata_bytes;  /* what the build allocated (plan_size.c's count) */
 };
 
 /* Per-thread regions, in this order, for every thread of the partition. */
@@ -132,8 +135,41 @@ struct attn_plan {
 size_t attn__footprint(attn_region_kind kind, int32_t group_size, int32_t head_dim,
                        int32_t tokens, int32_t kv_tile, int32_t pieces, bool *overflow);
 
+/* The bytes the layout gives one owner's regions (a thread's
+ * ATTN__THREAD_REGIONS or a reduction's 4): each region's footprint
+ * rounded up to ATTN_ALIGN plus the redzone after it.  The scratchpad is
+ * the sum over all owners minus one redzone.  True on overflow. */
+bool attn__owner_bytes(attn_owner_kind owner, int32_t group_size, int32_t head_dim,
+                       int32_t tokens, int32_t kv_tile, int32_t pieces, size_t redzone,
+                       size_t *out);
+
 /* Lay out all regions of a plan whose items/reductions are final. */
 attn_status attn__layout_build(attn_plan *plan, attn_error *err);
+
+/* ---- the plan before it is built (src/plan_size.c) ---- */
+typedef struct attn__plan_shape {
+    int32_t q_tile;         /* query tokens per work item */
+    uint64_t total_cost;    /* the batch's work, for the split decisions */
+    size_t num_items, num_reds;
+    int32_t head_run, row_groups; /* as struct attn_plan's */
+    size_t scratch_bytes, metadata_bytes;
+} attn__plan_shape;
+
+/* The plan batch bt will get under opts (validated), worked out without
+ * allocating; ATTN_E_TOO_LARGE when its scratchpad or metadata would
+ * exceed the builder's max_plan_bytes (0: a quarter of physical memory). */
+attn_status attn__plan_size(const attn_builder *b, const attn_batch *bt, const attn_plan_opts *o,
+                            attn__plan_shape *out, attn_error *err);
+/* Query tokens per work item of the builder's plans. */
+int32_t attn__q_tile(const attn_builder *b);
+/* Split pieces of request r (1: not split; only single-tile rows split). */
+int32_t attn__request_pieces(const attn_builder *b, const attn_batch *bt,
+                             const attn_plan_opts *o, uint64_t total_cost, int32_t r);
+/* Union [lo, hi) of the keys the rows of tokens [t0, t1) of a request may
+ * see under the group window (DESIGN §2).  Visibility of every row is an
+ * interval, so the union over consecutive rows is one too. */
+void attn__kv_range(int32_t seq_len, int32_t q_len, int32_t t0, int32_t t1, int32_t causal,
+                    int32_t window, int32_t *lo, int32_t *hi);
 
 /* Debug check of the plan's structural invariants (ATTN_ASSERT inside);
  * returns false if one fails in a release build. */

@@ -55,6 +55,21 @@ size_t attn__footprint(attn_region_kind kind, int32_t group_size, int32_t head_d
     return x;
 }
 
+bool attn__owner_bytes(attn_owner_kind owner, int32_t group_size, int32_t head_dim,
+                       int32_t tokens, int32_t kv_tile, int32_t pieces, size_t redzone,
+                       size_t *out) {
+    const int first = owner == ATTN_OWNER_THREAD ? ATTN_REGION_Q : ATTN_REGION_FLAGS;
+    const int n = owner == ATTN_OWNER_THREAD ? ATTN__THREAD_REGIONS : 4;
+    bool ov = false;
+    size_t t = 0, x;
+    for (int k = first; k < first + n; k++) {
+        x = attn__footprint((attn_region_kind)k, group_size, head_dim, tokens, kv_tile, pieces, &ov);
+        ov |= attn__align(x, &x) || attn__add(t, x, &t) || attn__add(t, redzone, &t);
+    }
+    *out = t;
+    return ov;
+}
+
 static const char *const k_kind_name[ATTN_REGION_KIND_COUNT] = {
     "q", "acc", "state", "scores", "kv", "flags", "partial", "max", "sum",
 };

@@ -10,28 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Keys a split piece should at least get under ATTN_SPLIT_AUTO: below this
- * the merge and the extra partial traffic cost more than the idle thread. */
-#define AUTO_MIN_KEYS_PER_PIECE 256
-
 static int32_t min32(int32_t a, int32_t b) { return a < b ? a : b; }
 static int32_t max32(int32_t a, int32_t b) { return a > b ? a : b; }
-
-/* Union of the keys the rows of tokens [t0, t1) of a request may see,
- * under the group window (DESIGN §2).  Visibility of every row is an
- * interval, so the union over consecutive rows is one too. */
-static void kv_range(int32_t seq_len, int32_t q_len, int32_t t0, int32_t t1, int32_t causal,
-                     int32_t window, int32_t *lo, int32_t *hi) {
-    int32_t pa = seq_len - q_len + t0, pb = seq_len - q_len + t1 - 1;
-    int32_t l = 0, h;
-    if (window > 0) l = max32(0, pa - (window - 1));
-    if (causal)
-        h = pb + 1;
-    else
-        h = window > 0 ? (int32_t)((int64_t)pb + window < seq_len ? pb + window : seq_len) : seq_len;
-    *lo = l;
-    *hi = h;
-}
 
 static attn_status validate_batch(const attn_builder *b, const attn_batch *bt,
                                   attn_error *err) {
@@ -116,34 +96,6 @@ static attn_status validate_opts(const attn_plan_opts *o, attn_error *err) {
     return ATTN_OK;
 }
 
-/* Pieces for a single-tile row with `keys` keys and cost `cost`, given the
- * batch's total cost.  Each piece keeps >= 1 key (>= AUTO_MIN under auto). */
-static int32_t choose_pieces(const attn_plan_opts *o, int32_t threads, int32_t keys,
-                             uint64_t cost, uint64_t total) {
-    int32_t s = 1;
-    switch (o->split) {
-    case ATTN_SPLIT_OFF: s = 1; break;
-    case ATTN_SPLIT_FIXED: s = o->split_count; break;
-    case ATTN_SPLIT_ON: s = max32(2, threads); break;
-    case ATTN_SPLIT_AUTO:
-        /* Split a row only when it alone is more than a thread's fair share
-         * (requests x KV heads leave threads idle): pieces of about the
-         * fair share, never smaller than AUTO_MIN_KEYS_PER_PIECE keys. */
-        if (threads > 1) {
-            uint64_t share = (total + (uint64_t)threads - 1) / (uint64_t)threads;
-            if (share && cost > share) {
-                uint64_t want = (cost + share - 1) / share;
-                int32_t cap = keys / AUTO_MIN_KEYS_PER_PIECE;
-                s = (int32_t)(want < (uint64_t)cap ? want : (uint64_t)cap);
-                if (s < 1) s = 1;
-            }
-        }
-        break;
-    }
-    s = min32(s, ATTN_MAX_SPLITS);
-    return max32(1, min32(s, keys));
-}
-
 typedef struct cost_ix {
     uint64_t cost;
     int32_t ix;
@@ -210,24 +162,6 @@ static size_t item_units(const attn_plan *p, int32_t *unit) {
     return u;
 }
 
-/* Heads per decode run.  A run reads one chunk's K and V pieces of all its
- * heads back to back: in the paged layout those of one block are adjacent,
- * where one head at a time strides over the others' pieces (measured,
- * pure reads of this layout at D 128, 2 threads: 26-29 GB/s one head at a
- * time, 34-36 GB/s walking 8 heads chunk by chunk).  So: the longest run
- * (a divisor of Hkv, so runs tile the heads) that still leaves 2 units per
- * thread to balance; 1 when the kernel table has no tile_heads or no item
- * has a single token.  singles: the unsplit single-token (request, token)
- * pairs; others: the remaining items. */
-static int32_t head_run(const attn_builder *b, size_t singles, size_t others) {
-    if (!b->kern->tile_heads[b->kv_dtype] || singles == 0) return 1;
-    const int32_t hkv = b->num_kv_heads;
-    for (int32_t r = min32(hkv, ATTN__HEAD_RUN_MAX); r > 1; r--)
-        if (hkv % r == 0 && singles * (size_t)(hkv / r) + others >= 2 * (size_t)b->num_threads)
-            return r;
-    return 1;
-}
-
 void attn_plan_destroy(attn_plan *p) {
     if (!p) return;
     attn_allocator a = p->alloc;
@@ -256,6 +190,9 @@ attn_status attn_builder_build(const attn_builder *b, const attn_batch *bt,
     if (opts_in) opts = *opts_in;
     if ((st = validate_opts(&opts, err))) return st;
     if ((st = validate_batch(b, bt, err))) return st;
+    /* the plan's counts and bytes, and the limit, before any allocation */
+    attn__plan_shape sh;
+    if ((st = attn__plan_size(b, bt, &opts, &sh, err))) return st;
 
     const attn_allocator *al = &b->alloc;
     attn_plan *p = attn__alloc(al, sizeof *p);
@@ -276,8 +213,9 @@ attn_status attn_builder_build(const attn_builder *b, const attn_batch *bt,
     p->kv_dtype = b->kv_dtype;
     p->out_dtype = b->out_dtype;
     p->kv_tile = b->kern->kv_tile;
-    p->q_tile = max32(1, b->kern->rows_target / b->group_size);
+    p->q_tile = sh.q_tile;
     p->redzone = opts.redzone;
+    p->metadata_bytes = sh.metadata_bytes;
     p->num_reqs = bt->num_reqs;
     p->num_tokens = bt->query_start_loc[bt->num_reqs];
     p->num_blocks = bt->num_blocks;
@@ -296,36 +234,10 @@ attn_status attn_builder_build(const attn_builder *b, const attn_batch *bt,
     memcpy(p->qsl, bt->query_start_loc, (R + 1) * sizeof(int32_t));
     memcpy(p->seq_lens, bt->seq_lens, R * sizeof(int32_t));
     memcpy(p->block_table, bt->block_table, cells * sizeof(int32_t));
-
-    /* Pass 1: tiles, cost, and the pieces of each single-tile request. */
-    uint64_t total = 0;
-    size_t n_tiles = 0;
+    for (int32_t r = 0; r < bt->num_reqs; r++)
+        pieces[r] = attn__request_pieces(b, bt, &opts, sh.total_cost, r);
+    const size_t n_items = sh.num_items, n_reds = sh.num_reds;
     const uint64_t rows_per_tok = (uint64_t)b->group_size;
-    for (int32_t r = 0; r < bt->num_reqs; r++) {
-        int32_t q_len = p->qsl[r + 1] - p->qsl[r], s = p->seq_lens[r];
-        for (int32_t t0 = 0; t0 < q_len; t0 += p->q_tile) {
-            int32_t t1 = min32(q_len, t0 + p->q_tile), lo, hi;
-            kv_range(s, q_len, t0, t1, p->causal, p->window, &lo, &hi);
-            total += (uint64_t)(t1 - t0) * rows_per_tok * (uint64_t)(hi - lo) *
-                     (uint64_t)b->num_kv_heads;
-            n_tiles++;
-        }
-    }
-    size_t n_items = 0, n_reds = 0;
-    for (int32_t r = 0; r < bt->num_reqs; r++) {
-        int32_t q_len = p->qsl[r + 1] - p->qsl[r], s = p->seq_lens[r];
-        pieces[r] = 1;
-        if (q_len <= p->q_tile) {
-            int32_t lo, hi;
-            kv_range(s, q_len, 0, q_len, p->causal, p->window, &lo, &hi);
-            uint64_t cost = (uint64_t)q_len * rows_per_tok * (uint64_t)(hi - lo);
-            pieces[r] = choose_pieces(&opts, p->num_threads, hi - lo, cost, total);
-        }
-        size_t tiles = (size_t)((q_len + p->q_tile - 1) / p->q_tile);
-        n_items += tiles * (size_t)pieces[r] * (size_t)b->num_kv_heads;
-        if (pieces[r] > 1) n_reds += (size_t)b->num_kv_heads;
-    }
-    (void)n_tiles;
 
     p->items = attn__alloc_array(al, n_items, sizeof *p->items);
     p->reds = attn__alloc_array(al, n_reds, sizeof *p->reds);
@@ -352,7 +264,6 @@ attn_status attn_builder_build(const attn_builder *b, const attn_batch *bt,
      * and a last tile of one token) keep their KV heads adjacent, as decode
      * runs (head_run) need: they come after the request's other tiles. */
     size_t ni = 0, nr = 0;
-    int32_t max_tokens = 1;
     for (int32_t r = 0; r < bt->num_reqs; r++) {
         int32_t q_len = p->qsl[r + 1] - p->qsl[r], s = p->seq_lens[r], S = pieces[r];
         const int32_t ntile = (q_len + p->q_tile - 1) / p->q_tile;
@@ -365,8 +276,7 @@ attn_status attn_builder_build(const attn_builder *b, const attn_batch *bt,
             const int32_t h = in_m ? ix / nm : j % Hkv;
             const int32_t t0 = (in_m ? ix % nm : nm + j / Hkv) * p->q_tile;
             int32_t t1 = min32(q_len, t0 + p->q_tile), lo, hi;
-            kv_range(s, q_len, t0, t1, p->causal, p->window, &lo, &hi);
-            max_tokens = max32(max_tokens, t1 - t0);
+            attn__kv_range(s, q_len, t0, t1, p->causal, p->window, &lo, &hi);
             int64_t len = hi - lo;
             int32_t red = -1;
             if (S > 1) {
@@ -398,9 +308,11 @@ attn_status attn_builder_build(const attn_builder *b, const attn_batch *bt,
             }
         }
     }
+    ATTN_ASSERT(ni == n_items && nr == n_reds);
     p->num_items = ni;
     p->num_reds = nr;
-    p->row_groups = max_tokens;
+    p->head_run = sh.head_run;
+    p->row_groups = sh.row_groups;
 
     /* Reductions partition first (cost[] is reused for items next). */
     if (lpt(al, nr, cost, p->num_threads, owner)) {
@@ -412,11 +324,6 @@ attn_status attn_builder_build(const attn_builder *b, const attn_batch *bt,
     thread_lists(nr, owner, p->num_threads, p->thread_reds, p->red_start);
     for (size_t i = 0; i < nr; i++) p->reds[i].thread = owner[i];
 
-    size_t singles = 0;
-    for (size_t i = 0; i < ni; i++)
-        singles += p->items[i].kv_head == 0 && attn__run_item(&p->items[i]);
-    p->head_run = head_run(b, singles, ni - singles * (size_t)b->num_kv_heads);
-    p->row_groups = max32(p->row_groups, p->head_run);
     int32_t *unit = attn__alloc_array(al, ni, sizeof *unit);
     if (!unit) {
         attn__free(al, cost);
@@ -448,6 +355,11 @@ attn_status attn_builder_build(const attn_builder *b, const attn_batch *bt,
     }
 
     if ((st = attn__layout_build(p, err))) goto fail_keep_msg;
+    /* the limit was checked on the figures of plan_size.c: they must be
+     * this plan's (the sizing injections change only the layout's sizes) */
+#if !defined(ATTN_INJECT_out_dtype_sizing)
+    ATTN_ASSERT(p->scratch_bytes == sh.scratch_bytes);
+#endif
     attn__free(al, pieces);
     *out = p;
     attn__ok(err);
@@ -532,6 +444,7 @@ attn_status attn_plan_get_info(const attn_plan *p, attn_plan_info *out, attn_err
     i.num_regions = p->num_regions;
     i.scratch_bytes = p->scratch_bytes;
     i.redzone = p->redzone;
+    i.metadata_bytes = p->metadata_bytes;
     *out = i;
     attn__ok(err);
     return ATTN_OK;

@@ -44,6 +44,8 @@ static const status_entry k_status[] = {
     [ATTN_E_BAD_SLOT] = {"ATTN_E_BAD_SLOT", "slot mapping entry outside the cache"},
     [ATTN_E_BAD_ISA] = {"ATTN_E_BAD_ISA", "requested ISA unknown or unavailable"},
     [ATTN_E_INTERNAL] = {"ATTN_E_INTERNAL", "internal engine invariant failed (a bug)"},
+    [ATTN_E_TOO_LARGE] = {"ATTN_E_TOO_LARGE",
+                          "the plan's scratchpad or metadata would exceed the byte limit"},
 };
 _Static_assert(sizeof k_status / sizeof k_status[0] == ATTN_STATUS_COUNT,
                "status table out of sync with attn_status");

@@ -35,7 +35,7 @@ static void cb_fill(uint8_t *buf, size_t n, uint64_t *s) {
 }
 
 /* Text form of c into a fresh heap string (caller frees). */
-static char *cb_text(const attn_case *c) {
+static char *cb_text(const case_spec *c) {
     size_t n = case_format(NULL, 0, c);
     char *t = malloc(n + 1);
     cr_assert_not_null(t);
@@ -44,9 +44,9 @@ static char *cb_text(const attn_case *c) {
 }
 
 /* struct -> text -> struct must give the same case and the same text. */
-static void cb_check_text(const attn_case *c, const char *what) {
+static void cb_check_text(const case_spec *c, const char *what) {
     char *t1 = cb_text(c);
-    attn_case back;
+    case_spec back;
     char err[256];
     cr_assert_eq(case_parse(t1, &back, err, sizeof err), 0, "%s: text does not parse: %s\n%s",
                  what, err, t1);
@@ -58,12 +58,12 @@ static void cb_check_text(const attn_case *c, const char *what) {
 }
 
 /* struct -> bytes -> struct must give the same case. */
-static size_t cb_check_bytes(const attn_case *c, const char *what, uint8_t *buf) {
+static size_t cb_check_bytes(const case_spec *c, const char *what, uint8_t *buf) {
     char err[256];
     size_t n = case_encode(c, buf, CASE_BYTES_MAX, err, sizeof err);
     cr_assert_gt(n, 0, "%s: case_encode refused: %s", what, err);
     cr_assert_leq(n, CASE_BYTES_MAX);
-    attn_case back;
+    case_spec back;
     case_decode(buf, n, &back);
     char *t1 = cb_text(c), *t2 = cb_text(&back);
     cr_assert(case_equal(c, &back), "%s: bytes round trip changed the case:\n%s\n-- became --\n%s",
@@ -82,14 +82,14 @@ Test(case_bytes, corpus_round_trip) {
     cr_assert_gt(g.gl_pathc, 0);
     for (size_t i = 0; i < g.gl_pathc; i++) {
         const char *path = g.gl_pathv[i];
-        attn_case c;
+        case_spec c;
         char err[256];
         cr_assert_eq(case_load(path, &c, err, sizeof err), 0, "%s", err);
         cb_check_text(&c, path);
         uint8_t buf[CASE_BYTES_MAX];
         size_t n = cb_check_bytes(&c, path, buf);
         /* Canonical: the decoded case encodes to the very same bytes. */
-        attn_case back;
+        case_spec back;
         case_decode(buf, n, &back);
         uint8_t buf2[CASE_BYTES_MAX];
         size_t n2 = case_encode(&back, buf2, sizeof buf2, err, sizeof err);
@@ -109,12 +109,12 @@ Test(case_bytes, random_round_trip) {
         if (i % 3 == 0)
             for (size_t k = 0; k < len; k++)
                 if (cb_rng(&s) % 4 == 0) in[k] = (uint8_t)(0xFD + cb_rng(&s) % 3);
-        attn_case c;
+        case_spec c;
         case_decode(in, len, &c);
         char what[64];
         snprintf(what, sizeof what, "random input %d (%zu bytes)", i, len);
         size_t n = cb_check_bytes(&c, what, buf);
-        attn_case again;
+        case_spec again;
         case_decode(buf, n, &again);
         cr_assert_eq(memcmp(&c, &again, sizeof c) == 0 || case_equal(&c, &again), 1);
         if (i % 10 == 0) cb_check_text(&c, what);
@@ -126,7 +126,7 @@ Test(case_bytes, decode_never_crashes) {
     uint8_t *in = malloc(2001);
     cr_assert_not_null(in);
     for (size_t len = 0; len <= 2000; len++) {
-        attn_case c;
+        case_spec c;
         cb_fill(in, len, &s);
         case_decode(in, len, &c);
         memset(in, 0xFF, len);
@@ -140,18 +140,18 @@ Test(case_bytes, decode_never_crashes) {
         cr_assert_geq(c.num_reqs, 0);
         cr_assert_leq(c.num_reqs, CASE_MAX_REQS);
     }
-    case_decode(NULL, 0, &(attn_case){0});
+    case_decode(NULL, 0, &(case_spec){0});
     free(in);
 }
 
 Test(case_bytes, encode_refuses_outside_domain) {
-    attn_case c;
+    case_spec c;
     case_default(&c);
     uint8_t buf[CASE_BYTES_MAX];
     char err[256];
-    snprintf(c.isa, sizeof c.isa, "avx9000");
+    snprintf(c.options, sizeof c.options, "isa=avx9000");
     cr_assert_eq(case_encode(&c, buf, sizeof buf, err, sizeof err), 0);
-    cr_assert(strstr(err, "isa") != NULL, "message names the field: %s", err);
+    cr_assert(strstr(err, "options") != NULL, "message names the field: %s", err);
     case_default(&c);
     c.num_kv_heads = INT32_MIN;
     cr_assert_eq(case_encode(&c, buf, sizeof buf, err, sizeof err), 0);
@@ -168,7 +168,7 @@ Test(case_bytes, encode_refuses_outside_domain) {
 /* ------------------------------------------------------- distribution */
 
 /* What the engine must refuse (mirrors DESIGN §2/§3, not the engine). */
-static int cb_invalid(const attn_case *c) {
+static int cb_invalid(const case_spec *c) {
     int32_t hkv = c->num_kv_heads;
     if (hkv <= 0 || hkv > ATTN_MAX_HEADS) return 1;
     if (c->num_layers == 0 && (c->model_num_heads <= 0 || c->model_num_heads > ATTN_MAX_HEADS ||
@@ -183,8 +183,8 @@ static int cb_invalid(const attn_case *c) {
     }
     if (c->head_dim <= 0 || c->head_dim > ATTN_MAX_HEAD_DIM) return 1;
     if (c->block_size <= 0 || c->block_size > ATTN_MAX_BLOCK_SIZE) return 1;
-    if ((unsigned)c->q_dtype >= ATTN_DTYPE_COUNT || (unsigned)c->kv_dtype >= ATTN_DTYPE_COUNT ||
-        (unsigned)c->out_dtype >= ATTN_DTYPE_COUNT)
+    if ((unsigned)c->q_dtype >= AG_DTYPE_COUNT || (unsigned)c->kv_dtype >= AG_DTYPE_COUNT ||
+        (unsigned)c->out_dtype >= AG_DTYPE_COUNT)
         return 1;
     if (c->threads < 1 || c->threads > ATTN_MAX_THREADS) return 1;
     if ((unsigned)c->split > ATTN_SPLIT_FIXED) return 1;
@@ -193,18 +193,18 @@ static int cb_invalid(const attn_case *c) {
     if (c->num_reqs < 1) return 1;
     for (int32_t r = 0; r < c->num_reqs; r++)
         if (c->q_len[r] < 1 || c->kv_len[r] < c->q_len[r] || c->kv_len[r] > (1 << 28)) return 1;
-    if (strcmp(c->isa, "sse9") == 0) return 1;
+    if (strcmp(c->options, "isa=sse9") == 0) return 1;
     return 0;
 }
 
-static int cb_mixed(const attn_case *c) {
+static int cb_mixed(const case_spec *c) {
     for (int32_t l = 1; l < c->num_layers; l++)
         if (c->layers[l].num_heads != c->layers[0].num_heads) return 1;
     return 0;
 }
 
 /* tokens x keys x heads x D, summed over requests and layers. */
-static double cb_cost(const attn_case *c) {
+static double cb_cost(const case_spec *c) {
     double cost = 0;
     for (int32_t r = 0; r < c->num_reqs; r++)
         for (int32_t l = 0; l < c->num_layers; l++)
@@ -228,7 +228,7 @@ Test(case_bytes, distribution) {
     for (int i = 0; i < N; i++) {
         size_t len = (size_t)(cb_rng(&s) % sizeof in);
         cb_fill(in, len, &s);
-        attn_case c;
+        case_spec c;
         case_decode(in, len, &c);
         int bad = cb_invalid(&c);
         invalid += bad;

@@ -12,7 +12,7 @@
  * combinations are enumerated deterministically so that every value of
  * every axis meets every ISA, without the full cartesian product.
  *
- * Tolerance: attn_tolerance (harness/compare.c) for every ISA.  No table
+ * Tolerance: cmp_tolerance (harness/compare.c) for every ISA.  No table
  * rounds an intermediate coarser than fp32: the avx512bf16 table feeds
  * VDPBF16PS with Q split into two bf16 terms (|error| <= 2^-16 |q|, so
  * the logit error is ~2^-8 of a bf16 rounding's, ~2.5e-6 rms for these
@@ -44,6 +44,7 @@
 #include "../harness/case.h"
 #include "../harness/compare.h"
 #include "../harness/problem.h"
+#include "../engines/attnguard/fixture.h"
 #include "../harness/ref.h"
 #include "tutil.h"
 
@@ -109,7 +110,12 @@ static int32_t g_tune;
  * (out_dtype, caller frees) or NULL with a message in msg. */
 static void *run_on(problem *p, int32_t l, const char *isa, int *rounded, char *msg,
                     size_t cap) {
-    attn_group_desc g = p->group;
+    afx_engine fx;
+    if (afx_init(&fx, p) != 0) {
+        snprintf(msg, cap, "fixture: out of memory");
+        return NULL;
+    }
+    attn_group_desc g = fx.group;
     g.isa = isa;
     g.tune = g_tune ? (g_tune == ATTN__TUNE_AMD ? "amd" : "intel") : NULL;
     attn_builder *b = NULL;
@@ -129,7 +135,7 @@ static void *run_on(problem *p, int32_t l, const char *isa, int *rounded, char *
     memset(&o, 0, sizeof o);
     o.split = p->c.split;
     o.split_count = p->c.split_count;
-    st = attn_builder_build(b, &p->batch, &o, &plan, &err);
+    st = attn_builder_build(b, &fx.batch, &o, &plan, &err);
     if (st) {
         snprintf(msg, cap, "build(%s): %s", isa, err.message);
         goto done;
@@ -139,7 +145,7 @@ static void *run_on(problem *p, int32_t l, const char *isa, int *rounded, char *
     scratch = aligned_bytes(bytes);
     /* NaN-patterned scratch: a kernel may not rely on zeroed work areas */
     if (scratch) memset(scratch, 0xff, (bytes + 63) & ~(size_t)63);
-    const size_t ob = problem_out_elems(p, l) * attn_dtype_size(p->c.out_dtype);
+    const size_t ob = problem_out_elems(p, l) * ag_dtype_size(p->c.out_dtype);
     out = malloc(ob);
     if (!scratch || !out) {
         snprintf(msg, cap, "out of memory");
@@ -148,8 +154,8 @@ static void *run_on(problem *p, int32_t l, const char *isa, int *rounded, char *
         goto done;
     }
     memset(out, 0xff, ob); /* NaN in every dtype: unwritten elements fail */
-    attn_tensors t = problem_tensors(p, l, out);
-    st = attn_run(plan, &p->layers[l], &t, scratch, bytes, &err);
+    attn_tensors t = afx_tensors(&fx, p, l, out);
+    st = attn_run(plan, &fx.layers[l], &t, scratch, bytes, &err);
     if (st) {
         snprintf(msg, cap, "run(%s): %s", isa, err.message);
         free(out);
@@ -159,6 +165,7 @@ done:
     free(scratch);
     attn_plan_destroy(plan);
     attn_builder_destroy(b);
+    afx_free(&fx);
     return out;
 }
 
@@ -181,11 +188,11 @@ static void under_each_tune_profile(void (*check)(void)) {
 /* Every layer of materialized problem p on every available table: vs the
  * exact reference (tol) and vs the "ref" table's output (2 tol); a table
  * that reports bf16_rounding against the ranges of the bf16-rounding
- * model instead (problem_reference_bf16dot), which are then the only
+ * model instead (afx_reference under the bf16 model), which are then the only
  * judge: the ref table's output lies inside them too.  text: the case,
  * for messages. */
 static void check_problem_once(problem *p, const char *text) {
-    const attn_case *c = &p->c;
+    const case_spec *c = &p->c;
     char msg[512];
     const char *isas[MAX_ISAS];
     const int n = attn_isa_available(isas, MAX_ISAS);
@@ -198,37 +205,37 @@ static void check_problem_once(problem *p, const char *text) {
         double *rlo = NULL, *rhi = NULL;
         double *base = malloc(ne * sizeof(double));
         cr_assert(exact && lo && hi && base);
-        cr_assert_eq(problem_reference(p, l, exact, lo, hi), 0, "reference refused\n%s", text);
+        cr_assert_eq(afx_reference(p, l, 0, exact, lo, hi), 0, "reference refused\n%s", text);
         int rounded = 0;
         void *ref_out = run_on(p, l, "ref", &rounded, msg, sizeof msg);
         cr_assert(ref_out, "%s\n%s", msg, text);
         cr_assert(!rounded, "the ref table reports bf16 rounding");
-        for (size_t i = 0; i < ne; i++) base[i] = attn_elem_get(ref_out, i, c->out_dtype);
-        const attn_tol tol = attn_tolerance(c->q_dtype, c->kv_dtype, c->out_dtype);
-        const attn_tol tol2 = {2 * tol.atol, 2 * tol.rtol};
+        for (size_t i = 0; i < ne; i++) base[i] = cmp_elem_get(ref_out, i, c->out_dtype);
+        const cmp_tol tol = cmp_tolerance(c->q_dtype, c->kv_dtype, c->out_dtype);
+        const cmp_tol tol2 = {2 * tol.atol, 2 * tol.rtol};
         for (int k = 0; k < n; k++) {
             void *out = run_on(p, l, isas[k], &rounded, msg, sizeof msg);
             cr_assert(out, "%s\n%s", msg, text);
-            attn_cmp r1, r2;
+            cmp_result r1, r2;
             int ok1, ok2;
             if (rounded) {
                 if (!rlo) {
                     rlo = malloc(ne * sizeof(double)), rhi = malloc(ne * sizeof(double));
                     double *tmp = malloc(ne * sizeof(double));
                     cr_assert(rlo && rhi && tmp);
-                    cr_assert_eq(problem_reference_bf16dot(p, l, tmp, rlo, rhi), 0,
+                    cr_assert_eq(afx_reference(p, l, 1, tmp, rlo, rhi), 0,
                                  "bf16-rounding reference refused\n%s", text);
                     free(tmp);
                 }
-                ok1 = attn_compare(exact, rlo, rhi, out, c->out_dtype, ne, tol, &r1);
+                ok1 = cmp_compare(exact, rlo, rhi, out, c->out_dtype, ne, tol, &r1);
                 ok2 = ok1, r2 = r1; /* the ranges are the only judge */
             } else {
                 /* where rounding leaves an element a range, any value in it is right */
-                ok1 = attn_compare(exact, lo, hi, out, c->out_dtype, ne, tol, &r1);
+                ok1 = cmp_compare(exact, lo, hi, out, c->out_dtype, ne, tol, &r1);
                 /* a SIMD table also against the portable one; "ref" is not
                  * compared with itself */
                 if (strcmp(isas[k], "ref") != 0)
-                    ok2 = attn_compare(base, lo, hi, out, c->out_dtype, ne, tol2, &r2);
+                    ok2 = cmp_compare(base, lo, hi, out, c->out_dtype, ne, tol2, &r2);
                 else
                     ok2 = 1, r2 = r1;
             }
@@ -237,7 +244,7 @@ static void check_problem_once(problem *p, const char *text) {
                       "isa %s%s layer %d: vs exact %zu bad (max_abs %.3g), vs ref table %zu bad "
                       "(max_abs %.3g); element %zu got %.9g exact %.9g ref-table %.9g\n%s",
                       isas[k], rounded ? " (bf16 rounding)" : "", (int)l, r1.bad, r1.max_abs,
-                      r2.bad, r2.max_abs, w, attn_elem_get(out, w, c->out_dtype), exact[w],
+                      r2.bad, r2.max_abs, w, cmp_elem_get(out, w, c->out_dtype), exact[w],
                       base[w], text);
             free(out);
         }
@@ -261,7 +268,7 @@ static void check_problem(problem *p, const char *text) {
 }
 
 /* check_problem on the case's own generated inputs. */
-static void check_case(const attn_case *c) {
+static void check_case(const case_spec *c) {
     char text[2048], msg[512];
     case_format(text, sizeof text, c);
     problem p;
@@ -272,8 +279,8 @@ static void check_case(const attn_case *c) {
 }
 
 /* A one-layer case (the grid's building block). */
-static attn_case mk(int32_t hq, int32_t hkv, int32_t d, int32_t bs, attn_dtype dt) {
-    attn_case c;
+static case_spec mk(int32_t hq, int32_t hkv, int32_t d, int32_t bs, attn_dtype dt) {
+    case_spec c;
     case_default(&c);
     snprintf(c.name, sizeof c.name, "isa-grid");
     c.num_layers = 1;
@@ -283,7 +290,7 @@ static attn_case mk(int32_t hq, int32_t hkv, int32_t d, int32_t bs, attn_dtype d
     c.num_kv_heads = hkv;
     c.head_dim = d;
     c.block_size = bs;
-    c.q_dtype = c.kv_dtype = c.out_dtype = dt;
+    c.q_dtype = c.kv_dtype = c.out_dtype = (ag_dtype)dt;
     c.blocks = CASE_BLOCKS_SHUFFLED;
     return c;
 }
@@ -297,16 +304,16 @@ static const attn_dtype k_dt[] = {ATTN_DTYPE_F32, ATTN_DTYPE_BF16, ATTN_DTYPE_F1
 
 /* Row i of an enumerated grid: coprime-ish strides over the axes so that
  * consecutive rows change every axis and all values appear. */
-static attn_case grid_row(int i, int32_t q_len, int32_t kv_len, int causal) {
+static case_spec grid_row(int i, int32_t q_len, int32_t kv_len, int causal) {
     const int32_t g = k_g[i % N(k_g)];
     const int32_t hkv = (g >= 8) ? 1 + (i / 5) % 2 : 2;
-    attn_case c = mk(g * hkv, hkv, k_d[(i / 2) % N(k_d)], k_bs[(i / 3) % N(k_bs)],
+    case_spec c = mk(g * hkv, hkv, k_d[(i / 2) % N(k_d)], k_bs[(i / 3) % N(k_bs)],
                      k_dt[(i / 7) % N(k_dt)]);
     c.layers[0].window = k_win[(i / 4) % N(k_win)];
     c.layers[0].softcap = (i % 3 == 1) ? 5.0f : 0.0f;
     c.layers[0].alibi = (uint8_t)(i % 4 == 2);
     c.layers[0].sinks = (uint8_t)(i % 5 == 3);
-    c.causal = causal;
+    c.causal[0] = (uint8_t)causal;
     c.q_len[0] = q_len;
     c.kv_len[0] = kv_len;
     c.threads = 1 + i % 2;
@@ -314,8 +321,8 @@ static attn_case grid_row(int i, int32_t q_len, int32_t kv_len, int causal) {
     c.split_count = 3;
     c.seed = 0x15a0000u + (uint64_t)i;
     if (i % 6 == 5) { /* mixed dtypes: q bf16, kv of the row, out f16 */
-        c.q_dtype = ATTN_DTYPE_BF16;
-        c.out_dtype = ATTN_DTYPE_F16;
+        c.q_dtype = AG_BF16;
+        c.out_dtype = AG_F16;
     }
     return c;
 }
@@ -324,7 +331,7 @@ static attn_case grid_row(int i, int32_t q_len, int32_t kv_len, int causal) {
 
 static void decode_rows(int32_t kv_len, int rows) {
     for (int i = 0; i < rows; i++) {
-        attn_case c = grid_row(i, 1, kv_len, 1);
+        case_spec c = grid_row(i, 1, kv_len, 1);
         check_case(&c);
     }
 }
@@ -336,7 +343,7 @@ Test(isa, decode_kv4097, .timeout = 240) { decode_rows(4097, 15); simd_verdict()
 
 Test(isa, prefill_5x5, .timeout = 120) {
     for (int i = 0; i < 30; i++) {
-        attn_case c = grid_row(i, 5, 5, i % 4 != 3);
+        case_spec c = grid_row(i, 5, 5, i % 4 != 3);
         check_case(&c);
     }
     simd_verdict();
@@ -346,7 +353,7 @@ Test(isa, prefill_134x517, .timeout = 600) {
     /* the big shape: fewer rows, still every g, D and dtype */
     static const int pick[] = {0, 3, 7, 11, 14, 22};
     for (int k = 0; k < N(pick); k++) {
-        attn_case c = grid_row(pick[k], 134, 517, k != 4);
+        case_spec c = grid_row(pick[k], 134, 517, k != 4);
         check_case(&c);
     }
     simd_verdict();
@@ -357,7 +364,7 @@ Test(isa, odd_head_dims, .timeout = 120) {
     static const int32_t ds[] = {33, 72, 1, 17};
     for (int i = 0; i < N(ds); i++)
         for (int t = 0; t < N(k_dt); t++) {
-            attn_case c = mk(6, 2, ds[i], 16, k_dt[t]);
+            case_spec c = mk(6, 2, ds[i], 16, k_dt[t]);
             c.num_reqs = 2;
             c.q_len[0] = 1;
             c.kv_len[0] = 150;
@@ -374,7 +381,7 @@ Test(isa, laguna_mixed_batch, .timeout = 300) {
     /* two groups' worth of layers on one KV spec: 48 full heads, 64 heads
      * window 512 (separate cases: a group must share num_heads) */
     for (int w = 0; w < 2; w++) {
-        attn_case c = mk(w ? 64 : 48, 8, 128, 16, ATTN_DTYPE_BF16);
+        case_spec c = mk(w ? 64 : 48, 8, 128, 16, ATTN_DTYPE_BF16);
         c.layers[0].window = w ? 512 : -1;
         c.num_reqs = 4;
         c.q_len[0] = 1; c.kv_len[0] = 1300;
@@ -397,7 +404,7 @@ Test(isa, laguna_mixed_batch, .timeout = 300) {
  * with and without a soft cap. */
 Test(isa, huge_scale, .timeout = 120) {
     for (int v = 0; v < 4; v++) {
-        attn_case c = mk(32, 8, 64, 16, v % 2 ? ATTN_DTYPE_BF16 : ATTN_DTYPE_F32);
+        case_spec c = mk(32, 8, 64, 16, v % 2 ? ATTN_DTYPE_BF16 : ATTN_DTYPE_F32);
         c.layers[0].softcap = v < 2 ? 50.0f : 0.0f;
         c.layers[0].scale = v < 2 ? 1.5e38f : 3e30f;
         c.layers[0].sinks = 1;
@@ -415,7 +422,7 @@ Test(isa, huge_scale, .timeout = 120) {
  * tables land at one end of the row's range, the portable one at the
  * other; both must pass, and every other element stays a point. */
 Test(isa, huge_scale_cancelling_dot, .timeout = 120) {
-    attn_case c;
+    case_spec c;
     char err[256];
     cr_assert_eq(case_load("corpus/cases/huge-scale-cancel.case", &c, err, sizeof err), 0, "%s",
                  err);
@@ -437,7 +444,7 @@ Test(isa, huge_scale_cancelling_dot, .timeout = 120) {
  * KV against the fp64 reference. */
 Test(isa, huge_scale_nocap, .timeout = 120) {
     for (int v = 0; v < 6; v++) {
-        attn_case c = mk(16, 4, 64, 16, v % 2 ? ATTN_DTYPE_BF16 : ATTN_DTYPE_F32);
+        case_spec c = mk(16, 4, 64, 16, v % 2 ? ATTN_DTYPE_BF16 : ATTN_DTYPE_F32);
         c.layers[0].softcap = 0.0f;
         c.layers[0].scale = v < 4 ? 2.9e38f : 1e30f;
         c.layers[0].sinks = v % 3 == 0;
@@ -454,8 +461,8 @@ Test(isa, huge_scale_nocap, .timeout = 120) {
 
 Test(isa, huge_q, .timeout = 120) {
     for (int v = 0; v < 6; v++) {
-        attn_case c = mk(8, 2, 64, 16, ATTN_DTYPE_F32);
-        c.kv_dtype = v % 2 ? ATTN_DTYPE_BF16 : ATTN_DTYPE_F32;
+        case_spec c = mk(8, 2, 64, 16, ATTN_DTYPE_F32);
+        c.kv_dtype = v % 2 ? AG_BF16 : AG_F32;
         c.layers[0].softcap = v < 4 ? 50.0f : 0.0f; /* 4, 5: logits beyond FLT_MAX */
         c.layers[0].scale = 1.0f;
         c.q_len[0] = v < 2 ? 1 : 21;
@@ -477,8 +484,8 @@ Test(isa, huge_q, .timeout = 120) {
 
 Test(isa, noncausal_windows, .timeout = 120) {
     for (int i = 0; i < N(k_win); i++) {
-        attn_case c = mk(8, 2, 64, 48, k_dt[i % N(k_dt)]);
-        c.causal = 0;
+        case_spec c = mk(8, 2, 64, 48, k_dt[i % N(k_dt)]);
+        for (int32_t r = 0; r < CASE_MAX_REQS; r++) c.causal[r] = 0;
         c.layers[0].window = k_win[i];
         c.layers[0].softcap = 30.0f;
         c.layers[0].alibi = 1;

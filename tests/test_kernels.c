@@ -2,7 +2,7 @@
  * test_kernels.c — the engine's output against the double-precision
  * reference (harness/ref.c), through the public API only (builder, build,
  * run), with inputs materialized by problem_init and judged by
- * attn_compare / attn_tolerance.
+ * cmp_compare / cmp_tolerance.
  *
  * Covers a hand-built grid (one Criterion test per row, the row's name in
  * every message): (Hq,Hkv) in (4,4),(8,2),(9,3),(48,8),(64,8),(72,8),(32,1);
@@ -25,9 +25,11 @@
 #include <criterion/parameterized.h>
 
 #include "../src/attn.h"
+#include "../src/attn_plan_inspect.h"
 #include "../harness/case.h"
 #include "../harness/compare.h"
 #include "../harness/problem.h"
+#include "../engines/attnguard/fixture.h"
 #include "../harness/ref.h"
 #include "tutil.h"
 
@@ -108,7 +110,7 @@ static krow rows[] = {
     {"noncausal_w512_h32x1_d128_bs48_off_t8", 32, 1, 128, 48, 1, {512}, {0}, {0}, {0}, 2, {3, 1}, {16, 1000}, F32, F32, F32, OFF, 0, 8, 0, SHUF},
 };
 
-static void make_case(const krow *r, attn_case *c) {
+static void make_case(const krow *r, case_spec *c) {
     case_default(c);
     snprintf(c->name, sizeof c->name, "%.63s", r->name);
     c->num_layers = r->nl;
@@ -123,14 +125,14 @@ static void make_case(const krow *r, attn_case *c) {
     c->num_kv_heads = r->hkv;
     c->head_dim = r->d;
     c->block_size = r->bs;
-    c->q_dtype = r->qd;
-    c->kv_dtype = r->kvd;
-    c->out_dtype = r->od;
-    c->causal = r->causal;
+    c->q_dtype = (ag_dtype)r->qd;
+    c->kv_dtype = (ag_dtype)r->kvd;
+    c->out_dtype = (ag_dtype)r->od;
     c->num_reqs = r->n;
     for (int32_t i = 0; i < r->n; i++) {
         c->q_len[i] = r->q[i];
         c->kv_len[i] = r->kv[i];
+        c->causal[i] = (uint8_t)r->causal;
     }
     c->blocks = r->blocks;
     c->threads = r->threads;
@@ -139,18 +141,29 @@ static void make_case(const krow *r, attn_case *c) {
     c->seed = 0x5eed0000u + (uint64_t)r->hq * 131u + (uint64_t)r->d;
 }
 
-static problem *new_problem(const attn_case *c, const char *tag) {
-    problem *p = calloc(1, sizeof *p);
-    cr_assert_not_null(p);
+/* A problem and the engine's view of it (tests/fixture.h). */
+typedef struct tproblem {
+    problem p;
+    afx_engine fx;
+} tproblem;
+
+static afx_engine *FX(const problem *p) { return &((tproblem *)(void *)(uintptr_t)p)->fx; }
+
+static problem *new_problem(const case_spec *c, const char *tag) {
+    tproblem *t = calloc(1, sizeof *t);
+    cr_assert_not_null(t);
+    problem *p = &t->p;
     char eb[256];
     int rc = problem_init(p, c, MAX_INPUT_BYTES, eb, sizeof eb);
     cr_assert_eq(rc, 0, "%s: problem_init: %s", tag, eb);
     cr_assert(p->materialized, "%s: not materialized (%s)", tag,
               p->unmaterialized_reason ? p->unmaterialized_reason : "?");
+    cr_assert_eq(afx_init(&t->fx, p), 0, "%s: the engine's caches", tag);
     return p;
 }
 
 static void del_problem(problem *p) {
+    afx_free(FX(p));
     problem_free(p);
     free(p);
 }
@@ -173,7 +186,7 @@ static int g_rounded;
 
 /* Run every layer; outs[l] gets a malloc'd output (caller frees). */
 static void engine_run(problem *p, const run_opts *o, void **outs, const char *tag) {
-    attn_group_desc g = p->group;
+    attn_group_desc g = FX(p)->group;
     if (o && o->threads) g.num_threads = o->threads;
     if (o && o->isa) g.isa = o->isa;
     attn_error err;
@@ -192,7 +205,7 @@ static void engine_run(problem *p, const run_opts *o, void **outs, const char *t
         po.split = o->split;
         po.split_count = o->count;
     }
-    const attn_batch *batch = (o && o->batch) ? o->batch : &p->batch;
+    const attn_batch *batch = (o && o->batch) ? o->batch : &FX(p)->batch;
     attn_plan *plan = NULL;
     st = attn_builder_build(b, batch, &po, &plan, &err);
     cr_assert_eq(st, ATTN_OK, "%s: build %s (%s)", tag, attn_status_name(st), err.message);
@@ -211,14 +224,14 @@ static void engine_run(problem *p, const run_opts *o, void **outs, const char *t
     memset(scratch, SCRATCH_CANARY, bytes + SCRATCH_TAIL);
     for (int32_t l = 0; l < p->c.num_layers; l++) {
         size_t n = problem_out_elems(p, l);
-        size_t es = attn_dtype_size(p->c.out_dtype);
+        size_t es = ag_dtype_size(p->c.out_dtype);
         outs[l] = malloc(n * es);
         cr_assert_not_null(outs[l]);
         memset(outs[l], 0x7f, n * es);   /* NaN-ish garbage: every element must be written */
-        attn_tensors t = problem_tensors(p, l, outs[l]);
+        attn_tensors t = afx_tensors(FX(p), p, l, outs[l]);
         if (o && o->k_cache) t.k_cache = o->k_cache;
         if (o && o->v_cache) t.v_cache = o->v_cache;
-        st = attn_run(plan, &p->layers[l], &t, scratch, bytes, &err);
+        st = attn_run(plan, &FX(p)->layers[l], &t, scratch, bytes, &err);
         cr_assert_eq(st, ATTN_OK, "%s: run layer %d: %s (%s)", tag, l, attn_status_name(st), err.message);
         for (size_t i = 0; i < bytes + SCRATCH_TAIL; i++) {
             if (inside[i] || scratch[i] == SCRATCH_CANARY) continue;
@@ -235,32 +248,10 @@ static void engine_run(problem *p, const run_opts *o, void **outs, const char *t
 }
 
 static double *reference(const problem *p, int32_t l, const char *tag) {
-    ref_input in;
-    memset(&in, 0, sizeof in);
-    in.num_reqs = p->batch.num_reqs;
-    in.query_start_loc = p->qsl;
-    in.seq_lens = p->seq_lens;
-    in.block_table = p->block_table;
-    in.block_table_stride = p->bt_stride;
-    in.causal = p->c.causal;
-    in.num_heads = p->c.layers[l].num_heads;
-    in.num_kv_heads = p->c.num_kv_heads;
-    in.head_dim = p->c.head_dim;
-    in.block_size = p->c.block_size;
-    in.window = p->c.layers[l].window;
-    in.softcap = p->c.layers[l].softcap;
-    in.scale = p->c.layers[l].scale;
-    in.alibi_slopes = p->layers[l].alibi_slopes;
-    in.sinks = p->layers[l].sinks;
-    in.q = p->q[l];
-    in.q_dtype = p->c.q_dtype;
-    in.k_cache = p->k_cache;
-    in.v_cache = p->v_cache;
-    in.kv_dtype = p->c.kv_dtype;
     size_t n = problem_out_elems(p, l);
     double *out = malloc(n * sizeof *out);
     cr_assert_not_null(out);
-    cr_assert_eq(ref_attention(&in, out), 0, "%s: reference refused the input", tag);
+    cr_assert_eq(afx_reference(p, l, 0, out, NULL, NULL), 0, "%s: reference refused the input", tag);
     return out;
 }
 
@@ -281,26 +272,26 @@ static void bf16_ranges(const problem *p, int32_t l, double **lo, double **hi) {
     *lo = malloc(n * sizeof **lo);
     *hi = malloc(n * sizeof **hi);
     cr_assert(val && *lo && *hi);
-    cr_assert_eq(problem_reference_bf16dot(p, l, val, *lo, *hi), 0);
+    cr_assert_eq(afx_reference(p, l, 1, val, *lo, *hi), 0);
     free(val);
 }
 
 /* got within tolerance of the reference; after a run that rounds to bf16
  * (g_rounded), of the bf16-rounding model's range. */
 static void check_vs_ref(const problem *p, int32_t l, const double *ref, const void *got, const char *tag) {
-    attn_tol tol = attn_tolerance(p->c.q_dtype, p->c.kv_dtype, p->c.out_dtype);
-    attn_cmp cmp;
+    cmp_tol tol = cmp_tolerance(p->c.q_dtype, p->c.kv_dtype, p->c.out_dtype);
+    cmp_result cmp;
     size_t n = problem_out_elems(p, l);
     double *lo = NULL, *hi = NULL;
     if (g_rounded) bf16_ranges(p, l, &lo, &hi);
-    int ok = attn_compare(ref, lo, hi, got, p->c.out_dtype, n, tol, &cmp);
+    int ok = cmp_compare(ref, lo, hi, got, p->c.out_dtype, n, tol, &cmp);
     if (!ok) {
         char w[160];
         where(p, l, cmp.worst, w, sizeof w);
         cr_assert_fail("%s: layer %d: %zu/%zu elements outside tolerance (atol %g rtol %g)%s; "
                        "max_abs %g; worst at %s: got %.9g want %.9g", tag, l, cmp.bad, n, tol.atol,
                        tol.rtol, g_rounded ? " of the bf16-rounding range" : "", cmp.max_abs, w,
-                       attn_elem_get(got, cmp.worst, p->c.out_dtype), ref[cmp.worst]);
+                       cmp_elem_get(got, cmp.worst, p->c.out_dtype), ref[cmp.worst]);
     }
     free(lo);
     free(hi);
@@ -313,17 +304,17 @@ static void check_agree(const problem *p, int32_t l, const void *a, const void *
     size_t n = problem_out_elems(p, l);
     double *ad = malloc(n * sizeof *ad);
     cr_assert_not_null(ad);
-    for (size_t i = 0; i < n; i++) ad[i] = attn_elem_get(a, i, p->c.out_dtype);
-    attn_tol tol = attn_tolerance(p->c.q_dtype, p->c.kv_dtype, p->c.out_dtype);
-    attn_cmp cmp;
+    for (size_t i = 0; i < n; i++) ad[i] = cmp_elem_get(a, i, p->c.out_dtype);
+    cmp_tol tol = cmp_tolerance(p->c.q_dtype, p->c.kv_dtype, p->c.out_dtype);
+    cmp_result cmp;
     if (g_rounded) {
         double *ref = malloc(n * sizeof *ref);
         cr_assert_not_null(ref);
         double *lo, *hi;
         bf16_ranges(p, l, &lo, &hi);
-        cr_assert_eq(problem_reference(p, l, ref, NULL, NULL), 0);
-        const int ok = attn_compare(ref, lo, hi, a, p->c.out_dtype, n, tol, &cmp) &&
-                       attn_compare(ref, lo, hi, b, p->c.out_dtype, n, tol, &cmp);
+        cr_assert_eq(afx_reference(p, l, 0, ref, NULL, NULL), 0);
+        const int ok = cmp_compare(ref, lo, hi, a, p->c.out_dtype, n, tol, &cmp) &&
+                       cmp_compare(ref, lo, hi, b, p->c.out_dtype, n, tol, &cmp);
         cr_assert(ok, "%s: layer %d: %zu/%zu elements outside the bf16-rounding range", tag, l,
                   cmp.bad, n);
         free(ref), free(lo), free(hi), free(ad);
@@ -331,11 +322,11 @@ static void check_agree(const problem *p, int32_t l, const void *a, const void *
     }
     tol.atol *= 2;
     tol.rtol *= 2;
-    if (!attn_compare(ad, NULL, NULL, b, p->c.out_dtype, n, tol, &cmp)) {
+    if (!cmp_compare(ad, NULL, NULL, b, p->c.out_dtype, n, tol, &cmp)) {
         char w[160];
         where(p, l, cmp.worst, w, sizeof w);
         cr_assert_fail("%s: layer %d: %zu/%zu elements differ; worst at %s: %.9g vs %.9g", tag, l, cmp.bad,
-                       n, w, ad[cmp.worst], attn_elem_get(b, cmp.worst, p->c.out_dtype));
+                       n, w, ad[cmp.worst], cmp_elem_get(b, cmp.worst, p->c.out_dtype));
     }
     free(ad);
 }
@@ -360,7 +351,7 @@ ParameterizedTestParameters(kernels, grid) {
 
 ParameterizedTest(int *ri, kernels, grid, .timeout = 60) {
     const krow *r = &rows[*ri];
-    attn_case c;
+    case_spec c;
     make_case(r, &c);
     char tag[256];
     problem *p = new_problem(&c, r->name);
@@ -385,14 +376,14 @@ ParameterizedTest(int *ri, kernels, grid, .timeout = 60) {
 }
 
 /* A mixed batch that exercises every split path, used by the invariance tests. */
-static void invariance_case(attn_case *c, attn_dtype od) {
+static void invariance_case(case_spec *c, attn_dtype od) {
     krow r = {"invariance", 64, 8, 128, 16, 2, {7, -1}, {0, 50}, {1, 0}, {0, 1}, 5,
               {1, 1, 6, 1, 3}, {4097, 1, 300, 213, 16}, BF16, BF16, od, AUTO, 0, 3, 1, SHUF};
     make_case(&r, c);
 }
 
 Test(kernels, bitwise_determinism, .timeout = 60) {
-    attn_case c;
+    case_spec c;
     invariance_case(&c, BF16);
     attn_split_mode modes[3] = {ATTN_SPLIT_ON, ATTN_SPLIT_AUTO, ATTN_SPLIT_FIXED};
     int32_t thr[3] = {3, 8, 2};
@@ -407,7 +398,7 @@ Test(kernels, bitwise_determinism, .timeout = 60) {
         engine_run(p, &o, a, "determinism a");
         engine_run(p, &o, b, "determinism b");
         for (int32_t l = 0; l < p->c.num_layers; l++) {
-            size_t bytes = problem_out_elems(p, l) * attn_dtype_size(p->c.out_dtype);
+            size_t bytes = problem_out_elems(p, l) * ag_dtype_size(p->c.out_dtype);
             cr_assert(memcmp(a[l], b[l], bytes) == 0,
                       "determinism: split mode %d threads %d layer %d: two runs differ bitwise", modes[m],
                       thr[m], l);
@@ -421,10 +412,10 @@ Test(kernels, bitwise_determinism, .timeout = 60) {
 /* One plan run twice (a plan is reusable; scratch contents must not leak
  * from run to run): identical bytes, including a run with dirty scratch. */
 Test(kernels, plan_reuse_dirty_scratch) {
-    attn_case c;
+    case_spec c;
     invariance_case(&c, F32);
     problem *p = new_problem(&c, "reuse");
-    attn_group_desc g = p->group;
+    attn_group_desc g = FX(p)->group;
     attn_builder *b = NULL;
     cr_assert_eq(attn_builder_create(&g, &b, NULL), ATTN_OK);
     attn_builder_info bi;
@@ -432,21 +423,21 @@ Test(kernels, plan_reuse_dirty_scratch) {
     g_rounded = bi.bf16_rounding;
     attn_plan_opts po = {ATTN_SPLIT_FIXED, 5, 0};
     attn_plan *plan = NULL;
-    cr_assert_eq(attn_builder_build(b, &p->batch, &po, &plan, NULL), ATTN_OK);
+    cr_assert_eq(attn_builder_build(b, &FX(p)->batch, &po, &plan, NULL), ATTN_OK);
     size_t bytes = 0;
     attn_plan_scratch_size(plan, &bytes, NULL);
     unsigned char *s = tu_aligned(bytes);
     size_t n = problem_out_elems(p, 0) * 4;
     void *o1 = malloc(n), *o2 = malloc(n);
-    attn_tensors t1 = problem_tensors(p, 0, o1), t2 = problem_tensors(p, 0, o2);
-    cr_assert_eq(attn_run(plan, &p->layers[0], &t1, s, bytes, NULL), ATTN_OK);
+    attn_tensors t1 = afx_tensors(FX(p), p, 0, o1), t2 = afx_tensors(FX(p), p, 0, o2);
+    cr_assert_eq(attn_run(plan, &FX(p)->layers[0], &t1, s, bytes, NULL), ATTN_OK);
     /* run layer 1 in between, then dirty the scratch with 0xff (NaN floats,
      * "done" flags) before the second run of layer 0 */
     void *o3 = malloc(problem_out_elems(p, 1) * 4);
-    attn_tensors t3 = problem_tensors(p, 1, o3);
-    cr_assert_eq(attn_run(plan, &p->layers[1], &t3, s, bytes, NULL), ATTN_OK);
+    attn_tensors t3 = afx_tensors(FX(p), p, 1, o3);
+    cr_assert_eq(attn_run(plan, &FX(p)->layers[1], &t3, s, bytes, NULL), ATTN_OK);
     memset(s, 0xff, bytes);
-    cr_assert_eq(attn_run(plan, &p->layers[0], &t2, s, bytes, NULL), ATTN_OK);
+    cr_assert_eq(attn_run(plan, &FX(p)->layers[0], &t2, s, bytes, NULL), ATTN_OK);
     cr_assert(memcmp(o1, o2, n) == 0, "plan reuse: second run (dirty scratch) differs from the first");
     double *ref = reference(p, 0, "reuse");
     check_vs_ref(p, 0, ref, o2, "plan reuse with dirty scratch");
@@ -458,7 +449,7 @@ Test(kernels, plan_reuse_dirty_scratch) {
 }
 
 Test(kernels, split_on_vs_off, .timeout = 60) {
-    attn_case c;
+    case_spec c;
     invariance_case(&c, F32);
     problem *p = new_problem(&c, "split");
     run_opts off = {0}, on = {0}, fix = {0};
@@ -484,7 +475,7 @@ Test(kernels, split_on_vs_off, .timeout = 60) {
 }
 
 Test(kernels, threads_1_vs_3, .timeout = 60) {
-    attn_case c;
+    case_spec c;
     invariance_case(&c, F32);
     problem *p = new_problem(&c, "threads");
     run_opts t1 = {0}, t3 = {0};
@@ -502,13 +493,13 @@ Test(kernels, threads_1_vs_3, .timeout = 60) {
 /* Same logical KV, different physical block ids: a new cache whose block b
  * holds the old block perm^-1[b], and a block table mapped through perm. */
 Test(kernels, permuted_blocks, .timeout = 60) {
-    attn_case c;
+    case_spec c;
     invariance_case(&c, F32);
     c.blocks = CASE_BLOCKS_CONTIGUOUS;
     problem *p = new_problem(&c, "perm");
     int32_t nb = p->num_blocks;
     size_t tile = (size_t)c.num_kv_heads * (size_t)c.block_size * (size_t)c.head_dim *
-                  attn_dtype_size(c.kv_dtype);
+                  ag_dtype_size(c.kv_dtype);
     int32_t *perm = malloc((size_t)nb * sizeof *perm);
     for (int32_t i = 0; i < nb; i++) perm[i] = i;
     uint64_t s = 42;
@@ -518,13 +509,13 @@ Test(kernels, permuted_blocks, .timeout = 60) {
     }
     unsigned char *k2 = malloc((size_t)nb * tile), *v2 = malloc((size_t)nb * tile);
     for (int32_t b = 0; b < nb; b++) {
-        memcpy(k2 + (size_t)perm[b] * tile, (unsigned char *)p->k_cache + (size_t)b * tile, tile);
-        memcpy(v2 + (size_t)perm[b] * tile, (unsigned char *)p->v_cache + (size_t)b * tile, tile);
+        memcpy(k2 + (size_t)perm[b] * tile, (unsigned char *)FX(p)->k_cache + (size_t)b * tile, tile);
+        memcpy(v2 + (size_t)perm[b] * tile, (unsigned char *)FX(p)->v_cache + (size_t)b * tile, tile);
     }
     size_t nbt = (size_t)p->batch.num_reqs * (size_t)p->bt_stride;
     int32_t *bt2 = malloc(nbt * sizeof *bt2);
     for (size_t i = 0; i < nbt; i++) bt2[i] = perm[p->block_table[i]];
-    attn_batch b2 = p->batch;
+    attn_batch b2 = FX(p)->batch;
     b2.block_table = bt2;
     run_opts o = {0};
     o.batch = &b2;
@@ -552,17 +543,17 @@ Test(kernels, permuted_blocks, .timeout = 60) {
 Test(kernels, window_layer_neutral_partials, .timeout = 60) {
     krow r = {"neutral", 16, 2, 64, 16, 2, {7, -1}, {0, 0}, {0, 0}, {1, 0}, 3, {1, 1, 2},
               {2000, 9, 1500}, F32, F32, F32, FIX, 64, 3, 1, SHUF};
-    attn_case c;
+    case_spec c;
     make_case(&r, &c);
     problem *p = new_problem(&c, "neutral");
     attn_builder *b = NULL;
-    cr_assert_eq(attn_builder_create(&p->group, &b, NULL), ATTN_OK);
+    cr_assert_eq(attn_builder_create(&FX(p)->group, &b, NULL), ATTN_OK);
     attn_builder_info bi;
     attn_builder_get_info(b, &bi, NULL);
     cr_assert_eq(bi.window, -1, "mixed-window group window %d", bi.window);
     attn_plan_opts po = {ATTN_SPLIT_FIXED, 64, 0};
     attn_plan *plan = NULL;
-    cr_assert_eq(attn_builder_build(b, &p->batch, &po, &plan, NULL), ATTN_OK);
+    cr_assert_eq(attn_builder_build(b, &FX(p)->batch, &po, &plan, NULL), ATTN_OK);
     const attn_work_item *it;
     size_t ni, outside = 0;
     attn_plan_items(plan, &it, &ni, NULL);
@@ -577,13 +568,13 @@ Test(kernels, window_layer_neutral_partials, .timeout = 60) {
             memset(s, rep ? 0x00 : 0x7f, bytes);
             size_t n = problem_out_elems(p, l) * 4;
             void *o = malloc(n);
-            attn_tensors t = problem_tensors(p, l, o);
+            attn_tensors t = afx_tensors(FX(p), p, l, o);
             attn_error err;
-            cr_assert_eq(attn_run(plan, &p->layers[l], &t, s, bytes, &err), ATTN_OK, "%s", err.message);
+            cr_assert_eq(attn_run(plan, &FX(p)->layers[l], &t, s, bytes, &err), ATTN_OK, "%s", err.message);
             double *ref = reference(p, l, "neutral");
             char tag[96];
             snprintf(tag, sizeof tag, "mixed-window group layer %d (window %d), scratch fill %d", l,
-                     p->layers[l].window, rep ? 0 : 0x7f);
+                     FX(p)->layers[l].window, rep ? 0 : 0x7f);
             check_vs_ref(p, l, ref, o, tag);
             free(ref);
             free(o);
@@ -688,11 +679,11 @@ Test(kernels, reshape_and_cache_f16) { reshape_case(F16); }
 Test(kernels, reshape_then_attend, .timeout = 60) {
     krow r = {"reshape_e2e", 8, 2, 64, 16, 1, {-1}, {0}, {0}, {0}, 2, {1, 4}, {100, 37}, F32, BF16, F32,
               FIX, 3, 2, 1, SHUF};
-    attn_case c;
+    case_spec c;
     make_case(&r, &c);
     problem *p = new_problem(&c, "reshape e2e");
-    size_t es = attn_dtype_size(c.kv_dtype), row = (size_t)c.num_kv_heads * (size_t)c.head_dim;
-    size_t bytes = p->cache_elems * es;
+    size_t es = ag_dtype_size(c.kv_dtype), row = (size_t)c.num_kv_heads * (size_t)c.head_dim;
+    size_t bytes = FX(p)->cache_bytes;
     unsigned char *kc = malloc(bytes), *vc = malloc(bytes);
     memset(kc, 0xff, bytes);   /* NaN in bf16: any unwritten key read shows */
     memset(vc, 0xff, bytes);
@@ -708,11 +699,11 @@ Test(kernels, reshape_then_attend, .timeout = 60) {
                 size_t src = (((size_t)blk * (size_t)c.num_kv_heads + (size_t)h) * (size_t)c.block_size +
                               (size_t)(k % c.block_size)) * (size_t)c.head_dim;
                 size_t dst = ((size_t)k * (size_t)c.num_kv_heads + (size_t)h) * (size_t)c.head_dim;
-                memcpy(key + dst * es, (unsigned char *)p->k_cache + src * es, (size_t)c.head_dim * es);
-                memcpy(val + dst * es, (unsigned char *)p->v_cache + src * es, (size_t)c.head_dim * es);
+                memcpy(key + dst * es, (unsigned char *)FX(p)->k_cache + src * es, (size_t)c.head_dim * es);
+                memcpy(val + dst * es, (unsigned char *)FX(p)->v_cache + src * es, (size_t)c.head_dim * es);
             }
         }
-        attn_kv_desc kv = {c.num_kv_heads, c.head_dim, c.block_size, c.kv_dtype};
+        attn_kv_desc kv = {c.num_kv_heads, c.head_dim, c.block_size, (attn_dtype)c.kv_dtype};
         attn_error err;
         cr_assert_eq(attn_reshape_and_cache(&kv, p->num_blocks, key, val, seq, slots, kc, vc, &err), ATTN_OK,
                      "%s", err.message);

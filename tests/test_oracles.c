@@ -23,6 +23,8 @@
 #include "../harness/guard.h"
 #include "../harness/oracles.h"
 #include "../harness/problem.h"
+#include "../src/attn.h"
+#include "../src/attn_plan_inspect.h"
 
 #include <math.h>
 #include <signal.h>
@@ -43,7 +45,7 @@ NO_ASAN static void raw_store(unsigned char *p, unsigned char v) {
 /* Two regions laid out like a plan with redzone 64: r0 [0,100), gap to
  * 192, r1 [192, 256), tail gap to 320. */
 static void two_regions(guard *g) {
-    attn_region r[2];
+    ag_region r[2];
     memset(r, 0, sizeof r);
     snprintf(r[0].name, sizeof r[0].name, "r0.partial");
     r[0].offset = 0;
@@ -51,8 +53,8 @@ static void two_regions(guard *g) {
     snprintf(r[1].name, sizeof r[1].name, "r0.max");
     r[1].offset = 192;
     r[1].size = 64;
-    cr_assert_eq(guard_init_regions(g, "scratch", r, 2, 320), 0);
-    cr_assert_eq((uintptr_t)g->buf % ATTN_ALIGN, 0);
+    cr_assert_eq(guard_init_regions(g, "scratch", r, 2, 320, 64), 0);
+    cr_assert_eq((uintptr_t)g->buf % 64, 0);
     cr_assert_eq(g->size, 320);
 }
 
@@ -170,8 +172,8 @@ Test(guard, rear_page_faults, .signal = SIGSEGV) {
 
 /* ------------------------------------------------------------ check_case */
 
-static attn_case small_case(void) {
-    attn_case c;
+static case_spec small_case(void) {
+    case_spec c;
     case_default(&c);
     c.layers[0].num_heads = 4;
     c.num_kv_heads = 2;
@@ -181,7 +183,7 @@ static attn_case small_case(void) {
     return c;
 }
 
-static void expect_none(const attn_case *c, unsigned what) {
+static void expect_none(const case_spec *c, unsigned what) {
     finding f;
     oracle_id id = check_case(c, what, &f);
     cr_assert_eq(id, ORACLE_NONE, "%s: %s: %s", c->name, oracle_name(id), f.detail);
@@ -189,7 +191,7 @@ static void expect_none(const attn_case *c, unsigned what) {
 }
 
 Test(check_case, valid_small_cases_are_clean) {
-    attn_case c = small_case();
+    case_spec c = small_case();
     expect_none(&c, CHECK_ALL);
 
     /* decode + chunked prefill, two threads, forced splits, shuffled blocks */
@@ -212,15 +214,15 @@ Test(check_case, valid_small_cases_are_clean) {
     c.layers[1].softcap = 20.0f;
     c.layers[1].sinks = 1;
     c.layers[0].alibi = 1;
-    c.q_dtype = c.kv_dtype = ATTN_DTYPE_BF16;
-    c.out_dtype = ATTN_DTYPE_F16;
+    c.q_dtype = c.kv_dtype = AG_BF16;
+    c.out_dtype = AG_F16;
     c.split = ATTN_SPLIT_ON;
     c.threads = 3;
     expect_none(&c, CHECK_ALL);
 
     /* encoder (non-causal) with a window, repeated blocks */
     c = small_case();
-    c.causal = 0;
+    c.causal[0] = c.causal[1] = 0;
     c.num_reqs = 2;
     c.q_len[0] = 9; c.kv_len[0] = 9;
     c.q_len[1] = 3; c.kv_len[1] = 20;
@@ -231,7 +233,7 @@ Test(check_case, valid_small_cases_are_clean) {
 
 Test(check_case, refusals_by_the_normal_engine_are_clean) {
     /* mixed heads: refused with the dedicated status, nothing planned */
-    attn_case c = small_case();
+    case_spec c = small_case();
     c.num_layers = 2;
     c.layers[1] = c.layers[0];
     c.layers[1].num_heads = 8;
@@ -259,7 +261,7 @@ Test(check_case, refusals_by_the_normal_engine_are_clean) {
 }
 
 Test(check_case, wrong_expect_is_bad_input) {
-    attn_case c = small_case();
+    case_spec c = small_case();
     c.layers[0].window = 0;
     c.expect = ATTN_E_BAD_HEADS;   /* the defect is the window */
     finding f;
@@ -275,7 +277,7 @@ Test(check_case, wrong_expect_is_bad_input) {
 /* ------------------------------------------------- the oracles can fire */
 
 Test(oracles, defect_model_lists_statuses) {
-    attn_case c = small_case();
+    case_spec c = small_case();
     case_defects d;
     oracle_case_defects(&c, &d);
     cr_assert_eq(d.n, 0);
@@ -291,35 +293,72 @@ Test(oracles, defect_model_lists_statuses) {
     cr_assert(!d.mixed);
 }
 
+/* One stage's answer as attnguard's adapter would give it for status st
+ * (exact = 1: codes in attnguard's vocabulary), judged by the oracle. */
+static oracle_id chk(const case_defects *d, defect_stage stage, attn_status st, int handed,
+                     finding *f) {
+    ag_msg m;
+    memset(&m, 0, sizeof m);
+    ag_status as = AG_OK;
+    if (st != ATTN_OK) {
+        snprintf(m.code, sizeof m.code, "%s", attn_status_name(st));
+        snprintf(m.text, sizeof m.text, "x");
+        as = st == ATTN_E_NO_MEMORY || st == ATTN_E_INTERNAL ? AG_INTERNAL : AG_REFUSED;
+    }
+    return oracle_check_status(d, stage, as, &m, 1, handed, f);
+}
+
 Test(oracles, status_checks_fire) {
-    attn_case c = small_case();
+    case_spec c = small_case();
     case_defects d;
     finding f;
     oracle_case_defects(&c, &d);
     /* a refusal of a valid case */
-    cr_assert_eq(oracle_check_status(&d, DEFECT_CREATE, ATTN_E_BAD_WINDOW, "x", 0, &f),
-                 ORACLE_BAD_INPUT);
+    cr_assert_eq(chk(&d, DEFECT_CREATE, ATTN_E_BAD_WINDOW, 0, &f), ORACLE_BAD_INPUT);
     cr_assert(strstr(f.detail, "refused a valid input"), "%s", f.detail);
-    cr_assert_eq(oracle_check_status(&d, DEFECT_BUILD, ATTN_E_INTERNAL, "x", 0, &f),
-                 ORACLE_BAD_INPUT);
-    cr_assert_eq(oracle_check_status(&d, DEFECT_BUILD, ATTN_OK, "", 0, &f), ORACLE_NONE);
-    cr_assert_eq(oracle_check_status(&d, DEFECT_BUILD, ATTN_E_NO_MEMORY, "", 0, &f), ORACLE_NONE);
+    cr_assert_eq(chk(&d, DEFECT_BUILD, ATTN_E_INTERNAL, 0, &f), ORACLE_BAD_INPUT);
+    cr_assert_eq(chk(&d, DEFECT_BUILD, ATTN_OK, 0, &f), ORACLE_NONE);
+    cr_assert_eq(chk(&d, DEFECT_BUILD, ATTN_E_NO_MEMORY, 0, &f), ORACLE_NONE);
 
     /* a defective batch accepted */
     c.kv_len[0] = 0;
     oracle_case_defects(&c, &d);
-    cr_assert_eq(oracle_check_status(&d, DEFECT_CREATE, ATTN_OK, "", 0, &f), ORACLE_NONE);
-    cr_assert_eq(oracle_check_status(&d, DEFECT_BUILD, ATTN_OK, "", 0, &f), ORACLE_BAD_INPUT);
-    cr_assert_eq(oracle_check_status(&d, DEFECT_BUILD, ATTN_E_BAD_SEQ_LEN, "", 0, &f), ORACLE_NONE);
-    cr_assert_eq(oracle_check_status(&d, DEFECT_BUILD, ATTN_E_BAD_HEADS, "", 0, &f),
-                 ORACLE_BAD_INPUT);
+    cr_assert_eq(chk(&d, DEFECT_CREATE, ATTN_OK, 0, &f), ORACLE_NONE);
+    cr_assert_eq(chk(&d, DEFECT_BUILD, ATTN_OK, 0, &f), ORACLE_BAD_INPUT);
+    cr_assert_eq(chk(&d, DEFECT_BUILD, ATTN_E_BAD_SEQ_LEN, 0, &f), ORACLE_NONE);
+    cr_assert_eq(chk(&d, DEFECT_BUILD, ATTN_E_BAD_HEADS, 0, &f), ORACLE_BAD_INPUT);
     /* refused, but the handle was written anyway */
-    cr_assert_eq(oracle_check_status(&d, DEFECT_BUILD, ATTN_E_BAD_SEQ_LEN, "", 1, &f),
+    cr_assert_eq(chk(&d, DEFECT_BUILD, ATTN_E_BAD_SEQ_LEN, 1, &f), ORACLE_BAD_INPUT);
+}
+
+/* An engine without attnguard's codes is judged on refusing, not on which
+ * refusal; AG_UNSUPPORTED for a valid input is a skip, never a pass of a
+ * defective one. */
+Test(oracles, status_checks_without_codes) {
+    case_spec c = small_case();
+    case_defects d;
+    finding f;
+    ag_msg m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.code, sizeof m.code, "GGML_SOMETHING");
+    oracle_case_defects(&c, &d);
+    cr_assert_eq(oracle_check_status(&d, DEFECT_CREATE, AG_REFUSED, &m, 0, 0, &f),
+                 ORACLE_BAD_INPUT);
+    cr_assert_eq(oracle_check_status(&d, DEFECT_CREATE, AG_UNSUPPORTED, &m, 0, 0, &f),
+                 ORACLE_NONE);
+    cr_assert(f.skipped[0], "a valid input the engine cannot express is a skip");
+    c.kv_len[0] = 0;
+    oracle_case_defects(&c, &d);
+    cr_assert_eq(oracle_check_status(&d, DEFECT_BUILD, AG_REFUSED, &m, 0, 0, &f), ORACLE_NONE);
+    cr_assert_eq(oracle_check_status(&d, DEFECT_BUILD, AG_UNSUPPORTED, &m, 0, 0, &f),
+                 ORACLE_NONE);
+    cr_assert_eq(oracle_check_status(&d, DEFECT_BUILD, AG_OK, &m, 0, 0, &f), ORACLE_BAD_INPUT);
+    cr_assert_eq(oracle_check_status(&d, DEFECT_BUILD, AG_INTERNAL, &m, 0, 0, &f),
                  ORACLE_BAD_INPUT);
 }
 
 Test(oracles, mixed_heads_fires_when_accepted) {
-    attn_case c = small_case();
+    case_spec c = small_case();
     c.num_layers = 2;
     c.layers[1] = c.layers[0];
     c.layers[0].num_heads = 48;
@@ -329,62 +368,108 @@ Test(oracles, mixed_heads_fires_when_accepted) {
     finding f;
     oracle_case_defects(&c, &d);
     cr_assert(d.mixed);
-    cr_assert_eq(oracle_check_status(&d, DEFECT_CREATE, ATTN_OK, "", 0, &f), ORACLE_MIXED_HEADS);
+    cr_assert_eq(chk(&d, DEFECT_CREATE, ATTN_OK, 0, &f), ORACLE_MIXED_HEADS);
     cr_assert(strstr(f.detail, "48") && strstr(f.detail, "64"), "%s", f.detail);
-    cr_assert_eq(oracle_check_status(&d, DEFECT_CREATE, ATTN_E_MIXED_HEADS, "", 0, &f),
-                 ORACLE_NONE);
-    cr_assert_eq(oracle_check_status(&d, DEFECT_CREATE, ATTN_E_BAD_WINDOW, "", 0, &f),
-                 ORACLE_MIXED_HEADS);
-    cr_assert_eq(oracle_check_status(&d, DEFECT_CREATE, ATTN_E_MIXED_HEADS, "", 1, &f),
-                 ORACLE_MIXED_HEADS);
+    cr_assert_eq(chk(&d, DEFECT_CREATE, ATTN_E_MIXED_HEADS, 0, &f), ORACLE_NONE);
+    cr_assert_eq(chk(&d, DEFECT_CREATE, ATTN_E_BAD_WINDOW, 0, &f), ORACLE_MIXED_HEADS);
+    cr_assert_eq(chk(&d, DEFECT_CREATE, ATTN_E_MIXED_HEADS, 1, &f), ORACLE_MIXED_HEADS);
     /* a layer's own defect may be reported before the disagreement */
     c.layers[1].window = 0;
     oracle_case_defects(&c, &d);
-    cr_assert_eq(oracle_check_status(&d, DEFECT_CREATE, ATTN_E_BAD_WINDOW, "", 0, &f),
-                 ORACLE_NONE);
+    cr_assert_eq(chk(&d, DEFECT_CREATE, ATTN_E_BAD_WINDOW, 0, &f), ORACLE_NONE);
 }
 
-/* A plan for 48 heads (8 KV heads, D 128, two forced pieces per decode
- * row), checked against layers of 48 and 64 heads: the seed bug. */
+/* The seed bug at the adapter level: an engine that plans a group from its
+ * first layer (48 heads) while every layer runs with its own count (64):
+ * create accepts the mixed group, extents asks attnguard's kernel-side
+ * footprint for the layer's own head count. */
+typedef struct seedbug {
+    attn_layer_desc l[2];
+    attn_builder *b;
+    attn_plan *p;
+} seedbug;
+
+static ag_status sb_extents(void *plan, int32_t layer, size_t *need, size_t count, ag_msg *m) {
+    seedbug *x = plan;
+    (void)m;
+    return attn_plan_layer_extents(x->p, &x->l[layer], 128, need, count, NULL) == ATTN_OK
+               ? AG_OK
+               : AG_INTERNAL;
+}
+
 Test(oracles, sizing_fires_for_plan_with_fewer_heads) {
-    attn_layer_desc l48, l64;
-    memset(&l48, 0, sizeof l48);
-    l48.name = "layers.0";
-    l48.num_heads = 48;
-    l48.window = -1;
-    l64 = l48;
-    l64.name = "layers.1";
-    l64.num_heads = 64;
+    seedbug x;
+    memset(&x, 0, sizeof x);
+    x.l[0].name = "layers.0";
+    x.l[0].num_heads = 48;
+    x.l[0].window = -1;
+    x.l[1] = x.l[0];
+    x.l[1].name = "layers.1";
+    x.l[1].num_heads = 64;
     attn_group_desc g;
     memset(&g, 0, sizeof g);
-    g.layers = &l48;
+    g.layers = &x.l[0];
     g.num_layers = 1;
     g.kv.num_kv_heads = 8;
     g.kv.head_dim = 128;
     g.kv.block_size = 16;
     g.model_num_heads = 48;
     g.num_threads = 2;
-    attn_builder *b = NULL;
-    cr_assert_eq(attn_builder_create(&g, &b, NULL), ATTN_OK);
+    cr_assert_eq(attn_builder_create(&g, &x.b, NULL), ATTN_OK);
     int32_t qsl[2] = {0, 1}, seq[1] = {100}, bt[7] = {0, 1, 2, 3, 4, 5, 6};
     attn_batch batch = {1, qsl, seq, bt, 7, 7, 1};
     attn_plan_opts o = {ATTN_SPLIT_FIXED, 2, 0};
-    attn_plan *p = NULL;
-    cr_assert_eq(attn_builder_build(b, &batch, &o, &p, NULL), ATTN_OK);
+    cr_assert_eq(attn_builder_build(x.b, &batch, &o, &x.p, NULL), ATTN_OK);
+    const attn_region *reg;
+    size_t n, bytes;
+    cr_assert_eq(attn_plan_regions(x.p, &reg, &n, NULL), ATTN_OK);
+    cr_assert_eq(attn_plan_scratch_size(x.p, &bytes, NULL), ATTN_OK);
+    ag_region *ar = calloc(n, sizeof *ar);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(ar[i].name, sizeof ar[i].name, "%s", reg[i].name);
+        ar[i].offset = reg[i].offset;
+        ar[i].size = reg[i].size;
+    }
+    ag_plan_info info = {bytes, 64, ar, n};
+    ag_engine fake;
+    memset(&fake, 0, sizeof fake);
+    fake.name = "seedbug";
+    fake.extents = sb_extents;
+    engine_host E;
+    memset(&E, 0, sizeof E);
+    E.e = &fake;
+    E.caps.flags = AG_CAP_REGIONS | AG_CAP_EXTENTS;
+
+    case_spec c = small_case();
+    c.num_kv_heads = 8;
+    c.head_dim = 128;
+    c.layers[0].num_heads = 48;
+    problem p;
+    char msg[128];
+    cr_assert_eq(problem_init_descriptions(&p, &c, ORACLE_MAX_BYTES, msg, sizeof msg), 0);
     finding f;
-    cr_assert_eq(oracle_check_sizing(p, &l48, 1, 128, &f), ORACLE_NONE, "%s", f.detail);
-    attn_layer_desc both[2] = {l48, l64};
-    cr_assert_eq(oracle_check_sizing(p, both, 2, 128, &f), ORACLE_SIZING);
-    cr_assert(strstr(f.detail, "layers.1 (64 heads)") && strstr(f.detail, "built for 48 heads"),
-              "%s", f.detail);
-    /* a larger head_dim than planned is as bad */
-    cr_assert_eq(oracle_check_sizing(p, &l48, 1, 256, &f), ORACLE_SIZING);
-    attn_plan_destroy(p);
-    attn_builder_destroy(b);
+    cr_assert_eq(oracle_check_sizing(&E, &x, &info, &p, &f), ORACLE_NONE, "%s", f.detail);
+    problem_free(&p);
+    c.num_layers = 2;
+    c.layers[1] = c.layers[0];
+    c.layers[1].num_heads = 64;
+    cr_assert_eq(problem_init_descriptions(&p, &c, ORACLE_MAX_BYTES, msg, sizeof msg), 0);
+    cr_assert_eq(oracle_check_sizing(&E, &x, &info, &p, &f), ORACLE_SIZING);
+    cr_assert(strstr(f.detail, "layers.1 (64 heads)") && strstr(f.detail, "short"), "%s",
+              f.detail);
+    problem_free(&p);
+    /* a region table that overlaps is a sizing finding of its own */
+    if (n >= 2) {
+        ar[1].offset = ar[0].offset;
+        cr_assert_eq(oracle_check_sizing(&E, &x, &info, &p, &f), ORACLE_SIZING);
+    }
+    free(ar);
+    attn_plan_destroy(x.p);
+    attn_builder_destroy(x.b);
 }
 
 Test(oracles, differential_and_invariance_fire) {
-    attn_case c = small_case();
+    case_spec c = small_case();
     c.num_reqs = 2;
     c.q_len[1] = 3;
     c.kv_len[1] = 12;
@@ -399,12 +484,12 @@ Test(oracles, differential_and_invariance_fire) {
     cr_assert_eq(oracle_reference(&p, 0, &ref), 0);
     for (size_t i = 0; i < n; i++) got[i] = (float)ref.val[i];
     finding f;
-    cr_assert_eq(oracle_check_differential(&p, 0, got, &ref, &f), ORACLE_NONE, "%s", f.detail);
+    cr_assert_eq(oracle_check_differential(&p, 0, got, &ref, NULL, &f), ORACLE_NONE, "%s", f.detail);
 
     /* token 2 = request 1, row 1; head 3, dim 5 */
     size_t at = (2 * 4 + 3) * 32 + 5;
     got[at] += 1e-3f;
-    cr_assert_eq(oracle_check_differential(&p, 0, got, &ref, &f), ORACLE_DIFFERENTIAL);
+    cr_assert_eq(oracle_check_differential(&p, 0, got, &ref, NULL, &f), ORACLE_DIFFERENTIAL);
     cr_assert(strstr(f.detail, "token 2 (req 1, row 1") && strstr(f.detail, "head 3 dim 5"), "%s",
               f.detail);
 

@@ -27,6 +27,7 @@
 #include <criterion/criterion.h>
 
 #include "../src/attn.h"
+#include "../src/attn_plan_inspect.h"
 #include "tutil.h"
 
 #include <stdio.h>

@@ -1,17 +1,17 @@
 /*
  * test_ref_range.c — the reference's ranges for rows that an fp32 engine's
  * rounding leaves undetermined (harness/ref_range.c, ref_attention_range,
- * attn_logit_error and the range rule of attn_compare).
+ * cmp_logit_error and the range rule of cmp_compare).
  *
  * Covers: ref_softmax_range against brute force over every vertex of the
  * weight box (with and without a sink, point to 1e30-wide intervals);
  * point intervals give the plain softmax average; every shipped ordinary
  * case keeps a single point per element (the tight check is not given
  * away); the fuzzer's cancelling-dot case gets a range that holds both the
- * exact output and the one the SIMD tables compute, and attn_compare
+ * exact output and the one the SIMD tables compute, and cmp_compare
  * passes the second only with the range; the differential and invariance
  * oracles judge that element by its range; the bf16-rounding model's
- * ranges (attn_bf16_dot_error) hold the outputs its rounding can produce,
+ * ranges (cmp_bf16_dot_error) hold the outputs its rounding can produce,
  * pushed to their extremes, and would not without its weight term.
  */
 #include <criterion/criterion.h>
@@ -115,7 +115,7 @@ Test(ref_range, point_intervals_give_the_softmax_average) {
 
 /* The layer's reference with ranges: returns the number of elements whose
  * range is wider than a point. */
-static size_t ranges_of(const attn_case *c, double **val, double **lo, double **hi,
+static size_t ranges_of(const case_spec *c, double **val, double **lo, double **hi,
                         problem *p) {
     char msg[256];
     cr_assert_eq(problem_init(p, c, (size_t)1 << 30, msg, sizeof msg), 0, "%s", msg);
@@ -125,7 +125,10 @@ static size_t ranges_of(const attn_case *c, double **val, double **lo, double **
     *lo = malloc(n * sizeof(double));
     *hi = malloc(n * sizeof(double));
     cr_assert(*val && *lo && *hi);
-    cr_assert_eq(problem_reference(p, 0, *val, *lo, *hi), 0, "%s: reference refused", c->name);
+        ref_input in;
+    problem_ref_input(p, 0, &in);
+    cr_assert_eq(ref_attention_range(&in, cmp_logit_error(c->kv_dtype, c->head_dim), *val, *lo, *hi),
+                 0, "%s: reference refused", c->name);
     size_t wide = 0;
     for (size_t i = 0; i < n; i++) {
         cr_assert((*lo)[i] <= (*val)[i] && (*val)[i] <= (*hi)[i],
@@ -146,15 +149,15 @@ Test(ref_range, ordinary_cases_keep_points, .timeout = 120) {
     int seen = 0;
     for (size_t i = 0; i < g.gl_pathc; i++) {
         if (strstr(g.gl_pathv[i], "/huge-")) continue;
-        attn_case c;
+        case_spec c;
         char err[256];
         cr_assert_eq(case_load(g.gl_pathv[i], &c, err, sizeof err), 0, "%s", err);
         if (c.expect != ATTN_OK) continue;
         problem p;
         cr_assert_eq(problem_init(&p, &c, (size_t)1 << 30, err, sizeof err), 0, "%s", err);
         cr_assert(p.materialized, "%s: %s", g.gl_pathv[i], p.unmaterialized_reason);
-        ref_logit_err e = attn_logit_error(c.kv_dtype, c.head_dim);
-        e.point_max /= c.kv_dtype == ATTN_DTYPE_BF16 ? 4 : 16;
+        ref_logit_err e = cmp_logit_error(c.kv_dtype, c.head_dim);
+        e.point_max /= c.kv_dtype == AG_BF16 ? 4 : 16;
         for (int32_t l = 0; l < c.num_layers; l++) {
             const size_t n = problem_out_elems(&p, l);
             double *val = malloc(n * sizeof(double)), *lo = malloc(n * sizeof(double));
@@ -179,8 +182,8 @@ Test(ref_range, ordinary_cases_keep_points, .timeout = 120) {
 }
 
 /* corpus/cases/huge-scale-cancel.case: the fuzzer's cancelling dot. */
-static attn_case cancel_case(void) {
-    attn_case c;
+static case_spec cancel_case(void) {
+    case_spec c;
     char err[256];
     cr_assert_eq(case_load("corpus/cases/huge-scale-cancel.case", &c, err, sizeof err), 0, "%s",
                  err);
@@ -188,10 +191,10 @@ static attn_case cancel_case(void) {
 }
 
 /* The fuzzer's case: one element pair gets a range; it holds the exact
- * output and the SIMD tables' 0.1443; attn_compare passes that value only
+ * output and the SIMD tables' 0.1443; cmp_compare passes that value only
  * with the range and still fails a value below it. */
 Test(ref_range, cancelling_dot_gets_a_range, .timeout = 60) {
-    attn_case c = cancel_case();
+    case_spec c = cancel_case();
     problem p;
     double *val, *lo, *hi;
     const size_t wide = ranges_of(&c, &val, &lo, &hi, &p);
@@ -204,13 +207,13 @@ Test(ref_range, cancelling_dot_gets_a_range, .timeout = 60) {
     float *got = malloc(n * sizeof *got);
     cr_assert(got);
     for (size_t i = 0; i < n; i++) got[i] = (float)val[i];
-    const attn_tol tol = attn_tolerance(ATTN_DTYPE_F32, ATTN_DTYPE_F32, ATTN_DTYPE_F32);
-    attn_cmp r;
+    const cmp_tol tol = cmp_tolerance(AG_F32, AG_F32, AG_F32);
+    cmp_result r;
     got[at] = (float)lo[at];
-    cr_assert(attn_compare(val, lo, hi, got, ATTN_DTYPE_F32, n, tol, &r), "bad %zu", r.bad);
-    cr_assert(!attn_compare(val, NULL, NULL, got, ATTN_DTYPE_F32, n, tol, &r));
+    cr_assert(cmp_compare(val, lo, hi, got, AG_F32, n, tol, &r), "bad %zu", r.bad);
+    cr_assert(!cmp_compare(val, NULL, NULL, got, AG_F32, n, tol, &r));
     got[at] = (float)(lo[at] - 1e-3);
-    cr_assert(!attn_compare(val, lo, hi, got, ATTN_DTYPE_F32, n, tol, &r));
+    cr_assert(!cmp_compare(val, lo, hi, got, AG_F32, n, tol, &r));
     cr_assert_eq(r.worst, at);
     free(got);
     free(val);
@@ -222,9 +225,9 @@ Test(ref_range, cancelling_dot_gets_a_range, .timeout = 60) {
 /* The oracles on that case: the differential names the range, and two runs
  * may differ inside it (invariance) but not beyond it. */
 Test(ref_range, oracles_use_the_range, .timeout = 60) {
-    attn_case c = cancel_case();
+    case_spec c = cancel_case();
     char err[256];
-    c.out_dtype = ATTN_DTYPE_F32;   /* exact values in the output buffers */
+    c.out_dtype = AG_F32;   /* exact values in the output buffers */
     problem p;
     cr_assert_eq(problem_init(&p, &c, (size_t)1 << 30, err, sizeof err), 0, "%s", err);
     oracle_ref ref;
@@ -237,13 +240,13 @@ Test(ref_range, oracles_use_the_range, .timeout = 60) {
     for (size_t i = 0; i < n; i++) base[i] = other[i] = (float)ref.val[i];
     finding f;
     other[at] = (float)ref.lo[at];   /* the other end of the range */
-    cr_assert_eq(oracle_check_differential(&p, 0, other, &ref, &f), ORACLE_NONE, "%s", f.detail);
+    cr_assert_eq(oracle_check_differential(&p, 0, other, &ref, NULL, &f), ORACLE_NONE, "%s", f.detail);
     cr_assert_eq(oracle_check_agree(&p, 0, base, other, &ref, 0, "isa x", &f), ORACLE_NONE, "%s",
                  f.detail);
     cr_assert_eq(oracle_check_agree(&p, 0, base, other, NULL, 0, "isa x", &f), ORACLE_INVARIANCE);
     other[at] = (float)(ref.lo[at] - 0.01);
     cr_assert_eq(oracle_check_agree(&p, 0, base, other, &ref, 0, "isa x", &f), ORACLE_INVARIANCE);
-    cr_assert_eq(oracle_check_differential(&p, 0, other, &ref, &f), ORACLE_DIFFERENTIAL);
+    cr_assert_eq(oracle_check_differential(&p, 0, other, &ref, NULL, &f), ORACLE_DIFFERENTIAL);
     cr_assert(strstr(f.detail, "rounding allows ["), "%s", f.detail);
     free(base);
     free(other);
@@ -278,15 +281,15 @@ static void emulate_row(const ref_input *in, int32_t t, int32_t h, int32_t d, do
     double m = in->sinks ? in->sinks[h] : -INFINITY;
     for (int32_t k = 0; k < seq; k++) {
         logit[k] = -INFINITY;
-        if (in->causal && k > p) continue; /* DESIGN §2 (causal rows here) */
-        if (in->window > 0 && k < p - (in->window - 1)) continue;
-        const size_t kb = (((size_t)in->block_table[k / in->block_size] * (size_t)in->num_kv_heads +
-                            (size_t)kvh) * (size_t)in->block_size + (size_t)(k % in->block_size)) *
-                          (size_t)D;
+        if (in->causal[0] && k > p) continue; /* DESIGN §2 (causal rows here) */
+        if (in->window_left >= 0 && k < p - in->window_left) continue;
+        const size_t slot = (size_t)in->block_table[k / in->block_size] * (size_t)in->block_size +
+                            (size_t)(k % in->block_size);
+        const size_t kb = (slot * (size_t)in->num_kv_heads + (size_t)kvh) * (size_t)D;
         double x = 0;
         for (int32_t e = 0; e < D; e++) {
             const double q = ref_load(in->q, ((size_t)t * (size_t)in->num_heads + (size_t)h) * (size_t)D + (size_t)e, in->q_dtype);
-            x += bf16_rne((float)(q * scale)) * ref_load(in->k_cache, kb + (size_t)e, in->kv_dtype);
+            x += bf16_rne((float)(q * scale)) * ref_load(in->k_rows, kb + (size_t)e, in->kv_dtype);
         }
         if (in->softcap > 0) x = in->softcap * tanh(x / in->softcap);
         if (in->alibi_slopes) x += (double)in->alibi_slopes[h] * (double)(k - p);
@@ -297,10 +300,10 @@ static void emulate_row(const ref_input *in, int32_t t, int32_t h, int32_t d, do
         double num = 0, den = in->sinks ? exp(in->sinks[h] - m) : 0;
         for (int32_t k = 0; k < seq; k++) {
             if (logit[k] == -INFINITY) continue;
-            const size_t vb = (((size_t)in->block_table[k / in->block_size] * (size_t)in->num_kv_heads +
-                                (size_t)kvh) * (size_t)in->block_size + (size_t)(k % in->block_size)) *
-                              (size_t)D;
-            const double v = ref_load(in->v_cache, vb + (size_t)d, in->kv_dtype);
+            const size_t slot = (size_t)in->block_table[k / in->block_size] *
+                                    (size_t)in->block_size + (size_t)(k % in->block_size);
+            const size_t vb = (slot * (size_t)in->num_kv_heads + (size_t)kvh) * (size_t)D;
+            const double v = ref_load(in->v_rows, vb + (size_t)d, in->kv_dtype);
             const double eps = ((v > o) == (dir == 1) ? 1 : -1) * 0x1.0p-9;
             const double w = exp(logit[k] - m) * (1 + eps);
             num += w * v;
@@ -311,7 +314,7 @@ static void emulate_row(const ref_input *in, int32_t t, int32_t h, int32_t d, do
     }
 }
 
-/* The bf16-rounding model's ranges (attn_bf16_dot_error) hold every
+/* The bf16-rounding model's ranges (cmp_bf16_dot_error) hold every
  * output the modelled rounding can produce, pushed to its extremes, over
  * causal and windowed rows, soft cap, ALiBi and sinks; and they are not
  * vacuous (narrower than 0.05 here).  The check has teeth: without the
@@ -319,7 +322,7 @@ static void emulate_row(const ref_input *in, int32_t t, int32_t h, int32_t d, do
 Test(ref_range, bf16_model_holds_the_rounded_softmax, .timeout = 60) {
     int escaped_without_wabs = 0;
     for (int v = 0; v < 4; v++) {
-        attn_case c;
+        case_spec c;
         case_default(&c);
         snprintf(c.name, sizeof c.name, "bf16-model-%d", v);
         c.num_layers = 1;
@@ -332,9 +335,9 @@ Test(ref_range, bf16_model_holds_the_rounded_softmax, .timeout = 60) {
         c.num_kv_heads = 2;
         c.head_dim = 32;
         c.block_size = 16;
-        c.q_dtype = ATTN_DTYPE_F32;
-        c.kv_dtype = ATTN_DTYPE_BF16;
-        c.out_dtype = ATTN_DTYPE_F32;
+        c.q_dtype = AG_F32;
+        c.kv_dtype = AG_BF16;
+        c.out_dtype = AG_F32;
         c.num_reqs = 1;
         c.q_len[0] = 3;
         c.kv_len[0] = v == 0 ? 3 : 70;
@@ -350,7 +353,7 @@ Test(ref_range, bf16_model_holds_the_rounded_softmax, .timeout = 60) {
         double *hi = malloc(n * sizeof(double)), *lo0 = malloc(n * sizeof(double));
         double *hi0 = malloc(n * sizeof(double));
         cr_assert(val && lo && hi && lo0 && hi0);
-        ref_logit_err e = attn_bf16_dot_error(c.head_dim);
+        ref_logit_err e = cmp_bf16_dot_error(c.head_dim);
         cr_assert_eq(ref_attention_range(&in, e, val, lo, hi), 0);
         e.wabs = 0;
         e.point_max = 0;

@@ -84,8 +84,9 @@ typedef struct ag_msg {
 /* ---- capabilities ---- */
 enum {
     AG_CAP_GQA = 1u << 0,            /* Hq a multiple of Hkv, Hq > Hkv */
-    AG_CAP_WINDOW = 1u << 1,         /* causal sliding window (left only) */
-    AG_CAP_WINDOW_LR = 1u << 2,      /* (left, right) windows, also on non-causal requests */
+    AG_CAP_WINDOW = 1u << 1,         /* windows with left == right (one W: W-1 keys each way;
+                                        a causal row sees only k <= p anyway) */
+    AG_CAP_WINDOW_LR = 1u << 2,      /* any (left, right) window */
     AG_CAP_SOFTCAP = 1u << 3,        /* logit soft cap */
     AG_CAP_ALIBI = 1u << 4,          /* ALiBi with any per-head slopes */
     AG_CAP_ALIBI_STANDARD = 1u << 5, /* ALiBi with the standard slope set only */
@@ -100,7 +101,12 @@ enum {
     AG_CAP_REDZONE = 1u << 14,       /* the plan leaves ag_plan_opts.redzone between regions */
     AG_CAP_EXTENTS = 1u << 15,       /* extents(): a layer's needs without running it */
     AG_CAP_BITWISE = 1u << 16,       /* same input, same threads: bitwise the same output */
-    AG_CAP_KV_SCALES = 1u << 17      /* per-layer k_scale / v_scale on fp8 caches */
+    AG_CAP_KV_SCALES = 1u << 17,     /* per-layer k_scale / v_scale on fp8 caches */
+    AG_CAP_SHAPE = 1u << 19,         /* plan_shape(): the schedule facts below, so the harness
+                                        can derive every region's size on its own */
+    AG_CAP_ATTN_CODES = 1u << 18     /* msg.code names refusals in attnguard's status
+                                        vocabulary (src/attn.h), so the harness judges
+                                        WHICH refusal, not only that one came */
 };
 
 typedef struct ag_caps {
@@ -123,7 +129,9 @@ typedef struct ag_precision {
     ag_dtype acc;              /* P.V accumulates in this type */
 } ag_precision;
 
-/* ---- one attention group ---- */
+/* ---- one attention group ----
+ * Everything a group points at (layers, names, slopes, sinks, options)
+ * stays valid and unchanged from create until destroy. */
 typedef struct ag_layer {
     const char *name;          /* for messages; NULL: "layers.<index>" */
     int32_t num_heads;         /* this layer's query heads */
@@ -192,6 +200,19 @@ typedef struct ag_run_args {
     void *out;                 /* [num_tokens][layer heads][head_dim], out_dtype */
 } ag_run_args;
 
+/* The schedule facts behind a split-KV region table whose regions follow
+ * the naming of DESIGN §1 (per thread "t<i>.q|acc|state|scores|kv", per
+ * reduction "r<i>.flags|partial|max|sum"): with them the harness derives
+ * what each region must hold from the design's formulas, independently of
+ * the engine's own sizing code (AG_CAP_SHAPE). */
+typedef struct ag_plan_shape {
+    int32_t thread_tokens;     /* most query tokens a thread's regions hold at once */
+    int32_t kv_tile;           /* keys per kernel tile */
+    size_t num_reductions;
+    const int32_t *red_tokens; /* [num_reductions] query tokens each reduction merges */
+    const int32_t *red_pieces; /* [num_reductions] pieces each reduction merges */
+} ag_plan_shape;
+
 /* What an engine says about a created group, for reports and `check`. */
 typedef struct ag_group_info {
     char kernels[32];          /* e.g. "avx512bf16", "zen4" */
@@ -238,6 +259,8 @@ typedef struct ag_engine {
      * regions), computed without running it. */
     ag_status (*extents)(void *plan, int32_t layer, size_t *need, size_t count, ag_msg *msg);
     ag_status (*run)(void *plan, int32_t layer, const ag_run_args *args, ag_msg *msg);
+    /* AG_CAP_SHAPE (may be NULL otherwise); arrays valid while the plan lives. */
+    ag_status (*plan_shape)(void *plan, ag_plan_shape *out);
 } ag_engine;
 
 /* A shared object that carries an adapter exports this symbol. */

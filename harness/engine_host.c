@@ -1,0 +1,186 @@
+/*
+ * engine_host.c — the engine this harness process drives, opened once, and
+ * the capability test of a case (see engine_host.h).  The only harness file
+ * that knows how a case's features map onto AG_CAP_* flags.
+ */
+#include "engine_host.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static engine_host g_host;
+static int g_open;               /* 1 opened, -1 failed (g_err says why) */
+static char g_err[AG_MSG_TEXT_LEN + 64];
+static const char *g_name;
+static const char *g_options;
+
+int engine_host_select(const char *name, const char *options, char *err, size_t cap) {
+    if (g_open == 1 && g_host.e && name && strcmp(name, g_host.e->name) != 0) {
+        if (err && cap) snprintf(err, cap, "engine %s is already in use", g_host.e->name);
+        return -1;
+    }
+    g_name = name;
+    g_options = options;
+    return engine_host_current(err, cap) ? 0 : -1;
+}
+
+static void close_at_exit(void) {
+    if (g_open == 1) engine_host_close(&g_host);
+    g_open = 0;
+}
+
+int engine_host_open(engine_host *h, const char *name, const char *options, char *err,
+                     size_t cap) {
+    ag_msg msg;
+    memset(h, 0, sizeof *h);
+    const ag_engine *e = ag_engine_find(name, &msg);
+    if (!e) {
+        if (err && cap) snprintf(err, cap, "%s", msg.text);
+        return -1;
+    }
+    ag_status st = e->open(options, &h->ctx, &msg);
+    if (st != AG_OK) {
+        if (err && cap)
+            snprintf(err, cap, "engine %s: %s: %s", e->name, ag_status_name(st), msg.text);
+        return -1;
+    }
+    h->e = e;
+    e->caps(h->ctx, &h->caps);
+    int n = e->variants ? e->variants(h->ctx, h->variants, ENGINE_HOST_MAX_VARIANTS) : 0;
+    if (n < 1) h->variants[0] = "", n = 1;
+    h->n_variants = n < ENGINE_HOST_MAX_VARIANTS ? n : ENGINE_HOST_MAX_VARIANTS;
+    return 0;
+}
+
+void engine_host_close(engine_host *h) {
+    if (h && h->e && h->e->close) h->e->close(h->ctx);
+    if (h) memset(h, 0, sizeof *h);
+}
+
+const engine_host *engine_host_current(char *err, size_t cap) {
+    if (g_open == 0) {
+        const char *name = g_name ? g_name : getenv("ATTNGUARD_ENGINE");
+        const char *opts = g_options ? g_options : getenv("ATTNGUARD_ENGINE_OPTIONS");
+        g_open = engine_host_open(&g_host, name, opts, g_err, sizeof g_err) == 0 ? 1 : -1;
+        if (g_open == 1) atexit(close_at_exit);
+    }
+    if (g_open == 1) return &g_host;
+    if (err && cap) snprintf(err, cap, "%s", g_err);
+    return NULL;
+}
+
+/* ----------------------------------------------------- capability test */
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static int lacks(char *why, size_t cap, const char *fmt, ...) {
+    if (why && cap) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, cap, fmt, ap);
+        va_end(ap);
+    }
+    return 1;
+}
+
+/* The slopes of a layer equal the standard set for its head count. */
+static int slopes_standard(const case_spec *c, const case_layer *L) {
+    if (L->alibi == CASE_SRC_STANDARD) return 1;
+    if (L->alibi != CASE_SRC_LIST || L->num_heads <= 0 || L->num_heads > 4096) return 0;
+    float std[4096];
+    case_alibi_standard(L->num_heads, std);
+    return memcmp(std, c->list + L->alibi_off, (size_t)L->num_heads * sizeof(float)) == 0;
+}
+
+int engine_host_unsupported(const engine_host *E, const case_spec *c, char *why, size_t cap) {
+    const ag_caps *k = &E->caps;
+    const uint32_t f = k->flags;
+    if (!(k->q_dtypes & AG_DTYPE_BIT(c->q_dtype)))
+        return lacks(why, cap, "q dtype %s", ag_dtype_name(c->q_dtype));
+    if (!(k->kv_dtypes & AG_DTYPE_BIT(c->kv_dtype)))
+        return lacks(why, cap, "kv dtype %s", ag_dtype_name(c->kv_dtype));
+    if (!(k->out_dtypes & AG_DTYPE_BIT(c->out_dtype)))
+        return lacks(why, cap, "out dtype %s", ag_dtype_name(c->out_dtype));
+    if (k->max_head_dim && c->head_dim > k->max_head_dim)
+        return lacks(why, cap, "head_dim %d > %d", (int)c->head_dim, (int)k->max_head_dim);
+    if (k->max_threads && c->threads > k->max_threads)
+        return lacks(why, cap, "threads %d > %d", (int)c->threads, (int)k->max_threads);
+    if (k->max_block_size && c->block_size > k->max_block_size)
+        return lacks(why, cap, "block_size %d > %d", (int)c->block_size, (int)k->max_block_size);
+    if (c->options[0] && strcmp(E->e->name, "attnguard") != 0)
+        return lacks(why, cap, "options '%s' (attnguard's)", c->options);
+    const int fp8 = c->kv_dtype == AG_FP8_E4M3 || c->kv_dtype == AG_FP8_E5M2;
+    for (int32_t l = 0; l < c->num_layers; l++) {
+        const case_layer *L = &c->layers[l];
+        if (L->num_heads != c->num_kv_heads && !(f & AG_CAP_GQA)) return lacks(why, cap, "GQA");
+        int32_t lw, rw;
+        case_layer_window(L, &lw, &rw);
+        if ((lw != -1 || rw != -1) && !(f & (AG_CAP_WINDOW | AG_CAP_WINDOW_LR)))
+            return lacks(why, cap, "sliding window");
+        if (lw != rw && !(f & AG_CAP_WINDOW_LR)) return lacks(why, cap, "(left, right) window");
+        if (L->softcap != 0 && !(f & AG_CAP_SOFTCAP)) return lacks(why, cap, "soft cap");
+        if (L->scale != 0 && !(f & AG_CAP_SCALE)) return lacks(why, cap, "scale");
+        if (L->alibi != CASE_SRC_NONE && !(f & AG_CAP_ALIBI) &&
+            !((f & AG_CAP_ALIBI_STANDARD) && slopes_standard(c, L)))
+            return lacks(why, cap, L->alibi == CASE_SRC_LIST ? "ALiBi slopes outside the standard set"
+                                                            : "ALiBi");
+        if (L->sinks != CASE_SRC_NONE && !(f & AG_CAP_SINKS)) return lacks(why, cap, "sinks");
+        if (fp8 && (L->k_scale != 1.0f || L->v_scale != 1.0f) && !(f & AG_CAP_KV_SCALES))
+            return lacks(why, cap, "fp8 k_scale/v_scale");
+    }
+    if (c->blocks != CASE_BLOCKS_CONTIGUOUS && !(f & AG_CAP_PAGED))
+        return lacks(why, cap, "paged blocks in any order");
+    if (c->blocks == CASE_BLOCKS_REPEATED && !(f & AG_CAP_SHARED_BLOCKS))
+        return lacks(why, cap, "blocks shared between requests");
+    int any_nc = 0, mixed = 0;
+    for (int32_t r = 0; r < c->num_reqs && r < CASE_MAX_REQS; r++) {
+        any_nc |= c->causal[r] == 0;
+        mixed |= c->causal[r] != c->causal[0];
+    }
+    if (any_nc && !(f & AG_CAP_NONCAUSAL)) return lacks(why, cap, "non-causal requests");
+    if (mixed && !(f & AG_CAP_MIXED_CAUSAL))
+        return lacks(why, cap, "causal and non-causal requests in one batch");
+    if (why && cap) why[0] = '\0';
+    return 0;
+}
+
+/* ------------------------------------------------------------ skip counts */
+
+#define MAX_REASONS 32
+static struct {
+    char why[64];
+    long n;
+} g_skips[MAX_REASONS];
+static long g_skips_other;
+
+void engine_host_count_skip(const char *why) {
+    char key[64];
+    snprintf(key, sizeof key, "%s", why ? why : "?");
+    for (int i = 0; i < MAX_REASONS; i++) {
+        if (g_skips[i].n && strcmp(g_skips[i].why, key) == 0) {
+            g_skips[i].n++;
+            return;
+        }
+        if (!g_skips[i].n) {
+            memcpy(g_skips[i].why, key, sizeof key);
+            g_skips[i].n = 1;
+            return;
+        }
+    }
+    g_skips_other++;
+}
+
+void engine_host_print_skips(FILE *f, const char *prefix) {
+    long total = g_skips_other;
+    for (int i = 0; i < MAX_REASONS; i++) total += g_skips[i].n;
+    if (!total) return;
+    fprintf(f, "%s%ld skipped (the engine lacks):", prefix ? prefix : "", total);
+    for (int i = 0; i < MAX_REASONS && g_skips[i].n; i++)
+        fprintf(f, "%s %s (%ld)", i ? "," : "", g_skips[i].why, g_skips[i].n);
+    if (g_skips_other) fprintf(f, ", other reasons (%ld)", g_skips_other);
+    fputc('\n', f);
+}

@@ -1,0 +1,72 @@
+/*
+ * attn_plan_inspect.h — looking inside a built plan, for tests, tools and
+ * the harness's sizing oracle: the work items and reductions the plan
+ * holds, its summary, and the bytes a layer would touch in each region
+ * (attn_plan_layer_extents).  None of it is needed to run attention: a
+ * caller of the engine needs attn.h only (the region table stays there).
+ * The same conventions as attn.h (status returned, err optional,
+ * out-parameters written only on ATTN_OK).
+ */
+#ifndef ATTN_PLAN_INSPECT_H
+#define ATTN_PLAN_INSPECT_H
+
+#include "attn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* For every region of the plan, the bytes the kernels would touch in it when
+ * running `layer` with the given head count / dims (extents[i] for
+ * region i, same order as attn_plan_regions).  Computed from the kernel-side
+ * footprint without running anything; the harness compares it with the
+ * sized region (the sizing oracle).  `extents` has room for `count` entries. */
+attn_status attn_plan_layer_extents(const attn_plan *plan, const attn_layer_desc *layer,
+                                    int32_t head_dim, size_t *extents, size_t count,
+                                    attn_error *err);
+
+/* ---- the plan's work, for tests and tools ---- */
+typedef struct attn_work_item {
+    int32_t req;          /* request index */
+    int32_t kv_head;      /* all query heads of this KV head are processed together */
+    int32_t tok0, tok1;   /* query rows [tok0, tok1) of the request (0 = first new token) */
+    int32_t k0, k1;       /* key range [k0, k1) (masking narrows it per row) */
+    int32_t piece;        /* 0..num_pieces-1 */
+    int32_t num_pieces;   /* 1 = not split */
+    int32_t reduction;    /* index into the reductions, -1 when not split */
+    int32_t thread;       /* owner in the static partition */
+} attn_work_item;
+
+typedef struct attn_reduction {
+    int32_t req, kv_head, tok0, tok1;
+    int32_t num_pieces;
+    int32_t thread;       /* which thread merges it */
+    int32_t region_flags, region_partial, region_max, region_sum; /* region indices */
+} attn_reduction;
+
+typedef struct attn_plan_info {
+    int32_t num_reqs, num_tokens, num_heads, num_kv_heads, head_dim;
+    int32_t num_threads;
+    int32_t q_tile_tokens;    /* query tokens per work item (prefill tiles) */
+    int32_t head_run;         /* KV heads per decode run: that many consecutive heads'
+                               * single-token, unsplit items of one token stay on one
+                               * thread, adjacent in its list, and run together (1: none) */
+    int32_t kv_tile;          /* keys per kernel tile */
+    int32_t window;           /* group window used to bound KV ranges */
+    int32_t causal;
+    size_t num_items, num_reductions, num_regions;
+    size_t scratch_bytes, redzone;
+    size_t metadata_bytes;    /* what building the plan allocated for its own arrays
+                               * (the figure max_plan_bytes limits) */
+} attn_plan_info;
+
+attn_status attn_plan_get_info(const attn_plan *plan, attn_plan_info *out, attn_error *err);
+attn_status attn_plan_items(const attn_plan *plan, const attn_work_item **items,
+                            size_t *count, attn_error *err);
+attn_status attn_plan_reductions(const attn_plan *plan, const attn_reduction **reds,
+                                 size_t *count, attn_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ATTN_PLAN_INSPECT_H */
