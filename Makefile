@@ -1,8 +1,12 @@
 # attnguard — the one entry point.
 #
 #   make            library, CLI and test binaries (gcc, optimised)
-#   make test       dependency check, build, Criterion suites, case check
+#   make deps       install the Debian packages (the only target that installs)
+#   make test       build, Criterion suites, shipped cases, corpus replays,
+#                   death tests; one line per step, one verdict [JUNIT=file]
 #   make check-clang   the same sources warning-free with clang
+#   make ci         what .ci/run gates on (test, check-clang, cfl-test,
+#                   mutants-quick, test-peer), with one verdict
 #   make clean
 #
 # Knobs (each gets its own build folder, so flags never mix):
@@ -116,36 +120,53 @@ $(TESTBIN): $(TEST_OBJ) $(HARLIB) $(LIB)
 	$(CC) $(CFLAGS_ALL) -o $@ $(TEST_OBJ) $(HARLIB) $(LIB) -lcriterion $(LDLIBS_ALL)
 
 # ---- dependencies (Debian 12 package names) ----
+# `make deps` is the only step that installs anything (.ci/deps.sh: apt-get
+# as root, else the command to run); the other targets check and say what is
+# missing.  DEPS_<group> lists come from the mk/*.mk files: the peer's
+# (mk/bench.mk) are always installed, since CI runs `make test-peer`;
+# WITH=<group>... adds others (make deps WITH=report for make report-test).
 DEPS_PKGS := clang libclang-rt-14-dev libcriterion-dev libomp-dev llvm python3
+WITH ?=
 deps:
-	@bash .ci/deps.sh $(DEPS_PKGS)
+	@bash .ci/deps.sh $(DEPS_PKGS) $(DEPS_peer) $(foreach g,$(WITH),$(DEPS_$g))
 
 # ---- tests ----
+# `make test`: build, the Criterion suites, the shipped cases, the corpus
+# replays and the death tests against an ATTN_DEBUG engine, each step's
+# output in $(B)/test-logs/ and one line per step plus one verdict on the
+# terminal (scripts/steps.py).  JUNIT=<file> also writes JUnit XML: one
+# test case per step plus Criterion's own per-test reports.  The mutant
+# slice (make mutants-quick), the peer's selftest (make test-peer) and the
+# ClusterFuzzLite build (make cfl-test) are targets of their own; .ci/run
+# runs them all.
 # Criterion runs every test in its own process; --jobs keeps both cores busy.
 CRITERION_JOBS ?= 2
-# The main Criterion run comes last so that its synthesis line closes the output.
-test: deps
-	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory test-cases
-	@$(MAKE) --no-print-directory regress
-	@$(MAKE) --no-print-directory test-debug
-	@$(MAKE) --no-print-directory mutants-quick
-	@$(MAKE) --no-print-directory test-peer
-	@$(MAKE) --no-print-directory test-suites
+JUNIT ?=
+TEST_STEPS = 'deps!=bash .ci/deps.sh --check $(DEPS_PKGS)' \
+    'build!=$(MAKE) --no-print-directory all $(RP_BINS) && echo "$(B): library, CLI, suites, replay drivers"' \
+    'suites=$(MAKE) --no-print-directory test-suites' \
+    'cases=$(MAKE) --no-print-directory test-cases' \
+    'regress=$(MAKE) --no-print-directory regress' \
+    'debug=$(MAKE) --no-print-directory test-debug'
+test:
+	@python3 scripts/steps.py --title 'make test' --logs $(B)/test-logs \
+	    $(if $(JUNIT),--junit '$(JUNIT)') $(TEST_STEPS)
 
 # Under sanitizers, LeakSanitizer ignores Criterion 2.4.1's own runner leak
 # (tests/lsan.supp); every leak through our code still fails.
 TEST_ENV := $(if $(SANITIZER),LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0)
+# Under scripts/steps.py, STEP_XML names the step's JUnit file.
+CRITERION_ARGS = --jobs $(CRITERION_JOBS) --short-filename $(if $(STEP_XML),--xml='$(STEP_XML)')
 
 test-suites: $(TESTBIN)
-	$(TEST_ENV) $(TESTBIN) --jobs $(CRITERION_JOBS) --short-filename
+	$(TEST_ENV) $(TESTBIN) $(CRITERION_ARGS)
 
 # The death tests again against an ATTN_DEBUG engine: invariants must abort.
 test-debug:
 	@$(MAKE) --no-print-directory DEBUG=1 test-debug-run
 
 test-debug-run: $(TESTBIN)
-	$(TEST_ENV) $(TESTBIN) --jobs $(CRITERION_JOBS) --short-filename --filter 'debug/*'
+	$(TEST_ENV) $(TESTBIN) $(CRITERION_ARGS) --filter 'debug/*'
 
 # Every shipped case must pass, except those whose `expect` names a refusal
 # (the CLI checks the refusal status itself and passes them).
@@ -154,6 +175,18 @@ test-cases: $(CLI)
 
 check-clang:
 	@$(MAKE) --no-print-directory all CC=clang EXTRA_CFLAGS=-Werror
+
+# What CI gates on (.ci/run, after make deps): every step runs, one line
+# each, one verdict; JUNIT=<file> as for make test.
+CI_STEPS = 'test=$(MAKE) --no-print-directory test $(if $(JUNIT),JUNIT=$(B)/test-logs/junit.xml)' \
+    'check-clang=$(MAKE) --no-print-directory check-clang' \
+    'cfl-test=$(MAKE) --no-print-directory cfl-test' \
+    'mutants-quick=$(MAKE) --no-print-directory mutants-quick' \
+    'test-peer=$(MAKE) --no-print-directory test-peer'
+.PHONY: ci
+ci:
+	@python3 scripts/steps.py --title ci --logs build/ci-logs \
+	    $(if $(JUNIT),--junit '$(JUNIT)') $(CI_STEPS)
 
 clean:
 	rm -rf build

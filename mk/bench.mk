@@ -8,7 +8,7 @@
 #   make probe        build $(B)/probe and run it: the CPU facts the AVX-512
 #                     kernels were shaped around (bench/probe.c; README ›
 #                     Speed quotes its output)
-#   make test-peer    (part of `make test`) bench/peer.py --selftest: the
+#   make test-peer    (run by .ci/run) bench/peer.py --selftest: the
 #                     peer's GQA folding, causal offsets and window masks
 #                     against a float64 loop, so the side-by-side compares
 #                     the same attention
@@ -51,13 +51,12 @@ probe: $(PROBE_BIN)
 	$(PROBE_BIN) all
 
 PEER_PY := /usr/bin/python3
-PEER_DEPS_PKGS := python3-torch
+# installed by `make deps` (the Makefile adds DEPS_peer to every install)
+DEPS_peer := python3-torch
 
-.PHONY: bench-peer test-peer peer-deps
-peer-deps:
-	@bash .ci/deps.sh $(PEER_DEPS_PKGS)
-
-test-peer: peer-deps
+.PHONY: bench-peer test-peer
+test-peer:
+	@bash .ci/deps.sh --check $(DEPS_peer) >/dev/null
 	$(PEER_PY) bench/peer.py --selftest
 
 bench-peer: $(BENCH_BIN) test-peer

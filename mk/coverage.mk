@@ -69,7 +69,7 @@ $(COV_TESTBIN): $(COV_TEST_OBJ) $(COV_B)/libattnharness.a $(COV_B)/libattn.a
 
 coverage-build: $(COV_REPLAYS) $(COV_CLI) $(if $(filter 1,$(COVERAGE_TESTS)),$(COV_TESTBIN))
 
-coverage: deps
+coverage:
 	@$(MAKE) --no-print-directory coverage-build
 	@COV_B='$(COV_B)' COV_TARGETS='$(COV_TARGETS)' COVERAGE_CORPUS='$(COVERAGE_CORPUS)' \
 	    COVERAGE_TESTS='$(COVERAGE_TESTS)' COVERAGE_ISAS='$(COVERAGE_ISAS)' \

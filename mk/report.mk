@@ -9,7 +9,6 @@
 #                      (or build/mutants-quick.json), reports/bench.json,
 #                      build/coverage/summary.json.  Exit 1 if a cell failed
 #                      (the report is written anyway).
-#   make report-deps   Debian packages the report checks need
 #   make report-test   validate report.json against reports/schema.json and
 #                      render report.html in headless chromium (screenshot +
 #                      DOM check); not part of `make test` (needs chromium)
@@ -24,12 +23,13 @@ REPORT_RENDER_ARGS ?=
 REPORT_GRID := $(B)/report_grid
 REPORT_GRID_OBJ := $(B)/obj/reports/grid.o $(B)/obj/reports/naive.o
 REPORT_GRID_JSON := build/report/grid.json
-REPORT_DEPS_PKGS := python3-jsonschema chromium
+# installed by `make deps WITH=report`
+DEPS_report := python3-jsonschema chromium
 # Debian's python3-jsonschema lives in the system interpreter, which a
 # pyenv/venv python3 on PATH would not see.
 REPORT_PY := $(firstword $(wildcard /usr/bin/python3) python3)
 
-.PHONY: report report-grid report-render report-deps report-test
+.PHONY: report report-grid report-render report-test
 
 $(REPORT_GRID): $(REPORT_GRID_OBJ) $(HARLIB) $(LIB)
 	$(CC) $(CFLAGS_ALL) -o $@ $(REPORT_GRID_OBJ) $(HARLIB) $(LIB) $(LDLIBS_ALL)
@@ -49,9 +49,7 @@ report: $(REPORT_GRID)
 	if [ $$rc -ne 0 ]; then echo "report: some grid cells failed (see reports/latest/report.md)"; fi; \
 	exit $$rc
 
-report-deps:
-	@bash .ci/deps.sh $(REPORT_DEPS_PKGS)
-
-report-test: report-deps
+report-test:
+	@bash .ci/deps.sh --check $(DEPS_report) >/dev/null
 	@test -f reports/latest/report.json || { echo "report-test: run 'make report' first"; exit 1; }
 	REPORT_PY=$(REPORT_PY) bash reports/check_report.sh reports/latest
