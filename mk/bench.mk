@@ -1,10 +1,11 @@
 # mk/bench.mk — `make bench`: the standalone benchmark (bench/bench.c).
 #
-#   make bench        build $(B)/bench and run it; writes reports/bench.md
-#                     and reports/bench.json (limits measured in the same run)
+#   make bench        build $(B)/bench and run it; writes build/bench/bench.md
+#                     and build/bench/bench.json (limits measured in the same
+#                     run); make snapshot copies the .md into reports/snapshot/
 #   make bench-peer   the same run, then PyTorch's scaled-dot-product
 #                     attention on the same shapes (bench/peer.py) beside
-#                     it: reports/bench-peer.{md,json}
+#                     it: build/bench/bench-peer.{md,json}
 #   make probe        build $(B)/probe and run it: the CPU facts the AVX-512
 #                     kernels were shaped around (bench/probe.c; README ›
 #                     Speed quotes its output)
@@ -43,9 +44,10 @@ all: $(BENCH_BIN) $(PROBE_BIN)
 endif
 
 .PHONY: bench probe
+BENCH_OUT := build/bench
 bench: $(BENCH_BIN)
-	@mkdir -p reports
-	$(BENCH_BIN) reports
+	@mkdir -p $(BENCH_OUT)
+	$(BENCH_BIN) $(BENCH_OUT)
 
 probe: $(PROBE_BIN)
 	$(PROBE_BIN) all
@@ -60,6 +62,6 @@ test-peer:
 	$(PEER_PY) bench/peer.py --selftest
 
 bench-peer: $(BENCH_BIN) test-peer
-	@mkdir -p reports
-	$(BENCH_BIN) reports
-	$(PEER_PY) bench/peer.py --engine reports/bench.json --out reports
+	@mkdir -p $(BENCH_OUT)
+	$(BENCH_BIN) $(BENCH_OUT)
+	$(PEER_PY) bench/peer.py --engine $(BENCH_OUT)/bench.json --out $(BENCH_OUT)

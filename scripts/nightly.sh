@@ -133,10 +133,10 @@ cp -r "$N/logs" "$A/" 2>/dev/null || true
 cp -r "$N/fuzz/logs" "$A/logs/fuzz" 2>/dev/null || true
 [ -d "$N/corpus" ] && tar -czf "$A/corpus-merged.tar.gz" -C "$N" corpus
 for f in build/mutants-quick.json build/mutants-quick.md build/coverage/summary.json \
-    build/coverage/report.txt build/report/grid.json; do
+    build/coverage/report.txt; do
     [ -f "$f" ] && cp "$f" "$A/$(echo "$f" | sed 's|^build/||; s|/|-|g')"
 done
-[ -d reports/latest ] && cp -r reports/latest "$A/report"
+[ -d build/report ] && cp -r build/report "$A/report"
 
 unique=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['findings']))" \
     "$N/findings/findings.json" 2>/dev/null || echo "?")
