@@ -195,4 +195,6 @@ clean:
 
 # Feature fragments (fuzzing, campaigns, reports) each own one mk/*.mk file;
 # they see every variable above ($(B), $(CFLAGS_ALL), $(LIB), $(HARLIB) ...).
-include $(sort $(wildcard mk/*.mk))
+# mk/fuzz.mk comes first: its FUZZ_ALL (the fuzz targets) appears in the
+# others' rules, which make expands as it reads them.
+include mk/fuzz.mk $(filter-out mk/fuzz.mk,$(sort $(wildcard mk/*.mk)))

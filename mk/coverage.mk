@@ -13,9 +13,10 @@
 #                      and prints the src/ line and branch coverage.
 #
 # Knobs: COVERAGE_CORPUS (extra corpus roots holding <target>/ folders,
-# default: build/fuzz-corpus and build/nightly/corpus when present),
+# default: make fuzz's and the nightly job's when present),
 # COVERAGE_TESTS=0 (skip the Criterion suites), COVERAGE_ISAS (kernel tables
-# to replay the corpora on; default: every table this CPU has).
+# to replay the corpora on; default: the portable one and mk/isa.mk's
+# KERNEL_TABLES, those this CPU runs).
 COV_B := build/coverage
 COV_CC := clang
 COV_TOOLS_SUFFIX ?= -14
@@ -23,10 +24,10 @@ COV_FLAGS := -fprofile-instr-generate -fcoverage-mapping
 COV_CFLAGS := $(CSTD) -O1 -g $(WARN) -fopenmp -fno-strict-aliasing $(COV_FLAGS) \
               $(ISA_DEFINES)
 COV_LDLIBS := $(COV_FLAGS) -fopenmp -lm
-COVERAGE_CORPUS ?= $(wildcard build/fuzz-corpus build/nightly/corpus)
+COVERAGE_CORPUS ?= $(wildcard build/fuzz-session/corpus build/nightly/corpus)
 COVERAGE_TESTS ?= 1
-COVERAGE_ISAS ?=
-COV_TARGETS := fuzz_plan fuzz_attention fuzz_api
+COVERAGE_ISAS ?= ref $(KERNEL_TABLES)
+COV_TARGETS := $(FUZZ_ALL)
 
 COV_LIB_OBJ := $(LIB_SRC:%.c=$(COV_B)/obj/%.o)
 COV_HAR_OBJ := $(HAR_SRC:%.c=$(COV_B)/obj/%.o)
