@@ -122,7 +122,8 @@ static int valid_word(const char *s) {
 }
 
 /* From FILE's directories: the innermost `fuzz_*` one names the target, an
- * `*-inject-<bug>` one (build/artifacts-inject-<bug>/...) the mutant. */
+ * `*-inject-<bug>` one (build/fuzz-session-inject-<bug>/artifacts/...) the
+ * mutant. */
 static void guess_from_path(const char *path, char *target, size_t tcap, char *inject,
                             size_t icap) {
     const char *slash = strrchr(path, '/');

@@ -21,7 +21,7 @@
 
 typedef struct repro_flags {
     int n;                                      /* flags in flag[] */
-    char flag[REPRO_FLAGS_MAX][REPRO_FLAG_LEN]; /* "-timeout=25", "-dict=/x/t.dict" */
+    char flag[REPRO_FLAGS_MAX][REPRO_FLAG_LEN]; /* "-timeout=N", "-dict=/x/t.dict" */
 } repro_flags;
 
 /* Read the [libfuzzer] section of `path` into *out as `-key=value` flags.  A

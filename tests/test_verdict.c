@@ -108,21 +108,21 @@ static const char *tmp_file(const char *name, const char *text) {
 
 Test(verdict, options_become_flags_with_the_dict_beside) {
     tmp_file("t.dict", "\"x\"\n");
-    const char *p = tmp_file("t.options", "# limits\n[libfuzzer]\ntimeout = 25\n"
-                                          "rss_limit_mb=2560\n\n[asan]\ndetect_leaks = 0\n");
+    const char *p = tmp_file("t.options", "# limits\n[libfuzzer]\ntimeout = 7\n"
+                                          "rss_limit_mb=1234\n\n[asan]\ndetect_leaks = 0\n");
     repro_flags fl;
     char err[256];
     cr_assert_eq(repro_read_options(p, &fl, err, sizeof err), 0, "%s", err);
     cr_assert_eq(fl.n, 3);
-    cr_assert_str_eq(fl.flag[0], "-timeout=25");
-    cr_assert_str_eq(fl.flag[1], "-rss_limit_mb=2560");
+    cr_assert_str_eq(fl.flag[0], "-timeout=7");
+    cr_assert_str_eq(fl.flag[1], "-rss_limit_mb=1234");
     cr_assert(strstr(fl.flag[2], "-dict=") == fl.flag[2] && strstr(fl.flag[2], "/t.dict"));
-    cr_assert_str_eq(repro_flag_value(&fl, "timeout"), "25");
+    cr_assert_str_eq(repro_flag_value(&fl, "timeout"), "7");
     cr_assert_null(repro_flag_value(&fl, "detect_leaks"));   /* other sections: not flags */
 }
 
 Test(verdict, malformed_options_name_the_line) {
-    const char *p = tmp_file("bad.options", "[libfuzzer]\ntimeout = 25\nmax_len 1024\n");
+    const char *p = tmp_file("bad.options", "[libfuzzer]\ntimeout = 7\nmax_len 1024\n");
     repro_flags fl;
     char err[256] = "";
     cr_assert_eq(repro_read_options(p, &fl, err, sizeof err), -1);
