@@ -142,12 +142,15 @@ deps:
 # Criterion runs every test in its own process; --jobs keeps both cores busy.
 CRITERION_JOBS ?= 2
 JUNIT ?=
+# The steps' builds use every core whether or not make itself got -j (the
+# runner is not a make recipe, so no jobserver reaches the sub-makes).
+NPROC := $(shell nproc 2>/dev/null || echo 1)
 TEST_STEPS = 'deps!=bash .ci/deps.sh --check $(DEPS_PKGS)' \
-    'build!=$(MAKE) --no-print-directory all $(RP_BINS) && echo "$(B): library, CLI, suites, replay drivers"' \
+    'build!=$(MAKE) --no-print-directory -j$(NPROC) all $(RP_BINS) && echo "$(B): library, CLI, suites, replay drivers"' \
     'suites=$(MAKE) --no-print-directory test-suites' \
     'cases=$(MAKE) --no-print-directory test-cases' \
     'regress=$(MAKE) --no-print-directory regress' \
-    'debug=$(MAKE) --no-print-directory test-debug'
+    'debug=$(MAKE) --no-print-directory -j$(NPROC) test-debug'
 test:
 	@python3 scripts/steps.py --title 'make test' --logs $(B)/test-logs \
 	    $(if $(JUNIT),--junit '$(JUNIT)') $(TEST_STEPS)
@@ -179,9 +182,9 @@ check-clang:
 # What CI gates on (.ci/run, after make deps): every step runs, one line
 # each, one verdict; JUNIT=<file> as for make test.
 CI_STEPS = 'test=$(MAKE) --no-print-directory test $(if $(JUNIT),JUNIT=$(B)/test-logs/junit.xml)' \
-    'check-clang=$(MAKE) --no-print-directory check-clang' \
+    'check-clang=$(MAKE) --no-print-directory -j$(NPROC) check-clang' \
     'cfl-test=$(MAKE) --no-print-directory cfl-test' \
-    'mutants-quick=$(MAKE) --no-print-directory mutants-quick' \
+    'mutants-quick=$(MAKE) --no-print-directory -j$(NPROC) mutants-quick' \
     'test-peer=$(MAKE) --no-print-directory test-peer'
 .PHONY: ci
 ci:
