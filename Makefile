@@ -146,7 +146,7 @@ JUNIT ?=
 # runner is not a make recipe, so no jobserver reaches the sub-makes).
 NPROC := $(shell nproc 2>/dev/null || echo 1)
 TEST_STEPS = 'deps!=bash .ci/deps.sh --check $(DEPS_PKGS)' \
-    'build!=$(MAKE) --no-print-directory -j$(NPROC) all $(RP_BINS) && echo "$(B): library, CLI, suites, replay drivers"' \
+    'build!=$(MAKE) --no-print-directory -j$(NPROC) all $(RP_BINS) && echo "library, CLI, suites and replay drivers up to date in $(B)/"' \
     'suites=$(MAKE) --no-print-directory test-suites' \
     'cases=$(MAKE) --no-print-directory test-cases' \
     'regress=$(MAKE) --no-print-directory regress' \

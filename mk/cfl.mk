@@ -5,7 +5,8 @@
 #                    `compile` would (CC=clang, CXX=clang++, CFLAGS/CXXFLAGS
 #                    with the sanitizer + -fsanitize=fuzzer-no-link,
 #                    LIB_FUZZING_ENGINE=-fsanitize=fuzzer, OUT, WORK) into
-#                    build/cfl/<sanitizer>/, checks that every target of
+#                    build/cfl/<sanitizer>/ (out/ starts empty; the objects
+#                    in work/ are rebuilt as make sees fit), checks that every target of
 #                    FUZZ_ALL came with its options, dict and seed corpus zip,
 #                    then runs each binary once over its unzipped seeds with
 #                    the flags of its .options file (-runs=0) and requires

@@ -18,11 +18,13 @@ fail() {
     exit 1
 }
 
-rm -rf "$CFL_B"
 for san in $CFL_SANITIZERS; do
     var=CFL_SAN_$san
     [ -n "${!var:-}" ] || fail "no flags for sanitizer '$san' (add CFL_SAN_$san to mk/cfl.mk)"
     d=$CFL_B/$san
+    # $OUT starts empty, as in OSS-Fuzz; the objects in $WORK are kept (make
+    # rebuilds what changed, and whatever the flags changed).
+    rm -rf "$d/out" "$d/seeds"
     mkdir -p "$d/out" "$d/work" "$d/seeds"
     flags="$CFL_COMMON ${!var}"
     t0=$(date +%s)
