@@ -178,6 +178,7 @@ test-cases: $(CLI)
 
 check-clang:
 	@$(MAKE) --no-print-directory all CC=clang EXTRA_CFLAGS=-Werror
+	@echo "check-clang: every target of make all builds warning-free with clang -Werror"
 
 # What CI gates on (.ci/run, after make deps): every step runs, one line
 # each, one verdict; JUNIT=<file> as for make test.
