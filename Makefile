@@ -164,12 +164,19 @@ CRITERION_ARGS = --jobs $(CRITERION_JOBS) --short-filename $(if $(STEP_XML),--xm
 test-suites: $(TESTBIN)
 	$(TEST_ENV) $(TESTBIN) $(CRITERION_ARGS)
 
-# The death tests again against an ATTN_DEBUG engine: invariants must abort.
+# The death tests (tests/test_debug.c, suite debug) again against an
+# ATTN_DEBUG engine: invariants must abort.  Their own binary, so the debug
+# build compiles no other test file.
+DEATH_TESTBIN := $(B)/tests/attn_death_tests
 test-debug:
 	@$(MAKE) --no-print-directory DEBUG=1 test-debug-run
 
-test-debug-run: $(TESTBIN)
-	$(TEST_ENV) $(TESTBIN) $(CRITERION_ARGS) --filter 'debug/*'
+$(DEATH_TESTBIN): $(B)/obj/tests/test_debug.o $(HARLIB) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(HARLIB) $(LIB) -lcriterion $(LDLIBS_ALL)
+
+test-debug-run: $(DEATH_TESTBIN)
+	$(TEST_ENV) $(DEATH_TESTBIN) $(CRITERION_ARGS) --filter 'debug/*'
 
 # Every shipped case must pass, except those whose `expect` names a refusal
 # (the CLI checks the refusal status itself and passes them).
@@ -182,7 +189,7 @@ check-clang:
 
 # What CI gates on (.ci/run, after make deps): every step runs, one line
 # each, one verdict; JUNIT=<file> as for make test.
-CI_STEPS = 'test=$(MAKE) --no-print-directory test $(if $(JUNIT),JUNIT=$(B)/test-logs/junit.xml)' \
+CI_STEPS = 'test=$(MAKE) --no-print-directory test $(if $(JUNIT),JUNIT="$$STEP_XML")' \
     'check-clang=$(MAKE) --no-print-directory -j$(NPROC) check-clang' \
     'cfl-test=$(MAKE) --no-print-directory cfl-test' \
     'mutants-quick=$(MAKE) --no-print-directory -j$(NPROC) mutants-quick' \
