@@ -125,7 +125,9 @@ static int check_one(const char *path) {
         const check_layer_report *L = &rep.layers[l];
         printf("%s layers.%d  heads=%d window=", c.name, (int)l, (int)c.layers[l].num_heads);
         print_window(L->window_left, L->window_right);
-        if (L->judged) printf("  max_abs=%.3g max_rel=%.3g", L->cmp.max_abs, L->cmp.max_rel);
+        if (L->judged)
+            printf("  err_abs=%.3g err_rel=%.3g%s", L->cmp.err_abs, L->cmp.err_rel,
+                   L->cmp.unjudged ? " (some elements unjudged)" : "");
         printf("\n");
     }
     if (rep.runs) {

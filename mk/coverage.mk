@@ -22,7 +22,7 @@ COV_CC := clang
 COV_TOOLS_SUFFIX ?= -14
 COV_FLAGS := -fprofile-instr-generate -fcoverage-mapping
 COV_CFLAGS := $(CSTD) -O1 -g $(WARN) -fopenmp -fno-strict-aliasing $(COV_FLAGS) \
-              $(ISA_DEFINES)
+              $(ISA_DEFINES) $(ENGINE_CFLAGS)
 COV_LDLIBS := $(COV_FLAGS) -fopenmp -lm
 COVERAGE_CORPUS ?= $(wildcard build/fuzz-session/corpus build/nightly/corpus)
 COVERAGE_TESTS ?= 1

@@ -56,8 +56,9 @@ FZ_HASH := \#
 FZ_OPENMP = $(eval FZ_OPENMP := $(shell printf '$(FZ_HASH)include <omp.h>\nint main(void){return omp_get_max_threads() < 0;}\n' | \
     $(FZ_CC) -fopenmp -x c - -o /dev/null >/dev/null 2>&1 && echo -fopenmp))$(FZ_OPENMP)
 
-# The kernel tables compiled in (ISA_DEFINES) are mk/isa.mk's.
-FZ_CFLAGS = $(CSTD) -g $(WARN) -fno-strict-aliasing $(ISA_DEFINES) \
+# The kernel tables compiled in (ISA_DEFINES) are mk/isa.mk's, the engines'
+# flags (ENGINE_CFLAGS) mk/engines.mk's.
+FZ_CFLAGS = $(CSTD) -g $(WARN) -fno-strict-aliasing $(ISA_DEFINES) $(ENGINE_CFLAGS) \
             $(FZ_OPENMP) $(if $(filter 1,$(FZ_OSS)),,$(OPT) $(EXTRA_CFLAGS)) $(FZ_INJECT) $(FZ_SANCOV)
 
 # Coverage feedback only where it guides (local build; OSS-Fuzz's $CFLAGS

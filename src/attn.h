@@ -100,10 +100,14 @@ typedef enum attn_dtype {
     ATTN_DTYPE_F32 = 0,
     ATTN_DTYPE_BF16 = 1,
     ATTN_DTYPE_F16 = 2,
+    ATTN_DTYPE_FP8_E4M3 = 3,  /* e4m3fn: 1-4-3, bias 7, no infinities, 0x7f/0xff NaN,
+                                 max 448; KV cache only */
+    ATTN_DTYPE_FP8_E5M2 = 4,  /* 1-5-2, bias 15, IEEE-like (infinities), max 57344;
+                                 KV cache only */
     ATTN_DTYPE_COUNT
 } attn_dtype;
 
-/* "f32", "bf16", "f16"; NULL for values outside the enum. */
+/* "f32", "bf16", "f16", "fp8e4m3", "fp8e5m2"; NULL for values outside the enum. */
 const char *attn_dtype_name(attn_dtype dtype);
 /* Bytes per element; 0 for values outside the enum. */
 size_t attn_dtype_size(attn_dtype dtype);
@@ -121,11 +125,25 @@ typedef struct attn_allocator {
 typedef struct attn_layer_desc {
     const char *name;          /* for messages; NULL -> "layers.<index>" */
     int32_t num_heads;         /* query heads Hq */
-    int32_t window;            /* -1 = none, else >= 1 keys incl. the current one */
+    int32_t window;            /* sliding window, shorthand: -1 = none, else W >= 1 keys
+                                  incl. the current one: (left, right) = (W-1, 0) on
+                                  causal requests, (W-1, W-1) on non-causal ones */
     float softcap;             /* 0 = off, else > 0: s = c * tanh(s / c) */
     float scale;               /* 0 = 1/sqrt(head_dim), else finite > 0 */
     const float *alibi_slopes; /* NULL or [num_heads], finite */
     const float *sinks;        /* NULL or [num_heads] logits, finite */
+    /* The window as an explicit pair (vLLM's sliding_window_left/right):
+     * with window_pair = 1 (and window = -1), key k is visible to position
+     * p when k >= p - window_left and k <= p + window_right, -1 meaning
+     * unbounded on that side; causal requests see only k <= p besides.
+     * window_pair = 0: the pair must be left (0, 0). */
+    int32_t window_pair;       /* 0: the shorthand above; 1: window_left/right */
+    int32_t window_left;       /* -1 or 0..ATTN_MAX_SEQ_LEN */
+    int32_t window_right;      /* -1 or 0..ATTN_MAX_SEQ_LEN */
+    /* fp8 KV caches (vLLM's k_scale / v_scale): a cached code stands for
+     * fp8_to_f32(code) * scale.  0 means 1; else finite > 0.  Ignored for
+     * other KV dtypes. */
+    float k_scale, v_scale;
 } attn_layer_desc;
 
 /* The KV-cache spec the group's layers share. */
@@ -133,15 +151,15 @@ typedef struct attn_kv_desc {
     int32_t num_kv_heads;      /* Hkv, divides every layer's num_heads */
     int32_t head_dim;          /* D */
     int32_t block_size;        /* tokens per cache block */
-    attn_dtype dtype;          /* K and V element type */
+    attn_dtype dtype;          /* K and V element type (any attn_dtype) */
 } attn_kv_desc;
 
 typedef struct attn_group_desc {
     const attn_layer_desc *layers; /* [num_layers]; may be NULL if num_layers == 0 */
     int32_t num_layers;
     attn_kv_desc kv;
-    attn_dtype q_dtype;        /* query element type */
-    attn_dtype out_dtype;      /* output element type */
+    attn_dtype q_dtype;        /* query element type: f32, bf16 or f16 */
+    attn_dtype out_dtype;      /* output element type: f32, bf16 or f16 */
     int32_t model_num_heads;   /* used ONLY when num_layers == 0 */
     int32_t num_threads;       /* OpenMP threads a plan is partitioned for */
     const char *isa;           /* NULL: $ATTN_ISA if set, else best on this CPU;
@@ -166,8 +184,9 @@ typedef struct attn_plan attn_plan;
 
 /* Validate the group and resolve, once, what its layers share:
  * num_heads (layers that disagree -> ATTN_E_MIXED_HEADS, message
- * "all layers in one attention group must share num_heads; got {48, 64}
- * for [layers.0, layers.1]"; no layers -> model_num_heads) and the group
+ * "all layers in one attention group must share num_heads; got {48, 64}:
+ * layers.0 = 48, layers.1 = 64", every layer's own count; no layers ->
+ * model_num_heads) and the group
  * window (the one value all layers share, else -1).  The layer array is not
  * kept.  On success *out owns a builder; free with attn_builder_destroy. */
 attn_status attn_builder_create(const attn_group_desc *group, attn_builder **out,
@@ -179,7 +198,7 @@ typedef struct attn_builder_info {
     int32_t num_kv_heads;
     int32_t head_dim;
     int32_t block_size;
-    int32_t window;            /* resolved group window, -1 = not shared/none */
+    int32_t window;            /* resolved group window (shorthand), -1 = not shared/none */
     int32_t num_layers;
     int32_t num_threads;
     attn_dtype q_dtype, kv_dtype, out_dtype;
@@ -192,6 +211,10 @@ typedef struct attn_builder_info {
      * 0: every product and sum is fp32 or better.  Pick the "avx512" table
      * or tune "intel" (attn_group_desc) for fp32 throughout. */
     int32_t bf16_rounding;
+    /* The resolved group window as a layer carries it: the shorthand in
+     * `window` above, or window_pair = 1 and the pair every layer shares
+     * (0, 0, 0 when the layers do not share one: unbounded). */
+    int32_t window_pair, window_left, window_right;
 } attn_builder_info;
 
 attn_status attn_builder_get_info(const attn_builder *builder, attn_builder_info *out,
@@ -206,7 +229,12 @@ typedef struct attn_batch {
     const int32_t *block_table;      /* [num_reqs][block_table_stride] */
     int32_t block_table_stride;      /* >= ceil(max seq_len / block_size) */
     int32_t num_blocks;              /* physical blocks in the cache */
-    int32_t causal;                  /* 1 = decoder (causal), 0 = encoder / cross */
+    int32_t causal;                  /* 1 = decoder (causal), 0 = encoder / cross: every
+                                        request's, unless req_causal is given */
+    /* Causality per request (vLLM's per-request causal flag), or NULL.
+     * Request r's query token i sits at position seq_len - q_len + i when
+     * causal (chunked prefill and decode alike) and at i when not. */
+    const uint8_t *req_causal;       /* [num_reqs]: 1 causal, 0 non-causal */
 } attn_batch;
 
 typedef enum attn_split_mode {
@@ -296,13 +324,29 @@ attn_status attn_run(const attn_plan *plan, const attn_layer_desc *layer,
                      attn_error *err);
 
 /* Store new K/V rows into the paged cache.  key/value: [num_tokens]
- * [kv.num_kv_heads][kv.head_dim] in kv.dtype; slot_mapping[i] = block *
- * block_size + offset, or -1 to skip token i.  Every slot is validated
- * before anything is written. */
+ * [kv.num_kv_heads][kv.head_dim] in kv.dtype (an fp8 cache's codes);
+ * slot_mapping[i] = block * block_size + offset, or -1 to skip token i.
+ * Every slot is validated before anything is written. */
 attn_status attn_reshape_and_cache(const attn_kv_desc *kv, int32_t num_blocks,
                                    const void *key, const void *value,
                                    int32_t num_tokens, const int64_t *slot_mapping,
                                    void *k_cache, void *v_cache, attn_error *err);
+
+/* The same with rows of another element type, converted into kv.dtype:
+ * src_dtype is f32, bf16 or f16 (or kv.dtype itself: then a plain copy,
+ * as above).  Into an fp8 cache each K row is divided by k_scale and each
+ * V row by v_scale (0 means 1; else finite > 0; the layer's scales the
+ * kernels multiply back, attn_layer_desc), the quotient rounded to fp32,
+ * then to the code: round to nearest even, e4m3fn saturating at +-448
+ * (inf too), NaN kept, e5m2 overflowing to +-inf.  Into a bf16/f16 cache
+ * rows are rounded to nearest even and the scales are not used.  A
+ * src_dtype outside these is ATTN_E_BAD_DTYPE, a bad scale ATTN_E_BAD_LAYER. */
+attn_status attn_reshape_and_cache_from(const attn_kv_desc *kv, int32_t num_blocks,
+                                        attn_dtype src_dtype, const void *key,
+                                        const void *value, int32_t num_tokens,
+                                        const int64_t *slot_mapping, float k_scale,
+                                        float v_scale, void *k_cache, void *v_cache,
+                                        attn_error *err);
 
 /* ---- kernel selection ---- */
 /* Names of the kernel tables usable on this CPU, best last; returns count.

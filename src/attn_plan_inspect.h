@@ -52,12 +52,15 @@ typedef struct attn_plan_info {
                                * single-token, unsplit items of one token stay on one
                                * thread, adjacent in its list, and run together (1: none) */
     int32_t kv_tile;          /* keys per kernel tile */
-    int32_t window;           /* group window used to bound KV ranges */
-    int32_t causal;
+    int32_t window;           /* group window used to bound KV ranges (the shorthand;
+                               * window_pair etc. below for a pair) */
+    int32_t causal;           /* the batch's causal flag */
     size_t num_items, num_reductions, num_regions;
     size_t scratch_bytes, redzone;
     size_t metadata_bytes;    /* what building the plan allocated for its own arrays
                                * (the figure max_plan_bytes limits) */
+    int32_t window_pair, window_left, window_right; /* as attn_builder_info's */
+    int32_t num_causal;       /* requests that are causal (req_causal, else causal) */
 } attn_plan_info;
 
 attn_status attn_plan_get_info(const attn_plan *plan, attn_plan_info *out, attn_error *err);

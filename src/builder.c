@@ -6,6 +6,7 @@
  * in plan.c.
  */
 #include "internal.h"
+#include "kernels/mask.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -36,7 +37,8 @@ static attn_status check_finite_array(const float *v, int32_t n, const char *wha
 
 /* Validate what a layer carries on its own (not its agreement with the
  * group).  Shared with attn_run, which validates the layer it is given. */
-attn_status attn__check_layer(const attn_layer_desc *l, int32_t index, attn_error *err) {
+attn_status attn__check_layer(const attn_layer_desc *l, int32_t index, attn_dtype kv_dtype,
+                              attn_error *err) {
     char nb[32];
     const char *name = layer_name(l, index, nb, sizeof nb);
     if (l->num_heads <= 0 || l->num_heads > ATTN_MAX_HEADS)
@@ -46,6 +48,23 @@ attn_status attn__check_layer(const attn_layer_desc *l, int32_t index, attn_erro
         return attn__fail(err, ATTN_E_BAD_WINDOW,
                           "%s: window = %d (must be -1 for none or 1..%d)", name,
                           (int)l->window, ATTN_MAX_SEQ_LEN);
+    if (l->window_pair != 0 && l->window_pair != 1)
+        return attn__fail(err, ATTN_E_BAD_WINDOW, "%s: window_pair = %d (must be 0 or 1)", name,
+                          (int)l->window_pair);
+    if (!l->window_pair && (l->window_left || l->window_right))
+        return attn__fail(err, ATTN_E_BAD_WINDOW,
+                          "%s: window_left = %d, window_right = %d need window_pair = 1", name,
+                          (int)l->window_left, (int)l->window_right);
+    if (l->window_pair && l->window != -1)
+        return attn__fail(err, ATTN_E_BAD_WINDOW,
+                          "%s: window = %d and window_pair = 1: give the window one way "
+                          "(window = -1 with the pair)", name, (int)l->window);
+    const int32_t side[2] = {l->window_left, l->window_right};
+    for (int k = 0; k < 2; k++)
+        if (side[k] < -1 || side[k] > ATTN_MAX_SEQ_LEN)
+            return attn__fail(err, ATTN_E_BAD_WINDOW,
+                              "%s: window_%s = %d (must be -1 for unbounded or 0..%d)", name,
+                              k ? "right" : "left", (int)side[k], ATTN_MAX_SEQ_LEN);
     if (!isfinite(l->softcap) || l->softcap < 0.0f)
         return attn__fail(err, ATTN_E_BAD_LAYER,
                           "%s: softcap = %g (must be 0 for off or finite > 0)", name,
@@ -54,6 +73,13 @@ attn_status attn__check_layer(const attn_layer_desc *l, int32_t index, attn_erro
         return attn__fail(err, ATTN_E_BAD_LAYER,
                           "%s: scale = %g (must be 0 for 1/sqrt(head_dim) or finite > 0)",
                           name, (double)l->scale);
+    const float kvs[2] = {l->k_scale, l->v_scale};
+    const int fp8 = kv_dtype == ATTN_DTYPE_FP8_E4M3 || kv_dtype == ATTN_DTYPE_FP8_E5M2;
+    for (int k = 0; fp8 && k < 2; k++)
+        if (!isfinite(kvs[k]) || kvs[k] < 0.0f)
+            return attn__fail(err, ATTN_E_BAD_LAYER,
+                              "%s: %s = %g (fp8 cache: must be 0 for 1, or finite > 0)", name,
+                              k ? "v_scale" : "k_scale", (double)kvs[k]);
     attn_status st;
     if (l->alibi_slopes &&
         (st = check_finite_array(l->alibi_slopes, l->num_heads, "alibi_slopes", name, err)))
@@ -76,11 +102,12 @@ attn_status attn__check_kv(const attn_kv_desc *kv, attn_error *err) {
     return check_dtype(kv->dtype, "kv.dtype", err);
 }
 
-/* Append "a, b, c" of the distinct head counts (first-seen order) and the
- * layer names to the mixed-heads message, truncating politely. */
+/* The mixed-heads message: the distinct counts (first-seen order), then
+ * every layer's own count ("layers.0 = 72, layers.1 = 72, layers.2 = 48"),
+ * cut with ", ... (N layers)" where the message runs out of room. */
 static attn_status mixed_heads(const attn_group_desc *g, attn_error *err) {
-    char counts[96] = "", names[160] = "";
-    size_t cl = 0, nl = 0;
+    char counts[64] = "", each[ATTN_ERROR_MSG_LEN] = "";
+    size_t cl = 0, el = 0;
     for (int32_t i = 0; i < g->num_layers; i++) {
         int32_t h = g->layers[i].num_heads;
         bool seen = false;
@@ -88,18 +115,37 @@ static attn_status mixed_heads(const attn_group_desc *g, attn_error *err) {
             if (g->layers[j].num_heads == h) seen = true;
         if (!seen && cl < sizeof counts - 16)
             cl += (size_t)snprintf(counts + cl, sizeof counts - cl, "%s%d", cl ? ", " : "", (int)h);
-        char nb[32];
+    }
+    /* room left after the fixed text and the counts */
+    const size_t room = sizeof each - 80 - cl;
+    for (int32_t i = 0; i < g->num_layers; i++) {
+        char nb[32], one[64];
         const char *name = layer_name(&g->layers[i], i, nb, sizeof nb);
-        if (nl < sizeof names - 48)
-            nl += (size_t)snprintf(names + nl, sizeof names - nl, "%s%s", nl ? ", " : "", name);
-        else if (nl < sizeof names - 5) {
-            nl += (size_t)snprintf(names + nl, sizeof names - nl, ", ...");
+        int n = snprintf(one, sizeof one, "%s%.40s = %d", el ? ", " : "", name,
+                         (int)g->layers[i].num_heads);
+        if (n < 0) break;
+        if (el + (size_t)n + 24 > room) {
+            snprintf(each + el, sizeof each - el, ", ... (%d layers)", (int)g->num_layers);
             break;
         }
+        memcpy(each + el, one, (size_t)n + 1);
+        el += (size_t)n;
     }
     return attn__fail(err, ATTN_E_MIXED_HEADS,
-                      "all layers in one attention group must share num_heads; got {%s} for [%s]",
-                      counts, names);
+                      "all layers in one attention group must share num_heads; got {%s}: %s",
+                      counts, each);
+}
+
+/* Whether two layers' windows are the same for every request: the same
+ * (left, right) for causal and non-causal requests. */
+bool attn__same_window(const attn__window *a, const attn__window *b) {
+    for (int32_t causal = 0; causal < 2; causal++) {
+        int32_t al, ar, bl, br;
+        attn__window_pair(a->window, a->pair, a->left, a->right, causal, &al, &ar);
+        attn__window_pair(b->window, b->pair, b->left, b->right, causal, &bl, &br);
+        if (al != bl || ar != br) return false;
+    }
+    return true;
 }
 
 attn_status attn_builder_create(const attn_group_desc *g, attn_builder **out, attn_error *err) {
@@ -114,6 +160,12 @@ attn_status attn_builder_create(const attn_group_desc *g, attn_builder **out, at
     if ((st = attn__check_kv(&g->kv, err))) return st;
     if ((st = check_dtype(g->q_dtype, "q_dtype", err))) return st;
     if ((st = check_dtype(g->out_dtype, "out_dtype", err))) return st;
+    const attn_dtype qo[2] = {g->q_dtype, g->out_dtype};
+    for (int k = 0; k < 2; k++)
+        if (qo[k] == ATTN_DTYPE_FP8_E4M3 || qo[k] == ATTN_DTYPE_FP8_E5M2)
+            return attn__fail(err, ATTN_E_BAD_DTYPE,
+                              "%s = %d (%s): only the KV cache may be fp8 (f32, bf16, f16 here)",
+                              k ? "out_dtype" : "q_dtype", (int)qo[k], attn_dtype_name(qo[k]));
     if (g->num_threads < 1 || g->num_threads > ATTN_MAX_THREADS)
         return attn__fail(err, ATTN_E_BAD_THREADS, "num_threads = %d outside 1..%d",
                           (int)g->num_threads, ATTN_MAX_THREADS);
@@ -121,7 +173,7 @@ attn_status attn_builder_create(const attn_group_desc *g, attn_builder **out, at
         return attn__fail(err, ATTN_E_NULL_ARG, "allocator has a NULL %s function",
                           g->allocator->alloc ? "free" : "alloc");
     for (int32_t i = 0; i < g->num_layers; i++)
-        if ((st = attn__check_layer(&g->layers[i], i, err))) return st;
+        if ((st = attn__check_layer(&g->layers[i], i, g->kv.dtype, err))) return st;
 
     /* Resolve the head count from the layers, never from the model: the
      * scratchpad is sized from it, and the kernels run with each layer's
@@ -153,12 +205,21 @@ attn_status attn_builder_create(const attn_group_desc *g, attn_builder **out, at
                           "num_heads = %d is not a multiple of num_kv_heads = %d", (int)heads,
                           (int)g->kv.num_kv_heads);
 
-    /* The group window bounds the KV ranges the plan hands out; only a value
-     * every layer shares may do that, else a global layer would be windowed. */
-    int32_t window = g->num_layers > 0 ? g->layers[0].window : -1;
+    /* The group window bounds the KV ranges the plan hands out; only a
+     * window every layer shares may do that, else a global layer would be
+     * windowed.  Shared means the same (left, right) for causal and for
+     * non-causal requests alike, whichever way the layers spell it. */
+    attn__window win = {-1, 0, 0, 0};
+    if (g->num_layers > 0) {
+        const attn_layer_desc *l0 = &g->layers[0];
+        win = (attn__window){l0->window, l0->window_pair, l0->window_left, l0->window_right};
+    }
 #ifndef ATTN_INJECT_group_window
-    for (int32_t i = 1; i < g->num_layers; i++)
-        if (g->layers[i].window != window) window = -1;
+    for (int32_t i = 1; i < g->num_layers; i++) {
+        const attn_layer_desc *li = &g->layers[i];
+        const attn__window wi = {li->window, li->window_pair, li->window_left, li->window_right};
+        if (!attn__same_window(&win, &wi)) win = (attn__window){-1, 0, 0, 0};
+    }
 #else
     /* INJECTED BUG (group_window): the window is taken from the group's
      * first layer, so global layers of a mixed group get windowed. */
@@ -185,7 +246,7 @@ attn_status attn_builder_create(const attn_group_desc *g, attn_builder **out, at
     b->group_size = heads / g->kv.num_kv_heads;
     b->head_dim = g->kv.head_dim;
     b->block_size = g->kv.block_size;
-    b->window = window;
+    b->win = win;
     b->num_layers = g->num_layers;
     b->num_threads = g->num_threads;
     b->q_dtype = g->q_dtype;
@@ -211,7 +272,10 @@ attn_status attn_builder_get_info(const attn_builder *b, attn_builder_info *out,
     i.num_kv_heads = b->num_kv_heads;
     i.head_dim = b->head_dim;
     i.block_size = b->block_size;
-    i.window = b->window;
+    i.window = b->win.window;
+    i.window_pair = b->win.pair;
+    i.window_left = b->win.left;
+    i.window_right = b->win.right;
     i.num_layers = b->num_layers;
     i.num_threads = b->num_threads;
     i.q_dtype = b->q_dtype;

@@ -9,6 +9,7 @@
  * kernels see the scratchpad only through pointers into the plan's regions.
  */
 #include "internal.h"
+#include "kernels/mask.h"
 
 #include <math.h>
 #include <string.h>
@@ -27,6 +28,8 @@ typedef struct run_ctx {
      * scale; see split_scale and normalise_q). */
     float q_mul;
     int32_t q_exp;
+    float v_scale;          /* the fp8 cache's V scale, else 1 (the store applies it) */
+    int32_t win_left[2], win_right[2]; /* the layer's window pair, [causal] (mask.h) */
     attn_tile_fn tile;
     attn_tile_heads_fn tile_heads; /* NULL: every item runs alone */
     attn_load_q_fn load_q;
@@ -79,7 +82,7 @@ static void gqa_store(const run_ctx *c, int32_t req, int32_t tok0, int32_t n_tok
             size_t tok = (size_t)c->p->qsl[req] + (size_t)(tok0 + t);
             size_t e = (tok * (size_t)c->hq + h) * D;
             c->store(acc + r * D, m + r, l + r, 1, 1, (int32_t)D,
-                     c->layer->sinks ? c->layer->sinks + h : NULL, m_exp,
+                     c->layer->sinks ? c->layer->sinks + h : NULL, m_exp, c->v_scale,
                      (unsigned char *)c->t->out + e * c->o_es, 0);
         }
 }
@@ -100,9 +103,9 @@ static void gqa_store(const run_ctx *c, int32_t req, int32_t tok0, int32_t n_tok
  * units of 2^qk_exp logits (kernels.h, attn__m_exp) and the store and the
  * split merge are told the units.  Power-of-two scaling is exact, and no
  * step is taken for ordinary inputs, whose results stay bit for bit. */
-static void split_scale(float scale, float *mul, int32_t *e) {
-    *e = scale > 0x1p32f ? ilogbf(scale) : 0;
-    *mul = ldexpf(scale, -*e);
+static void split_scale(double scale, float *mul, int32_t *e) {
+    *e = scale > 0x1p32 ? ilogb(scale) : 0;
+    *mul = (float)ldexp(scale, -*e);
 }
 
 static int32_t normalise_q(float *q, size_t n) {
@@ -170,22 +173,26 @@ static void item_args(const run_ctx *c, int32_t thread, const attn_work_item *it
         l[i] = 0.0f;
     }
     const int32_t seq = p->seq_lens[it->req], q_len = p->qsl[it->req + 1] - p->qsl[it->req];
+    const int32_t causal = p->req_causal[it->req];
     (void)q_len;
     *a = (attn_tile_args){
         .n_tok = n_tok,
         .g = c->g,
         .head_dim = D,
         .q = q,
+        /* DESIGN §2: a causal request's token i at seq_len - q_len + i, a
+         * non-causal one's at i */
 #ifndef ATTN_INJECT_causal_offset
-        .pos0 = seq - q_len + it->tok0,
+        .pos0 = (causal ? seq - q_len : 0) + it->tok0,
 #else
         /* INJECTED BUG (causal_offset): query position taken as its index
          * in the chunk instead of seq_len - q_len + i. */
         .pos0 = it->tok0,
 #endif
         .seq_len = seq,
-        .causal = p->causal,
-        .window = c->layer->window,
+        .causal = causal,
+        .window_left = c->win_left[causal],
+        .window_right = c->win_right[causal],
         .softcap = c->layer->softcap,
         .qk_exp = qk_exp,
         .alibi = c->layer->alibi_slopes ? c->layer->alibi_slopes + (size_t)it->kv_head * (size_t)c->g
@@ -226,7 +233,7 @@ static void item_finish(const run_ctx *c, const attn_work_item *it, const attn_t
     if (it->num_pieces == 1) {
         const float *sinks = c->layer->sinks ? c->layer->sinks + (size_t)it->kv_head * (size_t)c->g : NULL;
 #ifndef ATTN_INJECT_gqa_map
-        c->store(acc, m, l, n_tok, c->g, D, sinks, m_exp,
+        c->store(acc, m, l, n_tok, c->g, D, sinks, m_exp, c->v_scale,
                  (unsigned char *)c->t->out + e0 * c->o_es, tok_stride);
 #else
         (void)sinks;
@@ -345,7 +352,7 @@ static void run_reduction(run_ctx *c, int32_t thread, const attn_reduction *rd) 
     const float *sinks = c->layer->sinks ? c->layer->sinks + (size_t)rd->kv_head * (size_t)c->g : NULL;
     size_t e0 = row_elem(c, rd->req, rd->tok0, rd->kv_head);
 #ifndef ATTN_INJECT_gqa_map
-    c->store(acc, state, state + rows, n_tok, c->g, D, sinks, m_exp,
+    c->store(acc, state, state + rows, n_tok, c->g, D, sinks, m_exp, c->v_scale,
              (unsigned char *)c->t->out + e0 * c->o_es, (size_t)c->hq * (size_t)D);
 #else
     (void)sinks;
@@ -401,7 +408,7 @@ attn_status attn_run(const attn_plan *p, const attn_layer_desc *layer, const att
                           !p ? "plan" : !layer ? "layer" : !t ? "tensors" : "scratch");
     if (p->magic != ATTN_PLAN_MAGIC)
         return attn__fail(err, ATTN_E_INTERNAL, "plan handle is not a live plan");
-    if ((st = attn__check_layer(layer, 0, err))) return st;
+    if ((st = attn__check_layer(layer, 0, p->kv_dtype, err))) return st;
 #ifndef ATTN_INJECT_model_wide_heads
     if (layer->num_heads != p->num_heads)
         return attn__fail(err, ATTN_E_LAYER_MISMATCH,
@@ -411,6 +418,23 @@ attn_status attn_run(const attn_plan *p, const attn_layer_desc *layer, const att
 #else
     /* INJECTED BUG (model_wide_heads): the historical engine had no check
      * that a layer matches the plan it runs with. */
+#endif
+    /* The plan's key ranges are bounded by its group's window: only a layer
+     * with that window (or any layer, when the group has none) fits them. */
+    const attn__window lw = {layer->window, layer->window_pair, layer->window_left,
+                             layer->window_right};
+    const attn__window none = {-1, 0, 0, 0};
+#ifndef ATTN_INJECT_group_window /* the historical engine had no such check */
+    if (!attn__same_window(&p->win, &none) && !attn__same_window(&p->win, &lw))
+        return attn__fail(err, ATTN_E_LAYER_MISMATCH,
+                          "layer %s has window %d (pair %d: %d, %d) but the plan's key ranges "
+                          "are bounded by its group's window %d (pair %d: %d, %d)",
+                          layer->name ? layer->name : "(unnamed)", (int)lw.window, (int)lw.pair,
+                          (int)lw.left, (int)lw.right, (int)p->win.window, (int)p->win.pair,
+                          (int)p->win.left, (int)p->win.right);
+#else
+    (void)lw;
+    (void)none;
 #endif
     if (layer->num_heads % p->num_kv_heads != 0)
         return attn__fail(err, ATTN_E_LAYER_MISMATCH,
@@ -443,8 +467,20 @@ attn_status attn_run(const attn_plan *p, const attn_layer_desc *layer, const att
         .o_es = attn_dtype_size(p->out_dtype),
         .failed = 0,
     };
-    split_scale(layer->scale > 0.0f ? layer->scale : 1.0f / sqrtf((float)p->head_dim), &c.q_mul,
-                &c.q_exp);
+    /* An fp8 cache's K scale goes into q (q . (k_scale K) = (k_scale q) .
+     * K, the product taken once, exactly, in double), its V scale into the
+     * store's factor (out is linear in V): the tiles see the codes' own
+     * values.  For every other cache both are 1 and the scale is the
+     * layer's, bit for bit. */
+    const int fp8 = p->kv_dtype == ATTN_DTYPE_FP8_E4M3 || p->kv_dtype == ATTN_DTYPE_FP8_E5M2;
+    const float k_scale = fp8 && layer->k_scale > 0.0f ? layer->k_scale : 1.0f;
+    c.v_scale = fp8 && layer->v_scale > 0.0f ? layer->v_scale : 1.0f;
+    split_scale((double)(layer->scale > 0.0f ? layer->scale : 1.0f / sqrtf((float)p->head_dim)) *
+                    (double)k_scale,
+                &c.q_mul, &c.q_exp);
+    for (int32_t causal = 0; causal < 2; causal++)
+        attn__window_pair(layer->window, layer->window_pair, layer->window_left,
+                          layer->window_right, causal, &c.win_left[causal], &c.win_right[causal]);
     /* Flags are cleared every run: a piece proves it ran by setting its own. */
     for (size_t i = 0; i < p->num_reds; i++) {
         const attn_region *r = &p->regions[p->reds[i].region_flags];

@@ -52,6 +52,13 @@ void *attn__alloc(const attn_allocator *a, size_t bytes);             /* NULL on
 void *attn__alloc_array(const attn_allocator *a, size_t n, size_t elem); /* checked n*elem */
 void attn__free(const attn_allocator *a, void *p);
 
+/* ---- a layer's window as given (attn_layer_desc's four fields) ---- */
+typedef struct attn__window {
+    int32_t window, pair, left, right;
+} attn__window;
+/* True when a and b give every request the same (left, right) (mask.h). */
+bool attn__same_window(const attn__window *a, const attn__window *b);
+
 /* ---- the builder: everything resolved at creation ---- */
 struct attn_builder {
     attn_allocator alloc;
@@ -62,7 +69,7 @@ struct attn_builder {
     int32_t group_size;     /* num_heads / num_kv_heads */
     int32_t head_dim;
     int32_t block_size;
-    int32_t window;         /* shared window, else -1 */
+    attn__window win;       /* shared window, else none (-1, 0, 0, 0) */
     int32_t num_layers;
     int32_t num_threads;
     attn_dtype q_dtype, kv_dtype, out_dtype;
@@ -90,7 +97,8 @@ struct attn_plan {
     int32_t tune;           /* the builder's ATTN__TUNE_*, for the kernels */
 
     /* geometry the plan was built for (copied from the builder) */
-    int32_t num_heads, num_kv_heads, group_size, head_dim, block_size, window;
+    int32_t num_heads, num_kv_heads, group_size, head_dim, block_size;
+    attn__window win;       /* the group's window: bounds every item's key range */
     int32_t num_threads;
     attn_dtype q_dtype, kv_dtype, out_dtype;
     int32_t q_tile;         /* max query tokens per work item */
@@ -104,6 +112,7 @@ struct attn_plan {
     /* batch (copies) */
     int32_t num_reqs, num_tokens, num_blocks, bt_stride, causal;
     int32_t *qsl;           /* [num_reqs + 1] */
+    uint8_t *req_causal;    /* [num_reqs]: each request's causality, resolved */
     int32_t *seq_lens;      /* [num_reqs] */
     int32_t *block_table;   /* [num_reqs * bt_stride] */
 
@@ -133,15 +142,16 @@ struct attn_plan {
  * regions only).  Used to size the plan AND to compute a layer's extents for
  * the sizing oracle, so the two can never drift apart.  Sets *overflow. */
 size_t attn__footprint(attn_region_kind kind, int32_t group_size, int32_t head_dim,
-                       int32_t tokens, int32_t kv_tile, int32_t pieces, bool *overflow);
+                       int32_t tokens, int32_t kv_tile, int32_t pieces, attn_dtype kv_dtype,
+                       bool *overflow);
 
 /* The bytes the layout gives one owner's regions (a thread's
  * ATTN__THREAD_REGIONS or a reduction's 4): each region's footprint
  * rounded up to ATTN_ALIGN plus the redzone after it.  The scratchpad is
  * the sum over all owners minus one redzone.  True on overflow. */
 bool attn__owner_bytes(attn_owner_kind owner, int32_t group_size, int32_t head_dim,
-                       int32_t tokens, int32_t kv_tile, int32_t pieces, size_t redzone,
-                       size_t *out);
+                       int32_t tokens, int32_t kv_tile, int32_t pieces, attn_dtype kv_dtype,
+                       size_t redzone, size_t *out);
 
 /* Lay out all regions of a plan whose items/reductions are final. */
 attn_status attn__layout_build(attn_plan *plan, attn_error *err);
@@ -166,10 +176,15 @@ int32_t attn__q_tile(const attn_builder *b);
 int32_t attn__request_pieces(const attn_builder *b, const attn_batch *bt,
                              const attn_plan_opts *o, uint64_t total_cost, int32_t r);
 /* Union [lo, hi) of the keys the rows of tokens [t0, t1) of a request may
- * see under the group window (DESIGN §2).  Visibility of every row is an
- * interval, so the union over consecutive rows is one too. */
+ * see under window w (the group's; DESIGN §2, mask.h).  Visibility of
+ * every row is an interval holding its own position, so the union over
+ * consecutive rows is one too, and never empty. */
 void attn__kv_range(int32_t seq_len, int32_t q_len, int32_t t0, int32_t t1, int32_t causal,
-                    int32_t window, int32_t *lo, int32_t *hi);
+                    const attn__window *w, int32_t *lo, int32_t *hi);
+/* Request r's causality: its req_causal entry, else the batch's flag. */
+static inline int32_t attn__req_causal(const attn_batch *bt, int32_t r) {
+    return bt->req_causal ? (int32_t)bt->req_causal[r] : bt->causal;
+}
 
 /* Debug check of the plan's structural invariants (ATTN_ASSERT inside);
  * returns false if one fails in a release build. */
@@ -178,8 +193,10 @@ bool attn__plan_verify(const attn_plan *plan);
 /* Validate a KV-cache spec (heads, head_dim, block_size, dtype). */
 attn_status attn__check_kv(const attn_kv_desc *kv, attn_error *err);
 
-/* Validate a layer's own fields (heads, window, softcap, scale, slopes, sinks). */
-attn_status attn__check_layer(const attn_layer_desc *l, int32_t index, attn_error *err);
+/* Validate a layer's own fields (heads, window, softcap, scale, slopes,
+ * sinks; k_scale and v_scale on a cache of kv_dtype fp8). */
+attn_status attn__check_layer(const attn_layer_desc *l, int32_t index, attn_dtype kv_dtype,
+                              attn_error *err);
 
 /* ---- kernel selection and tuning profile (src/dispatch.c) ---- */
 attn_status attn__select_kernels(const char *isa, const attn_kernels **out, attn_error *err);

@@ -18,7 +18,8 @@
 #include <string.h>
 
 size_t attn__footprint(attn_region_kind kind, int32_t group_size, int32_t head_dim,
-                       int32_t tokens, int32_t kv_tile, int32_t pieces, bool *overflow) {
+                       int32_t tokens, int32_t kv_tile, int32_t pieces, attn_dtype kv_dtype,
+                       bool *overflow) {
     size_t rows, x = 0;
     bool ov = attn__mul((size_t)tokens, (size_t)group_size, &rows);
     const size_t f = sizeof(float);
@@ -33,8 +34,18 @@ size_t attn__footprint(attn_region_kind kind, int32_t group_size, int32_t head_d
     case ATTN_REGION_SCORES: /* [rows][kv_tile] */
         ov |= attn__mul(rows, (size_t)kv_tile, &x) || attn__mul(x, f, &x);
         break;
-    case ATTN_REGION_KV: /* [2][kv_tile][D] */
+    case ATTN_REGION_KV: /* [2][kv_tile][D] fp32: the tiles widen K and V to fp32 here,
+                          * whatever the cache's element type */
+#ifndef ATTN_INJECT_fp8_tile_sizing
+        (void)kv_dtype;
         ov |= attn__mul((size_t)kv_tile, (size_t)head_dim, &x) || attn__mul(x, 2 * f, &x);
+#else
+        /* INJECTED BUG (fp8_tile_sizing): the KV tiles sized with the
+         * cache's element size (1 byte for fp8, 2 for bf16/f16) although
+         * the tiles hold K and V converted to fp32. */
+        ov |= attn__mul((size_t)kv_tile, (size_t)head_dim, &x) ||
+              attn__mul(x, 2 * attn_dtype_size(kv_dtype), &x);
+#endif
         break;
     case ATTN_REGION_FLAGS: /* one byte per piece */
         x = (size_t)pieces;
@@ -56,14 +67,15 @@ size_t attn__footprint(attn_region_kind kind, int32_t group_size, int32_t head_d
 }
 
 bool attn__owner_bytes(attn_owner_kind owner, int32_t group_size, int32_t head_dim,
-                       int32_t tokens, int32_t kv_tile, int32_t pieces, size_t redzone,
-                       size_t *out) {
+                       int32_t tokens, int32_t kv_tile, int32_t pieces, attn_dtype kv_dtype,
+                       size_t redzone, size_t *out) {
     const int first = owner == ATTN_OWNER_THREAD ? ATTN_REGION_Q : ATTN_REGION_FLAGS;
     const int n = owner == ATTN_OWNER_THREAD ? ATTN__THREAD_REGIONS : 4;
     bool ov = false;
     size_t t = 0, x;
     for (int k = first; k < first + n; k++) {
-        x = attn__footprint((attn_region_kind)k, group_size, head_dim, tokens, kv_tile, pieces, &ov);
+        x = attn__footprint((attn_region_kind)k, group_size, head_dim, tokens, kv_tile, pieces,
+                            kv_dtype, &ov);
         ov |= attn__align(x, &x) || attn__add(t, x, &t) || attn__add(t, redzone, &t);
     }
     *out = t;
@@ -79,10 +91,11 @@ static const char *const k_kind_name[ATTN_REGION_KIND_COUNT] = {
 static size_t region_bytes(const attn_plan *p, const attn_region *r, int32_t group_size,
                            int32_t head_dim, bool *ov) {
     if (r->owner_kind == ATTN_OWNER_THREAD)
-        return attn__footprint(r->kind, group_size, head_dim, p->row_groups, p->kv_tile, 0, ov);
+        return attn__footprint(r->kind, group_size, head_dim, p->row_groups, p->kv_tile, 0,
+                               p->kv_dtype, ov);
     const attn_reduction *rd = &p->reds[r->owner];
     return attn__footprint(r->kind, group_size, head_dim, rd->tok1 - rd->tok0, p->kv_tile,
-                           rd->num_pieces, ov);
+                           rd->num_pieces, p->kv_dtype, ov);
 }
 
 attn_status attn__layout_build(attn_plan *p, attn_error *err) {

@@ -25,6 +25,10 @@ static attn_status validate_batch(const attn_builder *b, const attn_batch *bt,
                                                : "block_table");
     if (bt->causal != 0 && bt->causal != 1)
         return attn__fail(err, ATTN_E_BAD_BATCH, "causal = %d (must be 0 or 1)", (int)bt->causal);
+    for (int32_t r = 0; bt->req_causal && r < bt->num_reqs; r++)
+        if (bt->req_causal[r] > 1)
+            return attn__fail(err, ATTN_E_BAD_BATCH, "req_causal[%d] = %d (must be 0 or 1)",
+                              (int)r, (int)bt->req_causal[r]);
     if (bt->query_start_loc[0] != 0)
         return attn__fail(err, ATTN_E_BAD_BATCH, "query_start_loc[0] = %d (must be 0)",
                           (int)bt->query_start_loc[0]);
@@ -168,6 +172,7 @@ void attn_plan_destroy(attn_plan *p) {
     attn__free(&a, p->qsl);
     attn__free(&a, p->seq_lens);
     attn__free(&a, p->block_table);
+    attn__free(&a, p->req_causal);
     attn__free(&a, p->items);
     attn__free(&a, p->reds);
     attn__free(&a, p->thread_items);
@@ -207,7 +212,7 @@ attn_status attn_builder_build(const attn_builder *b, const attn_batch *bt,
     p->group_size = b->group_size;
     p->head_dim = b->head_dim;
     p->block_size = b->block_size;
-    p->window = b->window;
+    p->win = b->win;
     p->num_threads = b->num_threads;
     p->q_dtype = b->q_dtype;
     p->kv_dtype = b->kv_dtype;
@@ -226,16 +231,19 @@ attn_status attn_builder_build(const attn_builder *b, const attn_batch *bt,
     p->qsl = attn__alloc_array(al, R + 1, sizeof(int32_t));
     p->seq_lens = attn__alloc_array(al, R, sizeof(int32_t));
     p->block_table = attn__alloc_array(al, cells, sizeof(int32_t));
+    p->req_causal = attn__alloc_array(al, R, sizeof(uint8_t));
     int32_t *pieces = attn__alloc_array(al, R, sizeof(int32_t));
-    if (!p->qsl || !p->seq_lens || !p->block_table || !pieces) {
+    if (!p->qsl || !p->seq_lens || !p->block_table || !p->req_causal || !pieces) {
         st = NOMEM("batch copies");
         goto fail;
     }
     memcpy(p->qsl, bt->query_start_loc, (R + 1) * sizeof(int32_t));
     memcpy(p->seq_lens, bt->seq_lens, R * sizeof(int32_t));
     memcpy(p->block_table, bt->block_table, cells * sizeof(int32_t));
-    for (int32_t r = 0; r < bt->num_reqs; r++)
+    for (int32_t r = 0; r < bt->num_reqs; r++) {
+        p->req_causal[r] = (uint8_t)attn__req_causal(bt, r);
         pieces[r] = attn__request_pieces(b, bt, &opts, sh.total_cost, r);
+    }
     const size_t n_items = sh.num_items, n_reds = sh.num_reds;
     const uint64_t rows_per_tok = (uint64_t)b->group_size;
 
@@ -276,7 +284,7 @@ attn_status attn_builder_build(const attn_builder *b, const attn_batch *bt,
             const int32_t h = in_m ? ix / nm : j % Hkv;
             const int32_t t0 = (in_m ? ix % nm : nm + j / Hkv) * p->q_tile;
             int32_t t1 = min32(q_len, t0 + p->q_tile), lo, hi;
-            attn__kv_range(s, q_len, t0, t1, p->causal, p->window, &lo, &hi);
+            attn__kv_range(s, q_len, t0, t1, p->req_causal[r], &p->win, &lo, &hi);
             int64_t len = hi - lo;
             int32_t red = -1;
             if (S > 1) {
@@ -437,8 +445,12 @@ attn_status attn_plan_get_info(const attn_plan *p, attn_plan_info *out, attn_err
     i.q_tile_tokens = p->q_tile;
     i.head_run = p->head_run;
     i.kv_tile = p->kv_tile;
-    i.window = p->window;
+    i.window = p->win.window;
+    i.window_pair = p->win.pair;
+    i.window_left = p->win.left;
+    i.window_right = p->win.right;
     i.causal = p->causal;
+    for (int32_t r = 0; r < p->num_reqs; r++) i.num_causal += p->req_causal[r];
     i.num_items = p->num_items;
     i.num_reductions = p->num_reds;
     i.num_regions = p->num_regions;

@@ -8,6 +8,7 @@
  * max_plan_bytes from these figures, then builds exactly this plan.
  */
 #include "internal.h"
+#include "kernels/mask.h"
 
 #include <string.h>
 #include <unistd.h>
@@ -20,16 +21,18 @@ static int32_t min32(int32_t a, int32_t b) { return a < b ? a : b; }
 static int32_t max32(int32_t a, int32_t b) { return a > b ? a : b; }
 
 void attn__kv_range(int32_t seq_len, int32_t q_len, int32_t t0, int32_t t1, int32_t causal,
-                    int32_t window, int32_t *lo, int32_t *hi) {
-    int32_t pa = seq_len - q_len + t0, pb = seq_len - q_len + t1 - 1;
-    int32_t l = 0, h;
-    if (window > 0) l = max32(0, pa - (window - 1));
-    if (causal)
-        h = pb + 1;
-    else
-        h = window > 0 ? (int32_t)((int64_t)pb + window < seq_len ? pb + window : seq_len) : seq_len;
-    *lo = l;
-    *hi = h;
+                    const attn__window *w, int32_t *lo, int32_t *hi) {
+    int32_t left, right;
+    attn__window_pair(w->window, w->pair, w->left, w->right, causal, &left, &right);
+    /* positions of tokens t0 and t1 - 1 (DESIGN §2) */
+    const int64_t base = causal ? (int64_t)seq_len - q_len : 0;
+    const int64_t pa = base + t0, pb = base + t1 - 1;
+    int64_t l = 0, h = seq_len;
+    if (causal && pb + 1 < h) h = pb + 1;
+    if (left >= 0 && pa - left > l) l = pa - left;
+    if (right >= 0 && pb + right + 1 < h) h = pb + right + 1;
+    *lo = (int32_t)l;
+    *hi = (int32_t)h;
 }
 
 /* Pieces for a single-tile row with `keys` keys and cost `cost`, given the
@@ -69,7 +72,7 @@ int32_t attn__request_pieces(const attn_builder *b, const attn_batch *bt,
     const int32_t q_len = bt->query_start_loc[r + 1] - bt->query_start_loc[r];
     if (q_len > attn__q_tile(b)) return 1; /* only single-tile rows are split */
     int32_t lo, hi;
-    attn__kv_range(bt->seq_lens[r], q_len, 0, q_len, bt->causal, b->window, &lo, &hi);
+    attn__kv_range(bt->seq_lens[r], q_len, 0, q_len, attn__req_causal(bt, r), &b->win, &lo, &hi);
     const uint64_t cost = (uint64_t)q_len * (uint64_t)b->group_size * (uint64_t)(hi - lo);
     return choose_pieces(o, b->num_threads, hi - lo, cost, total_cost);
 }
@@ -100,8 +103,9 @@ static bool metadata_bytes(const attn_batch *bt, int32_t threads, size_t ni, siz
     const size_t nmax = ni > nr ? ni : nr;
     size_t cells, t = sizeof(attn_plan), x;
     bool ov = attn__mul(R, (size_t)bt->block_table_stride, &cells);
-    /* batch copies (query_start_loc, seq_lens, block table) and pieces[] */
-    ov |= attn__mul(R + 1 + R + R, i4, &x) || attn__add(t, x, &t);
+    /* batch copies (query_start_loc, seq_lens, causality, block table)
+     * and pieces[] */
+    ov |= attn__mul(R + 1 + R + R, i4, &x) || attn__add(t, x, &t) || attn__add(t, R, &t);
     ov |= attn__mul(cells, i4, &x) || attn__add(t, x, &t);
     /* items, reductions, their thread lists, the cost/owner/unit scratch */
     ov |= attn__mul(ni, sizeof(attn_work_item) + i4 + i4, &x) || attn__add(t, x, &t);
@@ -137,7 +141,8 @@ attn_status attn__plan_size(const attn_builder *b, const attn_batch *bt, const a
         for (int32_t t0 = 0; t0 < q_len; t0 += s.q_tile) {
             const int32_t t1 = min32(q_len, t0 + s.q_tile);
             int32_t lo, hi;
-            attn__kv_range(bt->seq_lens[r], q_len, t0, t1, bt->causal, b->window, &lo, &hi);
+            attn__kv_range(bt->seq_lens[r], q_len, t0, t1, attn__req_causal(bt, r), &b->win, &lo,
+                           &hi);
             s.total_cost += (uint64_t)(t1 - t0) * (uint64_t)b->group_size * (uint64_t)(hi - lo) *
                             (uint64_t)Hkv;
         }
@@ -155,7 +160,7 @@ attn_status attn__plan_size(const attn_builder *b, const attn_batch *bt, const a
         if (S > 1) { /* one tile of q_len tokens, a reduction per KV head */
             s.num_reds += (size_t)Hkv;
             ov |= attn__owner_bytes(ATTN_OWNER_REDUCTION, b->group_size, b->head_dim, q_len,
-                                    b->kern->kv_tile, S, o->redzone, &x) ||
+                                    b->kern->kv_tile, S, b->kv_dtype, o->redzone, &x) ||
                   attn__mul(x, (size_t)Hkv, &x) || attn__add(red_bytes, x, &red_bytes);
         } else {
             /* unsplit single-token tiles: all of them when q_tile is 1,
@@ -167,7 +172,7 @@ attn_status attn__plan_size(const attn_builder *b, const attn_batch *bt, const a
     s.row_groups = max32(max_tokens, s.head_run);
     /* the scratchpad: every region aligned, a redzone after each but the last */
     ov |= attn__owner_bytes(ATTN_OWNER_THREAD, b->group_size, b->head_dim, s.row_groups,
-                            b->kern->kv_tile, 0, o->redzone, &x) ||
+                            b->kern->kv_tile, 0, b->kv_dtype, o->redzone, &x) ||
           attn__mul(x, (size_t)b->num_threads, &x) || attn__add(x, red_bytes, &s.scratch_bytes);
     s.scratch_bytes -= o->redzone;
     ov |= metadata_bytes(bt, b->num_threads, s.num_items, s.num_reds, &s.metadata_bytes);

@@ -83,6 +83,8 @@ const char *attn_dtype_name(attn_dtype dtype) {
     case ATTN_DTYPE_F32: return "f32";
     case ATTN_DTYPE_BF16: return "bf16";
     case ATTN_DTYPE_F16: return "f16";
+    case ATTN_DTYPE_FP8_E4M3: return "fp8e4m3";
+    case ATTN_DTYPE_FP8_E5M2: return "fp8e5m2";
     default: return NULL;
     }
 }

@@ -122,22 +122,22 @@ static void expect_mixed(const attn_layer_desc *layers, int32_t n, const char *c
 
 Test(builder, mixed_48_64_exact_message) {
     attn_layer_desc l[2] = {tu_layer(48, -1), tu_layer(64, 512)};
-    const char *n[] = {"all layers in one attention group must share num_heads; got {48, 64} "
-                       "for [layers.0, layers.1]", NULL};
+    const char *n[] = {"all layers in one attention group must share num_heads; got {48, 64}: "
+                       "layers.0 = 48, layers.1 = 64", NULL};
     expect_mixed(l, 2, n, "[48,64]");
 }
 
 Test(builder, mixed_64_48_order) {
     attn_layer_desc l[2] = {tu_layer(64, 512), tu_layer(48, -1)};
-    const char *n[] = {"all layers in one attention group must share num_heads; got {64, 48} "
-                       "for [layers.0, layers.1]", NULL};
+    const char *n[] = {"all layers in one attention group must share num_heads; got {64, 48}: "
+                       "layers.0 = 64, layers.1 = 48", NULL};
     expect_mixed(l, 2, n, "[64,48]");
 }
 
 Test(builder, mixed_laguna_s_48_72) {
     attn_layer_desc l[2] = {tu_layer(48, -1), tu_layer(72, 512)};
-    const char *n[] = {"all layers in one attention group must share num_heads; got {48, 72} "
-                       "for [layers.0, layers.1]", NULL};
+    const char *n[] = {"all layers in one attention group must share num_heads; got {48, 72}: "
+                       "layers.0 = 48, layers.1 = 72", NULL};
     expect_mixed(l, 2, n, "[48,72]");
 }
 
@@ -145,19 +145,16 @@ Test(builder, mixed_named_layers) {
     attn_layer_desc l[2] = {tu_layer(48, -1), tu_layer(64, 512)};
     l[0].name = "model.layers.3.self_attn";
     l[1].name = "model.layers.4.self_attn";
-    const char *n[] = {"all layers in one attention group must share num_heads; got {48, 64} "
-                       "for [model.layers.3.self_attn, model.layers.4.self_attn]", NULL};
+    const char *n[] = {"all layers in one attention group must share num_heads; got {48, 64}: "
+                       "model.layers.3.self_attn = 48, model.layers.4.self_attn = 64", NULL};
     expect_mixed(l, 2, n, "named [48,64]");
 }
 
-/* Three layers [64, 64, 72]: the message must keep the fixed prefix, name both
- * counts and the disagreeing layer (layers.2) and the one it disagrees with.
- * The exact list form for 3 layers is not fixed by attn.h, so only these
- * pieces are required. */
+/* Three layers [64, 64, 72]: every layer's own count is named. */
 Test(builder, mixed_three_layers) {
     attn_layer_desc l[3] = {tu_layer(64, 512), tu_layer(64, 512), tu_layer(72, -1)};
-    const char *n[] = {"all layers in one attention group must share num_heads; got {", "64",
-                       "72", "layers.0", "layers.2", NULL};
+    const char *n[] = {"all layers in one attention group must share num_heads; got {64, 72}: "
+                       "layers.0 = 64, layers.1 = 64, layers.2 = 72", NULL};
     expect_mixed(l, 3, n, "[64,64,72]");
     attn_error err;
     attn_builder *b = NULL;
@@ -194,6 +191,54 @@ Test(builder, window_mixed_512_none) { int32_t w[] = {512, -1}; expect_window(w,
 Test(builder, window_mixed_none_512) { int32_t w[] = {-1, 512}; expect_window(w, 2, -1); }
 Test(builder, window_mixed_512_256) { int32_t w[] = {512, 512, 256}; expect_window(w, 3, -1); }
 Test(builder, window_single_1) { int32_t w[] = {1}; expect_window(w, 1, 1); }
+
+/* Windows as (left, right) pairs: {W, 0, 0} is the shorthand W, {-1, L, R}
+ * the pair (L, R).  The group's window is the one every layer gives every
+ * request, causal or not, however it is spelled; want = the resolved
+ * spec reported (layer 0's when shared, none otherwise). */
+typedef struct wspec { int32_t w, left, right; } wspec;
+static void expect_pair(const wspec *ws, int32_t n, wspec want) {
+    attn_layer_desc l[4];
+    for (int32_t i = 0; i < n; i++) {
+        l[i] = tu_layer(64, ws[i].w);
+        if (ws[i].w == -1 && (ws[i].left || ws[i].right))
+            l[i].window_pair = 1, l[i].window_left = ws[i].left, l[i].window_right = ws[i].right;
+    }
+    attn_builder *b = NULL;
+    attn_error err;
+    cr_assert_eq(create(l, n, &b, &err), ATTN_OK, "%s", err.message);
+    attn_builder_info info;
+    cr_assert_eq(attn_builder_get_info(b, &info, &err), ATTN_OK);
+    const int pair = want.w == -1 && (want.left || want.right);
+    cr_assert(info.window == want.w && info.window_pair == pair &&
+                  info.window_left == (pair ? want.left : 0) &&
+                  info.window_right == (pair ? want.right : 0),
+              "group window %d pair %d (%d, %d), want %d (%d, %d)", info.window, info.window_pair,
+              info.window_left, info.window_right, want.w, want.left, want.right);
+    attn_builder_destroy(b);
+}
+
+Test(builder, window_pairs_shared) {
+    const wspec a[] = {{-1, 6, 2}, {-1, 6, 2}};
+    expect_pair(a, 2, a[0]);
+    /* (W-1, W-1) is what the shorthand W gives either causality */
+    const wspec b[] = {{7, 0, 0}, {-1, 6, 6}};
+    expect_pair(b, 2, b[0]);
+    const wspec c[] = {{-1, 6, 6}, {7, 0, 0}};
+    expect_pair(c, 2, c[0]);
+}
+
+Test(builder, window_pairs_not_shared) {
+    const wspec none = {-1, 0, 0};
+    const wspec a[] = {{-1, 6, 2}, {-1, 6, 3}};   /* same for causal, not for non-causal */
+    expect_pair(a, 2, none);
+    const wspec b[] = {{7, 0, 0}, {-1, 7, 7}};    /* one key more to the left */
+    expect_pair(b, 2, none);
+    const wspec c[] = {{-1, 6, -1}, {-1, 6, 6}};  /* unbounded right vs bounded */
+    expect_pair(c, 2, none);
+    const wspec d[] = {{-1, -1, 4}, {-1, -1, 4}, {-1, 0, 4}};
+    expect_pair(d, 3, none);
+}
 
 Test(builder, empty_group_falls_back_to_model_count) {
     int32_t model[] = {48, 64, 16};

@@ -60,6 +60,7 @@ typedef struct ctx {
     void *scratch;
     size_t scratch_bytes, plan_bytes;
     int32_t *big;          /* large zeroed block table for the limit rows */
+    uint8_t rc[NREQ];      /* per-request causality for the req_causal rows */
     char needle[64];       /* runtime needle, overrides the row's */
 } ctx;
 
@@ -133,6 +134,18 @@ static void m_win_m2(ctx *c) { c->layers[1].window = -2; }
 static void m_win_0(ctx *c) { c->layers[1].window = 0; }
 static void m_win_min(ctx *c) { c->layers[0].window = INT32_MIN; }
 static void m_win_over(ctx *c) { c->layers[0].window = ATTN_MAX_SEQ_LEN + 1; }
+static void pair_on(attn_layer_desc *l, int32_t left, int32_t right) {
+    l->window = -1, l->window_pair = 1, l->window_left = left, l->window_right = right;
+}
+static void m_wl_m2(ctx *c) { pair_on(&c->layers[1], -2, 3); }
+static void m_wr_m5(ctx *c) { pair_on(&c->layers[0], 3, -5); }
+static void m_wl_over(ctx *c) { pair_on(&c->layers[1], ATTN_MAX_SEQ_LEN + 1, 0); }
+static void m_wr_min(ctx *c) { pair_on(&c->layers[0], -1, INT32_MIN); }
+static void m_wpair2(ctx *c) { pair_on(&c->layers[1], 3, 3); c->layers[1].window_pair = 2; }
+static void m_wpair_and_window(ctx *c) { pair_on(&c->layers[1], 3, 3); c->layers[1].window = 7; }
+static void m_wl_no_pair(ctx *c) { c->layers[1].window_left = 3; }
+static void m_wr_no_pair(ctx *c) { c->layers[0].window_right = -1; }
+static void m_wpair_ok(ctx *c) { pair_on(&c->layers[1], 0, -1); pair_on(&c->layers[0], -1, 0); }
 static void m_cap_neg(ctx *c) { c->layers[1].softcap = -3.5f; }
 static void m_cap_nan(ctx *c) { c->layers[0].softcap = NAN; }
 static void m_cap_inf(ctx *c) { c->layers[0].softcap = INFINITY; }
@@ -155,6 +168,15 @@ static void m_qdt(ctx *c) { c->g.q_dtype = (attn_dtype)9; }
 static void m_kvdt(ctx *c) { c->g.kv.dtype = (attn_dtype)-1; }
 static void m_outdt(ctx *c) { c->g.out_dtype = ATTN_DTYPE_COUNT; }
 static void m_isa(ctx *c) { c->g.isa = "sse9"; }
+static void m_q_fp8(ctx *c) { c->g.q_dtype = ATTN_DTYPE_FP8_E4M3; }
+static void m_out_fp8(ctx *c) { c->g.out_dtype = ATTN_DTYPE_FP8_E5M2; }
+static void m_kscale_neg(ctx *c) { c->g.kv.dtype = ATTN_DTYPE_FP8_E4M3; c->layers[1].k_scale = -2.0f; }
+static void m_vscale_inf(ctx *c) { c->g.kv.dtype = ATTN_DTYPE_FP8_E5M2; c->layers[0].v_scale = INFINITY; }
+static void m_kscale_f32_ignored(ctx *c) { c->layers[1].k_scale = -2.0f; c->layers[0].v_scale = NAN; }
+static void m_scales_fp8_ok(ctx *c) {
+    c->g.kv.dtype = ATTN_DTYPE_FP8_E4M3;
+    c->layers[0].k_scale = 0.0f, c->layers[0].v_scale = 0.5f, c->layers[1].k_scale = 3.0f;
+}
 static void m_isa_empty(ctx *c) { c->g.isa = "avx9000"; }
 static void m_layers_null(ctx *c) { c->g.layers = NULL; }
 
@@ -200,6 +222,18 @@ static void big_table(ctx *c, int32_t seq) {
     c->batch.block_table_stride = stride;
     c->opts.split = ATTN_SPLIT_AUTO;
 }
+static void m_rc2(ctx *c) {
+    c->rc[0] = 1, c->rc[1] = 2, c->rc[2] = 0;
+    c->batch.req_causal = c->rc;
+}
+static void m_rc255(ctx *c) {
+    c->rc[0] = 0, c->rc[1] = 0, c->rc[2] = 255;
+    c->batch.req_causal = c->rc;
+}
+static void m_rc_mixed_ok(ctx *c) {
+    c->rc[0] = 0, c->rc[1] = 1, c->rc[2] = 0;
+    c->batch.req_causal = c->rc;
+}
 static void m_seq_over_limit(ctx *c) { big_table(c, ATTN_MAX_SEQ_LEN + 1); }
 static void m_seq_at_limit(ctx *c) { big_table(c, ATTN_MAX_SEQ_LEN); }
 
@@ -230,6 +264,8 @@ static void m_t_v_null(ctx *c) { c->t.v_cache = NULL; }
 static void m_rl_win0(ctx *c) { c->run_layer.window = 0; }
 static void m_rl_win_neg(ctx *c) { c->run_layer.window = -9; }
 static void m_rl_cap_nan(ctx *c) { c->run_layer.softcap = NAN; }
+static void m_rl_wl_m3(ctx *c) { pair_on(&c->run_layer, -3, 0); }
+static void m_rl_wr_no_pair(ctx *c) { c->run_layer.window_right = 9; }
 static void m_rl_slope_inf(ctx *c) {
     for (int h = 0; h < HQ; h++) c->alibi_bad[h] = 0.5f;
     c->alibi_bad[2] = INFINITY;
@@ -256,6 +292,21 @@ static const row rows[] = {
     {"window_0", CREATE, NULL, m_win_0, ATTN_E_BAD_WINDOW, "0"},
     {"window_over_max_seq_len", CREATE, NULL, m_win_over, ATTN_E_BAD_WINDOW, "268435457"},
     {"window_int32_min", CREATE, NULL, m_win_min, ATTN_E_BAD_WINDOW, "-2147483648"},
+    {"q_dtype_fp8", CREATE, NULL, m_q_fp8, ATTN_E_BAD_DTYPE, "q_dtype = 3 (fp8e4m3)"},
+    {"out_dtype_fp8", CREATE, NULL, m_out_fp8, ATTN_E_BAD_DTYPE, "out_dtype = 4 (fp8e5m2)"},
+    {"fp8_k_scale_negative", CREATE, NULL, m_kscale_neg, ATTN_E_BAD_LAYER, "k_scale = -2"},
+    {"fp8_v_scale_inf", CREATE, NULL, m_vscale_inf, ATTN_E_BAD_LAYER, "v_scale = inf"},
+    {"scales_ignored_without_fp8", CREATE, NULL, m_kscale_f32_ignored, ATTN_OK, NULL},
+    {"fp8_scales_valid", CREATE, NULL, m_scales_fp8_ok, ATTN_OK, NULL},
+    {"window_left_minus_2", CREATE, NULL, m_wl_m2, ATTN_E_BAD_WINDOW, "window_left = -2"},
+    {"window_right_minus_5", CREATE, NULL, m_wr_m5, ATTN_E_BAD_WINDOW, "window_right = -5"},
+    {"window_left_over_max", CREATE, NULL, m_wl_over, ATTN_E_BAD_WINDOW, "window_left = 268435457"},
+    {"window_right_int32_min", CREATE, NULL, m_wr_min, ATTN_E_BAD_WINDOW, "window_right = -2147483648"},
+    {"window_pair_2", CREATE, NULL, m_wpair2, ATTN_E_BAD_WINDOW, "window_pair = 2"},
+    {"window_pair_and_window", CREATE, NULL, m_wpair_and_window, ATTN_E_BAD_WINDOW, "window = 7 and window_pair = 1"},
+    {"window_left_without_pair", CREATE, NULL, m_wl_no_pair, ATTN_E_BAD_WINDOW, "window_left = 3"},
+    {"window_right_without_pair", CREATE, NULL, m_wr_no_pair, ATTN_E_BAD_WINDOW, "window_right = -1"},
+    {"window_pairs_valid", CREATE, NULL, m_wpair_ok, ATTN_OK, NULL},
     {"softcap_negative", CREATE, NULL, m_cap_neg, ATTN_E_BAD_LAYER, "-3.5"},
     {"softcap_nan", CREATE, NULL, m_cap_nan, ATTN_E_BAD_LAYER, "nan"},
     {"softcap_inf", CREATE, NULL, m_cap_inf, ATTN_E_BAD_LAYER, "inf"},
@@ -268,12 +319,15 @@ static const row rows[] = {
     {"threads_over_limit", CREATE, NULL, m_thr_over, ATTN_E_BAD_THREADS, "257"},
     {"q_dtype_9", CREATE, NULL, m_qdt, ATTN_E_BAD_DTYPE, "9"},
     {"kv_dtype_minus_1", CREATE, NULL, m_kvdt, ATTN_E_BAD_DTYPE, "-1"},
-    {"out_dtype_count", CREATE, NULL, m_outdt, ATTN_E_BAD_DTYPE, "3"},
+    {"out_dtype_count", CREATE, NULL, m_outdt, ATTN_E_BAD_DTYPE, "5"},
     {"isa_unknown", CREATE, NULL, m_isa, ATTN_E_BAD_ISA, "sse9"},
     {"isa_unknown_2", CREATE, NULL, m_isa_empty, ATTN_E_BAD_ISA, "avx9000"},
     {"layers_null_with_2_layers", CREATE, NULL, m_layers_null, ATTN_E_NULL_ARG, NULL},
     /* build */
     {"num_reqs_0", BUILD, NULL, m_nreq0, ATTN_E_BAD_BATCH, "0"},
+    {"req_causal_2", BUILD, NULL, m_rc2, ATTN_E_BAD_BATCH, "req_causal[1] = 2"},
+    {"req_causal_255", BUILD, NULL, m_rc255, ATTN_E_BAD_BATCH, "req_causal[2] = 255"},
+    {"req_causal_mixed_valid", BUILD, NULL, m_rc_mixed_ok, ATTN_OK, NULL},
     {"num_reqs_negative", BUILD, NULL, m_nreq_neg, ATTN_E_BAD_BATCH, "-2"},
     {"num_reqs_over_limit", BUILD, NULL, m_nreq_over, ATTN_E_BAD_BATCH, "1048577"},
     {"query_start_loc_0_not_0", BUILD, NULL, m_qsl0, ATTN_E_BAD_BATCH, "1"},
@@ -331,6 +385,8 @@ static const row rows[] = {
     {"tensors_v_cache_null", RUN, NULL, m_t_v_null, ATTN_E_NULL_ARG, NULL},
     {"run_layer_window_0", RUN, NULL, m_rl_win0, ATTN_E_BAD_WINDOW, "0"},
     {"run_layer_window_minus_9", RUN, NULL, m_rl_win_neg, ATTN_E_BAD_WINDOW, "-9"},
+    {"run_layer_window_left_minus_3", RUN, NULL, m_rl_wl_m3, ATTN_E_BAD_WINDOW, "window_left = -3"},
+    {"run_layer_window_right_without_pair", RUN, NULL, m_rl_wr_no_pair, ATTN_E_BAD_WINDOW, "window_right = 9"},
     {"run_layer_softcap_nan", RUN, NULL, m_rl_cap_nan, ATTN_E_BAD_LAYER, "nan"},
     {"run_layer_alibi_inf", RUN, NULL, m_rl_slope_inf, ATTN_E_BAD_LAYER, "inf"},
 };
@@ -689,6 +745,51 @@ Test(invalid, laguna_64_head_layer_on_48_head_plan) {
     for (size_t i = 0; i < qn * 4; i++)
         cr_assert_eq(((unsigned char *)out)[i], 0x5a, "output byte %zu written by a refused run", i);
     free(qb); free(out); free(kc); free(vc); free(scr);
+    attn_plan_destroy(p);
+    attn_builder_destroy(b);
+    tu_batch_free(&tb);
+}
+
+/* A plan of a group whose layers share a window bounds its key ranges by
+ * it: a layer with another window does not fit the plan and is refused;
+ * the same window spelled as a pair fits. */
+Test(invalid, layer_window_outside_group_window) {
+    attn_layer_desc l[2] = {tu_layer(8, 7), tu_layer(8, 7)};
+    attn_group_desc g = tu_group(l, 2, 2, 32, 16, 1);
+    attn_builder *b = NULL;
+    cr_assert_eq(attn_builder_create(&g, &b, NULL), ATTN_OK);
+    const int32_t q[2] = {1, 4}, kv[2] = {40, 4};
+    uint8_t rc[2] = {1, 0};
+    tu_batch tb;
+    cr_assert_eq(tu_batch_init(&tb, 2, q, kv, 16, 1, 0), 0);
+    tb.b.req_causal = rc;
+    attn_plan *p = NULL;
+    cr_assert_eq(attn_builder_build(b, &tb.b, NULL, &p, NULL), ATTN_OK);
+    size_t bytes = 0;
+    attn_plan_scratch_size(p, &bytes, NULL);
+    void *scratch = tu_aligned(bytes);
+    const size_t n = 5 * 8 * 32;
+    float *qv = calloc(n, sizeof(float)), *out = calloc(n, sizeof(float));
+    float *kc = calloc((size_t)tb.b.num_blocks * 2 * 16 * 32, sizeof(float));
+    attn_tensors t;
+    memset(&t, 0, sizeof t);
+    t.q = qv, t.out = out, t.k_cache = kc, t.v_cache = kc;
+    t.num_tokens = 5, t.num_heads = 8, t.head_dim = 32, t.num_blocks = tb.b.num_blocks;
+    t.num_kv_heads = 2, t.block_size = 16;
+    attn_error err;
+    attn_layer_desc other = tu_layer(8, 9);
+    cr_assert_eq(attn_run(p, &other, &t, scratch, bytes, &err), ATTN_E_LAYER_MISMATCH);
+    cr_assert(strstr(err.message, "window 9") && strstr(err.message, "group's window 7"), "%s",
+              err.message);
+    other = tu_layer(8, -1);
+    cr_assert_eq(attn_run(p, &other, &t, scratch, bytes, &err), ATTN_E_LAYER_MISMATCH);
+    other = tu_layer(8, -1);
+    other.window_pair = 1, other.window_left = 6, other.window_right = 6;
+    cr_assert_eq(attn_run(p, &other, &t, scratch, bytes, &err), ATTN_OK, "%s", err.message);
+    other.window_right = 5; /* differs for the non-causal request */
+    cr_assert_eq(attn_run(p, &other, &t, scratch, bytes, &err), ATTN_E_LAYER_MISMATCH);
+    cr_assert_eq(attn_run(p, &l[1], &t, scratch, bytes, &err), ATTN_OK, "%s", err.message);
+    free(qv), free(out), free(kc), free(scratch);
     attn_plan_destroy(p);
     attn_builder_destroy(b);
     tu_batch_free(&tb);

@@ -44,7 +44,7 @@
 #include "../harness/case.h"
 #include "../harness/compare.h"
 #include "../harness/problem.h"
-#include "../engines/attnguard/fixture.h"
+#include "tfixture.h"
 #include "../harness/ref.h"
 #include "tutil.h"
 
@@ -115,6 +115,7 @@ static void *run_on(problem *p, int32_t l, const char *isa, int *rounded, char *
         snprintf(msg, cap, "fixture: out of memory");
         return NULL;
     }
+    tfx_complete(&fx, p);
     attn_group_desc g = fx.group;
     g.isa = isa;
     g.tune = g_tune ? (g_tune == ATTN__TUNE_AMD ? "amd" : "intel") : NULL;
@@ -211,7 +212,7 @@ static void check_problem_once(problem *p, const char *text) {
         cr_assert(ref_out, "%s\n%s", msg, text);
         cr_assert(!rounded, "the ref table reports bf16 rounding");
         for (size_t i = 0; i < ne; i++) base[i] = cmp_elem_get(ref_out, i, c->out_dtype);
-        const cmp_tol tol = cmp_tolerance(c->q_dtype, c->kv_dtype, c->out_dtype);
+        const cmp_tol tol = cmp_tolerance(c->out_dtype);
         const cmp_tol tol2 = {2 * tol.atol, 2 * tol.rtol};
         for (int k = 0; k < n; k++) {
             void *out = run_on(p, l, isas[k], &rounded, msg, sizeof msg);
@@ -609,7 +610,9 @@ static attn_tile_args args_for(const mini *mc, tile_bufs *b, int32_t n_tok, int3
     a.pos0 = pos0;
     a.seq_len = seq;
     a.causal = 1;
-    a.window = window;
+    /* a causal row's window of W keys (mask.h's shorthand) */
+    a.window_left = window > 0 ? window - 1 : -1;
+    a.window_right = window > 0 ? 0 : -1;
     a.k_cache = mc->k;
     a.v_cache = mc->v;
     a.block_stride = (size_t)bs * (size_t)D;
@@ -718,6 +721,21 @@ static void tile_edges_check(void) {
     mini_free(&mc);
 }
 
+/* The n fp32 values x as a cache of dtype dt (rounded by dtype.h; the
+ * tiles and the portable twin then read the same codes); caller frees. */
+static void *cache_as(attn_dtype dt, const float *x, size_t n) {
+    unsigned char *b = malloc(n * attn_dtype_size(dt) + 1);
+    cr_assert_not_null(b);
+    for (size_t i = 0; i < n; i++) switch (dt) {
+        case ATTN_DTYPE_F32: ((float *)(void *)b)[i] = x[i]; break;
+        case ATTN_DTYPE_BF16: ((uint16_t *)(void *)b)[i] = attn__f32_to_bf16(x[i]); break;
+        case ATTN_DTYPE_F16: ((uint16_t *)(void *)b)[i] = attn__f32_to_f16(x[i]); break;
+        case ATTN_DTYPE_FP8_E4M3: b[i] = attn__f32_to_fp8e4m3(x[i]); break;
+        default: b[i] = attn__f32_to_fp8e5m2(x[i]); break;
+        }
+    return b;
+}
+
 /* Single-token items (decode, and split pieces of a decode row): the
  * avx512 tables route them to their own tile (kernels/avx512_decode.c:
  * 16- to 64-key chunks by profile, 4-row Q.K blocks, bf16 pairs widened
@@ -731,7 +749,8 @@ static void tile_decode_check(void) {
     static const int32_t ds[] = {33, 64, 80, 128, 200, 256, 320};
     static const int32_t ranges[][2] = {{0, 1}, {0, 63}, {0, 64}, {0, 65}, {0, 127},
                                         {0, 128}, {0, 129}, {3, 260}, {127, 385}, {200, 301}};
-    static const attn_dtype dts[] = {ATTN_DTYPE_F32, ATTN_DTYPE_BF16, ATTN_DTYPE_F16};
+    static const attn_dtype dts[] = {ATTN_DTYPE_F32, ATTN_DTYPE_BF16, ATTN_DTYPE_F16,
+                                     ATTN_DTYPE_FP8_E4M3, ATTN_DTYPE_FP8_E5M2};
     const attn_kernels *tb[MAX_ISAS];
     const int nt = tables(tb);
     const attn_kernels *ref = attn__kernels_ref();
@@ -742,15 +761,10 @@ static void tile_decode_check(void) {
         mini mc;
         mini_init(&mc, seq, D, bs, 40 + (uint64_t)di);
         const size_t n = (size_t)mc.nb * (size_t)bs * (size_t)D;
-        uint16_t *k16[2], *v16[2]; /* bf16, f16 copies (the fp32 values rounded) */
-        for (int h = 0; h < 2; h++) {
-            k16[h] = malloc(n * 2);
-            v16[h] = malloc(n * 2);
-            cr_assert(k16[h] && v16[h]);
-            for (size_t i = 0; i < n; i++) {
-                k16[h][i] = h ? attn__f32_to_f16(mc.k[i]) : attn__f32_to_bf16(mc.k[i]);
-                v16[h][i] = h ? attn__f32_to_f16(mc.v[i]) : attn__f32_to_bf16(mc.v[i]);
-            }
+        void *kx[N(dts)], *vx[N(dts)]; /* the fp32 values as each dtype */
+        for (int h = 0; h < N(dts); h++) {
+            kx[h] = cache_as(dts[h], mc.k, n);
+            vx[h] = cache_as(dts[h], mc.v, n);
         }
         for (int gi = 0; gi < N(gs); gi++) {
             const int32_t g = gs[gi];
@@ -759,7 +773,7 @@ static void tile_decode_check(void) {
             for (int ri = 0; ri < N(ranges); ri++) {
                 /* vary the rest along the loop indices */
                 const int v = di + gi + ri;
-                const attn_dtype dt = dts[v % 3];
+                const attn_dtype dt = dts[v % N(dts)];
                 const int32_t window = (v % 4 == 1) ? 90 : (v % 4 == 3) ? 1 : -1;
                 const int32_t pos0 = ranges[ri][1] - 1 + (v % 2) * 3;
                 for (int k = 0; k < nt; k++) {
@@ -778,11 +792,8 @@ static void tile_decode_check(void) {
                                                  ranges[ri][1], window, ref->kv_tile);
                     attn_tile_args ay = args_for(&mc, &y, 1, g, D, bs, seq, pos0, ranges[ri][0],
                                                  ranges[ri][1], window, tb[k]->kv_tile);
-                    if (dt != ATTN_DTYPE_F32) {
-                        const int h = dt == ATTN_DTYPE_F16;
-                        ax.k_cache = ay.k_cache = k16[h];
-                        ax.v_cache = ay.v_cache = v16[h];
-                    }
+                    ax.k_cache = ay.k_cache = kx[v % N(dts)];
+                    ax.v_cache = ay.v_cache = vx[v % N(dts)];
                     if (v % 3 == 1) ax.softcap = ay.softcap = 3.0f;
                     if (v % 5 == 2) ax.alibi = ay.alibi = alibi;
                     ref->tile[dt](&ax);
@@ -814,9 +825,9 @@ static void tile_decode_check(void) {
                 }
             }
         }
-        for (int h = 0; h < 2; h++) {
-            free(k16[h]);
-            free(v16[h]);
+        for (int h = 0; h < N(dts); h++) {
+            free(kx[h]);
+            free(vx[h]);
         }
         mini_free(&mc);
     }
@@ -927,7 +938,8 @@ static void tile_heads_check(void) {
         {16, 256, 3}, {17, 64, 2}, {2, 320, 3}, {5, 33, 7},
     };
     static const int32_t ranges[][2] = {{0, 1}, {0, 64}, {0, 129}, {3, 260}, {127, 385}};
-    static const attn_dtype dts[] = {ATTN_DTYPE_F32, ATTN_DTYPE_BF16, ATTN_DTYPE_F16};
+    static const attn_dtype dts[] = {ATTN_DTYPE_F32, ATTN_DTYPE_BF16, ATTN_DTYPE_F16,
+                                     ATTN_DTYPE_FP8_E4M3, ATTN_DTYPE_FP8_E5M2};
     const attn_kernels *tb[MAX_ISAS];
     const int nt = tables(tb);
     const int32_t bs = 16, seq = 400, nb = seq / bs;
@@ -937,9 +949,8 @@ static void tile_heads_check(void) {
         /* cache[nb][n heads][bs][D], blocks in reverse order */
         const size_t ne = (size_t)nb * (size_t)n * (size_t)bs * (size_t)D;
         float *k32 = malloc(ne * 4), *v32 = malloc(ne * 4);
-        uint16_t *k16 = malloc(ne * 2), *v16 = malloc(ne * 2);
         int32_t *blocks = malloc((size_t)nb * sizeof(int32_t));
-        cr_assert(k32 && v32 && k16 && v16 && blocks);
+        cr_assert(k32 && v32 && blocks);
         uint64_t s = 900 + (uint64_t)si;
         for (size_t i = 0; i < ne; i++) {
             k32[i] = (float)problem_rng_unit(&s);
@@ -950,18 +961,10 @@ static void tile_heads_check(void) {
         for (int32_t j = 0; j < n * g; j++) alibi[j] = -0.01f * (float)(j % 7 + 1);
         for (int ri = 0; ri < (int)(sizeof ranges / sizeof *ranges); ri++) {
             const int v = si + ri;
-            const attn_dtype dt = dts[v % 3];
+            const attn_dtype dt = dts[v % N(dts)];
             const int32_t window = (v % 4 == 1) ? 90 : (v % 4 == 3) ? 1 : -1;
             const int32_t pos0 = ranges[ri][1] - 1 + (v % 2) * 3;
-            const void *kc = k32, *vc = v32;
-            if (dt != ATTN_DTYPE_F32) {
-                for (size_t i = 0; i < ne; i++) {
-                    k16[i] = dt == ATTN_DTYPE_F16 ? attn__f32_to_f16(k32[i]) : attn__f32_to_bf16(k32[i]);
-                    v16[i] = dt == ATTN_DTYPE_F16 ? attn__f32_to_f16(v32[i]) : attn__f32_to_bf16(v32[i]);
-                }
-                kc = k16;
-                vc = v16;
-            }
+            void *kc = cache_as(dt, k32, ne), *vc = cache_as(dt, v32, ne);
             for (int k = 0; k < nt; k++) {
                 if (!tb[k]->tile_heads[dt]) continue;
                 tile_bufs x[ATTN__HEAD_RUN_MAX], y[ATTN__HEAD_RUN_MAX];
@@ -1013,8 +1016,10 @@ static void tile_heads_check(void) {
                     bufs_free(&y[h]);
                 }
             }
+            free(kc);
+            free(vc);
         }
-        free(k32); free(v32); free(k16); free(v16); free(blocks);
+        free(k32); free(v32); free(blocks);
     }
     cr_assert(combos > 0, "%s: no tile_heads run was exercised", g_table->name);
 }
@@ -1172,8 +1177,12 @@ Test(isa, tables_start_from_ref) {
         cr_assert_str_eq(t->name, k_simd[k].name);
         cr_assert(t->rows_target >= 1 && t->kv_tile >= 1, "%s", t->name);
         cr_assert(t->merge == ref->merge, "%s: merge is not the portable one", t->name);
-        for (int d = 0; d < ATTN_DTYPE_COUNT; d++)
-            cr_assert(t->tile[d] && t->load_q[d] && t->store[d], "%s: NULL entry", t->name);
+        for (int d = 0; d < ATTN_DTYPE_COUNT; d++) {
+            /* every KV dtype has a tile; q and out are never fp8 */
+            const int fp8 = d == ATTN_DTYPE_FP8_E4M3 || d == ATTN_DTYPE_FP8_E5M2;
+            cr_assert(t->tile[d] && (fp8 || (t->load_q[d] && t->store[d])),
+                      "%s: NULL entry for %s", t->name, attn_dtype_name((attn_dtype)d));
+        }
     }
 #if defined(ATTN_HAVE_AVX512) && defined(ATTN_HAVE_AVX512BF16) /* both compiled */
     const attn_kernels *a = attn__kernels_avx512(), *b = attn__kernels_avx512bf16();

@@ -26,10 +26,11 @@
 
 #include "../src/attn.h"
 #include "../src/attn_plan_inspect.h"
+#include "../src/kernels/dtype.h"
 #include "../harness/case.h"
 #include "../harness/compare.h"
 #include "../harness/problem.h"
-#include "../engines/attnguard/fixture.h"
+#include "tfixture.h"
 #include "../harness/ref.h"
 #include "tutil.h"
 
@@ -159,6 +160,7 @@ static problem *new_problem(const case_spec *c, const char *tag) {
     cr_assert(p->materialized, "%s: not materialized (%s)", tag,
               p->unmaterialized_reason ? p->unmaterialized_reason : "?");
     cr_assert_eq(afx_init(&t->fx, p), 0, "%s: the engine's caches", tag);
+    tfx_complete(&t->fx, p);
     return p;
 }
 
@@ -265,25 +267,27 @@ static void where(const problem *p, int32_t l, size_t i, char *buf, size_t cap) 
              p->seq_lens[r] - (p->qsl[r + 1] - p->qsl[r]) + (int32_t)(tok - (size_t)p->qsl[r]), h, d);
 }
 
-/* The bf16-rounding model's ranges of layer l (caller frees both). */
+/* The reference's intervals of layer l under the fp32 model or, after a
+ * run that rounds to bf16 (g_rounded), the bf16-rounding model (caller
+ * frees both). */
 static void bf16_ranges(const problem *p, int32_t l, double **lo, double **hi) {
     const size_t n = problem_out_elems(p, l);
     double *val = malloc(n * sizeof *val);
     *lo = malloc(n * sizeof **lo);
     *hi = malloc(n * sizeof **hi);
     cr_assert(val && *lo && *hi);
-    cr_assert_eq(afx_reference(p, l, 1, val, *lo, *hi), 0);
+    cr_assert_eq(afx_reference(p, l, g_rounded, val, *lo, *hi), 0);
     free(val);
 }
 
-/* got within tolerance of the reference; after a run that rounds to bf16
- * (g_rounded), of the bf16-rounding model's range. */
+/* got within tolerance of the reference's interval (the fp32 model's, or
+ * after a run that rounds to bf16 (g_rounded) that model's). */
 static void check_vs_ref(const problem *p, int32_t l, const double *ref, const void *got, const char *tag) {
-    cmp_tol tol = cmp_tolerance(p->c.q_dtype, p->c.kv_dtype, p->c.out_dtype);
+    cmp_tol tol = cmp_tolerance(p->c.out_dtype);
     cmp_result cmp;
     size_t n = problem_out_elems(p, l);
     double *lo = NULL, *hi = NULL;
-    if (g_rounded) bf16_ranges(p, l, &lo, &hi);
+    bf16_ranges(p, l, &lo, &hi);
     int ok = cmp_compare(ref, lo, hi, got, p->c.out_dtype, n, tol, &cmp);
     if (!ok) {
         char w[160];
@@ -297,38 +301,23 @@ static void check_vs_ref(const problem *p, int32_t l, const double *ref, const v
     free(hi);
 }
 
-/* Two engine outputs agree within twice the tolerance (each is within
- * one); after runs that round to bf16, each lies within tolerance of the
- * bf16-rounding model's range instead. */
+/* Two engine outputs agree: each lies within tolerance of the
+ * reference's interval (the fp32 model's, or after runs that round to
+ * bf16 that model's). */
 static void check_agree(const problem *p, int32_t l, const void *a, const void *b, const char *tag) {
     size_t n = problem_out_elems(p, l);
-    double *ad = malloc(n * sizeof *ad);
-    cr_assert_not_null(ad);
-    for (size_t i = 0; i < n; i++) ad[i] = cmp_elem_get(a, i, p->c.out_dtype);
-    cmp_tol tol = cmp_tolerance(p->c.q_dtype, p->c.kv_dtype, p->c.out_dtype);
+    cmp_tol tol = cmp_tolerance(p->c.out_dtype);
     cmp_result cmp;
-    if (g_rounded) {
-        double *ref = malloc(n * sizeof *ref);
-        cr_assert_not_null(ref);
-        double *lo, *hi;
-        bf16_ranges(p, l, &lo, &hi);
-        cr_assert_eq(afx_reference(p, l, 0, ref, NULL, NULL), 0);
-        const int ok = cmp_compare(ref, lo, hi, a, p->c.out_dtype, n, tol, &cmp) &&
-                       cmp_compare(ref, lo, hi, b, p->c.out_dtype, n, tol, &cmp);
-        cr_assert(ok, "%s: layer %d: %zu/%zu elements outside the bf16-rounding range", tag, l,
-                  cmp.bad, n);
-        free(ref), free(lo), free(hi), free(ad);
-        return;
-    }
-    tol.atol *= 2;
-    tol.rtol *= 2;
-    if (!cmp_compare(ad, NULL, NULL, b, p->c.out_dtype, n, tol, &cmp)) {
-        char w[160];
-        where(p, l, cmp.worst, w, sizeof w);
-        cr_assert_fail("%s: layer %d: %zu/%zu elements differ; worst at %s: %.9g vs %.9g", tag, l, cmp.bad,
-                       n, w, ad[cmp.worst], cmp_elem_get(b, cmp.worst, p->c.out_dtype));
-    }
-    free(ad);
+    double *ref = malloc(n * sizeof *ref);
+    cr_assert_not_null(ref);
+    double *lo, *hi;
+    bf16_ranges(p, l, &lo, &hi);
+    cr_assert_eq(afx_reference(p, l, 0, ref, NULL, NULL), 0);
+    const int ok = cmp_compare(ref, lo, hi, a, p->c.out_dtype, n, tol, &cmp) &&
+                   cmp_compare(ref, lo, hi, b, p->c.out_dtype, n, tol, &cmp);
+    cr_assert(ok, "%s: layer %d: %zu/%zu elements outside the reference's interval", tag, l,
+              cmp.bad, n);
+    free(ref), free(lo), free(hi);
 }
 
 static void free_outs(problem *p, void **outs) {
@@ -536,6 +525,145 @@ Test(kernels, permuted_blocks, .timeout = 60) {
     del_problem(p);
 }
 
+/* Every usable table, then the default, on case c, each layer against the
+ * reference. */
+static void on_every_table(const case_spec *c, const char *name) {
+    problem *p = new_problem(c, name);
+    double *refs[CASE_MAX_LAYERS] = {0};
+    for (int32_t l = 0; l < p->c.num_layers; l++) refs[l] = reference(p, l, name);
+    const char *names[8] = {0};
+    const int n = attn_isa_available(names, 8);
+    char tag[160];
+    for (int k = 0; k <= n; k++) {
+        run_opts o = {0};
+        o.isa = k < n ? names[k] : NULL;
+        snprintf(tag, sizeof tag, "%s isa %s", name, o.isa ? o.isa : "(default)");
+        void *outs[CASE_MAX_LAYERS] = {0};
+        engine_run(p, &o, outs, tag);
+        for (int32_t l = 0; l < p->c.num_layers; l++) check_vs_ref(p, l, refs[l], outs[l], tag);
+        free_outs(p, outs);
+    }
+    for (int32_t l = 0; l < p->c.num_layers; l++) free(refs[l]);
+    del_problem(p);
+}
+
+/* Causal and non-causal requests in one plan (DESIGN §2): a non-causal
+ * request's token i sits at position i, a causal one's at seq_len - q_len
+ * + i, so with a window and ALiBi the same shapes give different outputs
+ * by causality.  Decode, chunked prefill and whole-prompt requests of each
+ * kind, split pieces, 1 to 3 threads; a layer with a window and one
+ * without (the group bounds nothing then). */
+Test(kernels, mixed_causality, .timeout = 120) {
+    static const int32_t q[] = {5, 5, 1, 37, 20, 1, 3};
+    static const int32_t kv[] = {70, 70, 300, 37, 600, 9, 200};
+    static const uint8_t causal[] = {1, 0, 1, 0, 0, 1, 0};
+    for (int v = 0; v < 4; v++) {
+        case_spec c;
+        case_default(&c);
+        snprintf(c.name, sizeof c.name, "mixed-causality-%d", v);
+        c.num_layers = v % 2 ? 2 : 1;
+        for (int32_t l = 0; l < c.num_layers; l++) {
+            c.layers[l].num_heads = 8;
+            c.layers[l].window = l ? -1 : (v < 2 ? 64 : 7);
+            c.layers[l].alibi = CASE_SRC_STANDARD;
+            c.layers[l].sinks = (uint8_t)(v == 3 ? CASE_SRC_STANDARD : CASE_SRC_NONE);
+        }
+        c.num_kv_heads = 2;
+        c.head_dim = 64;
+        c.block_size = 16;
+        c.kv_dtype = v == 2 ? AG_BF16 : AG_F32;
+        c.num_reqs = 7;
+        for (int32_t r = 0; r < c.num_reqs; r++) {
+            c.q_len[r] = q[r];
+            c.kv_len[r] = kv[r];
+            c.causal[r] = causal[r];
+        }
+        c.threads = 1 + v % 3;
+        c.split = v % 2 ? ATTN_SPLIT_ON : ATTN_SPLIT_AUTO;
+        c.blocks = CASE_BLOCKS_SHUFFLED;
+        c.seed = 0xca05a1u + (uint64_t)v;
+        on_every_table(&c, c.name);
+    }
+}
+
+/* fp8 KV caches (e4m3fn and e5m2) with per-layer k_scale / v_scale, on
+ * every table against the reference (which decodes the same codes and
+ * multiplies by the scales in double): decode (the AVX-512 decode tile),
+ * prefill of many rows (the flash tiles, K packed and V widened from
+ * fp8), short chunks (V widened on the fly), split rows, a window, sinks,
+ * bf16 and f16 queries and outputs, layers with different scales. */
+Test(kernels, fp8_caches, .timeout = 120) {
+    static const int32_t q[] = {1, 1, 37, 3, 130};
+    static const int32_t kv[] = {300, 1000, 37, 16, 700};
+    static const float ks[] = {0.5f, 3.0f, 1.0f}, vs[] = {2.0f, 0.25f, 1.0f};
+    for (int v = 0; v < 4; v++) {
+        case_spec c;
+        case_default(&c);
+        snprintf(c.name, sizeof c.name, "fp8-%d", v);
+        c.num_layers = 2;
+        for (int32_t l = 0; l < 2; l++) {
+            c.layers[l].num_heads = v % 2 ? 32 : 12;
+            c.layers[l].window = v == 3 ? 100 : -1;
+            c.layers[l].sinks = (uint8_t)(l ? CASE_SRC_STANDARD : CASE_SRC_NONE);
+            c.layers[l].k_scale = ks[(v + l) % 3];
+            c.layers[l].v_scale = vs[(v + l) % 3];
+        }
+        c.num_kv_heads = v % 2 ? 8 : 4;
+        c.head_dim = v == 2 ? 72 : 128;
+        c.block_size = 16;
+        c.kv_dtype = v % 2 ? AG_FP8_E5M2 : AG_FP8_E4M3;
+        c.q_dtype = v == 1 ? AG_BF16 : AG_F32;
+        c.out_dtype = v == 3 ? AG_F16 : AG_F32;
+        c.num_reqs = 5;
+        for (int32_t r = 0; r < c.num_reqs; r++) {
+            c.q_len[r] = q[r];
+            c.kv_len[r] = kv[r];
+            c.causal[r] = (uint8_t)(r != 2);
+        }
+        c.threads = 2;
+        c.split = v == 0 ? ATTN_SPLIT_ON : ATTN_SPLIT_AUTO;
+        c.blocks = CASE_BLOCKS_SHUFFLED;
+        c.seed = 0xf8f8u + (uint64_t)v;
+        on_every_table(&c, c.name);
+    }
+}
+
+/* Windows as (left, right) pairs, one side or both bounded, on causal and
+ * non-causal requests of one batch, per layer of one group (the group then
+ * bounds nothing, each layer applies its own), and a pair every layer
+ * shares (the group's own). */
+Test(kernels, window_pairs, .timeout = 120) {
+    static const int32_t pairs[][2] = {{7, 3}, {-1, 5}, {3, -1}, {0, 0}, {40, 40}, {0, -1}};
+    for (int v = 0; v < 3; v++) {
+        case_spec c;
+        case_default(&c);
+        snprintf(c.name, sizeof c.name, "window-pairs-%d", v);
+        c.num_layers = v == 2 ? 2 : 6;
+        for (int32_t l = 0; l < c.num_layers; l++) {
+            const int32_t k = v == 2 ? 0 : l;
+            c.layers[l].num_heads = 6;
+            c.layers[l].window = -1;
+            c.layers[l].window_left = pairs[k][0];
+            c.layers[l].window_right = pairs[k][1];
+            c.layers[l].alibi = (uint8_t)(l % 2 ? CASE_SRC_STANDARD : CASE_SRC_NONE);
+        }
+        c.num_kv_heads = 3;
+        c.head_dim = 48;
+        c.block_size = 16;
+        c.num_reqs = 4;
+        static const int32_t q[] = {9, 1, 30, 4}, kv[] = {100, 150, 30, 4};
+        for (int32_t r = 0; r < c.num_reqs; r++) {
+            c.q_len[r] = q[r];
+            c.kv_len[r] = kv[r];
+            c.causal[r] = (uint8_t)((r + v) % 2);
+        }
+        c.threads = 2;
+        c.split = v == 1 ? ATTN_SPLIT_ON : ATTN_SPLIT_OFF;
+        c.seed = 0x9a125u + (uint64_t)v;
+        on_every_table(&c, c.name);
+    }
+}
+
 /* Gemma-style group: a window-7 layer beside a global one; the plan's window
  * is -1, so with 64 forced pieces over 2000 keys all but the last piece lie
  * wholly outside the windowed layer's window (neutral partials).  Dirty
@@ -667,6 +795,110 @@ static void reshape_case(attn_dtype dt) {
     cr_assert_eq(attn_reshape_and_cache(&kv, nblk, key, val, 3, skip, kc, vc, NULL), ATTN_OK);
     cr_assert(memcmp(kc, kc0, cache_elems * es) == 0, "all-skip wrote");
     free(key); free(val); free(kc); free(vc); free(kc0); free(vc0); free(ek); free(ev);
+}
+
+/* attn_reshape_and_cache_from: rows of src converted into a dst cache,
+ * divided by the scales first for fp8 (dtype.h's conversions, which
+ * tests/test_convert.c holds bit for bit to a model), every value class:
+ * saturation and overflow, infinities, NaN, subnormals, zero signs. */
+static void reshape_from_case(attn_dtype src, attn_dtype dst, float ks, float vs) {
+    attn_kv_desc kv = {2, 16, 4, dst};
+    const int32_t nblk = 3, ntok = 5;
+    const size_t row = 32, n = (size_t)ntok * row, ses = attn_dtype_size(src),
+                 des = attn_dtype_size(dst), cells = (size_t)nblk * 4 * row;
+    static const float special[] = {1000.0f, -500.0f, 448.0f, 464.0f, 61440.0f, -57344.0f,
+                                    INFINITY, -INFINITY, NAN, 0.0f, -0.0f, 1e-9f, -3e-3f,
+                                    0.0146484375f, 2.9e-3f, 1.0f};
+    float *x = malloc(n * 4);
+    unsigned char *key = malloc(n * ses), *val = malloc(n * ses);
+    unsigned char *kc = calloc(cells, des), *vc = calloc(cells, des);
+    cr_assert(x && key && val && kc && vc);
+    uint64_t s = 77 + (uint64_t)src * 5 + (uint64_t)dst;
+    for (size_t i = 0; i < n; i++)
+        x[i] = i % 3 == 0 ? special[(i / 3) % 16] : (float)((double)(tu_rng(&s) >> 11) * 0x1p-53 * 40 - 20);
+    for (size_t i = 0; i < n; i++) {
+        switch (src) {
+        case ATTN_DTYPE_F32: ((float *)(void *)key)[i] = x[i]; break;
+        case ATTN_DTYPE_BF16: ((uint16_t *)(void *)key)[i] = attn__f32_to_bf16(x[i]); break;
+        default: ((uint16_t *)(void *)key)[i] = attn__f32_to_f16(x[i]); break;
+        }
+    }
+    memcpy(val, key, n * ses);
+    const int64_t slots[5] = {11, 0, -1, 5, 6};
+    attn_error err;
+    cr_assert_eq(attn_reshape_and_cache_from(&kv, nblk, src, key, val, ntok, slots, ks, vs, kc, vc,
+                                             &err),
+                 ATTN_OK, "%s -> %s: %s", attn_dtype_name(src), attn_dtype_name(dst), err.message);
+    const int fp8 = dst == ATTN_DTYPE_FP8_E4M3 || dst == ATTN_DTYPE_FP8_E5M2;
+    for (int32_t i = 0; i < ntok; i++) {
+        if (slots[i] < 0) continue;
+        const size_t blk = (size_t)slots[i] / 4, off = (size_t)slots[i] % 4;
+        for (size_t h = 0; h < 2; h++)
+            for (size_t d = 0; d < 16; d++) {
+                const size_t si = ((size_t)i * 2 + h) * 16 + d, ci = ((blk * 2 + h) * 4 + off) * 16 + d;
+                for (int kvi = 0; kvi < 2; kvi++) {
+                    const float sc = kvi ? vs : ks;
+                    float v = attn__elem_f32(src, key, si);
+                    if (fp8 && sc != 0.0f) v /= sc;
+                    uint32_t want = 0, got = 0;
+                    const unsigned char *cache = kvi ? vc : kc;
+                    switch (dst) {
+                    case ATTN_DTYPE_BF16: want = attn__f32_to_bf16(v); break;
+                    case ATTN_DTYPE_F16: want = attn__f32_to_f16(v); break;
+                    case ATTN_DTYPE_FP8_E4M3: want = attn__f32_to_fp8e4m3(v); break;
+                    case ATTN_DTYPE_FP8_E5M2: want = attn__f32_to_fp8e5m2(v); break;
+                    default: want = attn__f32_bits(v); break;
+                    }
+                    memcpy(&got, cache + ci * des, des);
+                    cr_assert_eq(got, want, "%s -> %s %s scale %g: row %d head %zu d %zu (%g) is %#x want %#x",
+                                 attn_dtype_name(src), attn_dtype_name(dst), kvi ? "V" : "K",
+                                 (double)sc, (int)i, h, d, (double)x[si], got, want);
+                }
+            }
+    }
+    free(x), free(key), free(val), free(kc), free(vc);
+}
+
+Test(kernels, reshape_from_into_fp8) {
+    static const attn_dtype src[] = {F32, BF16, F16};
+    for (int i = 0; i < 3; i++) {
+        reshape_from_case(src[i], ATTN_DTYPE_FP8_E4M3, 0.0f, 0.0f);
+        reshape_from_case(src[i], ATTN_DTYPE_FP8_E4M3, 0.125f, 3.0f);
+        reshape_from_case(src[i], ATTN_DTYPE_FP8_E5M2, 0.0f, 0.0f);
+        reshape_from_case(src[i], ATTN_DTYPE_FP8_E5M2, 7.0f, 0.001f);
+        reshape_from_case(src[i], BF16, 2.0f, 2.0f); /* scales unused */
+        reshape_from_case(src[i], F16, 0.0f, 0.0f);
+    }
+    reshape_from_case(BF16, F32, 0.0f, 0.0f);
+}
+
+/* The writer's refusals: fp8 rows into another cache, bad scales; the old
+ * call stores an fp8 cache's codes as they are. */
+Test(kernels, reshape_from_refusals) {
+    attn_kv_desc kv = {1, 8, 2, ATTN_DTYPE_FP8_E4M3};
+    uint8_t codes[8], kc[16] = {0}, vc[16] = {0};
+    for (int i = 0; i < 8; i++) codes[i] = (uint8_t)(0x30 + i * 17);
+    const int64_t slot[1] = {1};
+    attn_error err;
+    cr_assert_eq(attn_reshape_and_cache_from(&kv, 1, ATTN_DTYPE_FP8_E5M2, codes, codes, 1, slot, 1, 1,
+                                             kc, vc, &err),
+                 ATTN_E_BAD_DTYPE);
+    cr_assert(strstr(err.message, "src_dtype = 4") && strstr(err.message, "fp8e4m3"), "%s",
+              err.message);
+    cr_assert_eq(attn_reshape_and_cache_from(&kv, 1, (attn_dtype)7, codes, codes, 1, slot, 1, 1, kc,
+                                             vc, &err),
+                 ATTN_E_BAD_DTYPE);
+    float f[8] = {0};
+    cr_assert_eq(attn_reshape_and_cache_from(&kv, 1, F32, f, f, 1, slot, -1.0f, 1, kc, vc, &err),
+                 ATTN_E_BAD_LAYER);
+    cr_assert(strstr(err.message, "k_scale = -1"), "%s", err.message);
+    cr_assert_eq(attn_reshape_and_cache_from(&kv, 1, F32, f, f, 1, slot, 1, NAN, kc, vc, &err),
+                 ATTN_E_BAD_LAYER);
+    cr_assert(strstr(err.message, "v_scale = nan"), "%s", err.message);
+    for (int i = 0; i < 16; i++) cr_assert_eq(kc[i] | vc[i], 0, "a refused call wrote");
+    cr_assert_eq(attn_reshape_and_cache(&kv, 1, codes, codes, 1, slot, kc, vc, &err), ATTN_OK, "%s",
+                 err.message);
+    cr_assert(!memcmp(kc + 8, codes, 8) && !memcmp(vc + 8, codes, 8), "codes not copied as they are");
 }
 
 Test(kernels, reshape_and_cache_f32) { reshape_case(F32); }

@@ -20,6 +20,7 @@
 #include <criterion/criterion.h>
 
 #include "../harness/case.h"
+#include "../src/attn_plan_inspect.h"
 #include "../harness/guard.h"
 #include "../harness/oracles.h"
 #include "../harness/problem.h"
@@ -417,7 +418,7 @@ Test(oracles, sizing_fires_for_plan_with_fewer_heads) {
     g.num_threads = 2;
     cr_assert_eq(attn_builder_create(&g, &x.b, NULL), ATTN_OK);
     int32_t qsl[2] = {0, 1}, seq[1] = {100}, bt[7] = {0, 1, 2, 3, 4, 5, 6};
-    attn_batch batch = {1, qsl, seq, bt, 7, 7, 1};
+    attn_batch batch = {1, qsl, seq, bt, 7, 7, 1, NULL};
     attn_plan_opts o = {ATTN_SPLIT_FIXED, 2, 0};
     cr_assert_eq(attn_builder_build(x.b, &batch, &o, &x.p, NULL), ATTN_OK);
     const attn_region *reg;
@@ -481,7 +482,7 @@ Test(oracles, differential_and_invariance_fire) {
     oracle_ref ref;
     float *got = malloc(n * sizeof *got), *other = malloc(n * sizeof *other);
     cr_assert(got && other);
-    cr_assert_eq(oracle_reference(&p, 0, &ref), 0);
+    cr_assert_eq(oracle_reference(&p, 0, (ag_precision){AG_F32, AG_F32, AG_F32}, &ref), 0);
     for (size_t i = 0; i < n; i++) got[i] = (float)ref.val[i];
     finding f;
     cr_assert_eq(oracle_check_differential(&p, 0, got, &ref, NULL, &f), ORACLE_NONE, "%s", f.detail);

@@ -38,6 +38,9 @@ static size_t align64(size_t x) { return (x + 63) & ~(size_t)63; }
 
 typedef struct plan_params {
     int32_t hq, hkv, d, bs, window, causal, threads;
+    int32_t pair, wl, wr;       /* the window as an explicit (left, right) pair */
+    int mixed;                  /* rc[] gives each request's causality */
+    uint8_t rc[16];
     attn_split_mode split;
     int32_t split_count;
     size_t redzone;
@@ -52,26 +55,51 @@ static void describe(const plan_params *pp, char *buf, size_t cap) {
                      "dt=%s/%s/%s reqs=", pp->hq, pp->hkv, pp->d, pp->bs, pp->window, pp->causal,
                      pp->threads, sm[pp->split], pp->split_count, pp->redzone, attn_dtype_name(pp->qd),
                      attn_dtype_name(pp->kvd), attn_dtype_name(pp->od));
+    if (pp->pair && o > 0 && (size_t)o < cap)
+        o += snprintf(buf + o, cap - (size_t)o, "pair(%d,%d) ", pp->wl, pp->wr);
     for (int32_t r = 0; r < pp->n && o > 0 && (size_t)o < cap; r++)
-        o += snprintf(buf + o, cap - (size_t)o, "%s(%d,%d)", r ? "," : "", pp->q_len[r], pp->kv_len[r]);
+        o += snprintf(buf + o, cap - (size_t)o, "%s(%d,%d%s)", r ? "," : "", pp->q_len[r],
+                      pp->kv_len[r], !pp->mixed ? "" : pp->rc[r] ? ",c" : ",nc");
 }
 
-/* Visible keys of position p in a request of seq keys: always an interval
- * [*lo, *hi) (possibly empty). */
-static void visible(int32_t p, int32_t seq, int32_t causal, int32_t w, int32_t *lo, int32_t *hi) {
-    int32_t a = 0, b = seq;
-    if (causal) b = p + 1 < seq ? p + 1 : seq;
-    if (w > 0) {
-        int32_t wl = p - (w - 1);
-        if (wl > a) a = wl;
-        if (!causal) {
-            int32_t wh = p + w;  /* k <= p + w - 1 */
-            if (wh < b) b = wh;
-        }
+/* Request r's causality and its token t's position (DESIGN §2: a causal
+ * request's token i at seq_len - q_len + i, a non-causal one's at i). */
+static int32_t rcausal(const plan_params *pp, int32_t r) {
+    return pp->mixed ? pp->rc[r] : pp->causal;
+}
+static int32_t pos_of(const plan_params *pp, int32_t r, int32_t t) {
+    return rcausal(pp, r) ? pp->kv_len[r] - pp->q_len[r] + t : t;
+}
+
+/* Visible keys of position p in a request of seq keys under pp's window
+ * (DESIGN §2, written out here, not taken from the engine): always an
+ * interval [*lo, *hi) (possibly empty). */
+static void visible(int32_t p, int32_t seq, int32_t causal, const plan_params *pp, int32_t *lo,
+                    int32_t *hi) {
+    int32_t left = -1, right = -1; /* -1: unbounded */
+    if (pp->pair) {
+        left = pp->wl;
+        right = pp->wr;
+    } else if (pp->window > 0) {
+        left = pp->window - 1;
+        right = causal ? -1 : pp->window - 1;
     }
+    int32_t a = 0, b = seq;
+    if (causal && p + 1 < b) b = p + 1;
+    if (left >= 0 && p - left > a) a = p - left;
+    if (right >= 0 && p + right + 1 < b) b = p + right + 1;
     if (b < a) b = a;
     *lo = a;
     *hi = b;
+}
+
+/* pp's layer, with its window either way. */
+static attn_layer_desc pp_layer(const plan_params *pp) {
+    attn_layer_desc l = tu_layer(pp->hq, pp->pair ? -1 : pp->window);
+    l.window_pair = pp->pair;
+    l.window_left = pp->pair ? pp->wl : 0;
+    l.window_right = pp->pair ? pp->wr : 0;
+    return l;
 }
 
 typedef struct seg { int64_t key; int32_t a, b; int32_t item; } seg;
@@ -96,7 +124,7 @@ static const attn_region *find_region(const attn_region *rg, size_t n, attn_owne
 }
 
 static attn_plan *build(const plan_params *pp, attn_builder **bout, tu_batch *tb, const char *tag) {
-    attn_layer_desc l[1] = {tu_layer(pp->hq, pp->window)};
+    attn_layer_desc l[1] = {pp_layer(pp)};
     attn_group_desc g = tu_group(l, 1, pp->hkv, pp->d, pp->bs, pp->threads);
     g.q_dtype = pp->qd;
     g.kv.dtype = pp->kvd;
@@ -106,6 +134,7 @@ static attn_plan *build(const plan_params *pp, attn_builder **bout, tu_batch *tb
     attn_status st = attn_builder_create(&g, &b, &err);
     cr_assert_eq(st, ATTN_OK, "%s: create %s (%s)", tag, attn_status_name(st), err.message);
     cr_assert_eq(tu_batch_init(tb, pp->n, pp->q_len, pp->kv_len, pp->bs, pp->causal, 0), 0);
+    if (pp->mixed) tb->b.req_causal = pp->rc;
     attn_plan_opts o = {pp->split, pp->split_count, pp->redzone};
     attn_plan *p = NULL;
     st = attn_builder_build(b, &tb->b, &o, &p, &err);
@@ -136,8 +165,15 @@ static void check_plan(const plan_params *pp, const attn_plan *p, const tu_batch
     cr_assert_eq(info.head_dim, D, "%s", tag);
     cr_assert(info.num_threads >= 1 && info.num_threads <= pp->threads,
               "%s: plan threads %d for group threads %d", tag, info.num_threads, pp->threads);
-    cr_assert_eq(info.window, pp->window, "%s: plan window %d", tag, info.window);
+    cr_assert_eq(info.window, pp->pair ? -1 : pp->window, "%s: plan window %d", tag, info.window);
+    cr_assert(info.window_pair == pp->pair && info.window_left == (pp->pair ? pp->wl : 0) &&
+                  info.window_right == (pp->pair ? pp->wr : 0),
+              "%s: plan window pair %d (%d, %d)", tag, info.window_pair, info.window_left,
+              info.window_right);
     cr_assert_eq(info.causal, pp->causal, "%s", tag);
+    int32_t ncausal = 0;
+    for (int32_t r = 0; r < pp->n; r++) ncausal += rcausal(pp, r);
+    cr_assert_eq(info.num_causal, ncausal, "%s", tag);
     cr_assert_eq(info.num_items, ni, "%s", tag);
     cr_assert_eq(info.num_reductions, nr, "%s", tag);
     cr_assert_eq(info.num_regions, ng, "%s", tag);
@@ -222,8 +258,8 @@ static void check_plan(const plan_params *pp, const attn_plan *p, const tu_batch
          * row's tokens see together */
         if (w->tok0 == 0 && w->tok1 == ql && pp->split != ATTN_SPLIT_AUTO) {
             int32_t lo, hi, lo2, hi2;
-            visible(sl - ql, sl, pp->causal, pp->window, &lo, &hi);
-            visible(sl - 1, sl, pp->causal, pp->window, &lo2, &hi2);
+            visible(pos_of(pp, w->req, 0), sl, rcausal(pp, w->req), pp, &lo, &hi);
+            visible(pos_of(pp, w->req, ql - 1), sl, rcausal(pp, w->req), pp, &lo2, &hi2);
             if (hi2 > hi) hi = hi2;
             int32_t vis = hi - lo, want = 1;
             if (pp->split == ATTN_SPLIT_FIXED) want = pp->split_count;
@@ -239,10 +275,9 @@ static void check_plan(const plan_params *pp, const attn_plan *p, const tu_batch
             }
         }
         /* coverage segments */
-        int32_t pos0 = sl - ql;
         for (int32_t t = w->tok0; t < w->tok1; t++) {
             int32_t lo, hi;
-            visible(pos0 + t, sl, pp->causal, pp->window, &lo, &hi);
+            visible(pos_of(pp, w->req, t), sl, rcausal(pp, w->req), pp, &lo, &hi);
             int32_t a = w->k0 > lo ? w->k0 : lo, b = w->k1 < hi ? w->k1 : hi;
             if (b <= a) continue;
             int64_t key = ((int64_t)w->req * pp->hkv + w->kv_head) * 4096 + t;
@@ -257,7 +292,7 @@ static void check_plan(const plan_params *pp, const attn_plan *p, const tu_batch
             for (int32_t t = 0; t < ql; t++) {
                 int64_t key = ((int64_t)r * pp->hkv + h) * 4096 + t;
                 int32_t lo, hi;
-                visible(sl - ql + t, sl, pp->causal, pp->window, &lo, &hi);
+                visible(pos_of(pp, r, t), sl, rcausal(pp, r), pp, &lo, &hi);
                 int32_t at = lo;
                 while (si < ns && segs[si].key == key) {
                     cr_assert(segs[si].a <= at, "%s: req %d kv_head %d token %d: keys [%d,%d) not covered",
@@ -357,7 +392,7 @@ static void check_plan(const plan_params *pp, const attn_plan *p, const tu_batch
 
     /* ---- the plan's own layer fits; its extents are within the regions ---- */
     size_t *ext = calloc(ng, sizeof *ext);
-    attn_layer_desc own = tu_layer(pp->hq, pp->window);
+    attn_layer_desc own = pp_layer(pp);
     attn_status st = attn_plan_layer_extents(p, &own, D, ext, ng, &err);
     cr_assert_eq(st, ATTN_OK, "%s: extents %s (%s)", tag, attn_status_name(st), err.message);
     for (size_t i = 0; i < ng; i++)
@@ -381,6 +416,13 @@ static void random_params(uint64_t *s, plan_params *pp) {
     pp->bs = bss[tu_range(s, 0, 2)];
     pp->window = windows[tu_range(s, 0, 3)];
     pp->causal = tu_range(s, 0, 3) != 0;
+    if (tu_range(s, 0, 3) == 0) { /* the window as a pair, one side possibly unbounded */
+        static const int32_t sides[] = {-1, 0, 3, 100};
+        pp->pair = 1;
+        pp->wl = sides[tu_range(s, 0, 3)];
+        pp->wr = sides[tu_range(s, 0, 3)];
+    }
+    pp->mixed = tu_range(s, 0, 2) == 0; /* causal and non-causal requests in one batch */
     pp->threads = tu_range(s, 1, 8);
     int sm = tu_range(s, 0, 3);
     pp->split = (attn_split_mode)sm;
@@ -389,6 +431,7 @@ static void random_params(uint64_t *s, plan_params *pp) {
     pp->kvd = (attn_dtype)tu_range(s, 0, 2);
     pp->od = (attn_dtype)tu_range(s, 0, 2);
     pp->n = tu_range(s, 1, 12);
+    for (int32_t r = 0; r < pp->n; r++) pp->rc[r] = (uint8_t)tu_range(s, 0, 1);
     int32_t maxkv = pp->bs == 1 ? 300 : (tu_range(s, 0, 3) == 0 ? 3000 : 900);
     for (int32_t r = 0; r < pp->n; r++) {
         int kind = tu_range(s, 0, 2);

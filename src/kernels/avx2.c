@@ -112,10 +112,36 @@ INLINE __m256i lanes(size_t left) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), idx);
 }
 
+/* 8 fp8 codes (zero-extended to 32-bit lanes) -> fp32, bit for bit the
+ * scalar decoders of dtype.h (the same recipe as the AVX-512 twin's
+ * fp8_16: e4m3fn's 7 low bits at bits 20..26 are the value times 2^-120,
+ * one multiply rebiases; e5m2 is the top byte of an f16). */
+INLINE __m256 fp8_8(attn_dtype dt, __m128i b8) {
+    if (dt == ATTN_DTYPE_FP8_E5M2) return _mm256_cvtph_ps(_mm_slli_epi16(_mm_cvtepu8_epi16(b8), 8));
+    const __m256i x = _mm256_cvtepu8_epi32(b8);
+    const __m256i y = _mm256_and_si256(_mm256_slli_epi32(x, 20), _mm256_set1_epi32(0x07f00000));
+    const __m256 nan = _mm256_castsi256_ps(_mm256_cmpeq_epi32(y, _mm256_set1_epi32(0x07f00000)));
+    __m256 v = _mm256_mul_ps(_mm256_castsi256_ps(y), _mm256_set1_ps(0x1p120f));
+    v = _mm256_blendv_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7ff00000)), nan);
+    const __m256i sign = _mm256_slli_epi32(_mm256_srli_epi32(x, 7), 31);
+    return _mm256_or_ps(v, _mm256_castsi256_ps(sign));
+}
+
 /* 8 elements of dt at p, `left` of them valid (the rest read as 0). */
 INLINE __m256 load8(attn_dtype dt, const void *p, size_t left) {
     if (dt == ATTN_DTYPE_F32)
         return left >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, lanes(left));
+    if (dt == ATTN_DTYPE_FP8_E4M3 || dt == ATTN_DTYPE_FP8_E5M2) {
+        __m128i b;
+        if (left >= 8) {
+            b = _mm_loadl_epi64((const __m128i *)p);
+        } else {
+            uint8_t tmp[16] = {0}; /* AVX2 has no byte-masked load: stage the tail */
+            memcpy(tmp, p, left);
+            b = _mm_loadu_si128((const void *)tmp);
+        }
+        return fp8_8(dt, b);
+    }
     __m128i h;
     if (left >= 8) {
         h = _mm_loadu_si128(p);
@@ -345,9 +371,13 @@ INLINE void tile(attn_dtype dt, const attn_tile_args *a) {
     const int32_t key_limit = attn__key_limit(a->seq_len, a->causal, a->block_size);
     if (a->kv_tile < TILE || ((uintptr_t)a->kv % 32) || ((uintptr_t)a->scores % 32)) {
         /* work areas sized for a smaller tile (a foreign plan): stay correct */
-        if (dt == ATTN_DTYPE_F32) attn_tile_f32__ref(a);
-        else if (dt == ATTN_DTYPE_BF16) attn_tile_bf16__ref(a);
-        else attn_tile_f16__ref(a);
+        switch (dt) {
+        case ATTN_DTYPE_F32: attn_tile_f32__ref(a); break;
+        case ATTN_DTYPE_BF16: attn_tile_bf16__ref(a); break;
+        case ATTN_DTYPE_F16: attn_tile_f16__ref(a); break;
+        case ATTN_DTYPE_FP8_E4M3: attn_tile_fp8e4m3__ref(a); break;
+        default: attn_tile_fp8e5m2__ref(a); break;
+        }
         return;
     }
     const int32_t g = a->g, rows = a->n_tok * g;
@@ -362,7 +392,8 @@ INLINE void tile(attn_dtype dt, const attn_tile_args *a) {
         int any = 0;
         for (int32_t t = 0; t < a->n_tok && !any; t++) {
             int64_t lo, hi;
-            attn__row_interval((int64_t)a->pos0 + t, key_limit, a->causal, a->window, &lo, &hi);
+            attn__row_interval((int64_t)a->pos0 + t, key_limit, a->causal,
+                               a->window_left, a->window_right, &lo, &hi);
             if (lo < c1 && hi > c0 && lo < hi) any = 1;
         }
         if (!any) continue;
@@ -395,7 +426,8 @@ INLINE void tile(attn_dtype dt, const attn_tile_args *a) {
             int32_t ilo[QR], ihi[QR], act = 0;
             for (int32_t r = 0; r < R; r++) {
                 int64_t lo, hi;
-                attn__row_interval((int64_t)a->pos0 + (r0 + r) / g, key_limit, a->causal, a->window,
+                attn__row_interval((int64_t)a->pos0 + (r0 + r) / g, key_limit, a->causal,
+                                   a->window_left, a->window_right,
                              &lo, &hi);
                 lo = lo > c0 ? lo - c0 : 0;
                 hi = hi < c1 ? hi - c0 : n;
@@ -432,6 +464,8 @@ INLINE void tile(attn_dtype dt, const attn_tile_args *a) {
 void attn_tile_f32__avx2(const attn_tile_args *a) { tile(ATTN_DTYPE_F32, a); }
 void attn_tile_bf16__avx2(const attn_tile_args *a) { tile(ATTN_DTYPE_BF16, a); }
 void attn_tile_f16__avx2(const attn_tile_args *a) { tile(ATTN_DTYPE_F16, a); }
+void attn_tile_fp8e4m3__avx2(const attn_tile_args *a) { tile(ATTN_DTYPE_FP8_E4M3, a); }
+void attn_tile_fp8e5m2__avx2(const attn_tile_args *a) { tile(ATTN_DTYPE_FP8_E5M2, a); }
 
 /* --------------------------------------------------------- load_q, store */
 
@@ -498,7 +532,7 @@ INLINE void store8(attn_dtype dt, void *p, size_t left, __m256 x) {
 }
 
 INLINE void store(attn_dtype dt, const float *acc, const float *m, const float *l, int32_t n_tok,
-                  int32_t g, int32_t head_dim, const float *sinks, int32_t m_exp, void *dst,
+                  int32_t g, int32_t head_dim, const float *sinks, int32_t m_exp, float v_scale, void *dst,
                   size_t token_stride) {
     const size_t D = (size_t)head_dim, es = attn__dtype_size(dt);
     for (int32_t t = 0; t < n_tok; t++) {
@@ -507,7 +541,7 @@ INLINE void store(attn_dtype dt, const float *acc, const float *m, const float *
             unsigned char *o = (unsigned char *)dst + ((size_t)t * token_stride + (size_t)j * D) * es;
             int zero; /* the portable store's factor, the same function */
             const __m256 f = _mm256_set1_ps(
-                attn__store_factor(m[r], l[r], sinks != NULL, sinks ? sinks[j] : 0.0f, m_exp, &zero));
+                attn__store_factor(m[r], l[r], sinks != NULL, sinks ? sinks[j] : 0.0f, m_exp, v_scale, &zero));
             const float *ar = acc + r * D;
             for (size_t d = 0; d < D; d += 8) {
                 const __m256 x = zero ? _mm256_setzero_ps()
@@ -519,14 +553,14 @@ INLINE void store(attn_dtype dt, const float *acc, const float *m, const float *
 }
 
 void attn_store_f32__avx2(const float *acc, const float *m, const float *l, int32_t n_tok,
-                          int32_t g, int32_t hd, const float *sinks, int32_t m_exp, void *dst, size_t ts) {
-    store(ATTN_DTYPE_F32, acc, m, l, n_tok, g, hd, sinks, m_exp, dst, ts);
+                          int32_t g, int32_t hd, const float *sinks, int32_t m_exp, float v_scale, void *dst, size_t ts) {
+    store(ATTN_DTYPE_F32, acc, m, l, n_tok, g, hd, sinks, m_exp, v_scale, dst, ts);
 }
 void attn_store_bf16__avx2(const float *acc, const float *m, const float *l, int32_t n_tok,
-                           int32_t g, int32_t hd, const float *sinks, int32_t m_exp, void *dst, size_t ts) {
-    store(ATTN_DTYPE_BF16, acc, m, l, n_tok, g, hd, sinks, m_exp, dst, ts);
+                           int32_t g, int32_t hd, const float *sinks, int32_t m_exp, float v_scale, void *dst, size_t ts) {
+    store(ATTN_DTYPE_BF16, acc, m, l, n_tok, g, hd, sinks, m_exp, v_scale, dst, ts);
 }
 void attn_store_f16__avx2(const float *acc, const float *m, const float *l, int32_t n_tok,
-                          int32_t g, int32_t hd, const float *sinks, int32_t m_exp, void *dst, size_t ts) {
-    store(ATTN_DTYPE_F16, acc, m, l, n_tok, g, hd, sinks, m_exp, dst, ts);
+                          int32_t g, int32_t hd, const float *sinks, int32_t m_exp, float v_scale, void *dst, size_t ts) {
+    store(ATTN_DTYPE_F16, acc, m, l, n_tok, g, hd, sinks, m_exp, v_scale, dst, ts);
 }

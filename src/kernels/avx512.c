@@ -118,6 +118,14 @@ static void pack_f16(const attn_tile_args *a, const void *const *krow, const voi
                      int32_t n, void *w) {
     pack_kt(ATTN_DTYPE_F16, a, krow, kpf, n, w);
 }
+static void pack_fp8e4m3(const attn_tile_args *a, const void *const *krow,
+                         const void *const *kpf, int32_t n, void *w) {
+    pack_kt(ATTN_DTYPE_FP8_E4M3, a, krow, kpf, n, w);
+}
+static void pack_fp8e5m2(const attn_tile_args *a, const void *const *krow,
+                         const void *const *kpf, int32_t n, void *w) {
+    pack_kt(ATTN_DTYPE_FP8_E5M2, a, krow, kpf, n, w);
+}
 
 /* ------------------------------------------------------- Q.K micro-kernel */
 
@@ -164,9 +172,13 @@ static void dots_f32(const attn_tile_args *a, int32_t r0, int32_t R, const void 
 /* ------------------------------------------------------------- driver */
 
 static void ref_fallback(const attn_tile_args *a, attn_dtype dt) {
-    if (dt == ATTN_DTYPE_F32) attn_tile_f32__ref(a);
-    else if (dt == ATTN_DTYPE_BF16) attn_tile_bf16__ref(a);
-    else attn_tile_f16__ref(a);
+    switch (dt) {
+    case ATTN_DTYPE_F32: attn_tile_f32__ref(a); break;
+    case ATTN_DTYPE_BF16: attn_tile_bf16__ref(a); break;
+    case ATTN_DTYPE_F16: attn_tile_f16__ref(a); break;
+    case ATTN_DTYPE_FP8_E4M3: attn_tile_fp8e4m3__ref(a); break;
+    default: attn_tile_fp8e5m2__ref(a); break;
+    }
 }
 
 void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pack_fn pack,
@@ -194,6 +206,8 @@ void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pac
                const void *const *, const void *const *, int32_t, int32_t) = pv_block_f32;
     if (!widen && vdt == ATTN_DTYPE_BF16) pv = pv_block_bf16;
     if (!widen && vdt == ATTN_DTYPE_F16) pv = pv_block_f16;
+    if (!widen && vdt == ATTN_DTYPE_FP8_E4M3) pv = pv_block_fp8e4m3;
+    if (!widen && vdt == ATTN_DTYPE_FP8_E5M2) pv = pv_block_fp8e5m2;
 
     for (int32_t c0 = a->k0; c0 < k1; c0 += TILE) {
         const int32_t n = (k1 - c0 < TILE) ? k1 - c0 : TILE;
@@ -201,7 +215,8 @@ void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pac
         int any = 0;
         for (int32_t t = 0; t < a->n_tok && !any; t++) {
             int64_t lo, hi;
-            attn__row_interval((int64_t)a->pos0 + t, key_limit, a->causal, a->window, &lo, &hi);
+            attn__row_interval((int64_t)a->pos0 + t, key_limit, a->causal,
+                               a->window_left, a->window_right, &lo, &hi);
             if (lo < c1 && hi > c0 && lo < hi) any = 1;
         }
         if (!any) continue;
@@ -260,7 +275,7 @@ void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pac
                 for (int32_t r = 0; r < R; r++) {
                     int64_t lo, hi;
                     attn__row_interval((int64_t)a->pos0 + (r0 + r) / g, key_limit, a->causal,
-                                       a->window, &lo, &hi);
+                                       a->window_left, a->window_right, &lo, &hi);
                     lo = lo > c0 ? lo - c0 : 0;
                     hi = hi < c1 ? hi - c0 : n;
                     if (lo >= hi) lo = hi = 0;
@@ -305,6 +320,12 @@ void attn_flash_bf16__avx512(const attn_tile_args *a) {
 }
 void attn_flash_f16__avx512(const attn_tile_args *a) {
     attn__avx512_tile(a, ATTN_DTYPE_F16, pack_f16, dots_f32);
+}
+void attn_flash_fp8e4m3__avx512(const attn_tile_args *a) {
+    attn__avx512_tile(a, ATTN_DTYPE_FP8_E4M3, pack_fp8e4m3, dots_f32);
+}
+void attn_flash_fp8e5m2__avx512(const attn_tile_args *a) {
+    attn__avx512_tile(a, ATTN_DTYPE_FP8_E5M2, pack_fp8e5m2, dots_f32);
 }
 
 /* --------------------------------------------------------------- load_q */
@@ -362,7 +383,7 @@ INLINE void store16(attn_dtype dt, void *p, __mmask16 m, __m512 x) {
 }
 
 INLINE void store(attn_dtype dt, const float *acc, const float *m, const float *l, int32_t n_tok,
-                  int32_t g, int32_t head_dim, const float *sinks, int32_t m_exp, void *dst,
+                  int32_t g, int32_t head_dim, const float *sinks, int32_t m_exp, float v_scale, void *dst,
                   size_t token_stride) {
     const size_t D = (size_t)head_dim, es = attn__dtype_size(dt);
     for (int32_t t = 0; t < n_tok; t++) {
@@ -371,7 +392,7 @@ INLINE void store(attn_dtype dt, const float *acc, const float *m, const float *
             unsigned char *o = (unsigned char *)dst + ((size_t)t * token_stride + (size_t)j * D) * es;
             int zero; /* the portable store's factor, the same function */
             const __m512 f = _mm512_set1_ps(
-                attn__store_factor(m[r], l[r], sinks != NULL, sinks ? sinks[j] : 0.0f, m_exp, &zero));
+                attn__store_factor(m[r], l[r], sinks != NULL, sinks ? sinks[j] : 0.0f, m_exp, v_scale, &zero));
             const float *ar = acc + r * D;
             for (size_t d = 0; d < D; d += 16) {
                 const __mmask16 mk = tail_mask(D - d);
@@ -385,14 +406,14 @@ INLINE void store(attn_dtype dt, const float *acc, const float *m, const float *
 }
 
 void attn_store_f32__avx512(const float *acc, const float *m, const float *l, int32_t n_tok,
-                            int32_t g, int32_t hd, const float *sinks, int32_t m_exp, void *dst, size_t ts) {
-    store(ATTN_DTYPE_F32, acc, m, l, n_tok, g, hd, sinks, m_exp, dst, ts);
+                            int32_t g, int32_t hd, const float *sinks, int32_t m_exp, float v_scale, void *dst, size_t ts) {
+    store(ATTN_DTYPE_F32, acc, m, l, n_tok, g, hd, sinks, m_exp, v_scale, dst, ts);
 }
 void attn_store_bf16__avx512(const float *acc, const float *m, const float *l, int32_t n_tok,
-                             int32_t g, int32_t hd, const float *sinks, int32_t m_exp, void *dst, size_t ts) {
-    store(ATTN_DTYPE_BF16, acc, m, l, n_tok, g, hd, sinks, m_exp, dst, ts);
+                             int32_t g, int32_t hd, const float *sinks, int32_t m_exp, float v_scale, void *dst, size_t ts) {
+    store(ATTN_DTYPE_BF16, acc, m, l, n_tok, g, hd, sinks, m_exp, v_scale, dst, ts);
 }
 void attn_store_f16__avx512(const float *acc, const float *m, const float *l, int32_t n_tok,
-                            int32_t g, int32_t hd, const float *sinks, int32_t m_exp, void *dst, size_t ts) {
-    store(ATTN_DTYPE_F16, acc, m, l, n_tok, g, hd, sinks, m_exp, dst, ts);
+                            int32_t g, int32_t hd, const float *sinks, int32_t m_exp, float v_scale, void *dst, size_t ts) {
+    store(ATTN_DTYPE_F16, acc, m, l, n_tok, g, hd, sinks, m_exp, v_scale, dst, ts);
 }

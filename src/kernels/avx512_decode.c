@@ -283,7 +283,7 @@ INLINE __m512 fold16(__m512 u0, __m512 u1, __m512 u2, __m512 u3) {
  * kpf: rows to prefetch (NULL entries: none), one line per K load, four
  * keys at a time: in the loads' order (slice by slice across the 4 rows),
  * or with ADDR (fp32 only: a slice is a line) in address order (row by
- * row).  decode_batch says which rows and why.  FULL (bf16 only): every
+ * row).  decode_batch says which rows and why.  FULL (bf16, fp8): every
  * slice is whole (tm all ones), so K loads unmasked. */
 INLINE void qk_block(int R, attn_dtype kdt, int FULL, int NTA, int ADDR, const float *qb, size_t nc,
                      uint32_t tm,
@@ -316,7 +316,8 @@ INLINE void qk_block(int R, attn_dtype kdt, int FULL, int NTA, int ADDR, const f
         const float *qv = qb;
         for (size_t sl = 0; sl < nc; sl++, qv += (size_t)R * sw) {
             const uint32_t m = sl + 1 == nc ? tm : 0xffffffffu;
-            if (kpf) {
+            /* fp8 slices are 16 bytes: one prefetch per line (every 4th) */
+            if (kpf && (es > 1 || sl % 4 == 0)) {
                 UNROLL
                 for (int j = 0; j < 4; j++) {
                     /* the t-th line of the 4 rows.  The division is left in
@@ -357,7 +358,8 @@ INLINE void qk_block(int R, attn_dtype kdt, int FULL, int NTA, int ADDR, const f
             } else {
                 __m512 k[4];
                 UNROLL
-                for (int j = 0; j < 4; j++) k[j] = load16(kdt, kr[j] + sl * 16 * es, (__mmask16)m);
+                for (int j = 0; j < 4; j++)
+                    k[j] = load16(kdt, kr[j] + sl * 16 * es, FULL ? (__mmask16)0xffff : (__mmask16)m);
                 UNROLL
                 for (int r = 0; r < R; r++) {
                     const __m512 q = _mm512_load_ps(qv + 16 * r);
@@ -402,6 +404,14 @@ QK_FN(qk_f32_nta, ATTN_DTYPE_F32, 0, 1, 0)
 QK_FN(qk_bf16_nta, ATTN_DTYPE_BF16, 0, 1, 0)
 QK_FN(qk_bf16_full_nta, ATTN_DTYPE_BF16, ATTN_DEC_FULL, 1, 0)
 QK_FN(qk_f16_nta, ATTN_DTYPE_F16, 0, 1, 0)
+QK_FN(qk_fp8e4m3, ATTN_DTYPE_FP8_E4M3, 0, 0, 0)
+QK_FN(qk_fp8e4m3_full, ATTN_DTYPE_FP8_E4M3, 1, 0, 0)
+QK_FN(qk_fp8e5m2, ATTN_DTYPE_FP8_E5M2, 0, 0, 0)
+QK_FN(qk_fp8e5m2_full, ATTN_DTYPE_FP8_E5M2, 1, 0, 0)
+QK_FN(qk_fp8e4m3_nta, ATTN_DTYPE_FP8_E4M3, 0, 1, 0)
+QK_FN(qk_fp8e4m3_full_nta, ATTN_DTYPE_FP8_E4M3, 1, 1, 0)
+QK_FN(qk_fp8e5m2_nta, ATTN_DTYPE_FP8_E5M2, 0, 1, 0)
+QK_FN(qk_fp8e5m2_full_nta, ATTN_DTYPE_FP8_E5M2, 1, 1, 0)
 QK_FN(qk_f32_addr, ATTN_DTYPE_F32, 0, 0, 1)     /* half a step: V rows */
 QK_FN(qk_f32_nta_addr, ATTN_DTYPE_F32, 0, 1, 1)
 
@@ -533,7 +543,8 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
     const int32_t rows = a->g;
     const size_t D = (size_t)a->head_dim, es = attn__dtype_size(kdt);
     int64_t vlo, vhi; /* the one row interval every head of the token shares */
-    attn__row_interval((int64_t)a->pos0, key_limit, a->causal, a->window, &vlo, &vhi);
+    attn__row_interval((int64_t)a->pos0, key_limit, a->causal,
+                       a->window_left, a->window_right, &vlo, &vhi);
     if (vlo < a->k0) vlo = a->k0;
     if (vhi > k1) vhi = k1;
     if (vlo >= vhi) return; /* nothing visible: every row keeps its state */
@@ -574,14 +585,25 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
                const void *const *, const void *const *, int32_t, int32_t) = pv_block_f32;
     if (kdt == ATTN_DTYPE_BF16) qk = tm == 0xffffffffu ? qk_bf16_full : qk_bf16;
     if (kdt == ATTN_DTYPE_F16) qk = qk_f16, pv = pv_block_f16;
+    /* fp8: whole 16-dim slices load plainly (FULL), as bf16's */
+    const int whole = tm == 0xffffu;
+    if (kdt == ATTN_DTYPE_FP8_E4M3)
+        qk = whole ? qk_fp8e4m3_full : qk_fp8e4m3, pv = pv_block_fp8e4m3;
+    if (kdt == ATTN_DTYPE_FP8_E5M2)
+        qk = whole ? qk_fp8e5m2_full : qk_fp8e5m2, pv = pv_block_fp8e5m2;
     void (*pvp)(int32_t, float *, size_t, size_t, uint32_t, const float *, const float *,
                 const void *const *, const void *const *, int32_t, int32_t) = pv_pairs;
     if (pr->nta) {
         qk = kdt == ATTN_DTYPE_BF16 ? (tm == 0xffffffffu ? qk_bf16_full_nta : qk_bf16_nta)
              : kdt == ATTN_DTYPE_F16 ? qk_f16_nta
-                                     : qk_f32_nta;
+             : kdt == ATTN_DTYPE_FP8_E4M3 ? (whole ? qk_fp8e4m3_full_nta : qk_fp8e4m3_nta)
+             : kdt == ATTN_DTYPE_FP8_E5M2 ? (whole ? qk_fp8e5m2_full_nta : qk_fp8e5m2_nta)
+                                          : qk_f32_nta;
         pvp = pv_pairs_nta;
-        pv = kdt == ATTN_DTYPE_F16 ? pv_block_f16_nta : pv_block_f32_nta;
+        pv = kdt == ATTN_DTYPE_F16 ? pv_block_f16_nta
+             : kdt == ATTN_DTYPE_FP8_E4M3 ? pv_block_fp8e4m3_nta
+             : kdt == ATTN_DTYPE_FP8_E5M2 ? pv_block_fp8e5m2_nta
+                                          : pv_block_f32_nta;
     }
 
     const void *krow[DT], *vrow[DT], *kpf[DT], *vpf[DT];
@@ -707,4 +729,10 @@ void attn_decode_bf16__avx512(const attn_tile_args *a, int32_t n) {
 }
 void attn_decode_f16__avx512(const attn_tile_args *a, int32_t n) {
     decode_heads(a, n, ATTN_DTYPE_F16);
+}
+void attn_decode_fp8e4m3__avx512(const attn_tile_args *a, int32_t n) {
+    decode_heads(a, n, ATTN_DTYPE_FP8_E4M3);
+}
+void attn_decode_fp8e5m2__avx512(const attn_tile_args *a, int32_t n) {
+    decode_heads(a, n, ATTN_DTYPE_FP8_E5M2);
 }

@@ -186,7 +186,8 @@ static inline int lanes_rows_init(const attn_tile_args *a, lanes_rows *lr) {
     lr->item_lo = INT32_MAX, lr->item_hi = INT32_MIN;
     for (int32_t r = 0; r < rows; r++) {
         int64_t x, y;
-        attn__row_interval((int64_t)a->pos0 + r / g, key_limit, a->causal, a->window, &x, &y);
+        attn__row_interval((int64_t)a->pos0 + r / g, key_limit, a->causal,
+                           a->window_left, a->window_right, &x, &y);
         if (x < a->k0) x = a->k0;
         if (y > k1) y = k1;
         if (x >= y) x = y = 0;

@@ -12,7 +12,15 @@
  * (sign and the top payload bits kept); infinities stay infinities; f16
  * handles subnormals in both directions and overflows to +-inf.
  *
- * Widening (bf16/f16 -> fp32) is exact.
+ * Widening (bf16/f16/fp8 -> fp32) is exact; an fp8 NaN becomes an fp32
+ * NaN with its sign, the fp8 mantissa as the top mantissa bits and the
+ * quiet bit set (the rule the f16 widening follows).
+ *
+ * fp32 -> fp8 (the KV writer only): round to nearest even; e4m3fn
+ * saturates (|x| >= 448 and +-inf become +-448, the conversion vLLM's
+ * fp8 KV writers use), NaN becomes 0x7f with the sign; e5m2 is IEEE-like
+ * (overflow to +-inf), NaN stays NaN with its top payload bits and the
+ * quiet bit set.
  *
  * Also owns the element size of each dtype (attn__dtype_size, inline so
  * that kernels specialised on a constant dtype see a constant size; the
@@ -33,6 +41,8 @@ static inline size_t attn__dtype_size(attn_dtype dtype) {
     case ATTN_DTYPE_F32: return 4;
     case ATTN_DTYPE_BF16: return 2;
     case ATTN_DTYPE_F16: return 2;
+    case ATTN_DTYPE_FP8_E4M3: return 1;
+    case ATTN_DTYPE_FP8_E5M2: return 1;
     default: return 0;
     }
 }
@@ -123,6 +133,87 @@ static inline uint16_t attn__f32_to_f16(float f) {
     if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
         h++;
     return (uint16_t)(sign | h);
+}
+
+/* ---- fp8 e4m3fn: 1-4-3, bias 7, no infinities, S.1111.111 NaN ---- */
+
+static inline float attn__fp8e4m3_to_f32(uint8_t b) {
+    const uint32_t sign = (uint32_t)(b & 0x80u) << 24, em = b & 0x7fu;
+    if (em == 0x7fu) return attn__bits_f32(sign | 0x7ff00000u); /* quiet, mantissa 111 kept */
+    /* em << 20 puts the 4 exponent bits at the bottom of fp32's exponent
+     * field and the 3 mantissa bits at its top: that fp32 is the fp8 value
+     * times 2^(7 - 127) for normal codes AND for subnormal ones (which it
+     * makes an fp32 subnormal); one exact multiply by 2^120 rebiases both. */
+    const float v = attn__bits_f32(em << 20) * 0x1p120f;
+    return attn__bits_f32(attn__f32_bits(v) | sign);
+}
+
+static inline uint8_t attn__f32_to_fp8e4m3(float f) {
+    const uint32_t u = attn__f32_bits(f), ax = u & 0x7fffffffu;
+    const uint8_t sign = (uint8_t)((u >> 24) & 0x80u);
+    if (ax > 0x7f800000u) return (uint8_t)(sign | 0x7fu);   /* NaN */
+    if (ax >= 0x43e00000u) return (uint8_t)(sign | 0x7eu);  /* |f| >= 448, inf: saturate */
+    const uint32_t e = ax >> 23;
+    if (e < 121) {
+        /* |f| < 2^-6: a subnormal m * 2^-9 (m = 8 is the smallest normal);
+         * |f| / 2^-9 = mant >> (141 - e).  Below 2^-10 it rounds to 0
+         * (2^-10 itself is the tie, and 0 is even). */
+        if (e < 117) return sign;
+        const uint32_t mant = (ax & 0x7fffffu) | 0x800000u, shift = 141u - e; /* 21..24 */
+        uint32_t r = mant >> shift;
+        const uint32_t rem = mant & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+        if (rem > half || (rem == half && (r & 1u))) r++;
+        return (uint8_t)(sign | r);
+    }
+    /* normal: rebias, keep 3 mantissa bits, RNE on the 20 dropped; below
+     * 448 a carry never passes 0x7e */
+    uint32_t h = ((e - 120u) << 3) | ((ax >> 20) & 7u);
+    const uint32_t rem = ax & 0xfffffu;
+    if (rem > 0x80000u || (rem == 0x80000u && (h & 1u))) h++;
+    return (uint8_t)(sign | h);
+}
+
+/* ---- fp8 e5m2: 1-5-2, bias 15: the top byte of an f16 ---- */
+
+static inline float attn__fp8e5m2_to_f32(uint8_t b) {
+    return attn__f16_to_f32((uint16_t)((uint16_t)b << 8));
+}
+
+static inline uint8_t attn__f32_to_fp8e5m2(float f) {
+    const uint32_t u = attn__f32_bits(f), ax = u & 0x7fffffffu;
+    const uint8_t sign = (uint8_t)((u >> 24) & 0x80u);
+    if (ax > 0x7f800000u) /* NaN: quiet, top payload bit kept */
+        return (uint8_t)(sign | 0x7eu | ((ax >> 21) & 1u));
+    /* 61440 = halfway between 57344 (max e5m2) and 2^16: the tie rounds to
+     * the even neighbour 2^16 = inf, so everything from here up (and inf)
+     * overflows */
+    if (ax >= 0x47700000u) return (uint8_t)(sign | 0x7cu);
+    const uint32_t e = ax >> 23;
+    if (e < 113) {
+        /* |f| < 2^-14: a subnormal m * 2^-16; |f| / 2^-16 = mant >> (134 - e) */
+        if (e < 110) return sign;
+        const uint32_t mant = (ax & 0x7fffffu) | 0x800000u, shift = 134u - e; /* 22..24 */
+        uint32_t r = mant >> shift;
+        const uint32_t rem = mant & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+        if (rem > half || (rem == half && (r & 1u))) r++;
+        return (uint8_t)(sign | r);
+    }
+    uint32_t h = ((e - 112u) << 2) | ((ax >> 21) & 3u);
+    const uint32_t rem = ax & 0x1fffffu;
+    if (rem > 0x100000u || (rem == 0x100000u && (h & 1u))) h++; /* may carry to inf: right */
+    return (uint8_t)(sign | h);
+}
+
+/* Element i of a row of dtype dt at base, widened to fp32 (any dtype). */
+static inline float attn__elem_f32(attn_dtype dt, const void *base, size_t i) {
+    switch (dt) {
+    case ATTN_DTYPE_F32: return ((const float *)base)[i];
+    case ATTN_DTYPE_BF16: return attn__bf16_to_f32(((const uint16_t *)base)[i]);
+    case ATTN_DTYPE_F16: return attn__f16_to_f32(((const uint16_t *)base)[i]);
+    case ATTN_DTYPE_FP8_E4M3: return attn__fp8e4m3_to_f32(((const uint8_t *)base)[i]);
+    case ATTN_DTYPE_FP8_E5M2: return attn__fp8e5m2_to_f32(((const uint8_t *)base)[i]);
+    default: return 0.0f;
+    }
 }
 
 #endif /* ATTN_DTYPE_H */

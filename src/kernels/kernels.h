@@ -45,9 +45,9 @@ void attn__assert_fail(const char *expr, const char *file, int line);
 
 /* One work item's attention over the key range [k0, k1): updates the
  * online-softmax state (acc, m, l) of every row.  Visibility per row (DESIGN
- * §2), with p = pos0 + t:
- *   causal:     k <= p, and with a window k >= p - (window - 1);
- *   non-causal: k < seq_len, and with a window |k - p| <= window - 1.
+ * §2, mask.h), with p = pos0 + t: 0 <= k < seq_len, causal rows k <= p,
+ * and k >= p - window_left, k <= p + window_right for the bounds that are
+ * not -1.
  * Keys of [k0, k1) not visible to a row are masked (contribute nothing);
  * a row that sees none of them keeps its state unchanged (m = -inf, l = 0,
  * acc = 0 if it was fresh): never NaN.
@@ -73,7 +73,8 @@ typedef struct attn_tile_args {
     int32_t pos0;            /* position of the item's token 0 */
     int32_t seq_len;         /* keys of the request */
     int32_t causal;
-    int32_t window;          /* -1 = none */
+    int32_t window_left;     /* -1 = unbounded (mask.h) */
+    int32_t window_right;    /* -1 = unbounded */
     float softcap;           /* 0 = off */
     int32_t qk_exp;          /* logits are 2^qk_exp x the dot products; 0..254, 0 normally */
     const float *alibi;      /* [g] slopes of this KV head's query heads, or NULL */
@@ -120,14 +121,16 @@ typedef void (*attn_tile_heads_fn)(const attn_tile_args *a, int32_t n);
 typedef void (*attn_load_q_fn)(const void *src, size_t token_stride, int32_t n_tok,
                                int32_t g, int32_t head_dim, float scale, float *dst);
 
-/* Normalise and store: out_row = acc * e^(m - M) / (l * e^(m - M) + [sink] e^(sink - M)),
- * M = max(m, sink), with m in units of 2^m_exp logits (see the tile
- * contract; attn__store_factor computes the factor).  A row with nothing
- * visible and no sink stores zeros.  sinks: [g] logits of this group's
- * heads, or NULL.  dst addressing as for load_q. */
+/* Normalise and store: out_row = v_scale * acc * e^(m - M) / (l * e^(m - M)
+ * + [sink] e^(sink - M)), M = max(m, sink), with m in units of 2^m_exp
+ * logits (see the tile contract; attn__store_factor computes the factor).
+ * v_scale: the fp8 cache's V scale (1 for other caches): V enters P.V as
+ * its decoded codes, and out is linear in V.  A row with nothing visible
+ * and no sink stores zeros.  sinks: [g] logits of this group's heads, or
+ * NULL.  dst addressing as for load_q. */
 typedef void (*attn_store_fn)(const float *acc, const float *m, const float *l,
                               int32_t n_tok, int32_t g, int32_t head_dim,
-                              const float *sinks, int32_t m_exp, void *dst,
+                              const float *sinks, int32_t m_exp, float v_scale, void *dst,
                               size_t token_stride);
 
 /* Merge `pieces` split partials by log-sum-exp into (acc, m, l):
@@ -148,13 +151,14 @@ static inline int32_t attn__m_exp(int32_t qk_exp, float softcap) {
     return softcap > 0.0f ? 0 : qk_exp;
 }
 
-/* The store's per-row factor alpha / L (see attn_store_fn), the one
- * spelling every ISA's store uses: m, l the row's state in 2^m_exp units,
- * sink its logit (has_sink 0: none).  *zero: the row stores zeros (nothing
- * visible and no sink, or an all-zero sum).  For m_exp = 0 this is
- * exactly M = max(m, sink), alpha = e^(m - M), L = l alpha + e^(sink - M). */
+/* The store's per-row factor v_scale alpha / L (see attn_store_fn), the
+ * one spelling every ISA's store uses: m, l the row's state in 2^m_exp
+ * units, sink its logit (has_sink 0: none).  *zero: the row stores zeros
+ * (nothing visible and no sink, or an all-zero sum).  For m_exp = 0 this
+ * is exactly M = max(m, sink), alpha = e^(m - M), L = l alpha + e^(sink -
+ * M); v_scale 1 leaves alpha / L as it is. */
 static inline float attn__store_factor(float m, float l, int has_sink, float sink,
-                                       int32_t m_exp, int *zero) {
+                                       int32_t m_exp, float v_scale, int *zero) {
     const float s = has_sink ? (m_exp ? ldexpf(sink, -m_exp) : sink) : -INFINITY;
     const float M = m > s ? m : s;
     /* m = -inf means nothing was visible: acc is 0 and l is 0, and
@@ -162,7 +166,7 @@ static inline float attn__store_factor(float m, float l, int has_sink, float sin
     const float alpha = (m == -INFINITY) ? 0.0f : expf(m_exp ? ldexpf(m - M, m_exp) : m - M);
     const float L = l * alpha + (has_sink ? expf(m_exp ? ldexpf(s - M, m_exp) : s - M) : 0.0f);
     *zero = (M == -INFINITY || L == 0.0f);
-    return *zero ? 0.0f : alpha / L;
+    return *zero ? 0.0f : alpha / L * v_scale;
 }
 
 typedef struct attn_kernels {

@@ -30,7 +30,7 @@
               int32_t head_dim, float scale, float *dst)
 #define ATTN__DECL_STORE(name)                                                           \
     void name(const float *acc, const float *m, const float *l, int32_t n_tok, int32_t g, \
-              int32_t head_dim, const float *sinks, int32_t m_exp, void *dst,             \
+              int32_t head_dim, const float *sinks, int32_t m_exp, float v_scale, void *dst,             \
               size_t token_stride)
 /* load_q and store for f32, bf16, f16 of one ISA */
 #define ATTN__DECL_IO(isa)                                                               \
@@ -45,6 +45,8 @@
 void attn_tile_f32__ref(const attn_tile_args *a);
 void attn_tile_bf16__ref(const attn_tile_args *a);
 void attn_tile_f16__ref(const attn_tile_args *a);
+void attn_tile_fp8e4m3__ref(const attn_tile_args *a);
+void attn_tile_fp8e5m2__ref(const attn_tile_args *a);
 ATTN__DECL_IO(ref);
 void attn_merge_f32__ref(const float *partial, const float *pm, const float *pl,
                          int32_t pieces, int32_t rows, int32_t head_dim, int32_t m_exp,
@@ -57,6 +59,8 @@ const attn_kernels *attn__kernels_ref(void);
 void attn_tile_f32__avx2(const attn_tile_args *a);
 void attn_tile_bf16__avx2(const attn_tile_args *a);
 void attn_tile_f16__avx2(const attn_tile_args *a);
+void attn_tile_fp8e4m3__avx2(const attn_tile_args *a);
+void attn_tile_fp8e5m2__avx2(const attn_tile_args *a);
 ATTN__DECL_IO(avx2);
 const attn_kernels *attn__kernels_avx2(void);
 int attn__cpu_avx2(void);
@@ -72,20 +76,28 @@ int attn__cpu_avx2(void);
 void attn_flash_f32__avx512(const attn_tile_args *a);
 void attn_flash_bf16__avx512(const attn_tile_args *a);
 void attn_flash_f16__avx512(const attn_tile_args *a);
+void attn_flash_fp8e4m3__avx512(const attn_tile_args *a);
+void attn_flash_fp8e5m2__avx512(const attn_tile_args *a);
 /* n single-token items that differ only in their KV head (attn_tile_heads_fn) */
 int attn_decode_fits__avx512(const attn_tile_args *a);
 void attn_decode_f32__avx512(const attn_tile_args *a, int32_t n);
 void attn_decode_bf16__avx512(const attn_tile_args *a, int32_t n);
 void attn_decode_f16__avx512(const attn_tile_args *a, int32_t n);
+void attn_decode_fp8e4m3__avx512(const attn_tile_args *a, int32_t n);
+void attn_decode_fp8e5m2__avx512(const attn_tile_args *a, int32_t n);
 int attn_lanes_fits__avx512(const attn_tile_args *a);
 void attn_lanes_f32__avx512(const attn_tile_args *a);
 /* the routers (table_avx512.c), shared with the avx512bf16 table */
 void attn_tile_f32__avx512(const attn_tile_args *a);
 void attn_tile_bf16__avx512(const attn_tile_args *a);
 void attn_tile_f16__avx512(const attn_tile_args *a);
+void attn_tile_fp8e4m3__avx512(const attn_tile_args *a);
+void attn_tile_fp8e5m2__avx512(const attn_tile_args *a);
 void attn_tile_heads_f32__avx512(const attn_tile_args *a, int32_t n);
 void attn_tile_heads_bf16__avx512(const attn_tile_args *a, int32_t n);
 void attn_tile_heads_f16__avx512(const attn_tile_args *a, int32_t n);
+void attn_tile_heads_fp8e4m3__avx512(const attn_tile_args *a, int32_t n);
+void attn_tile_heads_fp8e5m2__avx512(const attn_tile_args *a, int32_t n);
 ATTN__DECL_IO(avx512);
 const attn_kernels *attn__kernels_avx512(void);
 int attn__cpu_avx512(void);

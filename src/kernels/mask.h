@@ -1,42 +1,58 @@
 /*
- * mask.h — the visibility rule of DESIGN §2 as one inline function, shared
- * by every kernel twin (portable and SIMD) so that the rule lives in exactly
- * one place and an injected masking bug (harness measurement) reaches every
- * ISA at once.
+ * mask.h — the visibility rule of DESIGN §2 as inline functions, shared
+ * by every kernel twin (portable and SIMD) and by the plan and executor
+ * (which resolve each layer's window into a (left, right) pair here), so
+ * that the rule lives in exactly one place and an injected masking bug
+ * (harness measurement) reaches every ISA at once.
  */
 #ifndef ATTN_MASK_H
 #define ATTN_MASK_H
 
 #include <stdint.h>
 
-/* The visibility rule of DESIGN §2 for position p, as the half-open key
- * interval [*lo, *hi) (visible keys of one row are always contiguous):
- *   causal:     k <= p,        window: k >= p - (W - 1)
- *   non-causal: k < seq_len,   window: p - (W - 1) <= k <= p + (W - 1)
+/* A layer's window as the (left, right) pair a request of the given
+ * causality sees (DESIGN §2, vLLM's sliding_window_left/right): key k is
+ * visible to position p when k >= p - left (left -1: unbounded) and
+ * k <= p + right (right -1: unbounded), and causal rows only k <= p.  The
+ * single window W (pair = 0; -1: none) is shorthand for (W - 1, 0) on a
+ * causal request and (W - 1, W - 1) on a non-causal one; pair = 1 takes
+ * (left, right) as given.  The executor resolves every item's pair here
+ * and the builder its group's, so the rule lives in this one place. */
+static inline void attn__window_pair(int32_t window, int32_t pair, int32_t left, int32_t right,
+                                     int32_t causal, int32_t *l, int32_t *r) {
+    if (pair) {
+        *l = left;
+        *r = causal ? 0 : right;
+        return;
+    }
+    if (window < 1) {
+        *l = *r = -1;
+        return;
+    }
+#ifndef ATTN_INJECT_window_off_by_one
+    *l = window - 1;
+#else
+    /* INJECTED BUG (window_off_by_one): W keys back instead of W - 1,
+     * so a window of W sees W + 1 keys. */
+    *l = window;
+#endif
+    *r = causal ? 0 : window - 1;
+}
+
+/* The visibility rule for position p as the half-open key interval
+ * [*lo, *hi) (visible keys of one row are always contiguous):
+ *   0 <= k < seq_len, causal: k <= p, and p - left <= k <= p + right
+ *   for the bounds that are not -1.
  * The result is NOT clipped to the item's [k0, k1); callers do that.
  * This is the single place the rule lives of every kernel twin: the per-key
- * mask in the tile kernel tests every key against this interval. int64
- * so p +- W cannot overflow for any window the API accepts. */
-static inline void attn__row_interval(int64_t p, int32_t seq_len, int32_t causal, int32_t window,
-                                int64_t *lo, int64_t *hi) {
+ * mask in the tile kernel tests every key against this interval.  int64
+ * so p +- a window cannot overflow for any window the API accepts. */
+static inline void attn__row_interval(int64_t p, int32_t seq_len, int32_t causal, int32_t left,
+                                      int32_t right, int64_t *lo, int64_t *hi) {
     int64_t l = 0, h = seq_len;
-    if (causal) {
-        if (p + 1 < h) h = p + 1;
-    }
-    if (window > 0) {
-#ifndef ATTN_INJECT_window_off_by_one
-        int64_t wl = p - ((int64_t)window - 1);
-#else
-        /* INJECTED BUG (window_off_by_one): W keys back instead of W - 1,
-         * so a window of W sees W + 1 keys. */
-        int64_t wl = p - (int64_t)window;
-#endif
-        if (wl > l) l = wl;
-        if (!causal) {
-            int64_t wh = p + (int64_t)window; /* k <= p + W - 1 */
-            if (wh < h) h = wh;
-        }
-    }
+    if (causal && p + 1 < h) h = p + 1;
+    if (left >= 0 && p - left > l) l = p - left;
+    if (right >= 0 && p + right + 1 < h) h = p + right + 1;
     *lo = l;
     *hi = h;
 }

@@ -49,6 +49,16 @@ static inline void to_f32(attn_dtype dt, const void *base, size_t off, int32_t n
         for (int32_t i = 0; i < n; i++) dst[i] = attn__f16_to_f32(s[i]);
         break;
     }
+    case ATTN_DTYPE_FP8_E4M3: {
+        const uint8_t *s = (const uint8_t *)base + off;
+        for (int32_t i = 0; i < n; i++) dst[i] = attn__fp8e4m3_to_f32(s[i]);
+        break;
+    }
+    case ATTN_DTYPE_FP8_E5M2: {
+        const uint8_t *s = (const uint8_t *)base + off;
+        for (int32_t i = 0; i < n; i++) dst[i] = attn__fp8e5m2_to_f32(s[i]);
+        break;
+    }
     default:
         break;
     }
@@ -138,7 +148,8 @@ static inline void tile(attn_dtype dt, const attn_tile_args *a) {
         int any = 0;
         for (int32_t t = 0; t < a->n_tok && !any; t++) {
             int64_t lo, hi;
-            attn__row_interval((int64_t)a->pos0 + t, key_limit, a->causal, a->window, &lo, &hi);
+            attn__row_interval((int64_t)a->pos0 + t, key_limit, a->causal,
+                               a->window_left, a->window_right, &lo, &hi);
             if (lo < c1 && hi > c0 && lo < hi) any = 1;
         }
         if (!any) continue;
@@ -150,7 +161,7 @@ static inline void tile(attn_dtype dt, const attn_tile_args *a) {
         for (int32_t t = 0; t < a->n_tok; t++) {
             const int64_t p = (int64_t)a->pos0 + t;
             int64_t lo, hi;
-            attn__row_interval(p, key_limit, a->causal, a->window, &lo, &hi);
+            attn__row_interval(p, key_limit, a->causal, a->window_left, a->window_right, &lo, &hi);
             /* The interval is the same for the g heads of a token; a token
              * that sees nothing of this chunk leaves its rows untouched, so
              * no row ever evaluates exp(-inf - -inf). */
@@ -216,12 +227,14 @@ static inline void tile(attn_dtype dt, const attn_tile_args *a) {
 void attn_tile_f32__ref(const attn_tile_args *a) { tile(ATTN_DTYPE_F32, a); }
 void attn_tile_bf16__ref(const attn_tile_args *a) { tile(ATTN_DTYPE_BF16, a); }
 void attn_tile_f16__ref(const attn_tile_args *a) { tile(ATTN_DTYPE_F16, a); }
+void attn_tile_fp8e4m3__ref(const attn_tile_args *a) { tile(ATTN_DTYPE_FP8_E4M3, a); }
+void attn_tile_fp8e5m2__ref(const attn_tile_args *a) { tile(ATTN_DTYPE_FP8_E5M2, a); }
 
 /* ---------------------------------------------------------------- store */
 
 static inline void store(attn_dtype dt, const float *acc, const float *m, const float *l,
                          int32_t n_tok, int32_t g, int32_t head_dim, const float *sinks,
-                         int32_t m_exp, void *dst, size_t token_stride) {
+                         int32_t m_exp, float v_scale, void *dst, size_t token_stride) {
     const size_t D = (size_t)head_dim;
     for (int32_t t = 0; t < n_tok; t++) {
         for (int32_t j = 0; j < g; j++) {
@@ -230,7 +243,7 @@ static inline void store(attn_dtype dt, const float *acc, const float *m, const 
             int zero;
             /* one rounding for alpha / L, then one multiply per element */
             const float f = attn__store_factor(m[r], l[r], sinks != NULL, sinks ? sinks[j] : 0.0f,
-                                               m_exp, &zero);
+                                               m_exp, v_scale, &zero);
             const float *ar = acc + r * D;
             for (size_t d = 0; d < D; d++) from_f32(dt, dst, o + d, zero ? 0.0f : ar[d] * f);
         }
@@ -238,19 +251,19 @@ static inline void store(attn_dtype dt, const float *acc, const float *m, const 
 }
 
 void attn_store_f32__ref(const float *acc, const float *m, const float *l, int32_t n_tok,
-                         int32_t g, int32_t head_dim, const float *sinks, int32_t m_exp, void *dst,
+                         int32_t g, int32_t head_dim, const float *sinks, int32_t m_exp, float v_scale, void *dst,
                          size_t token_stride) {
-    store(ATTN_DTYPE_F32, acc, m, l, n_tok, g, head_dim, sinks, m_exp, dst, token_stride);
+    store(ATTN_DTYPE_F32, acc, m, l, n_tok, g, head_dim, sinks, m_exp, v_scale, dst, token_stride);
 }
 void attn_store_bf16__ref(const float *acc, const float *m, const float *l, int32_t n_tok,
-                          int32_t g, int32_t head_dim, const float *sinks, int32_t m_exp, void *dst,
+                          int32_t g, int32_t head_dim, const float *sinks, int32_t m_exp, float v_scale, void *dst,
                           size_t token_stride) {
-    store(ATTN_DTYPE_BF16, acc, m, l, n_tok, g, head_dim, sinks, m_exp, dst, token_stride);
+    store(ATTN_DTYPE_BF16, acc, m, l, n_tok, g, head_dim, sinks, m_exp, v_scale, dst, token_stride);
 }
 void attn_store_f16__ref(const float *acc, const float *m, const float *l, int32_t n_tok,
-                         int32_t g, int32_t head_dim, const float *sinks, int32_t m_exp, void *dst,
+                         int32_t g, int32_t head_dim, const float *sinks, int32_t m_exp, float v_scale, void *dst,
                          size_t token_stride) {
-    store(ATTN_DTYPE_F16, acc, m, l, n_tok, g, head_dim, sinks, m_exp, dst, token_stride);
+    store(ATTN_DTYPE_F16, acc, m, l, n_tok, g, head_dim, sinks, m_exp, v_scale, dst, token_stride);
 }
 
 /* ---------------------------------------------------------------- merge */

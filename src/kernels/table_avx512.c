@@ -58,6 +58,20 @@ void attn_tile_f16__avx512(const attn_tile_args *a) {
     }
     attn_flash_f16__avx512(a);
 }
+void attn_tile_fp8e4m3__avx512(const attn_tile_args *a) {
+    if (attn_decode_fits__avx512(a)) {
+        attn_decode_fp8e4m3__avx512(a, 1);
+        return;
+    }
+    attn_flash_fp8e4m3__avx512(a);
+}
+void attn_tile_fp8e5m2__avx512(const attn_tile_args *a) {
+    if (attn_decode_fits__avx512(a)) {
+        attn_decode_fp8e5m2__avx512(a, 1);
+        return;
+    }
+    attn_flash_fp8e5m2__avx512(a);
+}
 
 /* Several heads' items at once (kernels.h, attn_tile_heads_fn): the decode
  * tile walks them together when it takes every one of them, else they run
@@ -81,6 +95,12 @@ void attn_tile_heads_bf16__avx512(const attn_tile_args *a, int32_t n) {
 void attn_tile_heads_f16__avx512(const attn_tile_args *a, int32_t n) {
     heads(a, n, attn_decode_f16__avx512, attn_tile_f16__avx512);
 }
+void attn_tile_heads_fp8e4m3__avx512(const attn_tile_args *a, int32_t n) {
+    heads(a, n, attn_decode_fp8e4m3__avx512, attn_tile_fp8e4m3__avx512);
+}
+void attn_tile_heads_fp8e5m2__avx512(const attn_tile_args *a, int32_t n) {
+    heads(a, n, attn_decode_fp8e5m2__avx512, attn_tile_fp8e5m2__avx512);
+}
 
 /* The portable table with the avx512 overrides.  Written as a constant
  * (not copied from *attn__kernels_ref() at first use) so that concurrent
@@ -95,11 +115,15 @@ static const attn_kernels avx512_table = {
         [ATTN_DTYPE_F32] = attn_tile_f32__avx512,
         [ATTN_DTYPE_BF16] = attn_tile_bf16__avx512,
         [ATTN_DTYPE_F16] = attn_tile_f16__avx512,
+        [ATTN_DTYPE_FP8_E4M3] = attn_tile_fp8e4m3__avx512,
+        [ATTN_DTYPE_FP8_E5M2] = attn_tile_fp8e5m2__avx512,
     },
     .tile_heads = {
         [ATTN_DTYPE_F32] = attn_tile_heads_f32__avx512,
         [ATTN_DTYPE_BF16] = attn_tile_heads_bf16__avx512,
         [ATTN_DTYPE_F16] = attn_tile_heads_f16__avx512,
+        [ATTN_DTYPE_FP8_E4M3] = attn_tile_heads_fp8e4m3__avx512,
+        [ATTN_DTYPE_FP8_E5M2] = attn_tile_heads_fp8e5m2__avx512,
     },
     .load_q = {
         [ATTN_DTYPE_F32] = attn_load_q_f32__avx512,

@@ -82,11 +82,15 @@ static const attn_kernels avx512bf16_table = {
         [ATTN_DTYPE_F32] = attn_tile_f32__avx512,
         [ATTN_DTYPE_BF16] = attn_tile_bf16__avx512bf16,
         [ATTN_DTYPE_F16] = attn_tile_f16__avx512,
+        [ATTN_DTYPE_FP8_E4M3] = attn_tile_fp8e4m3__avx512,
+        [ATTN_DTYPE_FP8_E5M2] = attn_tile_fp8e5m2__avx512,
     },
     .tile_heads = {
         [ATTN_DTYPE_F32] = attn_tile_heads_f32__avx512,
         [ATTN_DTYPE_BF16] = attn_tile_heads_bf16__avx512bf16,
         [ATTN_DTYPE_F16] = attn_tile_heads_f16__avx512,
+        [ATTN_DTYPE_FP8_E4M3] = attn_tile_heads_fp8e4m3__avx512,
+        [ATTN_DTYPE_FP8_E5M2] = attn_tile_heads_fp8e5m2__avx512,
     },
     .load_q = {
         [ATTN_DTYPE_F32] = attn_load_q_f32__avx512,

@@ -31,6 +31,8 @@ static const attn_kernels ref_table = {
         [ATTN_DTYPE_F32] = attn_tile_f32__ref,
         [ATTN_DTYPE_BF16] = attn_tile_bf16__ref,
         [ATTN_DTYPE_F16] = attn_tile_f16__ref,
+        [ATTN_DTYPE_FP8_E4M3] = attn_tile_fp8e4m3__ref,
+        [ATTN_DTYPE_FP8_E5M2] = attn_tile_fp8e5m2__ref,
     },
     .load_q = {
         [ATTN_DTYPE_F32] = attn_load_q_f32__ref,
