@@ -397,9 +397,9 @@ def summarize(a, targets, runs, wall, interrupted):
                     at = f" at {f['frames'][0]}" if f.get("frames") else ""
                     print(f"    {t}: first after {f['time_s']}s, {f['execs']} execs{at}: "
                           f"{f['artifact']}")
-        print(f"\nreproduce: build/attnguard repro ARTIFACT"
-              f"{' --inject ' + a.inject if a.inject else ''}   (prints the case, reruns it "
-              "under ASan)")
+        print(f"\nreproduce: {'ATTNGUARD_ENGINE=' + a.engine + ' ' if a.engine else ''}"
+              f"build/attnguard repro ARTIFACT{' --inject ' + a.inject if a.inject else ''}"
+              "   (prints the case, reruns it under ASan)")
     elif findings:
         print(f"\n{len(findings)} crash artifact(s) under {a.root}/artifacts/ (triage names them)")
     else:
