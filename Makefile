@@ -136,7 +136,8 @@ deps:
 # `make test`: build, the Criterion suites, the shipped cases, the corpus
 # replays and the death tests against an ATTN_DEBUG engine, each step's
 # output in $(B)/test-logs/ and one line per step plus one verdict on the
-# terminal (scripts/steps.py).  JUNIT=<file> also writes JUnit XML: one
+# terminal (scripts/steps.py).  After the build the four run side by side
+# (the suites alone leave a core idle behind their longest tests).  JUNIT=<file> also writes JUnit XML: one
 # test case per step plus Criterion's own per-test reports.  The mutant
 # slice (make mutants-quick), the peer's selftest (make test-peer) and the
 # ClusterFuzzLite build (make cfl-test) are targets of their own; .ci/run
@@ -149,8 +150,8 @@ JUNIT ?=
 NPROC := $(shell nproc 2>/dev/null || echo 1)
 TEST_STEPS = 'deps!=bash .ci/deps.sh --check $(DEPS_PKGS)' \
     'build!=$(MAKE) --no-print-directory -j$(NPROC) all $(RP_BINS) && echo "library, CLI, suites and replay drivers up to date in $(B)/"' \
-    'suites=$(MAKE) --no-print-directory test-suites' \
-    'cases=$(MAKE) --no-print-directory test-cases' \
+    'suites&=$(MAKE) --no-print-directory test-suites' \
+    'cases&=$(MAKE) --no-print-directory test-cases' \
     'regress=$(MAKE) --no-print-directory regress' \
     'debug=$(MAKE) --no-print-directory -j$(NPROC) test-debug'
 test:
@@ -160,8 +161,10 @@ test:
 # Under sanitizers, LeakSanitizer ignores Criterion 2.4.1's own runner leak
 # (tests/lsan.supp); every leak through our code still fails.
 TEST_ENV := $(if $(SANITIZER),LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0)
-# Under scripts/steps.py, STEP_XML names the step's JUnit file.
-CRITERION_ARGS = --jobs $(CRITERION_JOBS) --short-filename $(if $(STEP_XML),--xml='$(STEP_XML)')
+# Under scripts/steps.py (STEP_XML names the step's JUnit file) the log is
+# verbose: every test's line, and each skip with its reason.
+CRITERION_ARGS = --jobs $(CRITERION_JOBS) --short-filename \
+    $(if $(STEP_XML),--verbose --xml='$(STEP_XML)')
 
 test-suites: $(TESTBIN)
 	$(TEST_ENV) $(TESTBIN) $(CRITERION_ARGS)

@@ -8,8 +8,10 @@ covering every step.
     steps.py [--title T] [--logs DIR] [--junit FILE] NAME=COMMAND...
 
 A step is a shell command.  A step named with a trailing '!' (build!=...)
-stops the run when it fails (nothing after it can pass); the others all
-run, so the verdict names every failure at once.  Each step gets
+waits for the steps before it and stops the run when it fails (nothing
+after it can pass); one with a trailing '&' (suites&=...) runs beside the
+steps after it.  The others all run, one after the other, so the verdict
+names every failure at once.  Each step gets
 STEP_XML=<logs>/<name>.xml in its environment: a step that writes a JUnit
 file there (Criterion's --xml) has its test cases folded into --junit,
 which also holds one test case per step.
@@ -49,7 +51,8 @@ def summarize(text, ok):
     m = CRITERION_RE.findall(text)
     if m:
         tested, passing = (sum(int(x[i]) for x in m) for i in (0, 1))
-        skipped = len(re.findall(r"\[SKIP\]", text))
+        # --verbose lists the tests a --filter left out as "disabled": not skips
+        skipped = len(re.findall(r"^\[SKIP\] (?!.*: Test is disabled$)", text, re.M))
         bad = sorted(set(re.findall(r"^\[FAIL\] (\S+): \(", text, re.M)))
         return (f"{passing}/{tested} tests passed"
                 + (f", {tested - passing} failed ({', '.join(bad)})" if tested > passing else "")
@@ -129,6 +132,18 @@ def junit(path, title, results):
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
 
 
+def report(title, r, lock):
+    with lock:
+        if r["rc"] == 0:
+            print(f"{title}: {r['name']}: {r['summary']} ({r['secs']:.1f} s)", flush=True)
+            return
+        print(f"{title}: {r['name']}: FAILED, exit status {r['rc']} ({r['secs']:.1f} s): "
+              f"{r['summary']}")
+        print(f"---- end of {r['log']} ----")
+        print("\n".join(r["text"].splitlines()[-40:]))
+        print("----", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--title", default="test")
@@ -140,30 +155,43 @@ def main():
     steps = []
     for s in a.steps:
         name, sep, cmd = s.partition("=")
-        if not sep or not re.fullmatch(r"[A-Za-z0-9_.-]+!?", name):
-            ap.error(f"bad step '{s}' (NAME=COMMAND)")
-        steps.append((name.rstrip("!"), cmd, name.endswith("!")))
+        m = re.fullmatch(r"([A-Za-z0-9_.-]+)([!&]?)", name)
+        if not sep or not m:
+            ap.error(f"bad step '{s}' (NAME=COMMAND, NAME!=... or NAME&=...)")
+        steps.append((m[1], cmd, m[2]))
 
-    t0, results, stopped = time.time(), [], None
-    for name, cmd, fatal in steps:
-        r = run_step(name, cmd, a.logs)
-        results.append(r)
-        if r["rc"] == 0:
-            print(f"{a.title}: {name}: {r['summary']} ({r['secs']:.1f} s)", flush=True)
+    # A '&' step runs beside the steps after it; a '!' step waits for every
+    # step before it and stops the run when it fails.
+    t0, results, stopped, lock = time.time(), {}, None, threading.Lock()
+    background = []
+
+    def run(name, cmd):
+        results[name] = r = run_step(name, cmd, a.logs)
+        report(a.title, r, lock)
+        return r
+
+    for name, cmd, mode in steps:
+        if mode == "!":
+            for th in background:
+                th.join()
+            background = []
+        if mode == "&":
+            th = threading.Thread(target=run, args=(name, cmd))
+            th.start()
+            background.append(th)
             continue
-        print(f"{a.title}: {name}: FAILED, exit status {r['rc']} ({r['secs']:.1f} s): "
-              f"{r['summary']}", flush=True)
-        print(f"---- end of {r['log']} ----")
-        print("\n".join(r["text"].splitlines()[-40:]))
-        print("----", flush=True)
-        if fatal:
+        r = run(name, cmd)
+        if mode == "!" and r["rc"] != 0:
             stopped = name
             break
+    for th in background:
+        th.join()
+    done = [results[n] for n, _, _ in steps if n in results]
     if a.junit:
-        junit(a.junit, a.title, results)
-    failed = [r["name"] for r in results if r["rc"] != 0]
-    skipped = [n for n, _, _ in steps[len(results):]]
-    passed = [r["name"] for r in results if r["rc"] == 0]
+        junit(a.junit, a.title, done)
+    failed = [r["name"] for r in done if r["rc"] != 0]
+    skipped = [n for n, _, _ in steps if n not in results]
+    passed = [r["name"] for r in done if r["rc"] == 0]
     wall = time.time() - t0
     if failed:
         print(f"{a.title}: FAIL in {wall:.0f} s: failed {', '.join(failed)}"
@@ -172,7 +200,7 @@ def main():
               + f" (logs in {a.logs}/)")
         return 1
     print(f"{a.title}: PASS in {wall:.0f} s: " + "; ".join(
-        f"{r['name']} ({r['summary']})" for r in results))
+        f"{r['name']} ({r['summary']})" for r in done))
     return 0
 
 
