@@ -1,8 +1,12 @@
 # attnguard — the one entry point.
 #
 #   make            library, CLI and test binaries (gcc, optimised)
-#   make test       dependency check, build, Criterion suites, case check
+#   make deps       install the Debian packages (the only target that installs)
+#   make test       build, Criterion suites, shipped cases, corpus replays,
+#                   death tests; one line per step, one verdict [JUNIT=file]
 #   make check-clang   the same sources warning-free with clang
+#   make ci         what .ci/run gates on (test, check-clang, cfl-test,
+#                   mutants-quick, test-peer), with one verdict
 #   make clean
 #
 # Knobs (each gets its own build folder, so flags never mix):
@@ -118,36 +122,66 @@ $(TESTBIN): $(TEST_OBJ) $(HARLIB) $(LIB)
 	$(CC) $(CFLAGS_ALL) -o $@ $(TEST_OBJ) $(HARLIB) $(LIB) -lcriterion $(LDLIBS_ALL)
 
 # ---- dependencies (Debian 12 package names) ----
+# `make deps` is the only step that installs anything (.ci/deps.sh: apt-get
+# as root, else the command to run); the other targets check and say what is
+# missing.  DEPS_<group> lists come from the mk/*.mk files: the peer's
+# (mk/bench.mk) are always installed, since CI runs `make test-peer`;
+# WITH=<group>... adds others (make deps WITH=report for make report-test).
 DEPS_PKGS := clang libclang-rt-14-dev libcriterion-dev libomp-dev llvm python3
+WITH ?=
 deps:
-	@bash .ci/deps.sh $(DEPS_PKGS)
+	@bash .ci/deps.sh $(DEPS_PKGS) $(DEPS_peer) $(foreach g,$(WITH),$(DEPS_$g))
 
 # ---- tests ----
+# `make test`: build, the Criterion suites, the shipped cases, the corpus
+# replays and the death tests against an ATTN_DEBUG engine, each step's
+# output in $(B)/test-logs/ and one line per step plus one verdict on the
+# terminal (scripts/steps.py).  After the build the four run side by side
+# (the suites alone leave a core idle behind their longest tests).  JUNIT=<file> also writes JUnit XML: one
+# test case per step plus Criterion's own per-test reports.  The mutant
+# slice (make mutants-quick), the peer's selftest (make test-peer) and the
+# ClusterFuzzLite build (make cfl-test) are targets of their own; .ci/run
+# runs them all.
 # Criterion runs every test in its own process; --jobs keeps both cores busy.
 CRITERION_JOBS ?= 2
-# The main Criterion run comes last so that its synthesis line closes the output.
-test: deps
-	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory test-cases
-	@$(MAKE) --no-print-directory regress
-	@$(MAKE) --no-print-directory test-debug
-	@$(MAKE) --no-print-directory mutants-quick
-	@$(MAKE) --no-print-directory test-peer
-	@$(MAKE) --no-print-directory test-suites
+JUNIT ?=
+# The steps' builds use every core whether or not make itself got -j (the
+# runner is not a make recipe, so no jobserver reaches the sub-makes).
+NPROC := $(shell nproc 2>/dev/null || echo 1)
+TEST_STEPS = 'deps!=bash .ci/deps.sh --check $(DEPS_PKGS)' \
+    'build!=$(MAKE) --no-print-directory -j$(NPROC) all $(RP_BINS) && echo "library, CLI, suites and replay drivers up to date in $(B)/"' \
+    'suites&=$(MAKE) --no-print-directory test-suites' \
+    'cases&=$(MAKE) --no-print-directory test-cases' \
+    'regress=$(MAKE) --no-print-directory regress' \
+    'debug=$(MAKE) --no-print-directory -j$(NPROC) test-debug'
+test:
+	@python3 scripts/steps.py --title 'make test' --logs $(B)/test-logs \
+	    $(if $(JUNIT),--junit '$(JUNIT)') $(TEST_STEPS)
 
 # Under sanitizers, LeakSanitizer ignores Criterion 2.4.1's own runner leak
 # (tests/lsan.supp); every leak through our code still fails.
 TEST_ENV := $(if $(SANITIZER),LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0)
+# Under scripts/steps.py (STEP_XML names the step's JUnit file) the log is
+# verbose: every test's line, and each skip with its reason.
+CRITERION_ARGS = --jobs $(CRITERION_JOBS) --short-filename \
+    $(if $(STEP_XML),--verbose --xml='$(STEP_XML)')
 
 test-suites: $(TESTBIN)
-	$(TEST_ENV) $(TESTBIN) --jobs $(CRITERION_JOBS) --short-filename
+	$(TEST_ENV) $(TESTBIN) $(CRITERION_ARGS)
 
-# The death tests again against an ATTN_DEBUG engine: invariants must abort.
+# The death tests (tests/test_debug.c, suite debug) again against an
+# ATTN_DEBUG engine: invariants must abort.  Their own binary, so the debug
+# build compiles no other test file.
+DEATH_TESTBIN := $(B)/tests/attn_death_tests
 test-debug:
 	@$(MAKE) --no-print-directory DEBUG=1 test-debug-run
 
-test-debug-run: $(TESTBIN)
-	$(TEST_ENV) $(TESTBIN) --jobs $(CRITERION_JOBS) --short-filename --filter 'debug/*'
+$(DEATH_TESTBIN): $(B)/obj/tests/test_debug.o $(HARLIB) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(HARLIB) $(LIB) -lcriterion $(LDLIBS_ALL)
+
+test-debug-run: $(DEATH_TESTBIN)
+	$(TEST_ENV) $(DEATH_TESTBIN) $(CRITERION_ARGS) --filter 'debug/*'
 
 # Every shipped case must pass, except those whose `expect` names a refusal
 # (the CLI checks the refusal status itself and passes them).
@@ -156,6 +190,19 @@ test-cases: $(CLI)
 
 check-clang:
 	@$(MAKE) --no-print-directory all CC=clang EXTRA_CFLAGS=-Werror
+	@echo "check-clang: every target of make all builds warning-free with clang -Werror"
+
+# What CI gates on (.ci/run, after make deps): every step runs, one line
+# each, one verdict; JUNIT=<file> as for make test.
+CI_STEPS = 'test=$(MAKE) --no-print-directory test $(if $(JUNIT),JUNIT="$$STEP_XML")' \
+    'check-clang=$(MAKE) --no-print-directory -j$(NPROC) check-clang' \
+    'cfl-test=$(MAKE) --no-print-directory cfl-test' \
+    'mutants-quick=$(MAKE) --no-print-directory -j$(NPROC) mutants-quick' \
+    'test-peer=$(MAKE) --no-print-directory test-peer'
+.PHONY: ci
+ci:
+	@python3 scripts/steps.py --title ci --logs build/ci-logs \
+	    $(if $(JUNIT),--junit '$(JUNIT)') $(CI_STEPS)
 
 clean:
 	rm -rf build
@@ -164,4 +211,6 @@ clean:
 
 # Feature fragments (fuzzing, campaigns, reports) each own one mk/*.mk file;
 # they see every variable above ($(B), $(CFLAGS_ALL), $(LIB), $(HARLIB) ...).
-include $(sort $(wildcard mk/*.mk))
+# mk/fuzz.mk comes first: its FUZZ_ALL (the fuzz targets) appears in the
+# others' rules, which make expands as it reads them.
+include mk/fuzz.mk $(filter-out mk/fuzz.mk,$(sort $(wildcard mk/*.mk)))

@@ -3,12 +3,13 @@
  * directories without libFuzzer, so every corpus doubles as an ordinary
  * regression test (gcc or clang, with or without sanitizers).
  *
- *     replay [-timeout=N] PATH...
+ *     replay [-timeout=N] [other libFuzzer flags, ignored] PATH...
  *
  * A directory is read one level deep (regular files only, sorted by name,
  * dot files skipped).  Each input's name is printed before it runs, so a
  * crash or an oracle's abort names it; an input that runs longer than N
- * seconds (default 25) ends the replay with "replay: TIMEOUT <file>".
+ * seconds ends the replay with "replay: TIMEOUT <file>" (no limit without
+ * -timeout: `make regress` passes the target's .options flags).
  * An oracle finding aborts the process (oracle_fire), which is the failure
  * signal; an unreadable file counts as failed.  Exit status: 0 when every
  * input passed.
@@ -135,7 +136,7 @@ int main(int argc, char **argv) {
      * shapes through its kernels (an explicit setting wins). */
     setenv("ATTN_FUZZ_MAX_MACS", "268435456", 0);
     LLVMFuzzerInitialize(&argc, &argv);   /* same process setup as under libFuzzer */
-    unsigned timeout = 25;
+    unsigned timeout = 0;   /* alarm(0): no limit */
     counts k = {0, 0, 0};
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

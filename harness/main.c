@@ -10,6 +10,8 @@
 #include "engine_host.h"
 #include "oracles.h"
 #include "repro.h"
+#include "repro_options.h"
+#include "repro_verdict.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -23,6 +25,8 @@ static void usage(FILE *f) {
           "       attnguard repro FILE [--target T] [--inject BUG] [--minimize [--out F.case]] [-v]\n"
           "                                       rerun a crash under AddressSanitizer, name the oracle\n"
           "       attnguard engines                list the built-in engines and their capabilities\n"
+          "       attnguard classify [--status N] LOG...   name each log's finding (JSON lines)\n"
+          "       attnguard fuzz-flags FILE.options...     a fuzz target's libFuzzer flags\n"
           "       attnguard --help\n"
           "\n"
           "E is a built-in engine (attnguard, ggml) or a path to an adapter .so; default\n"
@@ -200,6 +204,8 @@ int main(int argc, char **argv) {
     if (strcmp(argv[1], "check") == 0) return cmd_check(argc - 2, argv + 2);
     if (strcmp(argv[1], "show") == 0) return cli_show(argc - 2, argv + 2);
     if (strcmp(argv[1], "repro") == 0) return cli_repro(argc - 2, argv + 2);
+    if (strcmp(argv[1], "classify") == 0) return cli_classify(argc - 2, argv + 2);
+    if (strcmp(argv[1], "fuzz-flags") == 0) return cli_fuzz_flags(argc - 2, argv + 2);
     if (strcmp(argv[1], "engines") == 0) return cmd_engines();
     fprintf(stderr, "attnguard: unknown command '%s'\n", argv[1]);
     usage(stderr);

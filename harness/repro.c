@@ -12,6 +12,7 @@
 #include "repro.h"
 
 #include "case_bytes.h"
+#include "repro_options.h"
 #include "repro_verdict.h"
 
 #include <errno.h>
@@ -32,8 +33,6 @@ extern char **environ;
 
 #define REPRO_MAX_FILE   (1u << 20)   /* corpus files and case texts are tiny */
 #define REPRO_DEFAULT_TARGET "fuzz_attention"
-#define REPRO_TIMEOUT_S  25           /* per input, as in `make fuzz` */
-#define REPRO_RSS_MB     2560
 
 /* ------------------------------------------------------------------ files */
 
@@ -123,7 +122,8 @@ static int valid_word(const char *s) {
 }
 
 /* From FILE's directories: the innermost `fuzz_*` one names the target, an
- * `*-inject-<bug>` one (build/artifacts-inject-<bug>/...) the mutant. */
+ * `*-inject-<bug>` one (build/fuzz-session-inject-<bug>/artifacts/...) the
+ * mutant. */
 static void guess_from_path(const char *path, char *target, size_t tcap, char *inject,
                             size_t icap) {
     const char *slash = strrchr(path, '/');
@@ -503,14 +503,36 @@ static int make_workdir(char *dir, size_t cap) {
     return mkdtemp(dir) ? 0 : -1;
 }
 
+/* The target's libFuzzer flags (timeout, rss_limit_mb...): <bin>.options,
+ * which `make fuzz-build` copies from fuzz/<target>.options. */
+static int bin_flags(const char *bin, repro_flags *fl, char *err, size_t errlen) {
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s.options", bin) >= (int)sizeof path) {
+        snprintf(err, errlen, "path too long");
+        return -1;
+    }
+    return repro_read_options(path, fl, err, errlen);
+}
+
+/* argv = bin, the options' flags, extra[0..nextra), input, NULL. */
+static int run_with_flags(const char *bin, const repro_flags *fl, char *const *extra,
+                          int nextra, const char *input, const char *asan, const char *log,
+                          char *err, size_t errlen) {
+    char *argv[1 + REPRO_FLAGS_MAX + 8 + 2];
+    int k = 0;
+    argv[k++] = (char *)bin;
+    for (int i = 0; i < fl->n; i++) argv[k++] = (char *)fl->flag[i];
+    for (int i = 0; i < nextra && i < 8; i++) argv[k++] = extra[i];
+    argv[k++] = (char *)input;
+    argv[k] = NULL;
+    return run_child(argv, asan, log, err, errlen);
+}
+
 /* Run the target on one input file and read the verdict. */
-static int run_verdict(const char *bin, const char *input, const char *log, repro_verdict *v, char *err,
-                       size_t errlen) {
-    char timeout[32], rss[32];
-    snprintf(timeout, sizeof timeout, "-timeout=%d", REPRO_TIMEOUT_S);
-    snprintf(rss, sizeof rss, "-rss_limit_mb=%d", REPRO_RSS_MB);
-    char *const argv[] = {(char *)bin, timeout, rss, (char *)input, NULL};
-    int st = run_child(argv, "dedup_token_length=3:print_summary=1", log, err, errlen);
+static int run_verdict(const char *bin, const repro_flags *fl, const char *input, const char *log,
+                       repro_verdict *v, char *err, size_t errlen) {
+    int st = run_with_flags(bin, fl, NULL, 0, input, "dedup_token_length=3:print_summary=1", log,
+                            err, errlen);
     if (st < 0) return -1;
     size_t n;
     char *text = read_all(log, &n, err, errlen);
@@ -548,19 +570,16 @@ static void print_file(const char *path) {
 /* libFuzzer -minimize_crash=1 on `input`; the result lands in `min_path`.
  * `asan` is the ASAN_OPTIONS addition that decides what "the same crash" is
  * (DEDUP_TOKEN frames).  Returns 0 when min_path was written. */
-static int minimize_once(const char *bin, const repro_opts *o, const char *input,
-                         const char *min_path, const char *log, const char *asan, char *err,
-                         size_t errlen) {
-    char a_runs[48], a_time[48], a_out[PATH_MAX + 32], a_to[32], a_rss[32];
+static int minimize_once(const char *bin, const repro_flags *fl, const repro_opts *o,
+                         const char *input, const char *min_path, const char *log,
+                         const char *asan, char *err, size_t errlen) {
+    char a_runs[48], a_time[48], a_out[PATH_MAX + 32];
     snprintf(a_runs, sizeof a_runs, "-runs=%ld", o->runs);
     snprintf(a_time, sizeof a_time, "-max_total_time=%ld", o->max_time);
     snprintf(a_out, sizeof a_out, "-exact_artifact_path=%s", min_path);
-    snprintf(a_to, sizeof a_to, "-timeout=%d", REPRO_TIMEOUT_S);
-    snprintf(a_rss, sizeof a_rss, "-rss_limit_mb=%d", REPRO_RSS_MB);
-    char *const argv[] = {(char *)bin, (char *)"-minimize_crash=1", a_runs, a_time, a_out, a_to,
-                          a_rss, (char *)input, NULL};
+    char *const extra[] = {(char *)"-minimize_crash=1", a_runs, a_time, a_out};
     unlink(min_path);
-    if (run_child(argv, asan, log, err, errlen) < 0) return -1;
+    if (run_with_flags(bin, fl, extra, 4, input, asan, log, err, errlen) < 0) return -1;
     if (access(min_path, R_OK) != 0) {
         snprintf(err, errlen, "libFuzzer wrote no minimized input (see %.400s)", log);
         return -1;
@@ -568,7 +587,8 @@ static int minimize_once(const char *bin, const repro_opts *o, const char *input
     return 0;
 }
 
-static int do_minimize(const char *bin, const repro_opts *o, const char *target,
+static int do_minimize(const char *bin, const repro_flags *fl, const repro_opts *o,
+                       const char *target,
                        const char *input, size_t in_bytes, const char *workdir,
                        const repro_verdict *orig) {
     char min_path[PATH_MAX], log[PATH_MAX], vlog[PATH_MAX], err[512];
@@ -593,12 +613,12 @@ static int do_minimize(const char *bin, const repro_opts *o, const char *target,
         printf("repro: minimizing with libFuzzer -minimize_crash=1 -runs=%ld (ASAN_OPTIONS=%s)\n",
                o->runs, attempts[k]);
         fflush(stdout);
-        if (minimize_once(bin, o, input, min_path, log, attempts[k], err, sizeof err) != 0) {
+        if (minimize_once(bin, fl, o, input, min_path, log, attempts[k], err, sizeof err) != 0) {
             fprintf(stderr, "attnguard repro: %s\n", err);
             print_tail(log, 8);
             return 2;
         }
-        if (run_verdict(bin, min_path, vlog, &v, err, sizeof err) != 0) {
+        if (run_verdict(bin, fl, min_path, vlog, &v, err, sizeof err) != 0) {
             fprintf(stderr, "attnguard repro: %s\n", err);
             return 2;
         }
@@ -729,6 +749,13 @@ int cli_repro(int argc, char **argv) {
         return 2;
     }
 
+    static repro_flags fl;   /* 32 KiB: not on the stack */
+    if (bin_flags(bin, &fl, err, sizeof err) != 0) {
+        fprintf(stderr, "attnguard repro: %s (the fuzz target's limits; rebuild with: "
+                        "make fuzz-build%s%s)\n", err, inject[0] ? " INJECT=" : "", inject);
+        return 2;
+    }
+
     char workdir[PATH_MAX];
     if (make_workdir(workdir, sizeof workdir) != 0) {
         fprintf(stderr, "attnguard repro: cannot create a temporary directory: %s\n",
@@ -769,7 +796,7 @@ int cli_repro(int argc, char **argv) {
     printf("repro: running %s on it under AddressSanitizer\n", bin);
     fflush(stdout);
     repro_verdict v;
-    if (run_verdict(bin, input, log, &v, err, sizeof err) != 0) {
+    if (run_verdict(bin, &fl, input, log, &v, err, sizeof err) != 0) {
         fprintf(stderr, "attnguard repro: %s\n", err);
         return 2;
     }
@@ -781,5 +808,5 @@ int cli_repro(int argc, char **argv) {
         return 0;
     }
     if (!o.minimize) return 1;
-    return do_minimize(bin, &o, target, input, nbytes, workdir, &v);
+    return do_minimize(bin, &fl, &o, target, input, nbytes, workdir, &v);
 }

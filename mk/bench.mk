@@ -2,17 +2,18 @@
 #
 #   make bench        build $(B)/bench and run it: the machine's limits, then
 #                     attnguard on every row against them; writes
-#                     reports/bench.md and reports/bench.json
+#                     build/bench/bench.md and build/bench/bench.json (make
+#                     snapshot copies the .md into reports/snapshot/)
 #   make bench-peer   every engine in BENCH_ENGINES (default attnguard; e.g.
 #                     BENCH_ENGINES=attnguard,ggml) on the same rows, timed in
 #                     turn round by round in one run, each output checked
 #                     against the fp64 reference; then PyTorch's
 #                     scaled-dot-product attention on the same shapes
-#                     (bench/peer.py) beside them: reports/bench-peer.{md,json}
+#                     (bench/peer.py) beside them: build/bench/bench-peer.{md,json}
 #   make probe        build $(B)/probe and run it: the CPU facts the AVX-512
 #                     kernels were shaped around (bench/probe.c;
 #                     docs/perf-notes.md quotes its output)
-#   make test-peer    (part of `make test`) bench/peer.py --selftest: the
+#   make test-peer    (run by .ci/run) bench/peer.py --selftest: the
 #                     peer's GQA folding, causal offsets and window masks
 #                     against a float64 loop, so the side-by-side compares
 #                     the same attention
@@ -51,24 +52,24 @@ all: $(BENCH_BIN) $(PROBE_BIN)
 endif
 
 .PHONY: bench probe
+BENCH_OUT := build/bench
 bench: $(BENCH_BIN)
-	@mkdir -p reports
-	$(BENCH_BIN) reports
+	@mkdir -p $(BENCH_OUT)
+	$(BENCH_BIN) $(BENCH_OUT)
 
 probe: $(PROBE_BIN)
 	$(PROBE_BIN) all
 
 PEER_PY := /usr/bin/python3
-PEER_DEPS_PKGS := python3-torch
+# installed by `make deps` (the Makefile adds DEPS_peer to every install)
+DEPS_peer := python3-torch
 
-.PHONY: bench-peer test-peer peer-deps
-peer-deps:
-	@bash .ci/deps.sh $(PEER_DEPS_PKGS)
-
-test-peer: peer-deps
+.PHONY: bench-peer test-peer
+test-peer:
+	@bash .ci/deps.sh --check $(DEPS_peer) >/dev/null
 	$(PEER_PY) bench/peer.py --selftest
 
 bench-peer: $(BENCH_BIN) test-peer
-	@mkdir -p reports
-	$(BENCH_BIN) --peer --engines $(BENCH_ENGINES) reports
-	$(PEER_PY) bench/peer.py --engine reports/bench-peer.json --out reports
+	@mkdir -p $(BENCH_OUT)
+	$(BENCH_BIN) --peer --engines $(BENCH_ENGINES) $(BENCH_OUT)
+	$(PEER_PY) bench/peer.py --engine $(BENCH_OUT)/bench-peer.json --out $(BENCH_OUT)

@@ -1,28 +1,34 @@
-# mk/campaign.mk — `make fuzz` and `make corpus-merge` (scripts/fuzz.sh).
+# mk/campaign.mk — `make fuzz` and `make corpus-merge` (scripts/fuzzkit.py).
 #
 #   make fuzz                     fuzz the targets on the shipped corpus for
 #                                 FUZZ_TIME seconds in total (both cores), print
-#                                 a summary, write build/fuzz-summary.json;
-#                                 exit status 1 on any finding
+#                                 progress and a summary (execs, exec/s, cov,
+#                                 findings by oracle), write
+#                                 build/fuzz-session/summary.json; exit status 1
+#                                 on any finding
 #   make fuzz INJECT=<bug>        the same on the mutant build (harness check)
-#   make corpus-merge             fold build/fuzz-corpus/<target>/ into
+#   make fuzz ENGINE=<name>       the targets drive that engine (ATTNGUARD_ENGINE)
+#   make corpus-merge             fold build/fuzz-session/corpus/<target>/ into
 #                                 corpus/<target>/ (libFuzzer -merge=1)
 #   make repro FILE=<crash> [TARGET=fuzz_plan] [MINIMIZE=1]
 #                                 `attnguard repro` with the binaries built first
 #
-# Knobs: FUZZ_TIME (s, default 60), FUZZ_TARGETS, FUZZ_SEED (libFuzzer -seed;
-# empty = random), FUZZ_JOBS (targets at a time, default 2), FUZZ_WEIGHTS
-# (time shares, default fuzz_attention=2, others 1).  The binaries come from
-# `make fuzz-build` (mk/fuzz.mk).
+# Knobs: FUZZ_TIME (s, default 60), FUZZ_TARGETS (default: all, mk/fuzz.mk's
+# FUZZ_ALL), FUZZ_SEED (libFuzzer -seed; empty = random), FUZZ_JOBS (targets
+# at a time, default 2), FUZZ_WEIGHTS (time shares, default fuzz_attention=2,
+# others 1; the nightly job uses the same), ENGINE.  The per-target limits
+# (timeout, rss_limit_mb, max_len) are those of fuzz/<target>.options.
 FUZZ_TIME ?= 60
-FUZZ_TARGETS ?= fuzz_plan fuzz_attention fuzz_api
+FUZZ_TARGETS ?= $(FUZZ_ALL)
 FUZZ_SEED ?=
 FUZZ_JOBS ?= 2
 FUZZ_WEIGHTS ?= fuzz_attention=2
+ENGINE ?=
 
-FUZZ_ENV = FUZZ_TIME='$(FUZZ_TIME)' FUZZ_TARGETS='$(strip $(FUZZ_TARGETS))' \
-    FUZZ_SEED='$(FUZZ_SEED)' FUZZ_JOBS='$(FUZZ_JOBS)' FUZZ_WEIGHTS='$(FUZZ_WEIGHTS)' \
-    INJECT='$(INJECT)'
+# A mutant's or another engine's session never mixes with the normal one
+# (make report reads build/fuzz-session/summary.json as the normal build's).
+FUZZ_SESSION := build/fuzz-session$(if $(INJECT),-inject-$(INJECT))$(if $(ENGINE),-engine-$(ENGINE))
+FUZZKIT := ATTNGUARD_CLI='$(CLI)' python3 scripts/fuzzkit.py
 
 ifneq ($(filter corpus-merge,$(MAKECMDGOALS)),)
 ifneq ($(INJECT),)
@@ -31,14 +37,19 @@ endif
 endif
 
 .PHONY: fuzz corpus-merge repro
-fuzz: fuzz-build
-	@$(FUZZ_ENV) bash scripts/fuzz.sh run
+fuzz: fuzz-build $(CLI)
+	@$(FUZZKIT) run --targets '$(strip $(FUZZ_TARGETS))' --time '$(FUZZ_TIME)' \
+	    --jobs '$(FUZZ_JOBS)' --weights '$(FUZZ_WEIGHTS)' $(if $(FUZZ_SEED),--seed '$(FUZZ_SEED)') \
+	    --bin-dir '$(FZ_OUT)' --root '$(FUZZ_SESSION)' $(if $(INJECT),--inject '$(INJECT)') \
+	    $(if $(ENGINE),--engine '$(ENGINE)')
 
-corpus-merge: fuzz-build
-	@$(FUZZ_ENV) bash scripts/fuzz.sh merge
+corpus-merge: fuzz-build $(CLI)
+	@$(FUZZKIT) merge --targets '$(strip $(FUZZ_TARGETS))' --bin-dir '$(FZ_OUT)' \
+	    --into corpus --from '$(FUZZ_SESSION)/corpus' --log-dir '$(FUZZ_SESSION)/logs' \
+	    $(if $(ENGINE),--engine '$(ENGINE)')
 
 # INJECT passes through so a mutant's crash reruns on the mutant's binary.
 repro: fuzz-build $(CLI)
 	@test -n '$(FILE)' || { echo 'usage: make repro FILE=<crash or .case> [TARGET=..] [MINIMIZE=1]' >&2; exit 2; }
-	$(CLI) repro '$(FILE)' $(if $(TARGET),--target '$(TARGET)') \
+	$(if $(ENGINE),ATTNGUARD_ENGINE='$(ENGINE)') $(CLI) repro '$(FILE)' $(if $(TARGET),--target '$(TARGET)') \
 	    $(if $(INJECT),--inject '$(INJECT)') $(if $(MINIMIZE),--minimize)

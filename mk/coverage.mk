@@ -13,20 +13,21 @@
 #                      and prints the src/ line and branch coverage.
 #
 # Knobs: COVERAGE_CORPUS (extra corpus roots holding <target>/ folders,
-# default: build/fuzz-corpus and build/nightly/corpus when present),
+# default: make fuzz's and the nightly job's when present),
 # COVERAGE_TESTS=0 (skip the Criterion suites), COVERAGE_ISAS (kernel tables
-# to replay the corpora on; default: every table this CPU has).
+# to replay the corpora on; default: the portable one and mk/isa.mk's
+# KERNEL_TABLES, those this CPU runs).
 COV_B := build/coverage
 COV_CC := clang
 COV_TOOLS_SUFFIX ?= -14
 COV_FLAGS := -fprofile-instr-generate -fcoverage-mapping
 COV_CFLAGS := $(CSTD) -O1 -g $(WARN) -fopenmp -fno-strict-aliasing $(COV_FLAGS) \
-              $(ISA_DEFINES)
+              $(ISA_DEFINES) $(ENGINE_CFLAGS)
 COV_LDLIBS := $(COV_FLAGS) -fopenmp -lm
-COVERAGE_CORPUS ?= $(wildcard build/fuzz-corpus build/nightly/corpus)
+COVERAGE_CORPUS ?= $(wildcard build/fuzz-session/corpus build/nightly/corpus)
 COVERAGE_TESTS ?= 1
-COVERAGE_ISAS ?=
-COV_TARGETS := fuzz_plan fuzz_attention fuzz_api
+COVERAGE_ISAS ?= ref $(KERNEL_TABLES)
+COV_TARGETS := $(FUZZ_ALL)
 
 COV_LIB_OBJ := $(LIB_SRC:%.c=$(COV_B)/obj/%.o)
 COV_HAR_OBJ := $(HAR_SRC:%.c=$(COV_B)/obj/%.o)
@@ -35,7 +36,8 @@ COV_REPLAYS := $(COV_TARGETS:%=$(COV_B)/bin/replay_%)
 COV_CLI := $(COV_B)/bin/attnguard
 COV_TESTBIN := $(COV_B)/bin/attn_tests
 
-$(foreach f,$(ISA_SRC),$(eval $(COV_B)/obj/$(f:.c=.o): ISA_FLAGS := $(call isa_flags_of,$(f))))
+$(foreach f,$(ISA_SRC),$(if $(call isa_flags_of,$f),$(eval $(COV_B)/obj/$(f:.c=.o): ISA_FLAGS := $(call isa_flags_of,$f))))
+$(foreach f,$(filter src/kernels/%,$(LIB_SRC)),$(eval $(COV_B)/obj/$(f:.c=.o): ISA_FLAGS += -DATTN_KERNEL_SIDE=1))
 
 .PHONY: coverage coverage-build
 
@@ -68,7 +70,7 @@ $(COV_TESTBIN): $(COV_TEST_OBJ) $(COV_B)/libattnharness.a $(COV_B)/libattn.a
 
 coverage-build: $(COV_REPLAYS) $(COV_CLI) $(if $(filter 1,$(COVERAGE_TESTS)),$(COV_TESTBIN))
 
-coverage: deps
+coverage:
 	@$(MAKE) --no-print-directory coverage-build
 	@COV_B='$(COV_B)' COV_TARGETS='$(COV_TARGETS)' COVERAGE_CORPUS='$(COVERAGE_CORPUS)' \
 	    COVERAGE_TESTS='$(COVERAGE_TESTS)' COVERAGE_ISAS='$(COVERAGE_ISAS)' \

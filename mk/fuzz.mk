@@ -1,7 +1,13 @@
 # mk/fuzz.mk — the fuzz targets, their replay drivers and the byte corpus.
 #
 #   make fuzz-build [INJECT=<bug>]   libFuzzer binaries (clang, ASan+UBSan) in
-#                                    build/fuzz[-inject-<bug>]/<target>
+#                                    build/fuzz[-inject-<bug>]/, laid out like
+#                                    OSS-Fuzz's $OUT: <target>, <target>.options,
+#                                    <target>.dict
+#   make oss-fuzz                    the same rules with OSS-Fuzz's environment
+#                                    ($CC $CFLAGS $CXX $CXXFLAGS $LIB_FUZZING_ENGINE
+#                                    $OUT): what .clusterfuzzlite/build.sh runs;
+#                                    adds <target>_seed_corpus.zip
 #   make regress [CC=..] [SANITIZER=..]
 #                                    replay drivers (no libFuzzer) built with the
 #                                    current CC/SANITIZER, run over corpus/<target>/
@@ -10,77 +16,170 @@
 #                                    inputs kept in corpus/<target>/ stay)
 #
 # Sees the Makefile's variables ($(B), $(CFLAGS_ALL), $(LIB), $(HARLIB),
-# $(LIB_SRC), $(HAR_SRC), $(CSTD), $(WARN), $(OPT)); owns only the FZ_* ones.
+# $(LIB_SRC), $(HAR_SRC), $(CSTD), $(WARN), $(OPT)) and mk/isa.mk's; owns
+# FUZZ_ALL and the FZ_* / RP_* ones.
 
-FZ_TARGETS := fuzz_plan fuzz_attention fuzz_api
+# The one list of fuzz targets: every fuzz/fuzz_*.c.  Everything else (the
+# launcher, coverage, cfl-test, nightly) gets it from here.
+FUZZ_ALL := $(sort $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c)))
 
-# ---- libFuzzer build: its own folder, clang, fuzzer instrumentation ----
+# ---- the fuzzing build, in OSS-Fuzz's terms ----
+# FZ_CC/FZ_CFLAGS compile, FZ_LD/FZ_LDFLAGS + FZ_ENGINE link, FZ_OUT receives
+# the binaries and their files, FZ_B the objects.  Local values by default;
+# `make oss-fuzz` (FZ_OSS=1) takes them from the environment, so the
+# ClusterFuzzLite build and the local one are the same rules.
+ifeq ($(FZ_OSS),1)
+FZ_CC := $(CC)
+FZ_SANCOV := $(CFLAGS)
+FZ_LD := $(CXX)
+FZ_LDFLAGS := $(CXXFLAGS)
+FZ_ENGINE := $(LIB_FUZZING_ENGINE)
+FZ_OUT := $(OUT)
+FZ_B := $(if $(WORK),$(WORK)/attnguard-obj,build/oss-fuzz)
+FZ_INJECT :=
+else
 FZ_CC := clang
-FZ_B := build/fuzz$(if $(INJECT),-inject-$(INJECT))
-FZ_SAN := -fsanitize=address,undefined -fsanitize=float-divide-by-zero \
-          -fno-sanitize-recover=all -fno-omit-frame-pointer
-# The ISA tables compiled in (ISA_DEFINES) are mk/isa.mk's.
-FZ_CFLAGS := $(CSTD) $(OPT) -g $(WARN) -fopenmp -fno-strict-aliasing $(FZ_SAN) \
-             $(ISA_DEFINES) $(ENGINE_CFLAGS) $(EXTRA_CFLAGS)
-ifneq ($(INJECT),)
-FZ_CFLAGS += -DATTN_INJECT_$(INJECT)=1 -DATTN_INJECT_NAME=\"$(INJECT)\"
+FZ_SANCOV := -fsanitize=address,undefined -fsanitize=float-divide-by-zero \
+             -fno-sanitize-recover=all -fno-omit-frame-pointer
+FZ_LD := clang++
+FZ_LDFLAGS := $(FZ_SANCOV)
+FZ_ENGINE := -fsanitize=fuzzer
+FZ_OUT := build/fuzz$(if $(INJECT),-inject-$(INJECT))
+FZ_B := $(FZ_OUT)
+FZ_INJECT := $(if $(INJECT),-DATTN_INJECT_$(INJECT)=1 -DATTN_INJECT_NAME=\"$(INJECT)\")
 endif
-FZ_LDFLAGS := $(FZ_SAN) -fsanitize=fuzzer -fopenmp -lm
 
-# Coverage feedback only where it guides: the engine's control code and the
-# case decoder get full libFuzzer instrumentation (edges + comparisons); the
-# kernels' inner loops get edge counters only (comparison tracing there
-# costs ~5x for nothing); the rest of the harness (reference, value
-# generator, guard) is sanitized but not instrumented: its loops would
-# dominate the run time and its branches say nothing about the engine.
+# OpenMP where the compiler can link it (OSS-Fuzz's clang may lack libomp;
+# the executor then runs the plan's threads one after the other).  Probed
+# once, on first use.
+FZ_HASH := \#
+FZ_OPENMP = $(eval FZ_OPENMP := $(shell printf '$(FZ_HASH)include <omp.h>\nint main(void){return omp_get_max_threads() < 0;}\n' | \
+    $(FZ_CC) -fopenmp -x c - -o /dev/null >/dev/null 2>&1 && echo -fopenmp))$(FZ_OPENMP)
+
+# The kernel tables compiled in (ISA_DEFINES) are mk/isa.mk's, the engines'
+# flags (ENGINE_CFLAGS) mk/engines.mk's.
+FZ_CFLAGS = $(CSTD) -g $(WARN) -fno-strict-aliasing $(ISA_DEFINES) $(ENGINE_CFLAGS) \
+            $(FZ_OPENMP) $(if $(filter 1,$(FZ_OSS)),,$(OPT) $(EXTRA_CFLAGS)) $(FZ_INJECT) $(FZ_SANCOV)
+
+# Coverage feedback only where it guides (local build; OSS-Fuzz's $CFLAGS
+# decide there): the engine's control code and the case decoder get full
+# libFuzzer instrumentation (edges + comparisons); the kernels' inner loops
+# get edge counters only (comparison tracing there costs ~5x for nothing);
+# the rest of the harness (reference, value generator, guard) is sanitized
+# but not instrumented: its loops would dominate the run time and its
+# branches say nothing about the engine.
+ifneq ($(FZ_OSS),1)
 FZ_COV := -fsanitize=fuzzer-no-link
 $(FZ_B)/obj/harness/%.o: FZ_COV :=
 $(FZ_B)/obj/harness/case_bytes.o: FZ_COV := -fsanitize=fuzzer-no-link
 $(FZ_B)/obj/src/kernels/%.o: FZ_COV := -fsanitize-coverage=inline-8bit-counters,pc-table
+endif
 
 FZ_LIB_OBJ := $(LIB_SRC:%.c=$(FZ_B)/obj/%.o)
 FZ_HAR_OBJ := $(HAR_SRC:%.c=$(FZ_B)/obj/%.o)
-FZ_BINS := $(FZ_TARGETS:%=$(FZ_B)/%)
+FZ_TGT_OBJ := $(FUZZ_ALL:%=$(FZ_B)/obj/fuzz/%.o)
 
-# SIMD kernels: ASan without UBSan, see the Makefile's ISA_NOUBSAN.
-$(foreach f,$(ISA_SRC),$(eval $(FZ_B)/obj/$(f:.c=.o): ISA_FLAGS := $(call isa_flags_of,$(f)) -fno-sanitize=undefined$(comma)float-divide-by-zero))
+# A mutant differs from the normal build only in the sources that mention
+# its ATTN_INJECT_<bug>, themselves or through a header (the normal build's
+# .d files list the headers): only those are compiled with the define, every
+# other object is the normal build's (build/fuzz/, built first by the
+# fuzz-build recipe below).  A mutant whose bug sits in one engine file
+# builds in seconds instead of minutes.
+FZ_NORMAL := build/fuzz
+ifneq ($(FZ_INJECT),)
+ifeq ($(FZ_INJECT_STAGE),2)
+fz_affected = $(shell for s in $1; do d=$(FZ_NORMAL)/obj/$${s%.c}.d; \
+    if [ ! -f "$$d" ] || grep -sqw 'ATTN_INJECT_$(INJECT)' $$s $$(grep -o '[^ :\\]*\.[ch]' "$$d"); \
+    then echo $$s; fi; done)
+fz_objs = $(foreach s,$1,$(if $(filter $s,$2),$(FZ_B),$(FZ_NORMAL))/obj/$(s:.c=.o))
+FZ_INJECT_SRC := $(call fz_affected,$(LIB_SRC) $(HAR_SRC) $(FUZZ_ALL:%=fuzz/%.c))
+FZ_LIB_OBJ := $(call fz_objs,$(LIB_SRC),$(FZ_INJECT_SRC))
+FZ_HAR_OBJ := $(call fz_objs,$(HAR_SRC),$(FZ_INJECT_SRC))
+FZ_TGT_OBJ := $(call fz_objs,$(FUZZ_ALL:%=fuzz/%.c),$(FZ_INJECT_SRC))
+endif
+endif
+FZ_FILES := $(foreach t,$(FUZZ_ALL),$(FZ_OUT)/$t $(FZ_OUT)/$t.options \
+              $(if $(wildcard fuzz/$t.dict),$(FZ_OUT)/$t.dict))
 
-.PHONY: fuzz-build regress corpus
+# Per object, as mk/isa.mk does for the main build: an ISA file's -m flags
+# (SIMD kernels: ASan without UBSan, see mk/isa.mk's ISA_NOUBSAN), and
+# ATTN_KERNEL_SIDE for every file under src/kernels/.
+$(foreach f,$(ISA_SRC),$(if $(call isa_flags_of,$f),$(eval $(FZ_B)/obj/$(f:.c=.o): ISA_FLAGS := $(call isa_flags_of,$f) -fno-sanitize=undefined$(comma)float-divide-by-zero)))
+$(foreach f,$(filter src/kernels/%,$(LIB_SRC)),$(eval $(FZ_B)/obj/$(f:.c=.o): ISA_FLAGS += -DATTN_KERNEL_SIDE=1))
 
-fuzz-build: $(FZ_BINS)
+.PHONY: fuzz-build oss-fuzz regress corpus
+
+ifneq ($(FZ_INJECT),)
+ifneq ($(FZ_INJECT_STAGE),2)
+fuzz-build:
+	@$(MAKE) --no-print-directory fuzz-build INJECT=
+	@$(MAKE) --no-print-directory fuzz-build FZ_INJECT_STAGE=2
+else
+fuzz-build: $(FZ_FILES)
+	@echo "fuzz-build: mutant $(INJECT): recompiled $(or $(FZ_INJECT_SRC),nothing) with ATTN_INJECT_$(INJECT)"
+endif
+else
+fuzz-build: $(FZ_FILES)
+endif
+
+# OSS-Fuzz's `compile` sets CC, CFLAGS, CXX, CXXFLAGS, LIB_FUZZING_ENGINE, OUT.
+oss-fuzz:
+	@test -n "$$OUT" && test -n "$$LIB_FUZZING_ENGINE" && test -n "$$CXX" || \
+	    { echo 'oss-fuzz: needs OUT, CC, CFLAGS, CXX, CXXFLAGS and LIB_FUZZING_ENGINE (OSS-Fuzz environment)' >&2; exit 2; }
+	@$(MAKE) --no-print-directory FZ_OSS=1 fuzz-build $(FUZZ_ALL:%=$$OUT/%_seed_corpus.zip)
 
 $(FZ_B)/.flags: FORCE
 	@mkdir -p $(@D)
-	@echo '$(FZ_CC) $(FZ_CFLAGS) cov2' | cmp -s - $@ || echo '$(FZ_CC) $(FZ_CFLAGS) cov2' > $@
+	@echo '$(FZ_CC) $(FZ_CFLAGS) $(FZ_LD) $(FZ_LDFLAGS) $(FZ_ENGINE) cov2' | cmp -s - $@ || \
+	    echo '$(FZ_CC) $(FZ_CFLAGS) $(FZ_LD) $(FZ_LDFLAGS) $(FZ_ENGINE) cov2' > $@
 
 $(FZ_B)/obj/%.o: %.c $(FZ_B)/.flags
 	@mkdir -p $(@D)
 	$(FZ_CC) $(FZ_CFLAGS) $(FZ_COV) $(ISA_FLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(FZ_B)/libattn.a: $(FZ_LIB_OBJ)
+	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
 $(FZ_B)/libattnharness.a: $(FZ_HAR_OBJ)
+	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
-$(FZ_BINS): $(FZ_B)/%: $(FZ_B)/obj/fuzz/%.o $(FZ_B)/libattnharness.a $(FZ_B)/libattn.a
-	$(FZ_CC) -o $@ $^ $(FZ_LDFLAGS)
+# Linked with the C++ driver: the fuzzing engine's runtime is C++.
+$(FUZZ_ALL:%=$(FZ_OUT)/%): $(FZ_OUT)/%: $(FZ_B)/libattnharness.a $(FZ_B)/libattn.a $(FZ_TGT_OBJ)
+	@mkdir -p $(@D)
+	$(FZ_LD) $(FZ_LDFLAGS) $(FZ_OPENMP) -o $@ $(filter %/fuzz/$*.o,$(FZ_TGT_OBJ)) \
+	    $(FZ_B)/libattnharness.a $(FZ_B)/libattn.a $(FZ_ENGINE) -lm
+
+$(FZ_OUT)/%.options: fuzz/%.options
+	@mkdir -p $(@D)
+	cp $< $@
+
+$(FZ_OUT)/%.dict: fuzz/%.dict
+	@mkdir -p $(@D)
+	cp $< $@
+
+# A flat zip of the shipped corpus (python3's zipfile: `zip` is not in
+# every image).
+$(FZ_OUT)/%_seed_corpus.zip: $(FZ_OUT)/% FORCE
+	rm -f $@ && python3 -m zipfile -c $@ $(wildcard corpus/$*/*)
 
 # ---- replay drivers: the current CC/SANITIZER configuration ($(B)) ----
-RP_BINS := $(FZ_TARGETS:%=$(B)/replay/replay_%)
-REGRESS_TIMEOUT ?= 25
+RP_BINS := $(FUZZ_ALL:%=$(B)/replay/replay_%)
 
 $(RP_BINS): $(B)/replay/replay_%: $(B)/obj/fuzz/%.o $(B)/obj/fuzz/replay.o $(HARLIB) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL)
 
-# Each target's whole corpus; a finding aborts its replay and fails make.
-# The per-input lines go to a log; on failure its end (the input's name,
-# the oracle's line, the sanitizer report) is shown.
-regress: $(RP_BINS)
-	@for t in $(FZ_TARGETS); do \
+# Each target's whole corpus, with the limits of its .options file; a
+# finding aborts its replay and fails make.  The per-input lines go to a
+# log; on failure its end (the input's name, the oracle's line, the
+# sanitizer report) is shown.
+regress: $(RP_BINS) $(CLI)
+	@for t in $(FUZZ_ALL); do \
 	    log=$(B)/replay/regress_$$t.log; \
-	    if $(B)/replay/replay_$$t -timeout=$(REGRESS_TIMEOUT) corpus/$$t > $$log 2>&1; then \
+	    flags=$$($(CLI) fuzz-flags fuzz/$$t.options) || exit 1; \
+	    if $(B)/replay/replay_$$t $$flags corpus/$$t > $$log 2>&1; then \
 	        echo "regress $$t: $$(tail -n 1 $$log)"; \
 	    else \
 	        echo "regress $$t: FAILED (log: $$log)"; tail -n 40 $$log; exit 1; \
@@ -101,7 +200,7 @@ FZ_API_HAND := 0000010000 0000090000 0000300000 01000000 01110000 01170000 \
                02070000 020f0900 020f2100 020f5100 0301 0300 0408 0401 0500 \
                0507 0600 0603 0604 07
 corpus: $(B)/tools/encode_case
-	@for t in $(FZ_TARGETS); do mkdir -p corpus/$$t; done
+	@for t in $(FUZZ_ALL); do mkdir -p corpus/$$t; done
 	@set -e; for f in corpus/cases/*.case; do \
 	    n=$$(basename "$$f" .case); \
 	    $(B)/tools/encode_case "$$f" "corpus/fuzz_plan/$$n.bin"; \
@@ -112,7 +211,7 @@ corpus: $(B)/tools/encode_case
 	    python3 -c 'import sys; open(sys.argv[2], "wb").write(bytes.fromhex(sys.argv[1]))' \
 	        $$h corpus/fuzz_api/api-$$h.bin; \
 	done
-	@echo "corpus: $$(ls corpus/cases/*.case | wc -l) cases -> $(FZ_TARGETS:%=corpus/%/)"
+	@echo "corpus: $$(ls corpus/cases/*.case | wc -l) cases -> $(FUZZ_ALL:%=corpus/%/)"
 
--include $(FZ_LIB_OBJ:.o=.d) $(FZ_HAR_OBJ:.o=.d) $(FZ_TARGETS:%=$(FZ_B)/obj/fuzz/%.d) \
-    $(FZ_TARGETS:%=$(B)/obj/fuzz/%.d) $(B)/obj/fuzz/replay.d $(B)/obj/fuzz/encode_case.d
+-include $(FZ_LIB_OBJ:.o=.d) $(FZ_HAR_OBJ:.o=.d) $(FUZZ_ALL:%=$(FZ_B)/obj/fuzz/%.d) \
+    $(FUZZ_ALL:%=$(B)/obj/fuzz/%.d) $(B)/obj/fuzz/replay.d $(B)/obj/fuzz/encode_case.d

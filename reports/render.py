@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 """render.py — turn the differential grid and whatever else the last runs left
-behind into the attnguard report: reports/<date>/ and reports/latest/, each
-holding report.json (documented by reports/schema.json), report.md and one
-self-contained report.html whose charts are inline SVG (no scripts, fonts or
-images from anywhere else; it reads the same offline).
+behind into the attnguard report: build/report/ (--out) holding report.json
+(documented by reports/schema.json), report.md and one self-contained
+report.html whose charts are inline SVG (no scripts, fonts or images from
+anywhere else; it reads the same offline).  Generated output stays in
+build/: `make snapshot` copies report.md into reports/snapshot/ on purpose,
+CI publishes the folder as an artifact.
 
 Inputs (all but the grid are optional; a missing one is recorded as null):
     --grid      build/report/grid.json          (build/report_grid)
-    --fuzz      build/fuzz-summary.json         (make fuzz)
-    --mutants   reports/mutants.json, else build/mutants-quick.json
-    --bench     reports/bench.json              (make bench)
+    --fuzz      build/fuzz-session/summary.json (make fuzz)
+    --mutants   build/mutants.json, else build/mutants-quick.json
+    --bench     build/bench/bench.json          (make bench)
     --coverage  build/coverage/summary.json     (make coverage)
     --nightly   build/nightly/findings/findings.json (make nightly)
 
@@ -22,7 +24,6 @@ import html
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 
@@ -433,7 +434,7 @@ def render_md(doc):
                      + (", ".join(f"{x.get('oracle')} after {x.get('time_s')} s" for x in fl)
                         or "none") + " |")
     else:
-        L.append("No fuzz summary (build/fuzz-summary.json) was present.")
+        L.append("No fuzz summary (build/fuzz-session/summary.json) was present.")
     m = doc["mutants"]
     L += ["", "## Injected bugs (mutant campaign)", ""]
     if m:
@@ -465,7 +466,7 @@ def render_md(doc):
         L += ["| " + " | ".join(str(v) for v in row) + " |" for row in br[1]]
     else:
         L.append("See report.json (`bench`)." if doc["bench"] else
-                 "No benchmark results (reports/bench.json) were present.")
+                 "No benchmark results (build/bench/bench.json) were present.")
     n = doc["nightly"]
     if n:
         L += ["", "## Nightly findings", "",
@@ -630,19 +631,19 @@ def render_html(doc):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--grid", default=os.path.join(ROOT, "build/report/grid.json"))
-    ap.add_argument("--fuzz", default=os.path.join(ROOT, "build/fuzz-summary.json"))
+    ap.add_argument("--fuzz", default=os.path.join(ROOT, "build/fuzz-session/summary.json"))
     ap.add_argument("--mutants", default=None)
-    ap.add_argument("--bench", default=os.path.join(ROOT, "reports/bench.json"))
+    ap.add_argument("--bench", default=os.path.join(ROOT, "build/bench/bench.json"))
     ap.add_argument("--coverage", default=os.path.join(ROOT, "build/coverage/summary.json"))
     ap.add_argument("--nightly", default=os.path.join(ROOT, "build/nightly/findings/findings.json"))
-    ap.add_argument("--out", default=os.path.join(ROOT, "reports"))
-    ap.add_argument("--date", default=None, help="folder name (default: today, UTC)")
+    ap.add_argument("--out", default=os.path.join(ROOT, "build/report"))
+    ap.add_argument("--date", default=None, help="the report's date (default: today, UTC)")
     args = ap.parse_args()
 
     grid = load_json(args.grid)
     if not grid or "cells" not in grid:
         sys.exit(f"render: no grid at {args.grid} (run build/report_grid or make report)")
-    mut_path = args.mutants or first_existing(os.path.join(ROOT, "reports/mutants.json"),
+    mut_path = args.mutants or first_existing(os.path.join(ROOT, "build/mutants.json"),
                                               os.path.join(ROOT, "build/mutants-quick.json"))
     paths = {"grid": args.grid, "fuzz": args.fuzz, "mutants": mut_path, "bench": args.bench,
              "coverage": args.coverage, "nightly": args.nightly}
@@ -664,20 +665,17 @@ def main():
     }
     texts = {"report.json": json.dumps(doc, indent=1) + "\n", "report.md": render_md(doc),
              "report.html": render_html(doc)}
-    for folder in (os.path.join(args.out, date), os.path.join(args.out, "latest")):
-        tmp = folder + ".tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        os.makedirs(tmp)
-        for name, text in texts.items():
-            with open(os.path.join(tmp, name), "w") as f:
-                f.write(text)
-        shutil.rmtree(folder, ignore_errors=True)
-        os.rename(tmp, folder)
+    os.makedirs(args.out, exist_ok=True)
+    for name, text in texts.items():
+        tmp = os.path.join(args.out, name + ".tmp")
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, os.path.join(args.out, name))
     s = doc["summary"]["grid"]
     print(f"render: {s['cells']} cells, {s['passed']} pass, {s['failed']} fail; "
           f"fuzz={'yes' if data['fuzz'] else 'no'} mutants={'yes' if mutants else 'no'} "
           f"bench={'yes' if data['bench'] else 'no'} coverage={'yes' if data['coverage'] else 'no'}"
-          f" -> {rel(os.path.join(args.out, date))}/ and {rel(os.path.join(args.out, 'latest'))}/")
+          f" -> {rel(args.out)}/report.{{md,json,html}}")
     return 0
 
 

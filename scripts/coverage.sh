@@ -14,10 +14,10 @@
 set -euo pipefail
 
 COV_B=${COV_B:-build/coverage}
-COV_TARGETS=${COV_TARGETS:-fuzz_plan fuzz_attention fuzz_api}
+: "${COV_TARGETS:?COV_TARGETS is not set (run make coverage)}"
+: "${COVERAGE_ISAS:?COVERAGE_ISAS is not set (run make coverage)}"
 COVERAGE_CORPUS=${COVERAGE_CORPUS:-}
 COVERAGE_TESTS=${COVERAGE_TESTS:-1}
-COVERAGE_ISAS=${COVERAGE_ISAS:-}
 sfx=${COV_TOOLS_SUFFIX--14}
 profdata=llvm-profdata$sfx
 llvmcov=llvm-cov$sfx
@@ -32,17 +32,23 @@ export LLVM_PROFILE_FILE="$PWD/$raw/%p-%m.profraw"
 inputs=0
 findings=0
 
-# Kernel tables to try (the probe below keeps those this CPU runs).
-COVERAGE_ISAS=${COVERAGE_ISAS:-ref avx2 avx512 avx512bf16}
+# Kernel tables to try: COVERAGE_ISAS (the probe below keeps those this CPU runs).
+
+# The replay limits are the target's .options ones (attnguard fuzz-flags).
+flags_of() {
+    LLVM_PROFILE_FILE=/dev/null "$bin/attnguard" fuzz-flags "fuzz/$1.options"
+}
 
 replay_dir() {   # target dir isa
     local t=$1 dir=$2 isa=$3 log
-    local n
+    local n flags
+    flags=$(flags_of "$t")
     n=$(find "$dir" -maxdepth 1 -type f ! -name '.*' | wc -l)
     [ "$n" -gt 0 ] || return 0
     log=$COV_B/logs/replay_${t}_${isa}_$(echo "$dir" | tr '/' '_').log
     inputs=$((inputs + n))
-    if ATTN_ISA=$isa "$bin/replay_$t" -timeout=60 "$dir" >"$log" 2>&1; then
+    # shellcheck disable=SC2086 # one flag per word
+    if ATTN_ISA=$isa "$bin/replay_$t" $flags "$dir" >"$log" 2>&1; then
         return 0
     fi
     if grep -q "ATTN_E_BAD_ISA\|unknown isa\|not on this CPU" "$log"; then
@@ -51,7 +57,8 @@ replay_dir() {   # target dir isa
     echo "coverage: replay_$t ($isa) stopped on a finding in $dir; rerunning one input per process"
     local f
     while IFS= read -r f; do
-        if ! ATTN_ISA=$isa "$bin/replay_$t" -timeout=60 "$f" >>"$log.each" 2>&1; then
+        # shellcheck disable=SC2086
+        if ! ATTN_ISA=$isa "$bin/replay_$t" $flags "$f" >>"$log.each" 2>&1; then
             findings=$((findings + 1))
             echo "coverage:   finding: $f (log $log.each)"
         fi
@@ -68,7 +75,7 @@ for isa in $COVERAGE_ISAS; do
         isas+=("$isa")
     fi
 done
-[ ${#isas[@]} -gt 0 ] || isas=(ref)
+[ ${#isas[@]} -gt 0 ] || isas=("${COVERAGE_ISAS%% *}")   # the portable table comes first
 echo "coverage: kernel tables: ${isas[*]}"
 
 for isa in "${isas[@]}"; do

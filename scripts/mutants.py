@@ -4,7 +4,9 @@ fuzz it with several seeds from the shipped corpus and from an empty corpus,
 and record whether, how fast and by which oracle it was caught; then run the
 same campaign on the normal build, where every finding is a false alarm.
 
-Writes <out>.json and <out>.md (default reports/mutants.*) and exits non-zero
+Every run goes through the fuzz launcher (scripts/fuzzkit.py: the target's
+.options flags, the classifier).  Writes <out>.json and <out>.md (default
+build/mutants.*) and exits non-zero
 if any bug escapes a run or the normal build reports anything.
 
     scripts/mutants.py                          # full campaign (nightly)
@@ -13,7 +15,6 @@ if any bug escapes a run or the normal build reports anything.
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -22,7 +23,9 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import fuzzkit
+
+ROOT = fuzzkit.ROOT
 
 # Every bug the engine can carry (src/: grep ATTN_INJECT_) and what it models.
 BUGS = {
@@ -37,12 +40,6 @@ BUGS = {
     "causal_offset": "query position i instead of seq_len - q_len + i",
     "split_flags_overlap": "completion flags and partials of a slot overlap",
 }
-
-ORACLE_RE = re.compile(r"attnguard: ORACLE ([a-z-]+):")
-ASAN_RE = re.compile(r"ERROR: (AddressSanitizer|UndefinedBehaviorSanitizer|LeakSanitizer): ?([A-Za-z_-]*)")
-UBSAN_RE = re.compile(r"runtime error: (.*)")
-EXECS_RE = re.compile(r"stat::number_of_executed_units:\s*(\d+)")
-PROGRESS_RE = re.compile(r"#(\d+)\s")
 
 print_lock = threading.Lock()
 
@@ -59,7 +56,7 @@ def fuzz_dir(bug):
 def build(bug, logdir):
     os.makedirs(logdir, exist_ok=True)
     path = os.path.join(logdir, f"build-{bug or 'normal'}.log")
-    cmd = ["make", "-C", ROOT, "--no-print-directory", "fuzz-build"]
+    cmd = ["make", "-C", ROOT, "--no-print-directory", f"-j{os.cpu_count() or 1}", "fuzz-build"]
     if bug:
         cmd.append(f"INJECT={bug}")
     t0 = time.time()
@@ -70,68 +67,25 @@ def build(bug, logdir):
     log(f"mutants: built {bug or 'normal'} in {time.time() - t0:.0f} s")
 
 
-def classify(text):
-    m = ORACLE_RE.search(text)
-    if m:
-        return m.group(1)
-    m = ASAN_RE.search(text)
-    if m:
-        return "asan:" + (m.group(2) or m.group(1))
-    m = UBSAN_RE.search(text)
-    if m:
-        return "ubsan"
-    if "ERROR: libFuzzer: timeout" in text:
-        return "timeout"
-    if "ERROR: libFuzzer: out-of-memory" in text:
-        return "oom"
-    if "ERROR: libFuzzer: deadly signal" in text:
-        return "signal"
-    return "unknown"
-
-
-def one_run(bug, target, mode, seed, cap, workroot):
-    """Fuzz one (bug, mode, seed) until the first finding or the cap."""
+def one_run(bug, target, mode, seed, cap, workroot, engine):
+    """Fuzz one (bug, mode, seed) until the first finding or the cap, through
+    the launcher; the finding is named by the C classifier."""
     name = f"{bug or 'normal'}/{target}/{mode}-{seed}"
-    work = os.path.join(workroot, bug or "normal", target, f"{mode}-{seed}")
-    shutil.rmtree(work, ignore_errors=True)
-    corpus = os.path.join(work, "corpus")
-    arts = os.path.join(work, "artifacts") + "/"
-    os.makedirs(corpus)
-    os.makedirs(arts)
-    if mode == "corpus":
-        src = os.path.join(ROOT, "corpus", target)
-        for fn in sorted(os.listdir(src)):
-            shutil.copy(os.path.join(src, fn), corpus)
-    binary = os.path.join(fuzz_dir(bug), target)
-    cmd = [binary, f"-seed={seed}", f"-max_total_time={cap}", "-timeout=25",
-           "-rss_limit_mb=2560", "-print_final_stats=1", f"-artifact_prefix={arts}"]
-    dic = os.path.join(ROOT, "fuzz", target + ".dict")
-    if os.path.exists(dic):
-        cmd.append(f"-dict={dic}")
-    cmd.append(corpus)
-    env = dict(os.environ)
-    env["ASAN_OPTIONS"] = "dedup_token_length=3:abort_on_error=1:symbolize=1:detect_leaks=1"
-    env["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
-    logpath = os.path.join(work, "fuzz.log")
-    t0 = time.time()
-    with open(logpath, "w") as f:
-        rc = subprocess.call(cmd, stdout=f, stderr=subprocess.STDOUT, env=env)
-    wall = time.time() - t0
-    text = open(logpath, errors="replace").read()
-    # libFuzzer also drops slow-unit-* files (inputs over -report_slow_units
-    # seconds): slow is not a finding, only crashes, leaks, timeouts and OOMs.
-    crashes = sorted(a for a in os.listdir(arts)
-                     if a.startswith(("crash-", "leak-", "timeout-", "oom-")))
-    detected = rc != 0 or bool(crashes)
-    m = EXECS_RE.findall(text)
-    execs = int(m[-1]) if m else max([int(x) for x in PROGRESS_RE.findall(text)] or [0])
+    root = os.path.join(workroot, bug or "normal", target, f"{mode}-{seed}")
+    shutil.rmtree(root, ignore_errors=True)
+    seeds = [os.path.join(ROOT, "corpus", target)] if mode == "corpus" else []
+    r = fuzzkit.fuzz_run(fuzz_dir(bug), target, root, cap, seed=seed, seeds=seeds,
+                         engine=engine)
+    r.run()
+    f = fuzzkit.finding_of(r)
+    execs = fuzzkit.stats(r.log)["execs"] or 0
     res = {
         "bug": bug or "normal", "target": target, "mode": mode, "seed": seed,
-        "detected": detected, "time_s": round(wall, 2) if detected else None,
-        "execs": execs, "oracle": classify(text) if detected else None,
-        "artifact": os.path.join(arts, crashes[0]) if crashes else None, "exit": rc,
+        "detected": f is not None, "time_s": f["time_s"] if f else None,
+        "execs": execs, "oracle": f["oracle"] if f else None,
+        "artifact": f["artifact"] if f else None, "exit": r.rc,
     }
-    verdict = (f"DETECTED in {wall:.1f} s / {execs} execs by {res['oracle']}" if detected
+    verdict = (f"DETECTED in {f['time_s']:.1f} s / {execs} execs by {f['oracle']}" if f
                else f"not detected in {cap} s ({execs} execs)")
     log(f"  {name:55s} {verdict}")
     return res
@@ -218,7 +172,8 @@ def main():
                     help="bugs also fuzzed from an empty corpus (comma list or 'all')")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--no-normal", action="store_true", help="skip the false-alarm campaign")
-    ap.add_argument("--out", default=os.path.join(ROOT, "reports", "mutants"))
+    ap.add_argument("--engine", default=None, help="ATTNGUARD_ENGINE for the targets")
+    ap.add_argument("--out", default=os.path.join(ROOT, "build", "mutants"))
     args = ap.parse_args()
     args.bugs = [b for b in args.bugs.split(",") if b]
     args.modes = [m for m in args.modes.split(",") if m]
@@ -228,7 +183,7 @@ def main():
         if b not in BUGS:
             sys.exit(f"mutants: unknown bug '{b}' (known: {', '.join(BUGS)})")
     command = "scripts/mutants.py " + " ".join(sys.argv[1:])
-    workroot = os.path.join(ROOT, "build", "mutants")
+    workroot = os.path.join(ROOT, "build", "mutants-runs")
     t_start = time.time()
 
     plan = []
@@ -251,7 +206,7 @@ def main():
         todo = [p for p in (plan if bug else normal_plan) if p[0] == bug]
         log(f"mutants: fuzzing {bug or 'normal build'} ({len(todo)} runs)")
         with ThreadPoolExecutor(max_workers=args.jobs) as ex:
-            runs += list(ex.map(lambda p: one_run(*p, args.time, workroot), todo))
+            runs += list(ex.map(lambda p: one_run(*p, args.time, workroot, args.engine), todo))
 
     summaries = [summarize(runs, b) for b in args.bugs]
     normal = summarize(runs, "normal") if normal_plan else None
