@@ -153,6 +153,7 @@ TEST_STEPS = 'deps!=bash .ci/deps.sh --check $(DEPS_PKGS)' \
     'suites&=$(MAKE) --no-print-directory test-suites' \
     'cases&=$(MAKE) --no-print-directory test-cases' \
     'regress=$(MAKE) --no-print-directory regress' \
+    'readme=$(MAKE) --no-print-directory readme-example' \
     'debug=$(MAKE) --no-print-directory -j$(NPROC) test-debug'
 test:
 	@python3 scripts/steps.py --title 'make test' --logs $(B)/test-logs \

@@ -4,8 +4,8 @@
 #                     attnguard on every row against them; writes
 #                     build/bench/bench.md and build/bench/bench.json (make
 #                     snapshot copies the .md into reports/snapshot/)
-#   make bench-peer   every engine in BENCH_ENGINES (default attnguard; e.g.
-#                     BENCH_ENGINES=attnguard,ggml) on the same rows, timed in
+#   make bench-peer   every engine in BENCH_ENGINES (ENGINES=..., default every
+#                     engine built in: attnguard, and ggml once fetched) on the same rows, timed in
 #                     turn round by round in one run, each output checked
 #                     against the fp64 reference; then PyTorch's
 #                     scaled-dot-product attention on the same shapes
@@ -32,7 +32,7 @@
 BENCH_BIN := $(B)/bench
 BENCH_SRC := $(filter-out bench/probe.c,$(wildcard bench/*.c))
 BENCH_CFLAGS := -std=c11 -D_GNU_SOURCE -O3 -march=native -g $(WARN) -fopenmp $(EXTRA_CFLAGS)
-BENCH_ENGINES ?= attnguard
+BENCH_ENGINES ?= $(or $(ENGINES),$(ENGINES_BUILTIN))
 
 $(BENCH_BIN): $(BENCH_SRC) $(wildcard bench/*.h) $(HARLIB) $(LIB)
 	@mkdir -p $(@D)

@@ -64,6 +64,8 @@ ENGINE_CFLAGS += -DAG_HAVE_GGML=1 -Iinclude -isystem $(GGML_INC) \
                  -DAG_GGML_DEFAULT_DIR=\"$(GGML_LIBDIR)\"
 endif
 CFLAGS_ALL += $(ENGINE_CFLAGS)
+# The engines this build has, for the tools that take a list (ENGINES=).
+ENGINES_BUILTIN := attnguard$(if $(ENGINE_SRC),$(comma)ggml)
 
 .PHONY: engines engines-src engines-build engines-test engines-fuzz engines-fuzz-build
 engines: $(GGML_READY)
