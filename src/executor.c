@@ -207,6 +207,7 @@ static void item_args(const run_ctx *c, int32_t thread, const attn_work_item *it
         .k1 = it->k1,
         .kv_tile = p->kv_tile,
         .tune = p->tune,
+        .round_ok = p->round_ok,
         .acc = acc,
         .m = m,
         .l = l,

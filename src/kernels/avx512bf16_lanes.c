@@ -23,16 +23,19 @@
  * routes items here, and only where its CPU's VDPBF16PS is at least as fast
  * per instruction as an FMA (table_avx512bf16.c decides).
  *
- * Numerics (what differs from the fp32 tiles; compare.c's
- * attn_bf16_dot_error turns this into the harness's tolerance):
- *   - q is rounded to bf16 once (RNE: |dq| <= 2^-9 |q| per element), so a
- *     logit moves by at most 2^-9 x sum_d |q_d k_d| (times the scale, which
- *     load_q applied before); products are exact and sums fp32.
- *   - every weight is rounded to bf16 (relative error <= 2^-9) and the row
+ * Numerics (what differs from the fp32 tiles; docs/engine.md, "Rounding",
+ * turns this into a bound on the output, and the harness's compare.c into
+ * its tolerance for these runs):
+ *   - q is rounded to bf16 once: bf16 keeps 8 significant bits, so round
+ *     to nearest even moves an element by up to half a unit in the 8th
+ *     bit, |dq| <= 2^-8 |q| (the worst case, 1 + 2^-8 -> 1, is 0.389 %),
+ *     and a logit by at most 2^-8 x sum_d |q_d k_d| (times the scale,
+ *     which load_q applied before); products are exact and sums fp32.
+ *   - every weight is rounded to bf16 (relative error <= 2^-8) and the row
  *     sum l adds the rounded weights, so the output is an exact convex
- *     combination of V with weights each within a factor (1 +- 2^-9) of
+ *     combination of V with weights each within a factor (1 +- 2^-8) of
  *     the fp32 ones: the same as moving each logit by at most
- *     -ln(1 - 2^-9) < 2^-8.9.
+ *     -ln(1 - 2^-8) < 2^-7.99.
  *   - VDPBF16PS treats bf16 subnormal inputs as zero: a weight below
  *     2^-126 of its chunk's largest (which is 1) contributes nothing to
  *     P.V while l counts it; q or K values below 2^-126 contribute

@@ -99,6 +99,9 @@ typedef struct attn_tile_args {
     size_t next_head_offset;
     int32_t next_k0, next_k1;
     int32_t tune;            /* ATTN__TUNE_* (below): the plan's tuning profile */
+    int32_t round_ok;        /* 1: the tile may round q and the weights to bf16 where the
+                              * table decided that pays (attn_precision DEFAULT); 0:
+                              * fp32 products and sums only (EXACT) */
 } attn_tile_args;
 
 typedef void (*attn_tile_fn)(const attn_tile_args *a);
@@ -178,8 +181,9 @@ typedef struct attn_kernels {
     attn_load_q_fn load_q[ATTN_DTYPE_COUNT];  /* indexed by query dtype */
     attn_store_fn store[ATTN_DTYPE_COUNT];    /* indexed by output dtype */
     attn_merge_fn merge;
-    /* 1 when this table, under tuning profile `tune`, rounds q and the
-     * softmax weights to bf16 for some bf16-KV items; NULL: never */
+    /* 1 when this table, under tuning profile `tune` and with round_ok,
+     * rounds q and the softmax weights to bf16 for some bf16-KV items;
+     * NULL: never */
     int (*bf16_rounding)(int32_t tune);
 } attn_kernels;
 
