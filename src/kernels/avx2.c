@@ -564,3 +564,41 @@ void attn_store_f16__avx2(const float *acc, const float *m, const float *l, int3
                           int32_t g, int32_t hd, const float *sinks, int32_t m_exp, float v_scale, void *dst, size_t ts) {
     store(ATTN_DTYPE_F16, acc, m, l, n_tok, g, hd, sinks, m_exp, v_scale, dst, ts);
 }
+
+/* ------------------------------------------------- conversions (test hook) */
+
+/* n elements through load8 / store8, 8 at a time, the last group masked. */
+#define CVT_TO(name_, DT_)                                                                \
+    static void name_(const void *s, void *d, size_t n) {                                \
+        const size_t es = attn__dtype_size(DT_);                                          \
+        for (size_t i = 0; i < n; i += 8)                                                 \
+            store8(ATTN_DTYPE_F32, (float *)d + i, n - i,                                 \
+                   load8(DT_, (const unsigned char *)s + i * es, n - i));                \
+    }
+#define CVT_FROM(name_, DT_)                                                              \
+    static void name_(const void *s, void *d, size_t n) {                                \
+        const size_t es = attn__dtype_size(DT_);                                          \
+        for (size_t i = 0; i < n; i += 8)                                                 \
+            store8(DT_, (unsigned char *)d + i * es, n - i,                               \
+                   load8(ATTN_DTYPE_F32, (const float *)s + i, n - i));                  \
+    }
+CVT_TO(cvt_bf16_f32, ATTN_DTYPE_BF16)
+CVT_TO(cvt_f16_f32, ATTN_DTYPE_F16)
+CVT_TO(cvt_e4m3_f32, ATTN_DTYPE_FP8_E4M3)
+CVT_TO(cvt_e5m2_f32, ATTN_DTYPE_FP8_E5M2)
+CVT_FROM(cvt_f32_bf16, ATTN_DTYPE_BF16)
+CVT_FROM(cvt_f32_f16, ATTN_DTYPE_F16)
+
+static const attn__cvt_path avx2_cvt[] = {
+    {"load8 bf16", ATTN_DTYPE_BF16, 1, 0, cvt_bf16_f32},
+    {"load8 f16", ATTN_DTYPE_F16, 1, 0, cvt_f16_f32},
+    {"load8 fp8e4m3", ATTN_DTYPE_FP8_E4M3, 1, 0, cvt_e4m3_f32},
+    {"load8 fp8e5m2", ATTN_DTYPE_FP8_E5M2, 1, 0, cvt_e5m2_f32},
+    {"store8 bf16", ATTN_DTYPE_BF16, 0, 0, cvt_f32_bf16},
+    {"store8 f16", ATTN_DTYPE_F16, 0, 0, cvt_f32_f16},
+};
+
+const attn__cvt_path *attn__cvt_avx2(int *count) {
+    *count = (int)(sizeof avx2_cvt / sizeof avx2_cvt[0]);
+    return avx2_cvt;
+}

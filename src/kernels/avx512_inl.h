@@ -140,6 +140,14 @@ INLINE __m512 fp8_16(attn_dtype dt, __m512i x) {
                                                          _mm512_set1_epi32(0x7fffffff), 0xe4));
 }
 
+/* 32 packed bf16 (one 64-byte load) widened exactly, as the decode tile
+ * reads them: the even elements (the low halves of the 32-bit lanes,
+ * shifted up) and the odd ones (the high halves, as they are). */
+INLINE __m512 bf16_even(__m512i w) { return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)); }
+INLINE __m512 bf16_odd(__m512i w) {
+    return _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32((int)0xffff0000u)));
+}
+
 /* 16 elements of dtype dt at p (lanes outside m read as 0) -> fp32. */
 INLINE __m512 load16(attn_dtype dt, const void *p, __mmask16 m) {
     if (dt == ATTN_DTYPE_F32) return _mm512_maskz_loadu_ps(m, p);

@@ -294,3 +294,40 @@ void attn_lanes_bf16__avx512bf16(const attn_tile_args *a) {
     }
     rows_panels(a->acc, ot, rows, D, 0);
 }
+
+/* ------------------------------------------------- conversions (test hook) */
+
+/* q to bf16 as the pairs and lanes tiles round it (VCVTNE2PS2BF16: round
+ * to nearest even, fp32 subnormals read as zero), 32 at a time. */
+static void cvt_f32_bf16_ne(const void *s, void *d, size_t n) {
+    const float *x = s;
+    for (size_t i = 0; i < n; i += 32) {
+        const size_t k = n - i < 32 ? n - i : 32;
+        const __mmask16 mlo = k >= 16 ? 0xffff : (__mmask16)((1u << k) - 1u);
+        const __mmask16 mhi = k >= 32 ? 0xffff : k > 16 ? (__mmask16)((1u << (k - 16)) - 1u) : 0;
+        const __m512i p = (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(mhi, x + i + 16),
+                                                       _mm512_maskz_loadu_ps(mlo, x + i));
+        _mm512_mask_storeu_epi16((uint16_t *)d + i,
+                                 k == 32 ? 0xffffffffu : (__mmask32)((1u << k) - 1u), p);
+    }
+}
+
+/* the softmax weights' rounding (round_bf16), kept as fp32 */
+static void cvt_f32_bf16_weights(const void *s, void *d, size_t n) {
+    for (size_t i = 0; i < n; i += 16) {
+        const __mmask16 m = tail_mask(n - i);
+        _mm512_mask_storeu_ps((float *)d + i, m,
+                              round_bf16(_mm512_maskz_loadu_ps(m, (const float *)s + i)));
+    }
+}
+
+static const attn__cvt_path avx512bf16_cvt[] = {
+    {"vcvtne2ps2bf16 q", ATTN_DTYPE_BF16, 0, ATTN__CVT_DAZ, cvt_f32_bf16_ne},
+    {"round_bf16 weights", ATTN_DTYPE_BF16, 0, ATTN__CVT_FINITE | ATTN__CVT_AS_F32,
+     cvt_f32_bf16_weights},
+};
+
+const attn__cvt_path *attn__cvt_avx512bf16(int *count) {
+    *count = (int)(sizeof avx512bf16_cvt / sizeof avx512bf16_cvt[0]);
+    return avx512bf16_cvt;
+}

@@ -187,6 +187,25 @@ typedef struct attn_kernels {
     int (*bf16_rounding)(int32_t tune);
 } attn_kernels;
 
+/* A test hook (tests/test_convert.c), never called by the engine: one
+ * element conversion a table's kernels perform, run over n contiguous
+ * elements with the very inline code the kernels use (their full vectors
+ * and their masked tails).  Each table's kernel file lists its paths
+ * (attn__cvt_<isa>, kernels_decl.h); the test holds every path, bit for
+ * bit, to a model of round to nearest even written in the test. */
+typedef struct attn__cvt_path {
+    const char *name;        /* "load16 fp8e4m3", "store8 bf16", ... */
+    attn_dtype narrow;       /* the element type converted from or to */
+    int to_f32;              /* 1: narrow -> fp32; 0: fp32 -> narrow */
+    int flags;               /* ATTN__CVT_* */
+    void (*run)(const void *src, void *dst, size_t n);
+} attn__cvt_path;
+enum {
+    ATTN__CVT_DAZ = 1,       /* fp32 subnormal inputs read as zero (VCVTNE2PS2BF16) */
+    ATTN__CVT_FINITE = 2,    /* finite inputs only: the kernels never pass others */
+    ATTN__CVT_AS_F32 = 4     /* the rounded value comes back widened to fp32 */
+};
+
 /* The tuning profile (dispatch.c, attn__select_tune): the SIMD tables'
  * choices that depend on the CPU family more than on its feature flags,
  * resolved once per builder (attn_group_desc.tune, else $ATTN_TUNE, else
