@@ -486,6 +486,37 @@ Test(isa, huge_q, .timeout = 120) {
     simd_verdict();
 }
 
+/* Huge q over tiny keys: q elements near 2^45 (past the 2^32 at which the
+ * executor scales q rows down, normalise_q), K near 2^-45, so the logits
+ * are ordinary numbers and the softmax is not one-hot: the power of two
+ * taken out of q must come back exactly.  (huge_q's logits saturate, and
+ * would hide an exponent one off.)  Decode and prefill, with and without a
+ * soft cap, split rows. */
+Test(isa, huge_q_tiny_k, .timeout = 120) {
+    for (int v = 0; v < 4; v++) {
+        case_spec c = mk(8, 2, 64, 16, ATTN_DTYPE_F32);
+        c.layers[0].softcap = v % 2 ? 20.0f : 0.0f;
+        c.layers[0].scale = 0.125f;
+        c.q_len[0] = v < 2 ? 1 : 21;
+        c.kv_len[0] = v < 2 ? 300 : 40;
+        c.threads = 2;
+        c.split = ATTN_SPLIT_ON;
+        c.seed = 0x7e0u + (uint64_t)v;
+        char text[2048], msg[512];
+        case_format(text, sizeof text, &c);
+        problem p;
+        cr_assert_eq(problem_init(&p, &c, (size_t)1 << 30, msg, sizeof msg), 0, "%s", msg);
+        cr_assert(p.materialized);
+        float *q = p.q[0], *k = p.k_rows;
+        const size_t nq = (size_t)p.num_tokens * (size_t)c.layers[0].num_heads * (size_t)c.head_dim;
+        for (size_t i = 0; i < nq; i++) q[i] = ldexpf(q[i], 45);        /* exact */
+        for (size_t i = 0; i < p.row_elems; i++) k[i] = ldexpf(k[i], -45); /* exact */
+        check_problem(&p, text);
+        problem_free(&p);
+    }
+    simd_verdict();
+}
+
 Test(isa, noncausal_windows, .timeout = 120) {
     for (int i = 0; i < N(k_win); i++) {
         case_spec c = mk(8, 2, 64, 48, k_dt[i % N(k_dt)]);

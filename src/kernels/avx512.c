@@ -340,7 +340,13 @@ INLINE void load_q(attn_dtype dt, const void *src, size_t token_stride, int32_t 
         for (size_t i = 0; i < width; i += 16) {
             const __mmask16 m = tail_mask(width - i);
             /* convert, then one fp32 multiply: the portable rounding */
-            _mm512_mask_storeu_ps(d + i, m, _mm512_mul_ps(load16(dt, s + i * es, m), sc));
+            __m512 x = _mm512_mul_ps(load16(dt, s + i * es, m), sc);
+#ifdef ATTN_INJECT_scale_twice_tail
+            /* INJECTED BUG (scale_twice_tail): the masked tail of a row
+             * group multiplied by the scale a second time. */
+            if (m != 0xffff) x = _mm512_mul_ps(x, sc);
+#endif
+            _mm512_mask_storeu_ps(d + i, m, x);
         }
     }
 }
@@ -367,8 +373,14 @@ INLINE __m256i f32_to_bf16_16(__m512 x) {
     const __m512i abs = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
     const __mmask16 nan = _mm512_cmpgt_epu32_mask(abs, _mm512_set1_epi32(0x7f800000));
     const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+#ifndef ATTN_INJECT_bf16_truncate
     __m512i r = _mm512_srli_epi32(
         _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+#else
+    /* INJECTED BUG (bf16_truncate): the low half dropped, no rounding */
+    (void)lsb;
+    __m512i r = _mm512_srli_epi32(u, 16);
+#endif
     const __m512i q = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
     r = _mm512_mask_mov_epi32(r, nan, q);
     return _mm512_cvtepi32_epi16(r);

@@ -208,7 +208,14 @@ static inline void attn__row_ptrs(const attn_tile_args *a, size_t es, size_t row
         const size_t off = ((size_t)blk * a->block_stride + a->head_offset) * es + (size_t)slot * row_bytes;
         const unsigned char *kb = (const unsigned char *)a->k_cache + off;
         const unsigned char *vb = (const unsigned char *)a->v_cache + off;
+#ifndef ATTN_INJECT_read_past_block
         const int32_t run = bs - slot < n - i ? bs - slot : n - i;
+#else
+        /* INJECTED BUG (read_past_block): a block's run one key too long:
+         * its last key is read from past the block's piece (the next
+         * head's, or past the cache), and every later key one off. */
+        const int32_t run = bs - slot + 1 < n - i ? bs - slot + 1 : n - i;
+#endif
         /* 8 addresses per store: the scalar loop cost the decode tile ~5 %
          * of its time at 16 keys per chunk (perf, L3-resident /tmp driver) */
         const __m512i step8 = _mm512_set1_epi64((long long)(8 * row_bytes));
