@@ -69,9 +69,11 @@ include mk/isa.mk
 LIB_SRC := $(filter-out $(ISA_SRC) $(ISA_OFF_SRC),$(wildcard src/*.c src/kernels/*.c)) $(ISA_SRC)
 # dispatch.c lists the tables compiled in (src/kernels/kernels_decl.h).
 CFLAGS_ALL += $(ISA_DEFINES)
-# The harness and the adapters it drives engines through (engines/engines.def).
+# The harness and the adapters it drives engines through (engines/engines.def);
+# mk/engines.mk adds ggml's adapter (ENGINE_SRC) once its headers are fetched.
+include mk/engines.mk
 HAR_SRC := $(filter-out harness/main.c,$(wildcard harness/*.c)) engines/registry.c \
-           $(wildcard engines/attnguard/*.c)
+           $(wildcard engines/attnguard/*.c) $(ENGINE_SRC)
 CLI_SRC := harness/main.c
 TEST_SRC := $(wildcard tests/*.c)
 

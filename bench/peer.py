@@ -1,14 +1,17 @@
 #!/usr/bin/python3
-"""bench/peer.py — the PyTorch side-by-side of `make bench` (`make bench-peer`).
+"""bench/peer.py — PyTorch beside the engines of `make bench-peer`.
 
-Times PyTorch's scaled-dot-product attention on the shapes of bench/bench.c
-(decode B = 1 and 8, prefill L = 2048, the Laguna-shaped mixed batch; fp32
-and bf16; 1 and 2 threads; median of >= 5 runs; cold rows rotating through
->= 1.5 GiB of KV copies as the engine's do), joins the result with the
-engine rows of a bench.json written by bench/bench.c, and prints both with
-the engine's speed-up.  Writes bench-peer.md and bench-peer.json.
+Reads the bench-peer.json that `bench --peer` (bench/bench.c) wrote for the
+engines given, times PyTorch's scaled-dot-product attention on the same
+rows (decode B = 1 and 8, prefill L = 2048, the Laguna-shaped mixed batch;
+1 and 2 threads; median of >= 5 runs; cold rows rotating through >= 1.5 GiB
+of KV copies as the engines' do), and adds it to both files: a "torch"
+entry in each row's results and a section of its own in bench-peer.md.
+Rows PyTorch cannot run here (fp8 caches; f16 where this build has no
+half-precision CPU matmul) say so.
 
-How each shape is handed to PyTorch (it has no paged cache):
+How each shape is handed to PyTorch (it has no paged cache; q, K and V all
+in the row's KV dtype, whatever q/out dtype the engines used):
   decode   GQA heads folded into rows: q (B, Hkv, g, D) against K/V
            (B, Hkv, 4096, D), no mask (a decode token sees every key);
   prefill  K/V expanded to the query heads before timing (PyTorch 1.13 has
@@ -18,7 +21,7 @@ How each shape is handed to PyTorch (it has no paged cache):
            expanded and a boolean mask of the causal rule at offset
            4096 - 512 (and the window band for the windowed group).
 Every timed input (q, the K/V copies, the expanded K/V) is copied onto
-huge pages first (huge()), as bench.c places the engine's buffers; what
+huge pages first (huge()), as bench.c places the engines' buffers; what
 PyTorch allocates inside the call is its own allocator's.
 The semantics are DESIGN.md's: causal k <= p, window k >= p - (W - 1),
 scale 1/sqrt(D).  `--selftest` checks every one of these formulations
@@ -45,7 +48,7 @@ try:
 except ImportError:  # the caller (mk/bench.mk) says how to install it
     torch = None
 
-COLD_BYTES = 1.5 * 1024 ** 3  # as bench.c's run_spec
+COLD_BYTES = 1.5 * 1024 ** 3  # as bench/rows.c's COLD_BYTES
 KV_LEN, HKV, D = 4096, 8, 128
 
 
@@ -195,15 +198,16 @@ def rand(shape, dtype):
 
 
 HUGE = 2 << 20
-NP_SAME_SIZE = {torch.float32: "float32", torch.bfloat16: "int16"} if torch else {}
+NP_SAME_SIZE = ({torch.float32: "float32", torch.bfloat16: "int16", torch.float16: "float16"}
+                if torch else {})
 
 
 def huge(t):
     """A contiguous copy of t on 2 MiB-aligned memory advised as
-    transparent huge pages, as bench.c's big_alloc places every large
-    buffer of the engine.  On this VM a buffer on 4 KiB pages pays the
-    host's per-page cost each time its pages sit idle (README, Speed), so
-    PyTorch's inputs get the engine's kind of memory."""
+    transparent huge pages, as bench/util.c places every large buffer of
+    the engines.  On these VMs a buffer on 4 KiB pages pays the host's
+    per-page cost each time its pages sit idle (docs/perf-notes.md), so
+    PyTorch's inputs get the engines' kind of memory."""
     import numpy as np  # a dependency of python3-torch
     n = t.numel() * t.element_size()
     m = mmap.mmap(-1, n + HUGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
@@ -266,94 +270,98 @@ def laguna_row(run, reps):
     return timed(call, rot, reps)
 
 
-def measure(threads_max, reps, only):
+TORCH_DTYPES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"} if torch else {}
+
+
+class Skip(Exception):
+    """A row PyTorch cannot run here (the message says why)."""
+
+
+def torch_row(run, row, reps):
+    """Median seconds of one batch of `row` (an entry of bench-peer.json)."""
+    name = TORCH_DTYPES.get(row["kv_dtype"])
+    if name is None:
+        raise Skip(f"torch {torch.__version__} has no {row['kv_dtype']} attention")
+    dtype = getattr(torch, name)
+    try:
+        if row["kind"] == "decode":
+            return decode_row(run, row["batch"], dtype, row["cold"], reps)
+        if row["kind"] == "prefill":
+            return prefill_row(run, row["hkv"], dtype, reps)
+        if row["kind"] == "laguna" and dtype == torch.bfloat16:
+            return laguna_row(run, reps)
+    except RuntimeError as e:  # e.g. no half-precision CPU matmul in this build
+        raise Skip(f"torch: {str(e).splitlines()[0][:120]}")
+    raise Skip(f"no PyTorch formulation of {row['name']}")
+
+
+def measure(rows, reps):
+    """Time PyTorch on every row; the block size changes nothing for it,
+    so rows that differ only by it share one measurement."""
     run, _ = sdpa()
-    rows = []
-    for t in range(1, threads_max + 1):
-        torch.set_num_threads(t)
-        for dn, dtype in (("f32", torch.float32), ("bf16", torch.bfloat16)):
-            if os.environ.get("BENCH_DTYPE", dn) != dn:
-                continue
-            for B in (1, 8):
-                if only and f"decode{B}" not in only:
-                    continue
-                for cold in (True, False):
-                    sec = decode_row(run, B, dtype, cold, reps * (2 if cold else 1))
-                    rows.append({"name": f"decode B={B} kv4096 {dn} {'cold' if cold else 'hot'}",
-                                 "threads": t, "ms": sec * 1e3})
-                    print_row(rows[-1])
-            for hkv in (32, 8):
-                if only and "prefill" not in only:
-                    continue
-                if os.environ.get("BENCH_HKV", str(hkv)) != str(hkv):
-                    continue
-                sec = prefill_row(run, hkv, dtype, 5)
-                rows.append({"name": f"prefill L=2048 H=32 Hkv={hkv} {dn}", "threads": t,
-                             "ms": sec * 1e3})
-                print_row(rows[-1])
-        if not only or "laguna" in only:
-            sec = laguna_row(run, reps)
-            rows.append({"name": "laguna mixed (48 full + 64 w512) bf16", "threads": t,
-                         "ms": sec * 1e3})
-            print_row(rows[-1])
-    return rows
-
-
-def print_row(r):
-    print(f"  torch {r['name']:<40} {r['threads']} thr {r['ms']:10.2f} ms", flush=True)
+    done = {}
+    for row in rows:
+        key = (row["kind"], row["batch"], row["hkv"], row["kv_dtype"], row["cold"],
+               row["threads"])
+        if key not in done:
+            torch.set_num_threads(row["threads"])
+            # as bench.c's row_reps: prefill 5, cold decode twice the rest
+            base_reps = (5 if row["kind"] == "prefill" else
+                         reps * 2 if row["kind"] == "decode" and row["cold"] else reps)
+            try:
+                done[key] = {"status": "ok", "ms": torch_row(run, row, base_reps) * 1e3}
+            except Skip as e:
+                done[key] = {"status": "skipped", "why": str(e)}
+        t = dict(done[key])
+        first = next((r for r in row["results"].values() if r.get("status") == "ok"), None)
+        if t["status"] == "ok":
+            t["figure"] = row["work"] / (t["ms"] * 1e-3) * 1e-9
+            if first:
+                t["ratio_to_first"] = t["ms"] / first["ms"]
+        row["results"]["torch"] = t
+        shown = f"{t['ms']:10.2f} ms" if t["status"] == "ok" else t["why"]
+        print(f"  torch {row['name']:<40} {row['threads']} thr {shown}", flush=True)
 
 
 # ---------------------------------------------------------------- reports
 
-def side_by_side(engine, peer):
-    """Rows of both, joined on (name, threads); speed-up = torch ms / engine
-    ms (> 1: the engine is faster).  The useful work of a row (bytes or
-    flops) is bench.c's alone: PyTorch's figure is the engine's scaled by
-    the time ratio, so the two counts cannot drift apart."""
-    eng = {(r["name"], r["threads"]): r for r in engine["results"]}
-    out = []
-    for p in peer:
-        e = eng.get((p["name"], p["threads"]))
-        if e is None:
-            continue
-        out.append({"name": p["name"], "threads": p["threads"], "engine_ms": e["ms"],
-                    "torch_ms": p["ms"], "speedup": p["ms"] / e["ms"],
-                    "metric": "GB/s" if p["name"].startswith("decode") else "GFLOP/s",
-                    "engine_fig": e["gbs"] if p["name"].startswith("decode") else e["gflops"],
-                    "torch_fig": (e["gbs"] if p["name"].startswith("decode") else e["gflops"])
-                    * e["ms"] / p["ms"],
-                    "engine_pct": e["pct"], "limit": e["limit"]})
-    return out
-
-
-def write_reports(outdir, joined, name, limits):
+def write_reports(outdir, doc, name):
+    """bench-peer.json with torch in every row, and a PyTorch section
+    appended to the engines' bench-peer.md."""
+    doc["torch"] = {"version": torch.__version__, "function": name,
+                    "cpu_capability": torch.backends.cpu.get_cpu_capability()
+                    if hasattr(torch.backends, "cpu") else ""}
     with open(os.path.join(outdir, "bench-peer.json"), "w") as f:
-        json.dump({"torch": torch.__version__, "function": name,
-                   "torch_cpu_capability": torch.backends.cpu.get_cpu_capability()
-                   if hasattr(torch.backends, "cpu") else "",
-                   "limits": limits, "rows": joined}, f, indent=2)
-    with open(os.path.join(outdir, "bench-peer.md"), "w") as f:
-        f.write("# attnguard against PyTorch\n\nGenerated by `make bench-peer` (bench/peer.py): "
-                f"the engine rows of the same session's bench.json beside `{name}` "
-                f"(torch {torch.__version__}) on the same shapes, threads and cold/hot rule "
-                "(median of >= 5 runs).  *speed-up* = torch ms / engine ms.  How each shape "
-                "is given to PyTorch: bench/peer.py's top comment.\n\n"
-                "| case | threads | engine ms | torch ms | speed-up | engine | torch | "
-                "engine % of limit |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
-        for r in joined:
-            f.write(f"| {r['name']} | {r['threads']} | {r['engine_ms']:.2f} | "
-                    f"{r['torch_ms']:.2f} | {r['speedup']:.1f}x | {r['engine_fig']:.1f} "
-                    f"{r['metric']} | {r['torch_fig']:.1f} {r['metric']} | "
-                    f"{r['engine_pct']:.1f} % of {r['limit']} |\n")
+        json.dump(doc, f, indent=2)
+    first = doc["engines"][0]
+    md = os.path.join(outdir, "bench-peer.md")
+    with open(md) as f:
+        text = f.read()
+    cut = text.find("\n## PyTorch")
+    text = text if cut < 0 else text[:cut + 1]
+    with open(md, "w") as f:
+        f.write(text)
+        f.write(f"\n## PyTorch\n\n`{name}` (torch {torch.__version__}) on the same shapes and "
+                "threads, run after the engines (median of >= 5 runs), with q, K and V in the "
+                "row's KV dtype; how each shape is given to it: bench/peer.py's top comment. "
+                f"*x {first}* = torch ms / {first} ms (above 1: {first} is faster).\n\n"
+                f"| case | threads | torch ms | torch | x {first} |\n|---|---:|---:|---:|---:|\n")
+        for r in doc["rows"]:
+            t = r["results"]["torch"]
+            if t["status"] != "ok":
+                f.write(f"| {r['name']} | {r['threads']} | {t['why']} | | |\n")
+                continue
+            ratio = f"{t['ratio_to_first']:.1f}x" if "ratio_to_first" in t else ""
+            f.write(f"| {r['name']} | {r['threads']} | {t['ms']:.2f} | {t['figure']:.1f} "
+                    f"{r['metric']} | {ratio} |\n")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--selftest", action="store_true",
                     help="check the shape formulations against a float64 loop, then exit")
-    ap.add_argument("--engine", help="bench.json of the engine run to put beside")
+    ap.add_argument("--engine", help="bench-peer.json of the engines' run to put PyTorch beside")
     ap.add_argument("--out", default="reports", help="where bench-peer.{md,json} go")
-    ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--reps", type=int, default=7)
     args = ap.parse_args()
     if torch is None:
@@ -363,23 +371,13 @@ def main():
     if args.selftest:
         return selftest()
     if not args.engine:
-        ap.error("--engine bench.json is required")
+        ap.error("--engine bench-peer.json is required")
     with open(args.engine) as f:
-        engine = json.load(f)
-    # bench.c's narrowing variables (BENCH_ONLY, BENCH_THREADS, BENCH_DTYPE,
-    # BENCH_HKV) narrow the peer alike
-    only = os.environ.get("BENCH_ONLY", "")
-    if os.environ.get("BENCH_THREADS"):
-        args.threads = min(args.threads, int(os.environ["BENCH_THREADS"]))
+        doc = json.load(f)
     _, name = sdpa()
     print(f"bench-peer: {name}, torch {torch.__version__}")
-    peer = measure(min(args.threads, 2), max(args.reps, 5), only)
-    joined = side_by_side(engine, peer)
-    print(f"\n{'case':<42} thr {'engine ms':>10} {'torch ms':>10}  speed-up")
-    for r in joined:
-        print(f"{r['name']:<42} {r['threads']:>3} {r['engine_ms']:10.2f} {r['torch_ms']:10.2f}"
-              f"  {r['speedup']:6.1f}x")
-    write_reports(args.out, joined, name, engine.get("limits", {}))
+    measure(doc["rows"], max(args.reps, 5))
+    write_reports(args.out, doc, name)
     return 0
 
 

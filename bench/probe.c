@@ -1,9 +1,9 @@
 /*
  * bench/probe.c — micro-probes of the CPU facts the AVX-512 kernels were
- * shaped around, so that the README's claims about them can be re-measured
- * on any machine (`make probe`).  Every figure is a ratio against a loop
- * measured in the same run, or nanoseconds of wall time; no clock
- * frequency is assumed.
+ * shaped around, so that what docs/perf-notes.md records about them can
+ * be re-measured on any machine (`make probe`).  Every figure is a ratio
+ * against a loop measured in the same run, or nanoseconds of wall time; no
+ * clock frequency is assumed.
  *
  *   probe vec  what 512-bit loads cost next to FMAs: register-only FMA
  *              loops against the same FMAs with loads beside them or as

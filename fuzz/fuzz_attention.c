@@ -46,21 +46,14 @@ static uint64_t sat_add(uint64_t a, uint64_t b) {
 
 static uint64_t at_least_1(int64_t v) { return v > 0 ? (uint64_t)v : 1; }
 
+/* Multiply-adds of the case (case_cost) and the size of its caches. */
 static int too_costly(const case_spec *c) {
     if (c->threads > ATT_MAX_THREADS && c->threads <= ATTN_MAX_THREADS) return 1;
-    uint64_t heads = 0;   /* summed over layers: every layer runs */
-    for (int32_t l = 0; l < c->num_layers; l++)
-        heads = sat_add(heads, at_least_1(c->layers[l].num_heads));
-    if (c->num_layers == 0) heads = at_least_1(c->model_num_heads);
-    uint64_t d = at_least_1(c->head_dim), macs = 0, keys = 0;
-    for (int32_t r = 0; r < c->num_reqs; r++) {
-        uint64_t kv = at_least_1(c->kv_len[r]);
-        macs = sat_add(macs, sat_mul(at_least_1(c->q_len[r]), kv));
-        keys = sat_add(keys, sat_add(kv, at_least_1(c->block_size)));
-    }
-    macs = sat_mul(sat_mul(macs, heads), d);
-    uint64_t cache = sat_mul(sat_mul(keys, at_least_1(c->num_kv_heads)), d);
-    return macs > g_max_macs || cache > ATT_MAX_CACHE;
+    uint64_t keys = 0;
+    for (int32_t r = 0; r < c->num_reqs && r < CASE_MAX_REQS; r++)
+        keys = sat_add(keys, sat_add(at_least_1(c->kv_len[r]), at_least_1(c->block_size)));
+    uint64_t cache = sat_mul(sat_mul(keys, at_least_1(c->num_kv_heads)), at_least_1(c->head_dim));
+    return case_cost(c) > g_max_macs || cache > ATT_MAX_CACHE;
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {

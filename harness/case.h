@@ -142,6 +142,11 @@ void case_layer_window(const case_layer *L, int32_t *left, int32_t *right);
  * two interleave, as vLLM and Hugging Face compute them): out[n]. */
 void case_alibi_standard(int32_t n, float *out);
 
+/* Cost of running the case once: query rows x keys x query heads x head_dim,
+ * summed over requests and layers (model_num_heads when there are no
+ * layers); counts below 1 (invalid) count as 1; saturates at UINT64_MAX. */
+uint64_t case_cost(const case_spec *c);
+
 /* The value of a dist name ("uniform", ...) or -1; and the name of a dist. */
 int case_dist_parse(const char *s);
 const char *case_dist_name(int dist);

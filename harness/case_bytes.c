@@ -31,9 +31,19 @@
  * 2/4/8 bytes; expect is OK unless 0xFF k; name is empty unless its length
  * byte is >= 0xF0.
  *
+ * Extension block (after name; absent bytes read as 0 = "as the base
+ * says", so inputs older than the block keep their meaning): a budget byte,
+ * a flags byte, then the blocks the flags name (per-request causal flags;
+ * per layer (left, right), fp8 scales, explicit slope / sink lists; q/k/v
+ * values; an fp8 kv dtype; a tune option).  X_* and XL_* spell the bits
+ * out.  A budget other than 0 or >= 0xF8 caps kv lengths so that case_cost
+ * fits 2^16..2^22 multiply-adds: random inputs stay cheap to run.
+ *
  * Canonical encoding: each field takes the first small byte that decodes to
- * its value in the same context, else the invalid form, else wide, else raw.
- * The encoder runs the decoder's own maps, so the two cannot drift apart.
+ * its value in the same context, else the invalid form, else wide, else raw;
+ * the extension block is written only when a field differs from its base
+ * value, and with budget 0.  The encoder runs the decoder's own maps, so the
+ * two cannot drift apart.  docs/case-format.md describes both forms.
  */
 #include "case_bytes.h"
 
@@ -466,11 +476,19 @@ static void rd_dtypes(reader *r, case_spec *c) {
     c->out_dtype = t[2];
 }
 
+/* An fp8 cache next to q and out dtypes the small byte holds travels in the
+ * extension block (the base byte then holds q and out only). */
+static int kv_by_ext(const case_spec *c) {
+    return (c->kv_dtype == AG_FP8_E4M3 || c->kv_dtype == AG_FP8_E5M2) &&
+           (unsigned)c->q_dtype <= AG_F16 && (unsigned)c->out_dtype <= AG_F16;
+}
+
 static void wr_dtypes(writer *w, const case_spec *c) {
+    const int any_kv = kv_by_ext(c);
     for (unsigned d = 0; d < ESC_BAD; d++) {
         ag_dtype t[3];
         dtypes_small(d, t);
-        if (t[0] == c->q_dtype && t[1] == c->kv_dtype && t[2] == c->out_dtype) {
+        if (t[0] == c->q_dtype && (any_kv || t[1] == c->kv_dtype) && t[2] == c->out_dtype) {
             wr_u8(w, d);
             return;
         }
@@ -640,6 +658,275 @@ static void wr_name(writer *w, const char *name) {
     for (size_t i = 0; i < len; i++) wr_u8(w, (unsigned char)name[i]);
 }
 
+/* ------------------------------------------------------- extension block */
+
+/* Everything after `name`.  A missing byte reads as 0 and every 0 means
+ * "as the base fields say", so inputs made before the block existed decode
+ * as they always did. */
+enum {
+    X_CAUSAL = 1u << 0,    /* per-request causal flags follow */
+    X_LAYERS = 1u << 1,    /* one attribute byte per layer (+ its fields) follows */
+    X_VALUES = 1u << 2,    /* q, k, v value distributions follow */
+    X_KV_FP8 = 1u << 3,    /* a kv dtype byte follows */
+    X_TUNE = 1u << 4,      /* a tune option byte follows */
+    X_LAST_FULL = 1u << 5, /* last_block_full */
+    X_PLACE_HEAD = 1u << 6 /* place = head; bit 7 is unused (written 0) */
+};
+
+/* Per-layer attribute byte: bits 0 and 6 both set, (left, right) follow
+ * (one layer in eight of a random block); bit 1 k_scale and v_scale follow;
+ * bits 2-3 ALiBi, bits 4-5 sinks: 1 standard/seeded, 2 an explicit list
+ * follows, 0 and 3 the base attribute's choice; bit 7 unused (written 0). */
+enum { XL_WINDOW = 1u << 0 | 1u << 6, XL_SCALES = 1u << 1 };
+enum { XS_BASE = 0, XS_STANDARD = 1, XS_LIST = 2 };
+
+/* The budget byte: 0 (what the encoder writes) and 0xF8.. leave the case as
+ * drawn; anything else caps kv lengths until case_cost fits 2^16..2^22
+ * multiply-adds, so random inputs stay cheap to run. */
+static uint64_t budget_of(unsigned b) {
+    if (b == 0 || b >= 0xF8) return UINT64_MAX;
+    return (uint64_t)1 << (16 + b % 7);
+}
+
+/* (left, right) windows: mostly small and one-sided shapes, the previous
+ * layer's value, CASE_WINDOW_UNSET (-2) for "not given". */
+static int32_t prev_side(const fctx *x, int right) {
+    if (x->l == 0) return -1;
+    const case_layer *P = &x->c->layers[x->l - 1];
+    return right ? P->window_right : P->window_left;
+}
+static int32_t m_left(unsigned b, const fctx *x) {
+    static const int32_t t[16] = {-1, -1, 0, 1, 3, 7, 15, 16, 31, 63, 127, 511, 2, 8, -2, 0};
+    return b % 16 == 15 ? prev_side(x, 0) : t[b % 16];
+}
+static int32_t m_right(unsigned b, const fctx *x) {
+    static const int32_t t[16] = {0, 0, -1, -1, 1, 3, 7, 15, 16, 63, 2, 31, 8, -2, 127, 0};
+    return b % 16 == 15 ? prev_side(x, 1) : t[b % 16];
+}
+static int32_t b_side(unsigned k, const fctx *x) {
+    (void)x;
+    static const int32_t t[3] = {-3, -100, SEQ_HI};
+    return t[k % 3];
+}
+static const ispec S_LEFT = {"window_left", m_left, b_side, -3, SEQ_HI};
+static const ispec S_RIGHT = {"window_right", m_right, b_side, -3, SEQ_HI};
+
+/* fp8 k_scale / v_scale: powers of two and odd values; invalid ones too. */
+static const float kvscale_tab[16] = {1.0f,   0.5f,  2.0f,    0.25f,   4.0f,    0.0625f,
+                                      16.0f,  0x1p-8f, 0.75f, 3.0f,    1.5f,    0.1f,
+                                      0.0217f, 0x1p-14f, 1024.0f, 7.0f};
+static const float kvscale_bad[5] = {0.0f, -1.0f, NAN, INFINITY, -0.0f};
+static const fspec S_KVSCALE = {"k_scale/v_scale", kvscale_tab, 16, kvscale_bad, 5};
+
+/* Explicit slope / sink values: usual ones and outlandish ones (0, negative,
+ * huge, subnormal); the defect model decides which an engine must refuse. */
+static const float list_tab[16] = {0.5f, 0.25f, 0.125f, 0x1p-8f, 1.0f,    0.0f,
+                                   -0.5f, 2.0f, -1.0f,  10.0f,   1e30f,   -1e30f,
+                                   0x1p-149f, 1e-40f, 3.4028235e38f, -0.0f};
+static const float list_bad[4] = {NAN, INFINITY, -INFINITY, -NAN};
+static const fspec S_LIST = {"list value", list_tab, 16, list_bad, 4};
+
+/* A list of n floats as runs: a count byte (< 0x80 one value, 0x80..0xFE
+ * 2..128 values, 0xFF the rest), then the value. */
+static void rd_list(reader *r, float *out, int32_t n) {
+    for (int32_t i = 0; i < n;) {
+        unsigned k = rd_u8(r);
+        int32_t len = k < 0x80 ? 1 : (k == 0xFF ? n - i : (int32_t)k - 0x7E);
+        if (len > n - i) len = n - i;
+        float v = rd_float(r, &S_LIST);
+        for (int32_t j = 0; j < len; j++) out[i + j] = v;
+        i += len;
+    }
+}
+
+static void wr_list(writer *w, const float *v, int32_t n) {
+    for (int32_t i = 0; i < n;) {
+        int32_t m = 1;
+        while (i + m < n && same_float(v[i + m], v[i])) m++;
+        if (m > 1 && i + m == n) {
+            wr_u8(w, 0xFF);
+        } else if (m == 1) {
+            wr_u8(w, 0);
+        } else {
+            if (m > 128) m = 128;
+            wr_u8(w, (unsigned)(0x7E + m));
+        }
+        wr_float(w, &S_LIST, v[i]);
+        i += m;
+    }
+}
+
+/* Value distributions: d < 0xFF is a distribution (low 3 bits) and an
+ * amplitude from 2^-24 to FLT_MAX (high 5 bits); 0xFF + dist byte + raw amp. */
+static const uint8_t dist_small[8] = {
+    CASE_DIST_UNIFORM,  CASE_DIST_NORMAL,  CASE_DIST_HEAVY,    CASE_DIST_CONST_ROW,
+    CASE_DIST_ONE_HOT,  CASE_DIST_DENORMAL, CASE_DIST_EXTREME, CASE_DIST_NORMAL,
+};
+static const float amp_tab[32] = {
+    1.0f,     0x1p-24f, 0x1p-20f, 0x1p-14f, 0x1p-10f, 0x1p-6f,  0.0625f, 0.5f,
+    2.0f,     4.0f,     16.0f,    100.0f,   448.0f,   1e4f,     57344.0f, 65504.0f,
+    1.0f,     3.0f,     0.1f,     1.5f,     0x1p-16f, 0x1p-8f,  64.0f,    240.0f,
+    1e6f,     0x1p64f,  1e30f,    3.3895314e38f, 3.4028235e38f, 0.3f, 10.0f, 1.0f,
+};
+
+static case_values values_small(unsigned d) {
+    case_values v = {dist_small[d & 7u], amp_tab[d >> 3]};
+    return v;
+}
+
+static void rd_values(reader *r, case_values *v) {
+    unsigned d = rd_u8(r);
+    if (d != ESC_BAD) {
+        *v = values_small(d);
+        return;
+    }
+    v->dist = (uint8_t)(rd_u8(r) % CASE_DIST_COUNT);
+    uint32_t bits = (uint32_t)rd_le(r, 4) & 0x7FFFFFFFu;   /* amplitudes are > 0 */
+    memcpy(&v->amp, &bits, sizeof v->amp);
+    if (!isfinite(v->amp) || v->amp == 0.0f) v->amp = 1.0f;
+}
+
+static void wr_values(writer *w, const case_values *v, const char *name) {
+    for (unsigned d = 0; d < ESC_BAD; d++) {
+        case_values s = values_small(d);
+        if (s.dist == v->dist && same_float(s.amp, v->amp)) {
+            wr_u8(w, d);
+            return;
+        }
+    }
+    if (v->dist >= CASE_DIST_COUNT || !isfinite(v->amp) || !(v->amp > 0.0f)) {
+        wr_fail(w, "%s = (dist %d, amp %g) is outside the decodable range", name, (int)v->dist,
+                (double)v->amp);
+        return;
+    }
+    uint32_t bits;
+    memcpy(&bits, &v->amp, sizeof bits);
+    wr_u8(w, ESC_BAD);
+    wr_u8(w, v->dist);
+    wr_le(w, bits, 4);
+}
+
+/* The tune option: mostly none, the two profiles, one unknown name. */
+static const char *tune_of(unsigned b) {
+    static const char *const t[8] = {"", "intel", "amd", "", "", "", "", ""};
+    return b == 0xFF ? "zen9" : t[b % 8];
+}
+
+/* A request the cap may shorten: a valid one (invalid ones stay as drawn);
+ * in the first round only rows of several query tokens. */
+static int shrinkable(int32_t q, int32_t kv, int round) {
+    return q >= 1 && kv >= q && kv <= ATTN_MAX_SEQ_LEN && (round > 0 || q > 1);
+}
+
+static void apply_cap(case_spec *c, const int32_t *q0, const int32_t *k0, int32_t cap,
+                      int round) {
+    for (int32_t r = 0; r < c->num_reqs; r++) {
+        if (!shrinkable(q0[r], k0[r], round)) continue;
+        c->kv_len[r] = k0[r] < cap ? k0[r] : cap;
+        c->q_len[r] = q0[r] < c->kv_len[r] ? q0[r] : c->kv_len[r];
+    }
+}
+
+/* Caps valid requests' kv_len (q_len follows: never above kv_len) at the
+ * largest value that fits case_cost into budget (1 if none does): prefill
+ * rows first, where the cost is quadratic; decode rows only if that is not
+ * enough, so long decode rows (split-KV) survive where they can. */
+static void shrink_to_budget(case_spec *c, uint64_t budget) {
+    int32_t q0[CASE_MAX_REQS], k0[CASE_MAX_REQS];
+    for (int32_t r = 0; r < c->num_reqs; r++) {
+        q0[r] = c->q_len[r];
+        k0[r] = c->kv_len[r];
+    }
+    for (int round = 0; round < 2 && case_cost(c) > budget; round++) {
+        int32_t lo = 1, hi = 1;
+        for (int32_t r = 0; r < c->num_reqs; r++)
+            if (shrinkable(q0[r], k0[r], round) && k0[r] > hi) hi = k0[r];
+        while (lo < hi) {   /* cost grows with the cap: bisect for the largest that fits */
+            int32_t mid = lo + (hi - lo + 1) / 2;
+            apply_cap(c, q0, k0, mid, round);
+            if (case_cost(c) <= budget) lo = mid;
+            else hi = mid - 1;
+        }
+        apply_cap(c, q0, k0, lo, round);
+    }
+}
+
+/* The base causal field: request 0's flag when it is 0 or 1. */
+static int32_t base_causal(const case_spec *c) {
+    return c->num_reqs > 0 && c->causal[0] <= 1 ? c->causal[0] : 1;
+}
+
+/* m < 0x80: one bit per request follows; 0xFF: one raw byte per request;
+ * else the base flag stands (half of the random blocks change nothing: a
+ * mixed batch in about one valid case in eight, not one in four). */
+static void rd_causal(reader *r, case_spec *c) {
+    unsigned m = rd_u8(r), bits = 0;
+    if (m >= 0x80 && m != ESC_BAD) return;
+    for (int32_t q = 0; q < c->num_reqs; q++) {
+        if (m == ESC_BAD) {
+            c->causal[q] = (uint8_t)rd_u8(r);   /* raw: 2..255 are invalid */
+            continue;
+        }
+        if (q % 8 == 0) bits = rd_u8(r);
+        c->causal[q] = (uint8_t)((bits >> (q % 8)) & 1u);
+    }
+}
+
+/* ALiBi (alibi = 1) or sinks (alibi = 0) of a layer from its 2-bit kind. */
+static void rd_source(reader *r, case_spec *c, case_layer *L, unsigned kind, int alibi) {
+    uint8_t *src = alibi ? &L->alibi : &L->sinks;
+    uint16_t *off = alibi ? &L->alibi_off : &L->sinks_off;
+    const int32_t n = L->num_heads;
+    if (kind == XS_STANDARD) {
+        *src = CASE_SRC_STANDARD;
+    } else if (kind == XS_LIST && n >= 1 && n <= ATTN_MAX_HEADS &&
+               c->list_len + n <= CASE_MAX_LIST) {
+        /* no room (or no valid head count): the base attribute stands */
+        *off = (uint16_t)c->list_len;
+        rd_list(r, c->list + c->list_len, n);
+        c->list_len += n;
+        *src = CASE_SRC_LIST;
+    }
+}
+
+static void rd_ext(reader *r, case_spec *c, fctx *x) {
+    const uint64_t budget = budget_of(rd_u8(r));
+    const unsigned f = rd_u8(r);
+    c->last_block_full = (f & X_LAST_FULL) ? 1 : 0;
+    c->place = (f & X_PLACE_HEAD) ? CASE_PLACE_HEAD : CASE_PLACE_TAIL;
+    if (f & X_CAUSAL) rd_causal(r, c);
+    for (int32_t l = 0; (f & X_LAYERS) && l < c->num_layers; l++) {
+        case_layer *L = &c->layers[l];
+        x->l = l;
+        unsigned a = rd_u8(r);
+        if ((a & XL_WINDOW) == XL_WINDOW) {
+            L->window_left = rd_int(r, &S_LEFT, x);
+            L->window_right = rd_int(r, &S_RIGHT, x);
+            L->window = -1;   /* the pair overrides it: keep the struct canonical */
+        }
+        if (a & XL_SCALES) {
+            L->k_scale = rd_float(r, &S_KVSCALE);
+            L->v_scale = rd_float(r, &S_KVSCALE);
+        }
+        rd_source(r, c, L, (a >> 2) & 3u, 1);
+        rd_source(r, c, L, (a >> 4) & 3u, 0);
+    }
+    x->l = 0;
+    for (int t = 0; (f & X_VALUES) && t < CASE_T_COUNT; t++) rd_values(r, &c->values[t]);
+    if (f & X_KV_FP8) {
+        unsigned t = rd_u8(r) % 8;
+        if (t == 1) c->kv_dtype = AG_FP8_E4M3;
+        else if (t == 2) c->kv_dtype = AG_FP8_E5M2;
+    }
+    if (f & X_TUNE) {
+        const char *tune = tune_of(rd_u8(r));
+        size_t n = strlen(c->options);
+        if (tune[0])
+            snprintf(c->options + n, sizeof c->options - n, "%stune=%s", n ? " " : "", tune);
+    }
+    shrink_to_budget(c, budget);
+}
+
 /* -------------------------------------------------------------- decode */
 
 void case_decode(const uint8_t *data, size_t size, case_spec *out) {
@@ -685,10 +972,127 @@ void case_decode(const uint8_t *data, size_t size, case_spec *out) {
     if (isa[0]) snprintf(c.options, sizeof c.options, "isa=%s", isa);
     c.expect = (attn_status)rd_int(&r, &S_EXPECT, &x);
     rd_name(&r, &c);
+    rd_ext(&r, &c, &x);
     *out = c;
 }
 
 /* -------------------------------------------------------------- encode */
+
+/* options as the base isa byte and the tune byte: "", "isa=X", "tune=Y" or
+ * "isa=X tune=Y" with names the decoder produces; -1 otherwise. */
+static int split_options(const char *o, unsigned *isa_b, unsigned *tune_b) {
+    char isa[CASE_OPTIONS_LEN] = "", tune[CASE_OPTIONS_LEN] = "";
+    if (strnlen(o, CASE_OPTIONS_LEN) >= CASE_OPTIONS_LEN) return -1;
+    if (strncmp(o, "isa=", 4) == 0) {
+        size_t n = strcspn(o + 4, " ");
+        memcpy(isa, o + 4, n);
+        isa[n] = '\0';
+        o += 4 + n;
+        if (*o == ' ') o++;
+        else if (*o) return -1;
+        if (!isa[0]) return -1;
+    }
+    if (strncmp(o, "tune=", 5) == 0) {
+        snprintf(tune, sizeof tune, "%s", o + 5);
+        if (!tune[0]) return -1;
+    } else if (*o) {
+        return -1;
+    }
+    for (*isa_b = 0; *isa_b < ISA_SLOTS && strcmp(isa_of(*isa_b), isa) != 0; (*isa_b)++) {}
+    for (*tune_b = 0; *tune_b < 256 && strcmp(tune_of(*tune_b), tune) != 0; (*tune_b)++) {}
+    return *isa_b < ISA_SLOTS && *tune_b < 256 ? 0 : -1;
+}
+
+static int is_one(float f) { return same_float(f, 1.0f); }
+
+static unsigned layer_ext(const case_layer *L) {
+    unsigned a = 0;
+    if (L->window_left != CASE_WINDOW_UNSET || L->window_right != CASE_WINDOW_UNSET)
+        a |= XL_WINDOW;
+    if (!is_one(L->k_scale) || !is_one(L->v_scale)) a |= XL_SCALES;
+    if (L->alibi == CASE_SRC_LIST) a |= XS_LIST << 2;
+    if (L->sinks == CASE_SRC_LIST) a |= XS_LIST << 4;
+    return a;
+}
+
+static void wr_source_list(writer *w, const case_spec *c, int32_t l, int alibi) {
+    const case_layer *L = &c->layers[l];
+    const int32_t n = L->num_heads, off = alibi ? L->alibi_off : L->sinks_off;
+    if (n < 1 || n > ATTN_MAX_HEADS || off + n > c->list_len || c->list_len > CASE_MAX_LIST) {
+        wr_fail(w, "layer.%d: %s list (heads %d at offset %d of %d) is not decodable", (int)l,
+                alibi ? "alibi" : "sinks", (int)n, (int)off, (int)c->list_len);
+        return;
+    }
+    wr_list(w, c->list + off, n);
+}
+
+/* The extension block, or nothing when every field has its base value.
+ * ctx: the decoder's view so far (the window maps read the previous layer). */
+static void wr_ext(writer *w, const case_spec *c, case_spec *ctx, unsigned tune_b) {
+    const int32_t bc = base_causal(c);
+    unsigned f = 0, raw_causal = 0;
+    for (int32_t r = 0; r < c->num_reqs; r++) {
+        if (c->causal[r] != bc) f |= X_CAUSAL;
+        if (c->causal[r] > 1) raw_causal = 1;
+    }
+    for (int32_t l = 0; l < c->num_layers; l++)
+        if (layer_ext(&c->layers[l])) f |= X_LAYERS;
+    for (int t = 0; t < CASE_T_COUNT; t++)
+        if (c->values[t].dist != CASE_DIST_UNIFORM || !is_one(c->values[t].amp)) f |= X_VALUES;
+    if (kv_by_ext(c)) f |= X_KV_FP8;
+    if (tune_b) f |= X_TUNE;
+    if (c->last_block_full > 1 || c->place >= CASE_PLACE_COUNT) {
+        wr_fail(w, "last_block_full = %d / place = %d is not decodable", (int)c->last_block_full,
+                (int)c->place);
+        return;
+    }
+    if (c->last_block_full) f |= X_LAST_FULL;
+    if (c->place == CASE_PLACE_HEAD) f |= X_PLACE_HEAD;
+    if (!f) return;
+    wr_u8(w, 0);   /* budget: none, the case is what it is */
+    wr_u8(w, f);
+    if (f & X_CAUSAL) {
+        wr_u8(w, raw_causal ? ESC_BAD : 0);
+        unsigned bits = 0;
+        for (int32_t r = 0; r < c->num_reqs; r++) {
+            if (raw_causal) {
+                wr_u8(w, c->causal[r]);
+                continue;
+            }
+            bits |= (unsigned)c->causal[r] << (r % 8);
+            if (r % 8 == 7 || r == c->num_reqs - 1) {
+                wr_u8(w, bits);
+                bits = 0;
+            }
+        }
+    }
+    fctx x = {ctx, 0, 0};
+    for (int32_t l = 0; (f & X_LAYERS) && l < c->num_layers; l++) {
+        const case_layer *L = &c->layers[l];
+        const unsigned a = layer_ext(L);
+        x.l = l;
+        wr_u8(w, a);
+        if ((a & XL_WINDOW) == XL_WINDOW) {
+            wr_int(w, &S_LEFT, &x, L->window_left);
+            wr_int(w, &S_RIGHT, &x, L->window_right);
+        }
+        ctx->layers[l].window_left = L->window_left;
+        ctx->layers[l].window_right = L->window_right;
+        if (a & XL_SCALES) {
+            wr_float(w, &S_KVSCALE, L->k_scale);
+            wr_float(w, &S_KVSCALE, L->v_scale);
+        }
+        if (L->alibi == CASE_SRC_LIST) wr_source_list(w, c, l, 1);
+        if (L->sinks == CASE_SRC_LIST) wr_source_list(w, c, l, 0);
+    }
+    for (int t = 0; (f & X_VALUES) && t < CASE_T_COUNT; t++) {
+        static const char *const names[CASE_T_COUNT] = {"q_values", "k_values", "v_values"};
+        wr_values(w, &c->values[t], names[t]);
+    }
+    if (f & X_KV_FP8) wr_u8(w, c->kv_dtype == AG_FP8_E4M3 ? 1 : 2);
+    if (f & X_TUNE) wr_u8(w, tune_b);
+}
+
 
 /* Floats of a layer must be written with the attr bit: +0.0 is "absent". */
 static int float_present(float f) {
@@ -729,7 +1133,12 @@ size_t case_encode(const case_spec *c, uint8_t *buf, size_t cap, char *errbuf, s
         ctx.layers[l].num_heads = L->num_heads;
         wr_int(&w, &S_WINDOW, &x, L->window);
         ctx.layers[l].window = L->window;
-        unsigned a = (L->alibi ? 7u : 0u) | (L->sinks ? 7u << 3 : 0u) |
+        if (L->alibi >= CASE_SRC_COUNT || L->sinks >= CASE_SRC_COUNT)
+            wr_fail(&w, "layer.%d: alibi/sinks source %d/%d is not decodable", (int)l,
+                    (int)L->alibi, (int)L->sinks);
+        /* explicit lists travel in the extension block */
+        unsigned a = (L->alibi == CASE_SRC_STANDARD ? 7u : 0u) |
+                     (L->sinks == CASE_SRC_STANDARD ? 7u << 3 : 0u) |
                      (float_present(L->softcap) ? 0x40u : 0u) |
                      (float_present(L->scale) ? 0x80u : 0u);
         wr_u8(&w, a);
@@ -741,7 +1150,7 @@ size_t case_encode(const case_spec *c, uint8_t *buf, size_t cap, char *errbuf, s
     wr_int(&w, &S_DIM, &x, c->head_dim);
     wr_int(&w, &S_BS, &x, c->block_size);
     wr_dtypes(&w, c);
-    wr_int(&w, &S_CAUSAL, &x, c->num_reqs > 0 ? c->causal[0] : 1);
+    wr_int(&w, &S_CAUSAL, &x, base_causal(c));
     wr_int(&w, &S_THREADS, &x, c->threads);
     wr_split(&w, c);
     wr_int(&w, &S_BLOCKS, &x, (int32_t)c->blocks);
@@ -753,16 +1162,14 @@ size_t case_encode(const case_spec *c, uint8_t *buf, size_t cap, char *errbuf, s
         wr_int(&w, &S_Q, &x, c->q_len[q]);
     }
     wr_seed(&w, c->seed);
-    {
-        const char *isa = strncmp(c->options, "isa=", 4) == 0 ? c->options + 4 : "";
-        unsigned b = 0;
-        while (b < ISA_SLOTS && strcmp(isa_of(b), isa) != 0) b++;
-        if (b == ISA_SLOTS || (c->options[0] && !isa[0]))
-            wr_fail(&w, "options = \"%s\" are not decodable", c->options);
-        else wr_u8(&w, b);
-    }
+    unsigned isa_b = 0, tune_b = 0;
+    if (split_options(c->options, &isa_b, &tune_b))
+        wr_fail(&w, "options = \"%s\" are not decodable (isa=<%s> tune=<%s>, in that order)",
+                c->options, "ref|avx2|avx512|avx512bf16|sse9", "intel|amd|zen9");
+    wr_u8(&w, isa_b);
     wr_int(&w, &S_EXPECT, &x, (int32_t)c->expect);
     wr_name(&w, c->name);
+    wr_ext(&w, c, &ctx, tune_b);
 
 out:
     if (w.failed) return 0;

@@ -34,6 +34,10 @@
  * engine variant as the primary path; dearer ones one variant, chosen by
  * the seed. */
 #define CHECK_CHEAP_MACS ((uint64_t)1 << 18)
+/* Distinct rounding models one input's runs may declare (fp32, and what
+ * the variants round to); a run beyond them reuses the fp32 model's
+ * points, which is stricter, never looser. */
+#define CHECK_MODELS 4
 
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
@@ -180,7 +184,8 @@ typedef struct run_ctx {
     run_inputs perm;        /* the same logical KV in permuted physical blocks */
     guard out;              /* one output guard for every run (same shape) */
     size_t out_bytes;
-    oracle_ref ref[CASE_MAX_LAYERS];
+    /* per layer, the reference under each rounding model a run declared */
+    oracle_ref ref[CASE_MAX_LAYERS][CHECK_MODELS];
     unsigned char *base[CASE_MAX_LAYERS];   /* outputs of the first primary run */
     int have_base;
     const char *base_options;               /* the options that run used */
@@ -194,10 +199,6 @@ static oracle_id check_guard(guard *g, const char *what, int32_t l, finding *f) 
     guard_format_violation(&v, d, sizeof d);
     if (l < 0) return found(f, ORACLE_SCRATCH_BOUNDS, "%s; write_kv, %s", d, what);
     return found(f, ORACLE_SCRATCH_BOUNDS, "%s; layers.%d, %s", d, (int)l, what);
-}
-
-static int rounds(const ag_precision *pr) {
-    return pr->q_dot != AG_F32 || pr->p_dot != AG_F32 || pr->acc != AG_F32;
 }
 
 /* The engine's K and V caches for group `grp`, written from the problem's
@@ -286,17 +287,32 @@ static oracle_id check_written(run_ctx *x, void *plan, const guard *sg, int32_t 
     return res;
 }
 
-/* The reference views layer l of a run is judged against: plain, or under
- * the rounding model when the engine says it rounds.  0, or -1 (no memory
- * or the reference refused, *res says which). */
-static int ref_for(run_ctx *x, int32_t l, int rounded, oracle_ref *view, finding *f,
+static int same_prec(const ag_precision *a, const ag_precision *b) {
+    return a->q_dot == b->q_dot && a->p_dot == b->p_dot && a->acc == b->acc;
+}
+
+/* The reference of layer l under the rounding model `prec` (computed on
+ * first use, then kept for the input's other runs).  0 with *out set, or
+ * -1 (no memory, or the reference refused: *res says which). */
+static int ref_for(run_ctx *x, int32_t l, ag_precision prec, const oracle_ref **out, finding *f,
                    oracle_id *res) {
-    int rr = rounded ? oracle_reference_bf16dot(x->p, l, &x->ref[l]) : 0;
+    oracle_ref *slot = x->ref[l];
+    int i = 0;
+    for (; i < CHECK_MODELS && slot[i].val; i++)
+        if (same_prec(&slot[i].prec, &prec)) {
+            *out = &slot[i];
+            return 0;
+        }
+    if (i == CHECK_MODELS) {
+        *out = &slot[0];
+        return 0;
+    }
+    const int rr = oracle_reference(x->p, l, prec, &slot[i]);
     if (rr == -1)
-        *res = found(f, ORACLE_BAD_INPUT, "the rounding-model reference refused layers.%d of a "
-                     "case the defect model calls valid (harness bug)", (int)l);
+        *res = found(f, ORACLE_BAD_INPUT, "the reference refused layers.%d of a case the defect "
+                     "model calls valid (harness bug)", (int)l);
     if (rr) return -1;
-    *view = oracle_ref_view(&x->ref[l], rounded);
+    *out = &slot[i];
     return 0;
 }
 
@@ -320,15 +336,15 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
     oracle_id res = clean(f);
 
     ag_status st = e->create(x->E->ctx, &grp_desc, &grp, &msg);
-    if (st == AG_INTERNAL && strcmp(msg.code, "ATTN_E_NO_MEMORY") == 0) return clean(f);
+    if (oracle_resource_limit(st, &msg)) return clean(f);
     if (st == AG_UNSUPPORTED) return skip(f, msg.text);
     if (st != AG_OK)
         return found(f, ORACLE_BAD_INPUT, "%s: create refused a valid group: %s %s: %s", cf->what,
                      ag_status_name(st), msg.code, msg.text);
     ag_group_info gi;
     memset(&gi, 0, sizeof gi);
-    if (!e->group_info || e->group_info(grp, &gi) != AG_OK) gi.precision.q_dot = AG_F32;
-    const int rounded = rounds(&gi.precision);
+    /* an engine that says nothing of its rounding is held to fp32 (AG_F32 = 0) */
+    if (e->group_info && e->group_info(grp, &gi) != AG_OK) memset(&gi, 0, sizeof gi);
     check_report *rep = cf->role == ROLE_PRIMARY && !x->have_base ? x->rep : NULL;
     if (rep) {
         snprintf(rep->kernels, sizeof rep->kernels, "%s", gi.kernels);
@@ -343,7 +359,7 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
     st = e->plan(grp, &in->batch, &cf->opts, &plan, &info, &msg);
     if (st != AG_OK) {
         if (st == AG_UNSUPPORTED) skip(f, msg.text);
-        else if (!(st == AG_INTERNAL && strcmp(msg.code, "ATTN_E_NO_MEMORY") == 0))
+        else if (!oracle_resource_limit(st, &msg))
             res = found(f, ORACLE_BAD_INPUT, "%s: plan refused a valid batch: %s %s: %s",
                         cf->what, ag_status_name(st), msg.code, msg.text);
         plan = NULL;
@@ -383,7 +399,8 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
             break;
         if (info.num_regions && (res = check_written(x, plan, &sg, l, cf->junk, cf->what, f)))
             break;
-        if (st == AG_INTERNAL && strcmp(msg.code, "ATTN_E_NO_MEMORY") != 0) {
+        if (oracle_resource_limit(st, &msg)) break;   /* nothing to judge */
+        if (st == AG_INTERNAL) {
             res = found(f, ORACLE_ENGINE_CHECK, "%s: the engine's own check failed running "
                         "layers.%d: %s: %s", cf->what, (int)l, msg.code, msg.text);
             break;
@@ -393,14 +410,14 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
                         cf->what, (int)l, ag_status_name(st), msg.code, msg.text);
             break;
         }
-        oracle_ref view;
-        if (ref_for(x, l, rounded, &view, f, &res)) break;
+        const oracle_ref *view;
+        if (ref_for(x, l, gi.precision, &view, f, &res)) break;
         if (cf->role == ROLE_BITWISE) {
             if (x->have_base)
                 res = oracle_check_agree(p, l, x->base[l], x->out.buf, NULL, 1, cf->what, f);
             continue;
         }
-        res = oracle_check_differential(p, l, x->out.buf, &view,
+        res = oracle_check_differential(p, l, x->out.buf, view,
                                         rep ? &rep->layers[l].cmp : NULL, f);
         if (rep) rep->layers[l].judged = 1;
         if (res && cf->role == ROLE_VARIANT) {
@@ -437,25 +454,6 @@ static const char *split_name(int32_t m) {
     }
 }
 
-static uint64_t sat_add(uint64_t a, uint64_t b) {
-    uint64_t r;
-    return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
-}
-
-static uint64_t sat_mul(uint64_t a, uint64_t b) {
-    uint64_t r;
-    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
-}
-
-/* Multiply-adds of one pass over every layer (query rows x keys x heads x D). */
-static uint64_t case_macs(const case_spec *c) {
-    uint64_t rows = 0, heads = 0;
-    for (int32_t r = 0; r < c->num_reqs; r++)
-        rows = sat_add(rows, sat_mul((uint64_t)c->q_len[r], (uint64_t)c->kv_len[r]));
-    for (int32_t l = 0; l < c->num_layers; l++) heads = sat_add(heads, (uint64_t)c->layers[l].num_heads);
-    return sat_mul(sat_mul(rows, heads), (uint64_t)c->head_dim);
-}
-
 static oracle_id check_runs(const problem *p, const engine_host *E, unsigned what, finding *f,
                             check_report *rep) {
     const case_spec *c = &p->c;
@@ -473,13 +471,6 @@ static oracle_id check_runs(const problem *p, const engine_host *E, unsigned wha
         goto done;   /* no memory: nothing to judge */
     x.out.oracle = oracle_name(ORACLE_SCRATCH_BOUNDS);
     for (int32_t l = 0; l < c->num_layers; l++) {
-        int rr = oracle_reference(p, l, &x.ref[l]);
-        if (rr == -2) goto done;
-        if (rr) {
-            res = found(f, ORACLE_BAD_INPUT, "the reference refused layers.%d of a case the "
-                        "defect model calls valid (harness bug)", (int)l);
-            goto done;
-        }
         x.base[l] = malloc(x.out_bytes ? x.out_bytes : 1);
         if (!x.base[l]) goto done;
     }
@@ -492,7 +483,7 @@ static oracle_id check_runs(const problem *p, const engine_host *E, unsigned wha
                         "case config"};
         res = run_config(&x, &base, f);
     } else {
-        const int all = case_macs(c) < CHECK_CHEAP_MACS;
+        const int all = case_cost(c) < CHECK_CHEAP_MACS;
         const int first = all ? 0 : (int)(c->seed % (uint64_t)E->n_variants);
         for (int i = first; i < (all ? E->n_variants : first + 1) && !res; i++) {
             char desc[96];
@@ -538,7 +529,7 @@ static oracle_id check_runs(const problem *p, const engine_host *E, unsigned wha
     }
 done:
     for (int l = 0; l < CASE_MAX_LAYERS; l++) {
-        oracle_ref_free(&x.ref[l]);
+        for (int i = 0; i < CHECK_MODELS; i++) oracle_ref_free(&x.ref[l][i]);
         free(x.base[l]);
     }
     guard_free(&x.out);
@@ -585,8 +576,11 @@ oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check
     if (d.unexpressible) return ORACLE_NONE;
     oracle_id res;
     if ((res = oracle_check_expect(c, &d, f))) return res;
+    /* A case that needs what the engine lacks is skipped even when it is
+     * also defective: an engine may stop at the feature it cannot express
+     * before it reaches the defect, and that says nothing either way. */
     char why[128];
-    if (d.n == 0 && engine_host_unsupported(E, c, why, sizeof why)) return skip(f, why);
+    if (engine_host_unsupported(E, c, why, sizeof why)) return skip(f, why);
 
     problem p;
     char msg[256];
@@ -635,7 +629,7 @@ oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check
         st = e->plan(grp, &p.batch, &on, &plan, &info, &m);
         if (st != AG_OK) {
             plan = NULL;
-            if (!(st == AG_INTERNAL && strcmp(m.code, "ATTN_E_NO_MEMORY") == 0))
+            if (!oracle_resource_limit(st, &m))
                 res = found(f, ORACLE_BAD_INPUT,
                             "the batch planned with split %s but was refused with split on: "
                             "%s %s: %s", split_name(c->split), ag_status_name(st), m.code, m.text);

@@ -102,8 +102,10 @@ void oracle_case_defects(const case_spec *c, case_defects *d) {
                    (int)L->num_heads, (int)hkv);
         int32_t lw, rw;
         case_layer_window(L, &lw, &rw);
+        /* the engine sees the pair (the ABI has no shorthand): W is judged
+         * as (W-1, W-1), and only W = 0 or below -1 is wrong as such */
         if (L->window_left == CASE_WINDOW_UNSET && L->window_right == CASE_WINDOW_UNSET &&
-            (L->window < -1 || L->window == 0 || L->window > ATTN_MAX_SEQ_LEN))
+            (L->window < -1 || L->window == 0))
             defect(d, G, ATTN_E_BAD_WINDOW, "layers.%d.window = %d", (int)l, (int)L->window);
         else if (!window_ok(lw) || !window_ok(rw))
             defect(d, G, ATTN_E_BAD_WINDOW, "layers.%d.window = (%d, %d)", (int)l, (int)lw,
@@ -112,6 +114,20 @@ void oracle_case_defects(const case_spec *c, case_defects *d) {
             defect(d, G, ATTN_E_BAD_LAYER, "layers.%d.softcap = %g", (int)l, (double)L->softcap);
         if (!isfinite(L->scale) || L->scale < 0.0f)
             defect(d, G, ATTN_E_BAD_LAYER, "layers.%d.scale = %g", (int)l, (double)L->scale);
+        /* explicit lists: every value finite (attn.h: slopes and sinks) */
+        for (int which = 0; which < 2; which++) {
+            const uint8_t src = which ? L->sinks : L->alibi;
+            const uint16_t off = which ? L->sinks_off : L->alibi_off;
+            if (src != CASE_SRC_LIST || !heads_ok(L->num_heads) ||
+                (int32_t)off + L->num_heads > c->list_len)
+                continue;
+            for (int32_t h = 0; h < L->num_heads; h++)
+                if (!isfinite(c->list[off + h])) {
+                    defect(d, G, ATTN_E_BAD_LAYER, "layers.%d.%s[%d] = %g", (int)l,
+                           which ? "sinks" : "alibi_slopes", (int)h, (double)c->list[off + h]);
+                    break;
+                }
+        }
         const int fp8 = c->kv_dtype == AG_FP8_E4M3 || c->kv_dtype == AG_FP8_E5M2;
         if (fp8 && (!isfinite(L->k_scale) || !(L->k_scale > 0.0f)))
             defect(d, G, ATTN_E_BAD_LAYER, "layers.%d.k_scale = %g", (int)l, (double)L->k_scale);

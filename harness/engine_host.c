@@ -96,14 +96,20 @@ static int slopes_standard(const case_spec *c, const case_layer *L) {
     return memcmp(std, c->list + L->alibi_off, (size_t)L->num_heads * sizeof(float)) == 0;
 }
 
+static int lacks_dtype(uint32_t set, ag_dtype d) {
+    return (unsigned)d < AG_DTYPE_COUNT && !(set & AG_DTYPE_BIT(d));
+}
+
 int engine_host_unsupported(const engine_host *E, const case_spec *c, char *why, size_t cap) {
     const ag_caps *k = &E->caps;
     const uint32_t f = k->flags;
-    if (!(k->q_dtypes & AG_DTYPE_BIT(c->q_dtype)))
+    /* a dtype outside the enum is a defect for the engine to refuse, not a
+     * missing capability */
+    if (lacks_dtype(k->q_dtypes, c->q_dtype))
         return lacks(why, cap, "q dtype %s", ag_dtype_name(c->q_dtype));
-    if (!(k->kv_dtypes & AG_DTYPE_BIT(c->kv_dtype)))
+    if (lacks_dtype(k->kv_dtypes, c->kv_dtype))
         return lacks(why, cap, "kv dtype %s", ag_dtype_name(c->kv_dtype));
-    if (!(k->out_dtypes & AG_DTYPE_BIT(c->out_dtype)))
+    if (lacks_dtype(k->out_dtypes, c->out_dtype))
         return lacks(why, cap, "out dtype %s", ag_dtype_name(c->out_dtype));
     if (k->max_head_dim && c->head_dim > k->max_head_dim)
         return lacks(why, cap, "head_dim %d > %d", (int)c->head_dim, (int)k->max_head_dim);

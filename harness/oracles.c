@@ -104,6 +104,12 @@ oracle_id oracle_check_expect(const case_spec *c, const case_defects *d, finding
                  "defects %s", c->name, attn_status_name(c->expect), list);
 }
 
+int oracle_resource_limit(ag_status st, const ag_msg *msg) {
+    if (!msg) return 0;
+    return (st == AG_INTERNAL && strcmp(msg->code, "ATTN_E_NO_MEMORY") == 0) ||
+           (st == AG_REFUSED && strcmp(msg->code, "ATTN_E_TOO_LARGE") == 0);
+}
+
 /* 1 if `code` names a status some defect of this stage deserves. */
 static int code_listed(const case_defects *d, unsigned stage_mask, const char *code) {
     for (int i = 0; i < d->n; i++)
@@ -119,8 +125,7 @@ oracle_id oracle_check_status(const case_defects *d, defect_stage stage, ag_stat
     const char *code = msg ? msg->code : "", *text = msg ? msg->text : "";
     const int refused = got == AG_REFUSED || got == AG_UNSUPPORTED;
     clean(f);
-    if (got == AG_INTERNAL && strcmp(code, "ATTN_E_NO_MEMORY") == 0)
-        return ORACLE_NONE;   /* the environment, not the engine */
+    if (oracle_resource_limit(got, msg)) return ORACLE_NONE;   /* the environment */
     if (got != AG_OK && handed_out)
         return found(f, d->mixed && stage == DEFECT_CREATE ? ORACLE_MIXED_HEADS : ORACLE_BAD_INPUT,
                      "%s returned %s but wrote its out-parameter (a handle was handed back)",
@@ -245,8 +250,9 @@ oracle_id oracle_check_sizing(const engine_host *E, void *plan, const ag_plan_in
 
 /* ------------------------------------------------------ differential etc. */
 
-int oracle_reference(const problem *p, int32_t l, oracle_ref *r) {
+int oracle_reference(const problem *p, int32_t l, ag_precision prec, oracle_ref *r) {
     memset(r, 0, sizeof *r);
+    r->prec = prec;
     const size_t n = problem_out_elems(p, l), bytes = (n ? n : 1) * sizeof(double);
     r->val = malloc(bytes);
     r->lo = malloc(bytes);
@@ -257,46 +263,19 @@ int oracle_reference(const problem *p, int32_t l, oracle_ref *r) {
     }
     ref_input in;
     problem_ref_input(p, l, &in);
-    if (ref_attention_range(&in, cmp_logit_error(p->c.kv_dtype, p->c.head_dim), r->val, r->lo,
-                            r->hi) != 0) {
+    if (ref_attention_range(&in, cmp_error_model(prec, in.q_dtype, in.kv_dtype, in.head_dim),
+                            r->val, r->lo, r->hi) != 0) {
         oracle_ref_free(r);
+        r->prec = prec;
         return -1;
     }
     return 0;
-}
-
-int oracle_reference_bf16dot(const problem *p, int32_t l, oracle_ref *r) {
-    if (r->rlo) return 0;
-    const size_t n = problem_out_elems(p, l), bytes = (n ? n : 1) * sizeof(double);
-    double *val = malloc(bytes), *lo = malloc(bytes), *hi = malloc(bytes);
-    if (!val || !lo || !hi) {
-        free(val), free(lo), free(hi);
-        return -2;
-    }
-    ref_input in;
-    problem_ref_input(p, l, &in);
-    if (ref_attention_range(&in, cmp_bf16_dot_error(p->c.head_dim), val, lo, hi) != 0) {
-        free(val), free(lo), free(hi);
-        return -1;
-    }
-    free(val); /* the same exact outputs as r->val */
-    r->rlo = lo;
-    r->rhi = hi;
-    return 0;
-}
-
-oracle_ref oracle_ref_view(const oracle_ref *r, int rounded) {
-    oracle_ref v = {r->val, rounded ? r->rlo : r->lo, rounded ? r->rhi : r->hi, NULL, NULL,
-                    rounded};
-    return v;
 }
 
 void oracle_ref_free(oracle_ref *r) {
     free(r->val);
     free(r->lo);
     free(r->hi);
-    free(r->rlo);
-    free(r->rhi);
     memset(r, 0, sizeof *r);
 }
 
@@ -315,23 +294,30 @@ oracle_id oracle_check_differential(const problem *p, int32_t l, const void *got
                                     const oracle_ref *ref, cmp_result *stats, finding *f) {
     const case_spec *c = &p->c;
     size_t n = problem_out_elems(p, l);
-    cmp_tol tol = cmp_tolerance(c->q_dtype, c->kv_dtype, c->out_dtype);
+    cmp_tol tol = cmp_tolerance(c->out_dtype);
     cmp_result r;
     const int pass = cmp_compare(ref->val, ref->lo, ref->hi, got, c->out_dtype, n, tol, &r);
     if (stats) *stats = r;
     if (pass) return clean(f);
-    char where[160], range[96] = "";
+    char where[160], range[160] = "";
     elem_where(p, l, r.worst, where, sizeof where);
+    const ag_precision *pr = &ref->prec;
+    const int rounding = pr->q_dot != AG_F32 || pr->p_dot != AG_F32 || pr->acc != AG_F32;
     if (ref->lo[r.worst] < ref->hi[r.worst])
-        snprintf(range, sizeof range, " (%srounding allows [%.9g, %.9g])",
-                 ref->rounded ? "bf16 " : "", ref->lo[r.worst], ref->hi[r.worst]);
+        snprintf(range, sizeof range, " (the engine's rounding%s%s%s%s%s%s allows [%.9g, %.9g])",
+                 rounding ? ": q " : "", rounding ? ag_dtype_name(pr->q_dot) : "",
+                 rounding ? ", weights " : "", rounding ? ag_dtype_name(pr->p_dot) : "",
+                 rounding ? ", acc " : "", rounding ? ag_dtype_name(pr->acc) : "",
+                 ref->lo[r.worst], ref->hi[r.worst]);
+    int32_t wl = -1, wr = -1;
+    if (l < p->group.num_layers) wl = p->layers[l].window_left, wr = p->layers[l].window_right;
     return found(f, ORACLE_DIFFERENTIAL,
-                 "layers.%d (%d heads, window %d, %s out): %zu of %zu elements outside atol=%g "
-                 "rtol=%g; max_abs=%.3g max_rel=%.3g; worst %s: got %.9g want %.9g%s",
-                 (int)l, (int)c->layers[l].num_heads, (int)c->layers[l].window,
-                 ag_dtype_name(c->out_dtype), r.bad, n, tol.atol, tol.rtol, r.max_abs,
-                 r.max_rel, where, cmp_elem_get(got, r.worst, c->out_dtype), ref->val[r.worst],
-                 range);
+                 "layers.%d (%d heads, window (%d, %d), %s out): %zu of %zu elements outside "
+                 "the reference's interval by more than atol=%g rtol=%g; distance %.3g; worst "
+                 "%s: got %.9g want %.9g%s",
+                 (int)l, (int)c->layers[l].num_heads, (int)wl, (int)wr,
+                 ag_dtype_name(c->out_dtype), r.bad, n, tol.atol, tol.rtol, r.max_abs, where,
+                 cmp_elem_get(got, r.worst, c->out_dtype), ref->val[r.worst], range);
 }
 
 oracle_id oracle_check_agree(const problem *p, int32_t l, const void *base, const void *other,
@@ -352,16 +338,20 @@ oracle_id oracle_check_agree(const problem *p, int32_t l, const void *base, cons
             }
         return clean(f);
     }
-    cmp_tol tol = cmp_tolerance(c->q_dtype, c->kv_dtype, c->out_dtype);
+    cmp_tol tol = cmp_tolerance(c->out_dtype);
     tol.atol *= 2;
     tol.rtol *= 2;
     size_t worst = 0, bad = 0;
     double max_abs = 0, worst_ex = -INFINITY;
     for (size_t i = 0; i < n; i++) {
-        double a = cmp_elem_get(base, i, c->out_dtype), b = cmp_elem_get(other, i, c->out_dtype);
-        /* an undetermined element: `other` against the nearest end of its range */
-        if (ref && ref->lo && ref->lo[i] < ref->hi[i])
-            a = b < ref->lo[i] ? ref->lo[i] : b > ref->hi[i] ? ref->hi[i] : b;
+        double a = cmp_elem_get(base, i, c->out_dtype);
+        const double b = cmp_elem_get(other, i, c->out_dtype);
+        /* `other` against base, or against the nearest end of the interval
+         * the reference allows, whichever is nearer */
+        if (ref && ref->lo && ref->lo[i] < ref->hi[i]) {
+            const double e = b < ref->lo[i] ? ref->lo[i] : b > ref->hi[i] ? ref->hi[i] : b;
+            if (fabs(e - b) < fabs(a - b)) a = e;
+        }
         double dd = fabs(a - b), ex = dd - (tol.atol + tol.rtol * fabs(a));
         if (isnan(dd)) ex = dd = INFINITY;
         if (dd > max_abs) max_abs = dd;

@@ -147,24 +147,20 @@ oracle_id oracle_check_sizing(const engine_host *E, void *plan, const ag_plan_in
  * (problem_reference_bf16dot), for runs that round; NULL until
  * oracle_reference_bf16dot computes them. */
 typedef struct oracle_ref {
-    double *val, *lo, *hi;
-    double *rlo, *rhi;
-    int rounded; /* a view (oracle_ref_view) of the bf16-rounding model */
+    double *val, *lo, *hi;   /* the exact outputs, and the interval of each */
+    ag_precision prec;       /* the rounding model the intervals are for */
 } oracle_ref;
 
-/* The reference for layer l of a materialized problem, allocated into r
- * (free with oracle_ref_free); 0 ok, -1 if the reference refused, -2 if
- * r's buffers could not be allocated (r is then empty). */
-int oracle_reference(const problem *p, int32_t l, oracle_ref *r);
+/* The reference for layer l of a materialized problem under the rounding
+ * model of `prec` (an engine's ag_group_info.precision; all AG_F32: fp32
+ * arithmetic), allocated into r (free with oracle_ref_free); 0 ok, -1 if
+ * the reference refused, -2 if r's buffers could not be allocated (r is
+ * then empty). */
+int oracle_reference(const problem *p, int32_t l, ag_precision prec, oracle_ref *r);
 void oracle_ref_free(oracle_ref *r);
-/* Fill r->rlo, r->rhi if not yet done; 0 ok, -1 refused, -2 no memory. */
-int oracle_reference_bf16dot(const problem *p, int32_t l, oracle_ref *r);
-/* The view of r that a run judges against: val with the fp32 model's
- * ranges, or (rounded != 0) with the bf16-rounding model's. */
-oracle_ref oracle_ref_view(const oracle_ref *r, int rounded);
 
 /* Differential: `got` (out_dtype, layer l of p) against the reference
- * within cmp_tolerance (cmp_compare: the point, or the range). */
+ * within cmp_tolerance of the reference's interval (cmp_compare). */
 oracle_id oracle_check_differential(const problem *p, int32_t l, const void *got,
                                     const oracle_ref *ref, cmp_result *stats, finding *f);
 
@@ -175,6 +171,11 @@ oracle_id oracle_check_differential(const problem *p, int32_t l, const void *got
  * tolerance of the range.  `what` names the variant. */
 oracle_id oracle_check_agree(const problem *p, int32_t l, const void *base, const void *other,
                              const oracle_ref *ref, int bitwise, const char *what, finding *f);
+
+/* 1 when an engine's answer says only that the environment's limits were
+ * reached: out of memory (AG_INTERNAL, ATTN_E_NO_MEMORY) or a plan over the
+ * byte limit the caller set (ATTN_E_TOO_LARGE).  Never a finding. */
+int oracle_resource_limit(ag_status st, const ag_msg *msg);
 
 /* Print the finding's line and abort from the oracle's own frame. */
 #if defined(__GNUC__)

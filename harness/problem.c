@@ -72,6 +72,10 @@ static int layer_valid(const case_spec *c, const case_layer *L) {
     if (L->alibi >= CASE_SRC_COUNT || L->sinks >= CASE_SRC_COUNT) return 0;
     if (L->alibi == CASE_SRC_LIST && (int32_t)L->alibi_off + L->num_heads > c->list_len) return 0;
     if (L->sinks == CASE_SRC_LIST && (int32_t)L->sinks_off + L->num_heads > c->list_len) return 0;
+    for (int32_t h = 0; h < L->num_heads; h++)
+        if ((L->alibi == CASE_SRC_LIST && !isfinite(c->list[L->alibi_off + h])) ||
+            (L->sinks == CASE_SRC_LIST && !isfinite(c->list[L->sinks_off + h])))
+            return 0;
     return 1;
 }
 

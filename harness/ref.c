@@ -1,34 +1,57 @@
 /*
  * ref.c — the naive reference of DESIGN §2: straight loops in double
- * precision, K/V gathered token by token through the block table.
+ * precision.
  *
- * Owns: the definition of visibility (causal / non-causal, sliding window
- * counting the current token), soft cap, ALiBi, sinks and the softmax, as the
- * harness reads them, plus its own bf16/f16 -> double decoding.  Shares no
- * code with src/ (only the public types of attn.h): a bug copied into both
- * would be invisible.  Speed is not a goal; clarity is.  With an error
- * model (ref_attention_range) it also bounds every logit's rounding and,
- * for rows where that bound is too large to ignore, hands the intervals to
- * ref_range.c for the range the output may take.
+ * Owns: the definition of visibility as the harness reads it (positions
+ * of causal and non-causal queries, (left, right) windows, seq_len), soft
+ * cap, ALiBi, sinks and the softmax, and its own decoding of every ag_dtype
+ * (f32, bf16, f16, fp8 e4m3fn / e5m2 times their scale).  Shares no code
+ * with src/: a bug copied into both would be invisible.
+ *
+ * Shape of the work: per request and KV head, that request's K and V are
+ * decoded once into contiguous doubles (K transposed, so that a query
+ * row's logits are one pass per dimension over consecutive keys); per
+ * query row, only the keys its mask leaves visible are touched: the
+ * visible set is the contiguous range [k0, k1] of visible_range, not a
+ * test per key.  With a model (ref_attention_range), each row's exact
+ * result goes to ref_range.c for the interval an engine's rounding allows.
  */
 #include "ref.h"
+#include "ref_row.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* An fp8 code with `mbits` mantissa bits and exponent bias `bias`; e4m3fn
- * (ieee = 0) has no infinities and only S.1111.111 as NaN, e5m2 follows
- * IEEE (all-ones exponent: inf or NaN). */
-static double fp8_value(unsigned code, int mbits, int bias, int ieee) {
-    const int ebits = 7 - mbits, emax = (1 << ebits) - 1;
-    const int sign = (code >> 7) & 1, ex = (int)(code >> mbits) & emax;
-    const int mant = (int)code & ((1 << mbits) - 1);
+/* ---------------------------------------------------------- decoding */
+
+static double f16_value(uint16_t h) {
+    const int sign = (h >> 15) & 1, ex = (h >> 10) & 0x1f, mant = h & 0x3ff;
     double v;
-    if (ieee && ex == emax) v = mant ? NAN : INFINITY;
-    else if (!ieee && ex == emax && mant == (1 << mbits) - 1) v = NAN;
-    else if (ex == 0) v = ldexp((double)mant, 1 - bias - mbits);
-    else v = ldexp((double)(mant + (1 << mbits)), ex - bias - mbits);
+    if (ex == 0) v = ldexp((double)mant, -24);               /* zero, subnormal */
+    else if (ex == 31) v = mant ? NAN : INFINITY;
+    else v = ldexp((double)(mant + 1024), ex - 25);          /* 1.m * 2^(ex - 15) */
+    return sign ? -v : v;
+}
+
+/* e4m3fn: 1 sign, 4 exponent (bias 7), 3 mantissa bits; no infinities,
+ * S.1111.111 is NaN, so exponent 15 is an ordinary binade (max 1.75 * 2^8). */
+static double e4m3_value(uint8_t b) {
+    const int sign = b >> 7, ex = (b >> 3) & 0xf, mant = b & 0x7;
+    double v;
+    if (ex == 15 && mant == 7) return NAN;
+    if (ex == 0) v = ldexp((double)mant, -9);                 /* m/8 * 2^(1 - 7) */
+    else v = ldexp((double)(mant + 8), ex - 10);              /* 1.m * 2^(ex - 7) */
+    return sign ? -v : v;
+}
+
+/* e5m2: 1 sign, 5 exponent (bias 15), 2 mantissa bits, IEEE specials. */
+static double e5m2_value(uint8_t b) {
+    const int sign = b >> 7, ex = (b >> 2) & 0x1f, mant = b & 0x3;
+    double v;
+    if (ex == 31) v = mant ? NAN : INFINITY;
+    else if (ex == 0) v = ldexp((double)mant, -16);           /* m/4 * 2^(1 - 15) */
+    else v = ldexp((double)(mant + 4), ex - 17);              /* 1.m * 2^(ex - 15) */
     return sign ? -v : v;
 }
 
@@ -40,313 +63,243 @@ double ref_load(const void *base, size_t index, ag_dtype dtype) {
         /* bf16 is the top half of an IEEE single. */
         uint32_t bits = (uint32_t)((const uint16_t *)base)[index] << 16;
         float f;
-        memcpy(&f, &bits, sizeof(f));
+        memcpy(&f, &bits, sizeof f);
         return (double)f;
     }
-    case AG_F16: {
-        uint16_t h = ((const uint16_t *)base)[index];
-        int sign = (h >> 15) & 1;
-        int ex = (h >> 10) & 0x1f;
-        int mant = h & 0x3ff;
-        double v;
-        if (ex == 0) v = ldexp((double)mant, -24);                 /* zero, subnormal */
-        else if (ex == 31) v = mant ? NAN : INFINITY;
-        else v = ldexp((double)(mant + 1024), ex - 25);            /* 1.m * 2^(ex-15) */
-        return sign ? -v : v;
-    }
-    case AG_FP8_E4M3: return fp8_value(((const uint8_t *)base)[index], 3, 7, 0);
-    case AG_FP8_E5M2: return fp8_value(((const uint8_t *)base)[index], 2, 15, 1);
+    case AG_F16:
+        return f16_value(((const uint16_t *)base)[index]);
+    case AG_FP8_E4M3:
+        return e4m3_value(((const uint8_t *)base)[index]);
+    case AG_FP8_E5M2:
+        return e5m2_value(((const uint8_t *)base)[index]);
     default:
         return NAN;
     }
 }
 
-/* Is key k visible to the query at position p (DESIGN §2)? */
-static int visible(int64_t k, int64_t p, int32_t left, int32_t right, int causal) {
-    if (causal && k > p) return 0;
-    if (left >= 0 && k < p - left) return 0;
-    if (right >= 0 && k > p + right) return 0;
-    return 1;
-}
+static int is_fp8(ag_dtype d) { return d == AG_FP8_E4M3 || d == AG_FP8_E5M2; }
 
-static int input_ok(const ref_input *in) {
-    if (!in->query_start_loc || !in->seq_lens || !in->block_table || !in->q || !in->k_rows ||
-        !in->v_rows || !in->causal)
+/* --------------------------------------------------------- validation */
+
+/* All the checks of ref_attention's contract; *max_seq gets the longest
+ * sequence.  Sizes that the loops form are proven to fit in size_t. */
+static int input_ok(const ref_input *in, int32_t *max_seq) {
+    if (!in->query_start_loc || !in->seq_lens || !in->causal || !in->block_table || !in->q ||
+        !in->k_rows || !in->v_rows)
         return 0;
     if (in->num_reqs < 1 || in->num_heads < 1 || in->num_kv_heads < 1 ||
         in->num_heads % in->num_kv_heads != 0 || in->head_dim < 1 || in->block_size < 1 ||
-        in->block_table_stride < 1)
+        in->block_table_stride < 1 || in->num_blocks < 1)
         return 0;
     if (in->window_left < -1 || in->window_right < -1) return 0;
     if (!(in->softcap >= 0) || !(in->scale >= 0) || !isfinite(in->softcap) ||
         !isfinite(in->scale))
         return 0;
+    if ((unsigned)in->q_dtype >= AG_DTYPE_COUNT || (unsigned)in->kv_dtype >= AG_DTYPE_COUNT)
+        return 0;
+    if (is_fp8(in->kv_dtype) && !(in->k_scale > 0 && isfinite(in->k_scale) && in->v_scale > 0 &&
+                                  isfinite(in->v_scale)))
+        return 0;
     if (in->query_start_loc[0] != 0) return 0;
+    size_t cells;   /* K/V rows x heads x D, the largest index formed */
+    if (__builtin_mul_overflow((size_t)in->num_blocks, (size_t)in->block_size, &cells) ||
+        __builtin_mul_overflow(cells, (size_t)in->num_kv_heads, &cells) ||
+        __builtin_mul_overflow(cells, (size_t)in->head_dim, &cells))
+        return 0;
+    *max_seq = 0;
     for (int32_t r = 0; r < in->num_reqs; r++) {
-        int64_t q_len = (int64_t)in->query_start_loc[r + 1] - in->query_start_loc[r];
-        int64_t seq = in->seq_lens[r];
-        if (q_len < 1 || seq < q_len) return 0;
-        int64_t nblk = (seq + in->block_size - 1) / in->block_size;
+        const int64_t q_len = (int64_t)in->query_start_loc[r + 1] - in->query_start_loc[r];
+        const int64_t seq = in->seq_lens[r];
+        if (q_len < 1 || seq < q_len || in->causal[r] > 1) return 0;
+        const int64_t nblk = (seq + in->block_size - 1) / in->block_size;
         if (nblk > in->block_table_stride) return 0;
-        for (int64_t j = 0; j < nblk; j++) {
-            int32_t b = in->block_table[(size_t)r * (size_t)in->block_table_stride + (size_t)j];
-            if (b < 0 || b >= in->num_blocks) return 0;
+        const int32_t *bt = in->block_table + (size_t)r * (size_t)in->block_table_stride;
+        for (int64_t j = 0; j < nblk; j++)
+            if (bt[j] < 0 || bt[j] >= in->num_blocks) return 0;
+        if (seq > *max_seq) *max_seq = (int32_t)seq;
+    }
+    size_t outs;    /* tokens x heads x D */
+    if (__builtin_mul_overflow((size_t)in->query_start_loc[in->num_reqs], (size_t)in->num_heads,
+                               &outs) ||
+        __builtin_mul_overflow(outs, (size_t)in->head_dim, &outs))
+        return 0;
+    size_t kvd;     /* one request's K (or V) in doubles */
+    return !__builtin_mul_overflow((size_t)*max_seq, (size_t)in->head_dim, &kvd) &&
+           !__builtin_mul_overflow(kvd, sizeof(double), &kvd);
+}
+
+/* ---------------------------------------------------------- the rules */
+
+/* The visible keys of the query at position p: every k with
+ * p - left <= k <= p + right (each side unbounded at -1), k <= p when
+ * causal, 0 <= k < seq.  One contiguous range; it holds k = p (p < seq for
+ * both position rules), so it is never empty. */
+static void visible_range(const ref_input *in, int causal, int64_t p, int64_t seq, int64_t *k0,
+                          int64_t *k1) {
+    int64_t lo = 0, hi = seq - 1;
+    if (causal && p < hi) hi = p;
+    if (in->window_left >= 0 && p - in->window_left > lo) lo = p - in->window_left;
+    if (in->window_right >= 0 && p + in->window_right < hi) hi = p + in->window_right;
+    *k0 = lo;
+    *k1 = hi;
+}
+
+/* K and V of request r, KV head kvh, decoded (fp8 times its scale): kt
+ * [D][seq] (transposed), v [seq][D]; token k is row bt[k / bs] * bs + k % bs
+ * of the slot-major row arrays. */
+static void gather(const ref_input *in, int32_t r, int32_t kvh, double *kt, double *v) {
+    const int32_t seq = in->seq_lens[r], D = in->head_dim, bs = in->block_size;
+    const int32_t *bt = in->block_table + (size_t)r * (size_t)in->block_table_stride;
+    const double ks = is_fp8(in->kv_dtype) ? in->k_scale : 1.0;
+    const double vs = is_fp8(in->kv_dtype) ? in->v_scale : 1.0;
+    for (int32_t k = 0; k < seq; k++) {
+        const size_t row = (size_t)bt[k / bs] * (size_t)bs + (size_t)(k % bs);
+        const size_t base = (row * (size_t)in->num_kv_heads + (size_t)kvh) * (size_t)D;
+        for (int32_t d = 0; d < D; d++) {
+            kt[(size_t)d * (size_t)seq + (size_t)k] =
+                ref_load(in->k_rows, base + (size_t)d, in->kv_dtype) * ks;
+            v[(size_t)k * (size_t)D + (size_t)d] =
+                ref_load(in->v_rows, base + (size_t)d, in->kv_dtype) * vs;
         }
     }
-    return 1;
 }
 
-/* ALiBi's term for head h, key k, query position p (0 without slopes). */
-static double alibi_bias(const ref_input *in, int32_t h, int64_t k, int64_t p) {
-    return in->alibi_slopes ? (double)in->alibi_slopes[h] * (double)(k - p) : 0.0;
+/* Buffers of one call. */
+typedef struct work {
+    double *kt, *v, *q, *x, *s, *acc, *bb, *M, *P;
+    ref_ws *ws;   /* the bounds' own (model only) */
+} work;
+
+static void work_free(work *w) {
+    free(w->kt), free(w->v), free(w->q), free(w->x), free(w->s), free(w->acc);
+    free(w->bb), free(w->M), free(w->P);
+    ref_ws_free(w->ws);
 }
 
-/* Element index of (key k, dim 0) of KV head kvh in a cache, through the
- * request's block table row bt. */
-static size_t kv_index(const ref_input *in, const int32_t *bt, int32_t kvh, int64_t k) {
-    const int64_t bs = in->block_size;
-    const size_t slot = (size_t)bt[k / bs] * (size_t)bs + (size_t)(k % bs);
-    return (slot * (size_t)in->num_kv_heads + (size_t)kvh) * (size_t)in->head_dim;
-}
-
-static double load_k(const ref_input *in, size_t i) {
-    return ref_load(in->k_rows, i, in->kv_dtype) * in->k_scale;
-}
-
-static double load_v(const ref_input *in, size_t i) {
-    return ref_load(in->v_rows, i, in->kv_dtype) * in->v_scale;
-}
-
-/* Key k's logit x (scale * <q, k>, before the cap) as an interval
- * [x - e, x + e] through the soft cap and ALiBi (the cap is increasing,
- * so it maps the ends to the ends). */
-static void logit_interval(const ref_input *in, double x, double e, double bias,
-                           ref_range_key *key) {
-    double a = x - e, b = x + e;
-    if (in->softcap > 0) {
-        a = in->softcap * tanh(a / in->softcap);
-        b = in->softcap * tanh(b / in->softcap);
+static int work_alloc(work *w, int32_t max_seq, int32_t D, int with_model) {
+    memset(w, 0, sizeof *w);
+    const size_t kvd = (size_t)max_seq * (size_t)D;
+    w->kt = malloc(kvd * sizeof(double));
+    w->v = malloc(kvd * sizeof(double));
+    w->q = malloc((size_t)D * sizeof(double));
+    w->acc = malloc((size_t)D * sizeof(double));
+    w->bb = malloc((size_t)D * sizeof(double));
+    w->M = malloc((size_t)D * sizeof(double));
+    w->P = malloc((size_t)D * sizeof(double));
+    w->x = malloc((size_t)max_seq * sizeof(double));
+    w->s = malloc((size_t)max_seq * sizeof(double));
+    if (with_model) w->ws = ref_ws_alloc(max_seq);
+    if (!w->kt || !w->v || !w->q || !w->acc || !w->bb || !w->M || !w->P || !w->x || !w->s ||
+        (with_model && !w->ws)) {
+        work_free(w);
+        return -1;
     }
-    key->a = a + bias;
-    key->b = b + bias;
+    return 0;
 }
 
-/* One query row's keys, as attention() leaves them for row_range. */
-typedef struct row_keys {
-    const int32_t *bt;      /* the request's block table row */
-    int32_t kvh, h, seq;
-    int64_t p;              /* the query's position */
-    const unsigned char *vis;
-    const double *logit;    /* final logits (after cap and ALiBi) */
-    const double *xs, *ms;  /* scale x <q, k> and scale x sum |q_d k_d| */
-    double m, denom, sink;  /* softmax shift, its sum (sink included), sink logit */
-} row_keys;
+/* The logits of query head h at position p over the visible keys
+ * [k0, k0 + n) of the decoded kv: x = scale <q, k> before the cap, s
+ * final.  Returns the softmax's shift m (the sink takes part). */
+static double row_logits(const ref_input *in, const ref_kv *kv, int32_t h, int64_t p,
+                         int64_t k0, int64_t n, const double *q, double scale, double *x,
+                         double *s) {
+    const size_t seq = (size_t)kv->seq;
+    for (int64_t j = 0; j < n; j++) x[j] = 0;
+    for (int32_t d = 0; d < in->head_dim; d++) {
+        const double qd = q[d];
+        const double *kd = kv->kt + (size_t)d * seq + (size_t)k0;
+        for (int64_t j = 0; j < n; j++) x[j] += qd * kd[j];
+    }
+    double m = in->sinks ? (double)in->sinks[h] : -INFINITY;
+    for (int64_t j = 0; j < n; j++) {
+        x[j] *= scale;
+        double t = x[j];
+        if (in->softcap > 0) t = in->softcap * tanh(t / in->softcap);
+        if (in->alibi_slopes) t += (double)in->alibi_slopes[h] * (double)(k0 + j - p);
+        s[j] = t;
+        if (t > m) m = t;
+    }
+    return m;
+}
 
-/* The bound on how far the row (exact output o, D elements) moves when
- * each logit may move by up to d_k: the interval x_k +- e x ms_k carried
- * through the cap, plus wabs.  Each weight then changes by a factor r_k in
- * [e^-d_k, e^d_k], and since sum_k p_k (v_k - o) = 0 (p_k the softmax
- * weights, the sink a key of value 0 that never moves),
- *     |o'_d - o_d| <= sum_k p_k (e^d_k - 1) |v_kd - o_d| / sum_k p_k e^-d_k
- * for any size of d_k, not only to first order (a one-hot row whose top
- * key may drop by 50 is moved by nothing to first order).  B[d] gets the
- * numerator, *wmin the denominator.  Returns 0 when a term is not finite
- * (no bound), else 1. */
-static int row_bound(const ref_input *in, const row_keys *rk, const double *o, double e,
-                     double wabs, double *B, double *wmin) {
+/* The softmax average of the row: o[D] = sum_j e^(s_j - m) V[k0 + j] / l,
+ * l (returned) the sum of the weights and the sink's e^(sink - m).  With
+ * G (the bounds', ref_row_keys) the same pass over V also keeps, per d,
+ * bb = sum_j G_j |V[k0 + j][d]|, M = max_j |V[k0 + j][d]| and P = the
+ * largest |partial sum| of the weighted values in key order. */
+static double row_pv(const ref_input *in, const ref_kv *kv, int32_t h, int64_t k0, int64_t n,
+                     const double *s, double m, double *acc, double *o, const double *G,
+                     double *bb, double *M, double *P) {
     const int32_t D = in->head_dim;
-    *wmin = in->sinks ? exp(rk->sink - rk->m) / rk->denom : 0.0;
-    for (int32_t d = 0; d < D; d++) B[d] = 0;
-    for (int32_t k = 0; k < rk->seq; k++) {
-        if (!rk->vis[k]) continue;
-        ref_range_key t;
-        logit_interval(in, rk->xs[k], e * rk->ms[k], alibi_bias(in, rk->h, k, rk->p), &t);
-        const double dk = fmax(t.b - rk->logit[k], rk->logit[k] - t.a) + wabs;
-        const double s = rk->logit[k] - rk->m;
-        /* p_k (e^d_k - 1), with p_k e^d_k in one exp: p_k may underflow
-         * where p_k e^d_k does not */
-        const double g = exp(s + dk) / rk->denom - exp(s) / rk->denom;
-        *wmin += exp(s - dk) / rk->denom;
-        if (!isfinite(g)) return 0;
-        if (!(g > 0)) continue;
-        const size_t vb = kv_index(in, rk->bt, rk->kvh, k);
-        for (int32_t d = 0; d < D; d++)
-            B[d] += g * fabs(load_v(in, vb + (size_t)d) - o[d]);
+    double l = in->sinks ? exp((double)in->sinks[h] - m) : 0.0;
+    for (int32_t d = 0; d < D; d++) acc[d] = 0, bb[d] = 0, M[d] = 0, P[d] = 0;
+    for (int64_t j = 0; j < n; j++) {
+        const double w = exp(s[j] - m);
+        const double *vr = kv->v + (size_t)(k0 + j) * (size_t)D;
+        l += w;
+        if (!G) {
+            for (int32_t d = 0; d < D; d++) acc[d] += w * vr[d];
+            continue;
+        }
+        for (int32_t d = 0; d < D; d++) {
+            const double a = fabs(vr[d]);
+            acc[d] += w * vr[d];
+            bb[d] += G[j] * a;   /* a NaN or inf sticks here */
+            M[d] = a > M[d] ? a : M[d];
+            P[d] = fabs(acc[d]) > P[d] ? fabs(acc[d]) : P[d];
+        }
     }
-    return 1;
+    for (int32_t d = 0; d < D; d++) o[d] = acc[d] / l;
+    return l;
 }
 
-/* lo/hi of one row (D elements at lo, hi) whose exact output is o.
- * The fp32 model (err->wabs = 0): first the cheap question, how far can
- * the typical rounding (typ x ms_k) move the row (row_bound)?  Where every
- * element's bound is within point_max the row keeps its point; otherwise
- * each element gets the exact range over logits within their worst-case
- * bounds rel x ms_k (ref_softmax_range).  The bf16-rounding model (wabs >
- * 0): every element gets o +- its bound over the worst-case intervals
- * widened by wabs, or the exact range over those where the bound is not
- * finite.  scratch: D doubles; ab: 2 seq doubles; keys: seq entries. */
-static void row_range(const ref_input *in, const ref_logit_err *err, const row_keys *rk,
-                      const double *o, double *lo, double *hi, double *scratch, double *ab,
-                      ref_range_key *keys) {
-    const int32_t D = in->head_dim;
-    double *B = scratch, wmin;
-    if (err->wabs > 0) {
-        if (row_bound(in, rk, o, err->rel, err->wabs, B, &wmin) && wmin > 0) {
-            for (int32_t d = 0; d < D; d++) {
-                const double b = B[d] / wmin;
-                lo[d] = o[d] - b;
-                hi[d] = o[d] + b;
-            }
-            return;
-        }
-    } else {
-        int point = row_bound(in, rk, o, err->typ, 0.0, B, &wmin);
-        for (int32_t d = 0; d < D && point; d++) point = !(B[d] > err->point_max * wmin);
-        if (point) {
-            memcpy(lo, o, (size_t)D * sizeof(double));
-            memcpy(hi, o, (size_t)D * sizeof(double));
-            return;
-        }
-    }
-    /* the visible keys' worst-case intervals, once for every element */
-    int32_t n = 0;
-    for (int32_t k = 0; k < rk->seq; k++) {
-        if (!rk->vis[k]) continue;
-        ref_range_key t;
-        logit_interval(in, rk->xs[k], err->rel * rk->ms[k], alibi_bias(in, rk->h, k, rk->p), &t);
-        ab[2 * n] = t.a - err->wabs;
-        ab[2 * n + 1] = t.b + err->wabs;
-        n++;
-    }
-    for (int32_t d = 0; d < D; d++) {
-        int32_t j = 0;
-        for (int32_t k = 0; k < rk->seq; k++) {
-            if (!rk->vis[k]) continue;
-            keys[j].a = ab[2 * j];
-            keys[j].b = ab[2 * j + 1];
-            keys[j++].v = load_v(in, kv_index(in, rk->bt, rk->kvh, k) + (size_t)d);
-        }
-        ref_softmax_range(keys, n, in->sinks != NULL, rk->sink, lo + d, hi + d);
-    }
-}
-
-/* ref_attention, and with lo/hi (err then non-NULL) ref_attention_range. */
-static int attention(const ref_input *in, const ref_logit_err *err, double *out, double *lo,
+/* ref_attention, and with a model (then lo/hi non-NULL) ref_attention_range. */
+static int attention(const ref_input *in, const ref_model *model, double *out, double *lo,
                      double *hi) {
-    if (!in || !out || !input_ok(in)) return -1;
-
+    int32_t max_seq;
+    if (!in || !out || !input_ok(in, &max_seq)) return -1;
     const int32_t Hq = in->num_heads, Hkv = in->num_kv_heads, D = in->head_dim;
     const int32_t g = Hq / Hkv;
     const double scale = in->scale > 0 ? in->scale : 1.0 / sqrt((double)D);
-    int32_t max_seq = 0;
-    for (int32_t r = 0; r < in->num_reqs; r++)
-        if (in->seq_lens[r] > max_seq) max_seq = in->seq_lens[r];
-
-    double *logit = malloc((size_t)max_seq * sizeof(double));
-    unsigned char *vis = malloc((size_t)max_seq);
-    double *qrow = malloc((size_t)D * sizeof(double));
-    double *acc = malloc((size_t)D * sizeof(double));
-    /* for ranges: each key's uncapped logit and magnitude, its interval,
-     * and the keys */
-    double *xs = NULL, *ms = NULL, *ab = NULL;
-    ref_range_key *keys = NULL;
-    if (err) {
-        xs = malloc((size_t)max_seq * sizeof(double));
-        ms = malloc((size_t)max_seq * sizeof(double));
-        ab = malloc((size_t)max_seq * 2 * sizeof(double));
-        keys = malloc((size_t)max_seq * sizeof(ref_range_key));
-    }
-    if (!logit || !vis || !qrow || !acc || (err && (!xs || !ms || !ab || !keys))) {
-        free(logit); free(vis); free(qrow); free(acc);
-        free(xs); free(ms); free(ab); free(keys);
-        return -1;
-    }
+    work w;
+    if (work_alloc(&w, max_seq, D, model != NULL)) return -1;
 
     for (int32_t r = 0; r < in->num_reqs; r++) {
         const int32_t t0 = in->query_start_loc[r];
         const int32_t q_len = in->query_start_loc[r + 1] - t0;
         const int32_t seq = in->seq_lens[r];
-        const int32_t *bt = in->block_table + (size_t)r * (size_t)in->block_table_stride;
-
-        for (int32_t i = 0; i < q_len; i++) {
-            const int64_t t = (int64_t)t0 + i;
-            const int causal = in->causal[r] != 0;
-            const int64_t p = causal ? (int64_t)seq - q_len + i : i;   /* this query's position */
-            for (int32_t h = 0; h < Hq; h++) {
-                const int32_t kvh = h / g;
-                const size_t qbase = ((size_t)t * (size_t)Hq + (size_t)h) * (size_t)D;
-                for (int32_t d = 0; d < D; d++) qrow[d] = ref_load(in->q, qbase + (size_t)d, in->q_dtype);
-
-                /* logits of the visible keys and their max (a sink joins the max) */
-                double m = -INFINITY, ms_max = 0;
-                int any = 0;
-                for (int32_t k = 0; k < seq; k++) {
-                    vis[k] = (unsigned char)visible(k, p, in->window_left, in->window_right, causal);
-                    if (!vis[k]) continue;
-                    const size_t kbase = kv_index(in, bt, kvh, k);
-                    double dot = 0, mag = 0;
-                    for (int32_t d = 0; d < D; d++) {
-                        const double prod =
-                            qrow[d] * load_k(in, kbase + (size_t)d);
-                        dot += prod;
-                        mag += fabs(prod);
-                    }
-                    double s = scale * dot;
-                    if (err) {
-                        xs[k] = s;
-                        ms[k] = scale * mag;
-                        if (ms[k] > ms_max) ms_max = ms[k];
-                    }
-                    if (in->softcap > 0) s = in->softcap * tanh(s / in->softcap);
-                    s += alibi_bias(in, h, k, p);
-                    logit[k] = s;
-                    if (s > m) m = s;
-                    any = 1;
+        const int causal = in->causal[r] != 0;
+        for (int32_t kvh = 0; kvh < Hkv; kvh++) {
+            gather(in, r, kvh, w.kt, w.v);
+            ref_kv kv = {seq, D, w.kt, w.v, NULL, NULL, NULL, NULL};
+            if (model) {
+                ref_kv_bind(w.ws, &kv);
+                ref_kv_stats(model, &kv);
+            }
+            for (int32_t i = 0; i < q_len; i++) {
+                const int64_t p = causal ? (int64_t)seq - q_len + i : i;
+                int64_t k0, k1;
+                visible_range(in, causal, p, seq, &k0, &k1);
+                const int64_t n = k1 - k0 + 1;
+                for (int32_t h = kvh * g; h < (kvh + 1) * g; h++) {
+                    const size_t qbase =
+                        ((size_t)(t0 + i) * (size_t)Hq + (size_t)h) * (size_t)D;
+                    for (int32_t d = 0; d < D; d++)
+                        w.q[d] = ref_load(in->q, qbase + (size_t)d, in->q_dtype);
+                    const double m = row_logits(in, &kv, h, p, k0, n, w.q, scale, w.x, w.s);
+                    ref_row row = {in, &kv, h, p, k0, n, w.q, scale, w.x, w.s, m, 0.0,
+                                   in->sinks != NULL, in->sinks ? (double)in->sinks[h] : 0.0,
+                                   out + qbase};
+                    const double *G = model ? ref_row_keys(&row, model, w.ws) : NULL;
+                    row.denom = row_pv(in, &kv, h, k0, n, w.s, m, w.acc, out + qbase, G, w.bb,
+                                       w.M, w.P);
+                    if (model)
+                        ref_row_finish(&row, model, w.ws, w.bb, w.M, w.P, lo + qbase, hi + qbase);
                 }
-                double *o = out + qbase;
-                if (!any) {               /* no visible key: defined as zero */
-                    memset(o, 0, (size_t)D * sizeof(double));
-                    if (err) {
-                        memset(lo + qbase, 0, (size_t)D * sizeof(double));
-                        memset(hi + qbase, 0, (size_t)D * sizeof(double));
-                    }
-                    continue;
-                }
-                double sink = in->sinks ? (double)in->sinks[h] : 0;
-                if (in->sinks && sink > m) m = sink;
-
-                double denom = in->sinks ? exp(sink - m) : 0.0, vmax = 0;
-                for (int32_t d = 0; d < D; d++) acc[d] = 0;
-                for (int32_t k = 0; k < seq; k++) {
-                    if (!vis[k]) continue;
-                    const double w = exp(logit[k] - m);
-                    denom += w;
-                    const size_t vbase = kv_index(in, bt, kvh, k);
-                    for (int32_t d = 0; d < D; d++) {
-                        const double v = load_v(in, vbase + (size_t)d);
-                        acc[d] += w * v;
-                        if (fabs(v) > vmax) vmax = fabs(v);
-                    }
-                }
-                for (int32_t d = 0; d < D; d++) o[d] = acc[d] / denom;
-                if (!err) continue;
-                /* row_range's bound is at most (e^d - 1) e^d 2 vmax with
-                 * d = typ ms_max (the weights sum to <= 1, |v - o| <= 2
-                 * vmax): most rows stop here (not under the bf16-rounding
-                 * model, where every row gets its bound). */
-                const double dmax = err->typ * ms_max;
-                if (!(err->wabs > 0) && !(expm1(dmax) * exp(dmax) * 2.0 * vmax > err->point_max)) {
-                    memcpy(lo + qbase, o, (size_t)D * sizeof(double));
-                    memcpy(hi + qbase, o, (size_t)D * sizeof(double));
-                    continue;
-                }
-                const row_keys rk = {bt, kvh, h, seq, p, vis, logit, xs, ms, m, denom, sink};
-                row_range(in, err, &rk, o, lo + qbase, hi + qbase, acc, ab, keys);
             }
         }
     }
-    free(logit); free(vis); free(qrow); free(acc);
-    free(xs); free(ms); free(ab); free(keys);
+    work_free(&w);
     return 0;
 }
 
@@ -354,8 +307,8 @@ int ref_attention(const ref_input *in, double *out) {
     return attention(in, NULL, out, NULL, NULL);
 }
 
-int ref_attention_range(const ref_input *in, ref_logit_err err, double *out, double *lo,
+int ref_attention_range(const ref_input *in, ref_model model, double *out, double *lo,
                         double *hi) {
     if (!lo || !hi) return -1;
-    return attention(in, &err, out, lo, hi);
+    return attention(in, &model, out, lo, hi);
 }

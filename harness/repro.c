@@ -171,11 +171,13 @@ static int load_impl(const char *path, const char *target, int force_bytes, case
     }
     memset(info, 0, sizeof *info);
     info->nbytes = len;
-    /* Text only when it really is a case text: an empty file or a byte
-     * string that happens to be printable is a fuzz input (the empty input
-     * decodes to a different case than the default text). */
-    int named_case = !force_bytes && ends_with(path, ".case");
-    int text_ok = !force_bytes && len > 0 && memchr(buf, '\0', len) == NULL;
+    /* Text only when it really is a case text: a byte string that happens
+     * to be printable is a fuzz input.  An empty file is an empty text (an
+     * error: "no keys") unless it is known to be fuzz bytes (--target, or a
+     * fuzz_* directory in its path): the empty fuzz input is a valid case. */
+    int empty_text = !force_bytes && len == 0 && !(target && target[0]);
+    int named_case = !force_bytes && (ends_with(path, ".case") || empty_text);
+    int text_ok = !force_bytes && (len > 0 || empty_text) && memchr(buf, '\0', len) == NULL;
     case_spec c;
     char msg[256] = "";
     if (named_case || text_ok) {

@@ -1,13 +1,17 @@
 # mk/bench.mk — `make bench`: the standalone benchmark (bench/bench.c).
 #
-#   make bench        build $(B)/bench and run it; writes reports/bench.md
-#                     and reports/bench.json (limits measured in the same run)
-#   make bench-peer   the same run, then PyTorch's scaled-dot-product
-#                     attention on the same shapes (bench/peer.py) beside
-#                     it: reports/bench-peer.{md,json}
+#   make bench        build $(B)/bench and run it: the machine's limits, then
+#                     attnguard on every row against them; writes
+#                     reports/bench.md and reports/bench.json
+#   make bench-peer   every engine in BENCH_ENGINES (default attnguard; e.g.
+#                     BENCH_ENGINES=attnguard,ggml) on the same rows, timed in
+#                     turn round by round in one run, each output checked
+#                     against the fp64 reference; then PyTorch's
+#                     scaled-dot-product attention on the same shapes
+#                     (bench/peer.py) beside them: reports/bench-peer.{md,json}
 #   make probe        build $(B)/probe and run it: the CPU facts the AVX-512
-#                     kernels were shaped around (bench/probe.c; README ›
-#                     Speed quotes its output)
+#                     kernels were shaped around (bench/probe.c;
+#                     docs/perf-notes.md quotes its output)
 #   make test-peer    (part of `make test`) bench/peer.py --selftest: the
 #                     peer's GQA folding, causal offsets and window masks
 #                     against a float64 loop, so the side-by-side compares
@@ -15,19 +19,23 @@
 #
 # The peer runs in /usr/bin/python3 with Debian's python3-torch (PyPI is not
 # reachable from the project machines).  bench.c's narrowing variables
-# (BENCH_ONLY, BENCH_THREADS, BENCH_DTYPE, BENCH_HKV) narrow both sides
-# alike.
+# (BENCH_ONLY, BENCH_THREADS, BENCH_DTYPE, BENCH_HKV) narrow the engines'
+# rows; PyTorch runs the rows they ran.
 #
-# Only bench.c (the measurement loops: FMA/VDPBF16PS chains, the bandwidth
-# sweep) is built with -O3 -march=native; the engine is the ordinary
-# $(LIB) of this configuration, so the numbers are those users get.
+# Only bench/ (the measurement loops: FMA/VDPBF16PS chains, the bandwidth
+# sweep; the rows' timing) is built with -O3 -march=native; the engines and
+# the harness that drives them through the adapter ABI are the ordinary
+# $(HARLIB) and $(LIB) of this configuration, so the numbers are those users
+# get.
 
 BENCH_BIN := $(B)/bench
+BENCH_SRC := $(filter-out bench/probe.c,$(wildcard bench/*.c))
 BENCH_CFLAGS := -std=c11 -D_GNU_SOURCE -O3 -march=native -g $(WARN) -fopenmp $(EXTRA_CFLAGS)
+BENCH_ENGINES ?= attnguard
 
-$(BENCH_BIN): bench/bench.c src/attn.h $(LIB)
+$(BENCH_BIN): $(BENCH_SRC) $(wildcard bench/*.h) $(HARLIB) $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(BENCH_CFLAGS) -o $@ bench/bench.c $(LIB) $(LDLIBS_ALL)
+	$(CC) $(BENCH_CFLAGS) -o $@ $(BENCH_SRC) $(HARLIB) $(LIB) $(LDLIBS_ALL)
 
 PROBE_BIN := $(B)/probe
 
@@ -62,5 +70,5 @@ test-peer: peer-deps
 
 bench-peer: $(BENCH_BIN) test-peer
 	@mkdir -p reports
-	$(BENCH_BIN) reports
-	$(PEER_PY) bench/peer.py --engine reports/bench.json --out reports
+	$(BENCH_BIN) --peer --engines $(BENCH_ENGINES) reports
+	$(PEER_PY) bench/peer.py --engine reports/bench-peer.json --out reports

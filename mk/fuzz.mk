@@ -21,7 +21,7 @@ FZ_SAN := -fsanitize=address,undefined -fsanitize=float-divide-by-zero \
           -fno-sanitize-recover=all -fno-omit-frame-pointer
 # The ISA tables compiled in (ISA_DEFINES) are mk/isa.mk's.
 FZ_CFLAGS := $(CSTD) $(OPT) -g $(WARN) -fopenmp -fno-strict-aliasing $(FZ_SAN) \
-             $(ISA_DEFINES) $(EXTRA_CFLAGS)
+             $(ISA_DEFINES) $(ENGINE_CFLAGS) $(EXTRA_CFLAGS)
 ifneq ($(INJECT),)
 FZ_CFLAGS += -DATTN_INJECT_$(INJECT)=1 -DATTN_INJECT_NAME=\"$(INJECT)\"
 endif

@@ -14,15 +14,18 @@
 #                      render report.html in headless chromium (screenshot +
 #                      DOM check); not part of `make test` (needs chromium)
 #
-# Knobs: REPORT_SEED (grid seed), REPORT_GRID_ARGS (extra report_grid flags,
-# e.g. --isa ref,avx2), REPORT_DATE (folder name, default today, UTC),
+# Knobs: REPORT_SEED (grid seed), REPORT_ENGINES (the engines side by side,
+# default attnguard; e.g. attnguard,ggml), REPORT_GRID_ARGS (extra
+# report_grid flags, e.g. --variants default,isa=avx2 or --check-baseline),
+# REPORT_DATE (folder name, default today, UTC),
 # REPORT_RENDER_ARGS (extra render.py flags, e.g. --fuzz FILE --nightly FILE).
 REPORT_SEED ?= 20240601
+REPORT_ENGINES ?= attnguard
 REPORT_GRID_ARGS ?=
 REPORT_DATE ?=
 REPORT_RENDER_ARGS ?=
 REPORT_GRID := $(B)/report_grid
-REPORT_GRID_OBJ := $(B)/obj/reports/grid.o $(B)/obj/reports/naive.o
+REPORT_GRID_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(wildcard reports/*.c))
 REPORT_GRID_JSON := build/report/grid.json
 REPORT_DEPS_PKGS := python3-jsonschema chromium
 # Debian's python3-jsonschema lives in the system interpreter, which a
@@ -36,7 +39,8 @@ $(REPORT_GRID): $(REPORT_GRID_OBJ) $(HARLIB) $(LIB)
 
 report-grid: $(REPORT_GRID)
 	@mkdir -p $(dir $(REPORT_GRID_JSON))
-	$(REPORT_GRID) --seed $(REPORT_SEED) --out $(REPORT_GRID_JSON) $(REPORT_GRID_ARGS)
+	$(REPORT_GRID) --seed $(REPORT_SEED) --engines $(REPORT_ENGINES) --out $(REPORT_GRID_JSON) \
+	    $(REPORT_GRID_ARGS)
 
 report-render:
 	$(REPORT_PY) reports/render.py --grid $(REPORT_GRID_JSON) \

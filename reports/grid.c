@@ -1,37 +1,47 @@
 /*
  * grid.c — the differential correctness grid behind `make report`.
  *
- * Runs a seeded selection of a few hundred cells over the engine's
- * dimensions (ISA x dtype x head_dim x GQA group x window x soft cap x
- * sinks x decode/prefill/mixed x split policy x threads x block size) and,
- * for each cell, measures the engine's max abs / max rel error against the
- * fp64 reference (harness/ref.c) next to the error of a same-precision
- * naive baseline (reports/naive.c).  Writes one JSON document.
+ * Runs a seeded selection of a few hundred cells through every engine
+ * given (--engines, through the adapter ABI: harness/session.h) side by
+ * side and, for each (cell, engine), measures the engine's max abs / max
+ * rel error against the fp64 reference (harness/ref.c, computed once per
+ * cell) next to the error of a naive baseline that rounds as that engine
+ * says it rounds (reports/naive.c, ag_group_info.precision).  A cell an
+ * engine cannot express (engine_host_unsupported, or AG_UNSUPPORTED from
+ * create/plan) is skipped for that engine and counted with the reason.
+ * Writes one JSON document (reports/schema.json, "grid").
  *
- * Selection: dtype x head_dim x group x window is crossed in full (216
- * combinations); every other dimension is dealt out from a seeded, balanced
- * permutation, so each of its values lands in many cells and in varied
- * company.  A few hand-built cells add the literal Laguna XS groups (48 and
- * 64 query heads over 8 KV heads, D 128, bf16) per ISA.  Sequence lengths
- * shrink with the cost of a key (heads x head_dim) so the whole grid,
- * reference included, stays well under two minutes on two cores.
+ * Cells (reports/grid_cells.c): a crossed core of kv dtype x head_dim x
+ * group x window and blocks for fp8 KV, mixed causality, (left, right)
+ * windows, prefill on normal inputs and Laguna XS; every other dimension
+ * dealt out, including each engine's variants (its kernel tables, tuning
+ * profiles or CPU backends: engine_host.variants).  The grid, reference
+ * included, stays under about two minutes per engine on two cores.
  *
- * Verdict per cell: the engine ran (ATTN_OK) and either every element is
- * within cmp_tolerance, or its max abs AND max rel errors are each at most
- * 2x the baseline's.
- * NaN is never a pass.
+ * Verdict per (cell, engine): the engine ran (AG_OK) and either every
+ * element is within cmp_tolerance of the reference (under the rounding
+ * model the engine declares), or its max abs AND max rel errors are each
+ * at most 2x its own-precision baseline's.  NaN is never a pass.  The
+ * baseline itself is checked first (at fp32 against the reference: a
+ * baseline that drifted from DESIGN §2 would widen the 2x rule), and a
+ * cell whose baseline disagrees is not judged but fails as a harness bug.
  *
- * Owns: the cell selection, the per-cell pipeline and the JSON layout
- * (documented in reports/schema.json under "grid").  Does not own the
- * tolerances (harness/compare.c) or the inputs (harness/problem.c).
+ * Owns: the per-cell pipeline, the verdict and the JSON layout.  Does
+ * not own the tolerances (harness/compare.c), the inputs
+ * (harness/problem.c) or what an engine can express (harness/engine_host.c).
  *
- * Usage: report_grid [--out FILE] [--seed N] [--cells-per-combo N]
- *                    [--isa a,b] [--quiet]
- * Exit: 0 all cells pass, 1 some cell failed, 2 usage or setup error.
+ * Usage: report_grid [--out FILE] [--seed N] [--engines a,b]
+ *                    [--variants v,w] [--cells origin,origin]
+ *                    [--check-baseline] [--quiet]
+ * Exit: 0 every judged cell passes, 1 some cell failed, 2 usage or setup.
  */
 #include "../harness/case.h"
 #include "../harness/compare.h"
+#include "../harness/engine_host.h"
+#include "../harness/oracles.h"
 #include "../harness/problem.h"
+#include "../harness/session.h"
+#include "grid_cells.h"
 #include "naive.h"
 
 #include <math.h>
@@ -40,63 +50,45 @@
 #include <string.h>
 #include <time.h>
 
-#define MAX_ISAS 8
-#define MAX_CELLS 2048
-
-/* ----------------------------------------------------------- dimensions */
-
-typedef struct group_spec {
-    const char *label;
-    int32_t heads, kv_heads;
-} group_spec;
-
-static const attn_dtype dtypes[] = {ATTN_DTYPE_F32, ATTN_DTYPE_BF16, ATTN_DTYPE_F16};
-static const int32_t head_dims[] = {64, 80, 128, 256};
-/* GQA ratios 1, 4, 6, 8 (MQA) and the two Laguna XS layer kinds, each its
- * own attention group (the engine refuses a group that mixes them). */
-static const group_spec groups[] = {
-    {"mha-8/8", 8, 8},          {"gqa-16/4", 16, 4},          {"gqa-12/2", 12, 2},
-    {"mqa-8/1", 8, 1},          {"laguna-48/8", 48, 8},       {"laguna-64/8", 64, 8},
-};
-static const int32_t windows[] = {-1, 7, 512};
-static const float softcaps[] = {0.0f, 0.5f, 50.0f};
-static const char *const modes[] = {"decode", "prefill", "mixed"};
-static const attn_split_mode splits[] = {ATTN_SPLIT_AUTO, ATTN_SPLIT_OFF, ATTN_SPLIT_ON,
-                                         ATTN_SPLIT_FIXED};
-static const char *const split_names[] = {"auto", "off", "on", "fixed3"};
-static const int32_t thread_counts[] = {1, 2, 3};
-static const int32_t block_sizes[] = {16, 32, 7};
-
-#define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
-
-typedef struct cell {
-    int id;
-    const char *isa;
-    attn_dtype dtype;
-    int32_t head_dim, window, threads, block_size;
-    int group, mode, split, sinks;
-    float softcap;
-    const char *origin;   /* "crossed" or "laguna-xs" */
-} cell;
+#define MAX_ENGINES 4
+#define MAX_SKIP_REASONS 48
+#define MAX_RESULTS 4096           /* judged or skipped (cell, engine, variant) runs */
 
 typedef struct err_stats {
-    double max_abs, max_rel, tol_use;   /* tol_use: max |e| / (atol + rtol |ref|) */
+    double max_abs, max_rel, tol_use;   /* tol_use: max |e| / (atol + rtol |want|) */
     size_t nan_count;
 } err_stats;
 
-typedef struct cell_result {
-    attn_status status;
-    char message[ATTN_ERROR_MSG_LEN];
-    err_stats engine, naive;
+/* One (cell, engine, variant) that was judged. */
+typedef struct result {
+    int cell, engine;
+    const char *variant;        /* the options string ("" = the engine's default) */
+    ag_group_info gi;
+    ag_status status;
+    char code[AG_MSG_CODE_LEN];
+    char message[AG_MSG_TEXT_LEN + 64];
+    err_stats eng, base;
     cmp_tol tol;
     int within_tol, within_2x, pass;
-    int bf16_rounding;          /* the builder rounds (attn_builder_info) */
-    int32_t num_reqs, num_tokens;
-    int64_t pairs;              /* (query row, visible key) pairs per head */
     double engine_ms, total_ms;
     size_t scratch_bytes;
-    char reqs[160];             /* "q/kv,q/kv,..." */
-} cell_result;
+} result;
+
+typedef struct skip_rec {
+    int cell, engine;
+    char reason[96];
+} skip_rec;
+
+typedef struct engine_run {
+    engine_host h;
+    const char *name;
+    int n_var;                  /* variants used (after --variants) */
+    const char *var[ENGINE_HOST_MAX_VARIANTS];
+    int dealt[GRID_MAX_CELLS];       /* the variant index of each dealt cell */
+    int cells, passed, skipped;
+    double seconds;             /* everything for this engine except the shared reference */
+    struct { char why[96]; int n; } reasons[MAX_SKIP_REASONS];
+} engine_run;
 
 /* ------------------------------------------------------------ utilities */
 
@@ -106,93 +98,13 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static uint64_t mix(uint64_t *s) { return problem_rng_next(s); }
-
-/* A balanced assignment: perm of 0..n-1 mapped to n_values buckets. */
-static void balanced(int *out, int n, int n_values, uint64_t *rng) {
-    for (int i = 0; i < n; i++) out[i] = i % n_values;
-    for (int i = n - 1; i > 0; i--) {
-        int j = (int)(mix(rng) % (uint64_t)(i + 1));
-        int t = out[i];
-        out[i] = out[j];
-        out[j] = t;
-    }
-}
-
-static int32_t clampi(int64_t v, int64_t lo, int64_t hi) {
-    return (int32_t)(v < lo ? lo : (v > hi ? hi : v));
-}
-
-/* ------------------------------------------------------------- batches */
-
-/* Fill the requests of a cell's case; lengths follow the key budget. */
-static void make_batch(const cell *ce, case_spec *c, uint64_t *rng) {
-    const group_spec *gs = &groups[ce->group];
-    /* ~2e7 multiply-adds per pass of the reference at 2*Hq*D per pair */
-    int64_t budget = 20000000 / ((int64_t)gs->heads * ce->head_dim);
-    if (budget < 1500) budget = 1500;
-    if (budget > 40000) budget = 40000;
-    int n = 0;
-    const char *mode = modes[ce->mode];
-    if (strcmp(mode, "decode") == 0) {
-        int32_t l1 = clampi(budget / 2, 64, 1000);
-        if (ce->window == 512 && l1 < 530) l1 = 530;   /* make the window bite */
-        c->q_len[n] = 1; c->kv_len[n++] = l1;
-        c->q_len[n] = 1; c->kv_len[n++] = 1 + (int32_t)(mix(rng) % (uint64_t)(l1 / 3 + 1));
-        c->q_len[n] = 1; c->kv_len[n++] = 1;
-    } else if (strcmp(mode, "prefill") == 0) {
-        int32_t l1 = clampi((int64_t)sqrt((double)budget * 1.5), 8, 300);
-        c->q_len[n] = l1; c->kv_len[n++] = l1;
-        int32_t l2 = 1 + (int32_t)(mix(rng) % 40u);
-        c->q_len[n] = l2; c->kv_len[n++] = l2;
-    } else {
-        /* chunked prefill continuing a long context, a decode, a fresh prefill */
-        int32_t k = clampi(budget / 6, 40, 700);
-        if (ce->window == 512 && k < 530) k = 530;
-        int32_t chunk = clampi(budget / (3 * (int64_t)k), 2, 64);
-        c->q_len[n] = chunk; c->kv_len[n++] = k;
-        c->q_len[n] = 1; c->kv_len[n++] = clampi(budget / 3, 32, 800);
-        int32_t fresh = clampi((int64_t)sqrt((double)budget / 3.0), 4, 100);
-        c->q_len[n] = fresh; c->kv_len[n++] = fresh;
-        c->q_len[n] = 1; c->kv_len[n++] = 1 + (int32_t)(mix(rng) % 200u);
-    }
-    c->num_reqs = n;
-}
-
-static void cell_case(const cell *ce, uint64_t seed, case_spec *c) {
-    case_default(c);
-    const group_spec *gs = &groups[ce->group];
-    snprintf(c->name, sizeof c->name, "grid-%d", ce->id);
-    c->num_layers = 1;
-    memset(&c->layers[0], 0, sizeof c->layers[0]);
-    c->layers[0].num_heads = gs->heads;
-    c->layers[0].window = ce->window;
-    c->layers[0].softcap = ce->softcap;
-    c->layers[0].sinks = (uint8_t)ce->sinks;
-    c->model_num_heads = gs->heads;
-    c->num_kv_heads = gs->kv_heads;
-    c->head_dim = ce->head_dim;
-    c->block_size = ce->block_size;
-    c->q_dtype = c->kv_dtype = c->out_dtype = ce->dtype;
-    c->causal = 1;
-    c->blocks = (case_blocks)(ce->id % 2 ? CASE_BLOCKS_SHUFFLED : CASE_BLOCKS_CONTIGUOUS);
-    c->threads = ce->threads;
-    c->split = splits[ce->split];
-    c->split_count = 3;
-    c->seed = seed * 1000003u + (uint64_t)ce->id;
-    c->expect = ATTN_OK;
-    snprintf(c->isa, sizeof c->isa, "%s", ce->isa);
-    uint64_t rng = c->seed ^ 0x5eedu;
-    make_batch(ce, c, &rng);
-}
-
 /* ------------------------------------------------------------ measuring */
 
 /* Errors of got against the exact ref (max_abs, max_rel), and the share
- * of the tolerance used (tol_use), measured where lo and hi are given from
- * the nearest point of [lo[i], hi[i]] (the bf16-rounding model's range). */
+ * of the tolerance used (tol_use), measured from the nearest point of
+ * [lo[i], hi[i]] (the range the engine's declared rounding allows). */
 static void measure(const double *ref, const double *lo, const double *hi, const void *got,
-                    attn_dtype dt, size_t n, cmp_tol tol, err_stats *st) {
+                    ag_dtype dt, size_t n, cmp_tol tol, err_stats *st) {
     memset(st, 0, sizeof *st);
     for (size_t i = 0; i < n; i++) {
         const double g = cmp_elem_get(got, i, dt);
@@ -210,154 +122,250 @@ static void measure(const double *ref, const double *lo, const double *hi, const
     }
 }
 
-static int run_cell(const cell *ce, uint64_t seed, cell_result *res) {
-    memset(res, 0, sizeof *res);
-    double t_start = now_ms();
-    case_spec c;
-    cell_case(ce, seed, &c);
-    res->num_reqs = c.num_reqs;
-    size_t used = 0;
-    for (int32_t r = 0; r < c.num_reqs && used + 24 < sizeof res->reqs; r++) {
-        used += (size_t)snprintf(res->reqs + used, sizeof res->reqs - used, "%s%d/%d",
-                                 r ? "," : "", (int)c.q_len[r], (int)c.kv_len[r]);
-        int64_t lo = (int64_t)c.kv_len[r] - c.q_len[r];
-        for (int32_t i = 0; i < c.q_len[r]; i++) {
-            int64_t vis = lo + i + 1;
-            if (ce->window > 0 && vis > ce->window) vis = ce->window;
-            res->pairs += vis;
+static void naive_from(const problem *p, const ag_precision *pr, naive_input *ni) {
+    const case_spec *c = &p->c;
+    const ag_layer *L = &p->layers[0];
+    memset(ni, 0, sizeof *ni);
+    ni->num_reqs = c->num_reqs;
+    ni->query_start_loc = p->qsl;
+    ni->seq_lens = p->seq_lens;
+    ni->causal = p->causal;
+    ni->block_table = p->block_table;
+    ni->block_table_stride = p->bt_stride;
+    ni->num_heads = L->num_heads;
+    ni->num_kv_heads = c->num_kv_heads;
+    ni->head_dim = c->head_dim;
+    ni->block_size = c->block_size;
+    ni->window_left = L->window_left;
+    ni->window_right = L->window_right;
+    ni->softcap = L->softcap;
+    ni->scale = L->scale;
+    ni->alibi_slopes = L->alibi_slopes;
+    ni->sinks = L->sinks;
+    ni->q = p->q[0];
+    ni->k_rows = p->k_rows;
+    ni->v_rows = p->v_rows;
+    ni->q_dtype = c->q_dtype;
+    ni->kv_dtype = c->kv_dtype;
+    ni->out_dtype = c->out_dtype;
+    ni->k_scale = L->k_scale;
+    ni->v_scale = L->v_scale;
+    ni->precision = *pr;
+}
+
+static void count_skip(engine_run *er, const char *why) {
+    er->skipped++;
+    for (int i = 0; i < MAX_SKIP_REASONS; i++) {
+        if (er->reasons[i].n && strcmp(er->reasons[i].why, why) == 0) {
+            er->reasons[i].n++;
+            return;
+        }
+        if (!er->reasons[i].n) {
+            snprintf(er->reasons[i].why, sizeof er->reasons[i].why, "%s", why);
+            er->reasons[i].n = 1;
+            return;
         }
     }
+}
 
+static void record_skip(skip_rec *s, engine_run *er, int ci, int engine, const char *why) {
+    s->cell = ci;
+    s->engine = engine;
+    snprintf(s->reason, sizeof s->reason, "%s", why);
+    count_skip(er, s->reason);
+}
+
+/* A cell's problem and what is computed once for it, whatever the number
+ * of engines and variants: the fp64 reference, and the naive baseline's
+ * errors for each precision an engine declared. */
+#define MAX_BASELINES 4
+typedef struct cell_ctx {
+    const grid_cell *ce;
+    case_spec c;
     problem p;
-    char errbuf[256];
-    attn_builder *b = NULL;
-    attn_plan *plan = NULL;
-    void *scratch = NULL, *out = NULL, *base = NULL;
-    double *ref = NULL, *lo = NULL, *hi = NULL;
-    attn_error err;
-    memset(&err, 0, sizeof err);
+    oracle_ref ref;             /* under fp32 arithmetic */
+    oracle_ref rref[MAX_BASELINES];   /* under the rounding models runs declared */
+    int n_rref;
+    int state;                  /* -1 not built yet, 1 built, 0 failed (err says why) */
+    char err[256];
+    double ref_cpu_ms;          /* CPU time of the problem and its reference */
+    double naive_check;         /* max |naive at fp32 - reference| / the outputs' scale */
+    struct {
+        ag_precision pr;
+        err_stats st;
+    } base[MAX_BASELINES];
+    int n_base;
+} cell_ctx;
 
-    if (problem_init(&p, &c, (size_t)1 << 30, errbuf, sizeof errbuf) != 0 || !p.materialized) {
-        snprintf(res->message, sizeof res->message, "problem: %.200s",
-                 p.unmaterialized_reason ? p.unmaterialized_reason : errbuf);
-        res->status = ATTN_E_INTERNAL;
+static double cpu_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The baseline is only a yardstick if it computes DESIGN §2: at fp32
+ * precision, with an f32 output, it must agree with the fp64 reference to
+ * 1e-4 of the output's scale (fp32 rounding stays below 2e-5 of it on
+ * these cells, ALiBi logits of ~500 at 1000 keys being the worst; a
+ * masking, position or decoding slip moves outputs by far more, even a
+ * window off by one at W = 512).  A disagreement fails the cell as a
+ * harness bug instead of letting a wrong baseline widen the 2x rule.
+ * 1 agrees, 0 not (err says by how much). */
+static int check_naive(cell_ctx *x) {
+    const size_t n = problem_out_elems(&x->p, 0);
+    float *out = malloc(n * sizeof *out);
+    naive_input ni;
+    const ag_precision f32 = {AG_F32, AG_F32, AG_F32};
+    naive_from(&x->p, &f32, &ni);
+    ni.out_dtype = AG_F32;
+    if (!out || naive_attention(&ni, out) != 0) {
+        free(out);
+        snprintf(x->err, sizeof x->err, "the naive baseline refused the input (harness bug)");
         return 0;
     }
-    res->num_tokens = p.num_tokens;
-    res->tol = cmp_tolerance(c.q_dtype, c.kv_dtype, c.out_dtype);
-    const size_t n = problem_out_elems(&p, 0), osz = attn_dtype_size(c.out_dtype);
+    double scale = 0, worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        scale = fmax(scale, fabs(x->ref.val[i]));
+        const double e = fabs((double)out[i] - x->ref.val[i]);
+        worst = isnan(e) || e > worst ? (isnan(e) ? INFINITY : e) : worst;
+    }
+    free(out);
+    x->naive_check = worst / fmax(scale, 1e-3);
+    if (x->naive_check <= 1e-4) return 1;
+    snprintf(x->err, sizeof x->err, "the naive baseline at fp32 differs from the fp64 reference "
+             "by %.3g (outputs up to %.3g): harness bug, the cell is not judged", worst, scale);
+    return 0;
+}
 
-    attn_plan_opts po = {c.split, c.split_count, 0};
-    res->status = attn_builder_create(&p.group, &b, &err);
-    if (res->status == ATTN_OK) {
-        attn_builder_info bi;
-        memset(&bi, 0, sizeof bi);
-        attn_builder_get_info(b, &bi, NULL);
-        res->bf16_rounding = bi.bf16_rounding;
-        res->status = attn_builder_build(b, &p.batch, &po, &plan, &err);
+static int cell_build(cell_ctx *x) {
+    if (x->state >= 0) return x->state;
+    const double t0 = cpu_ms();
+    x->state = problem_init(&x->p, &x->c, (size_t)1 << 30, x->err, sizeof x->err) == 0 &&
+               x->p.materialized;
+    if (!x->state && x->p.unmaterialized_reason)
+        snprintf(x->err, sizeof x->err, "problem: %s", x->p.unmaterialized_reason);
+    const ag_precision f32 = {AG_F32, AG_F32, AG_F32};
+    if (x->state && oracle_reference(&x->p, 0, f32, &x->ref) != 0) {
+        snprintf(x->err, sizeof x->err, "the reference refused the input");
+        x->state = 0;
     }
-    if (res->status == ATTN_OK) res->status = attn_plan_scratch_size(plan, &res->scratch_bytes, &err);
-    if (res->status != ATTN_OK) {
-        snprintf(res->message, sizeof res->message, "%s: %.200s",
-                 attn_status_name(res->status), err.message);
-        goto done;
+    if (x->state) x->state = check_naive(x);
+    x->ref_cpu_ms = cpu_ms() - t0;
+    return x->state;
+}
+
+static void cell_free(cell_ctx *x) {
+    oracle_ref_free(&x->ref);
+    for (int i = 0; i < x->n_rref; i++) oracle_ref_free(&x->rref[i]);
+    problem_free(&x->p);
+}
+
+/* The reference interval a run of precision pr is judged against (as
+ * check.c judges it), computed once per precision; NULL on failure. */
+static const oracle_ref *ref_for(cell_ctx *x, const ag_precision *pr) {
+    if (memcmp(&x->ref.prec, pr, sizeof *pr) == 0) return &x->ref;
+    for (int i = 0; i < x->n_rref; i++)
+        if (memcmp(&x->rref[i].prec, pr, sizeof *pr) == 0) return &x->rref[i];
+    if (x->n_rref == MAX_BASELINES) return NULL;
+    if (oracle_reference(&x->p, 0, *pr, &x->rref[x->n_rref]) != 0) return NULL;
+    return &x->rref[x->n_rref++];
+}
+
+/* The naive baseline's errors at precision pr against the exact
+ * reference (computed once per precision).  0, or -1. */
+static int baseline(cell_ctx *x, const ag_precision *pr, cmp_tol tol, err_stats *st) {
+    for (int i = 0; i < x->n_base; i++)
+        if (memcmp(&x->base[i].pr, pr, sizeof *pr) == 0) {
+            *st = x->base[i].st;
+            return 0;
+        }
+    const size_t n = problem_out_elems(&x->p, 0);
+    void *out = malloc(n * ag_dtype_size(x->c.out_dtype));
+    naive_input ni;
+    naive_from(&x->p, pr, &ni);
+    if (!out || naive_attention(&ni, out) != 0) {
+        free(out);
+        return -1;
     }
-    size_t sbytes = (res->scratch_bytes + ATTN_ALIGN - 1) / ATTN_ALIGN * ATTN_ALIGN;
-    scratch = aligned_alloc(ATTN_ALIGN, sbytes ? sbytes : ATTN_ALIGN);
-    out = malloc(n * osz);
-    base = malloc(n * osz);
-    ref = malloc(n * sizeof *ref);
-    if (!scratch || !out || !base || !ref) {
-        res->status = ATTN_E_NO_MEMORY;
+    measure(x->ref.val, NULL, NULL, out, x->c.out_dtype, n, tol, st);
+    free(out);
+    if (x->n_base < MAX_BASELINES) {
+        x->base[x->n_base].pr = *pr;
+        x->base[x->n_base++].st = *st;
+    }
+    return 0;
+}
+
+/* Engine er, variant v, on the cell's problem (one the engine can express
+ * by its capabilities).  Returns 1 judged (*res filled), 0 skipped (why:
+ * AG_UNSUPPORTED from create or plan). */
+static int run_engine(engine_run *er, int v, cell_ctx *x, result *res, char *why,
+                      size_t why_cap) {
+    const double t_start = now_ms();
+    const case_spec *c = &x->c;
+    const problem *p = &x->p;
+    memset(res, 0, sizeof *res);
+    res->variant = er->var[v];
+    res->tol = cmp_tolerance(c->out_dtype);
+    session s;
+    const ag_plan_opts po = {c->split, c->split_count, 0};
+    if (session_open(&s, &er->h, p, er->var[v], c->threads, &po, NULL, NULL) != 0) {
+        if (s.status == AG_UNSUPPORTED) {
+            snprintf(why, why_cap, "%s: %.80s", s.stage, s.msg.code[0] ? s.msg.code : s.msg.text);
+            return 0;
+        }
+        res->status = s.status;
+        snprintf(res->code, sizeof res->code, "%s", s.msg.code);
+        snprintf(res->message, sizeof res->message, "%s: %s %s: %s", s.stage,
+                 ag_status_name(s.status), s.msg.code, s.msg.text);
+        res->total_ms = now_ms() - t_start;
+        return 1;
+    }
+    res->gi = s.gi;
+    res->scratch_bytes = s.info.scratch_bytes;
+    const size_t n = problem_out_elems(p, 0), osz = ag_dtype_size(c->out_dtype);
+    void *out = malloc(n * osz);
+    if (!out) {
+        res->status = AG_INTERNAL;
         snprintf(res->message, sizeof res->message, "report_grid: out of memory");
         goto done;
     }
     memset(out, 0xff, n * osz);   /* NaN in every dtype: unwritten elements show */
-
-    attn_tensors t = problem_tensors(&p, 0, out);
-    double t0 = now_ms();
-    res->status = attn_run(plan, &p.layers[0], &t, scratch, res->scratch_bytes, &err);
+    const double t0 = now_ms();
+    session_run(&s, 0, NULL, out);
     res->engine_ms = now_ms() - t0;
-    if (res->status != ATTN_OK) {
-        snprintf(res->message, sizeof res->message, "%s: %.200s",
-                 attn_status_name(res->status), err.message);
+    res->status = s.status;
+    snprintf(res->code, sizeof res->code, "%s", s.msg.code);
+    if (s.status != AG_OK) {
+        snprintf(res->message, sizeof res->message, "run: %s %s: %s", ag_status_name(s.status),
+                 s.msg.code, s.msg.text);
         goto done;
     }
-
-    /* a builder that rounds to bf16 is judged against the ranges of that
-     * model (harness/compare.c) and beside a baseline that rounds alike */
-    if (res->bf16_rounding) {
-        lo = malloc(n * sizeof *lo);
-        hi = malloc(n * sizeof *hi);
-        if (!lo || !hi) {
-            res->status = ATTN_E_NO_MEMORY;
-            snprintf(res->message, sizeof res->message, "report_grid: out of memory");
-            goto done;
-        }
-    }
-    if ((res->bf16_rounding ? problem_reference_bf16dot(&p, 0, ref, lo, hi)
-                            : problem_reference(&p, 0, ref, NULL, NULL)) != 0) {
-        res->status = ATTN_E_INTERNAL;
-        snprintf(res->message, sizeof res->message, "the reference refused the input");
+    const oracle_ref *view = ref_for(x, &s.gi.precision);
+    if (!view || baseline(x, &s.gi.precision, res->tol, &res->base) != 0) {
+        res->status = AG_INTERNAL;
+        snprintf(res->message, sizeof res->message, "the rounding-model reference or the naive "
+                 "baseline refused the input (harness bug)");
         goto done;
     }
-
-    naive_input ni;
-    memset(&ni, 0, sizeof ni);
-    ni.num_reqs = c.num_reqs;
-    ni.query_start_loc = p.qsl;
-    ni.seq_lens = p.seq_lens;
-    ni.block_table = p.block_table;
-    ni.block_table_stride = p.bt_stride;
-    ni.causal = c.causal;
-    ni.num_heads = c.layers[0].num_heads;
-    ni.num_kv_heads = c.num_kv_heads;
-    ni.head_dim = c.head_dim;
-    ni.block_size = c.block_size;
-    ni.window = c.layers[0].window;
-    ni.softcap = c.layers[0].softcap;
-    ni.scale = c.layers[0].scale;
-    ni.sinks = p.layers[0].sinks;
-    ni.alibi_slopes = p.layers[0].alibi_slopes;
-    ni.q = p.q[0];
-    ni.k_cache = p.k_cache;
-    ni.v_cache = p.v_cache;
-    ni.q_dtype = c.q_dtype;
-    ni.kv_dtype = c.kv_dtype;
-    ni.out_dtype = c.out_dtype;
-    ni.bf16_dots = res->bf16_rounding;
-    if (naive_attention(&ni, base) != 0) {
-        res->status = ATTN_E_INTERNAL;
-        snprintf(res->message, sizeof res->message, "the naive baseline failed");
-        goto done;
-    }
-
-    measure(ref, lo, hi, out, c.out_dtype, n, res->tol, &res->engine);
-    measure(ref, NULL, NULL, base, c.out_dtype, n, res->tol, &res->naive);
-    res->within_tol = res->engine.nan_count == 0 && res->engine.tol_use <= 1.0;
+    measure(view->val, view->lo, view->hi, out, c->out_dtype, n, res->tol, &res->eng);
+    res->within_tol = res->eng.nan_count == 0 && res->eng.tol_use <= 1.0;
     /* "error" is both figures: max abs alone is dominated by the output
      * rounding of the largest elements and hides errors on small ones. */
-    res->within_2x = res->engine.nan_count == 0 &&
-                     res->engine.max_abs <= 2.0 * res->naive.max_abs &&
-                     res->engine.max_rel <= 2.0 * res->naive.max_rel;
+    res->within_2x = res->eng.nan_count == 0 && res->eng.max_abs <= 2.0 * res->base.max_abs &&
+                     res->eng.max_rel <= 2.0 * res->base.max_rel;
     res->pass = res->within_tol || res->within_2x;
     if (!res->pass)
         snprintf(res->message, sizeof res->message,
                  "max_abs %.3g / max_rel %.3g vs baseline %.3g / %.3g (limit 2x); "
-                 "%.2f x tolerance", res->engine.max_abs, res->engine.max_rel,
-                 res->naive.max_abs, res->naive.max_rel, res->engine.tol_use);
+                 "%.2f x tolerance%s", res->eng.max_abs, res->eng.max_rel, res->base.max_abs,
+                 res->base.max_rel, res->eng.tol_use,
+                 res->eng.nan_count ? " (NaN or unwritten elements)" : "");
 done:
-    free(ref);
-    free(lo);
-    free(hi);
-    free(base);
     free(out);
-    free(scratch);
-    attn_plan_destroy(plan);
-    attn_builder_destroy(b);
-    problem_free(&p);
+    session_close(&s);
     res->total_ms = now_ms() - t_start;
-    return res->pass;
+    return 1;
 }
 
 /* ------------------------------------------------------------------ JSON */
@@ -388,182 +396,336 @@ static void json_err(FILE *f, const char *key, const err_stats *e) {
     fprintf(f, ", \"nan\": %zu}", e->nan_count);
 }
 
-static void json_cell(FILE *f, const cell *ce, const cell_result *r) {
-    const group_spec *gs = &groups[ce->group];
-    fprintf(f, "    {\"id\": %d, \"origin\": \"%s\", \"isa\": ", ce->id, ce->origin);
-    json_str(f, ce->isa);
-    fprintf(f, ", \"dtype\": \"%s\", \"head_dim\": %d, \"group\": \"%s\", \"num_heads\": %d, "
-               "\"num_kv_heads\": %d, \"window\": %d, \"softcap\": %g, \"sinks\": %s, "
-               "\"mode\": \"%s\", \"split\": \"%s\", \"threads\": %d, \"block_size\": %d,\n",
-            attn_dtype_name(ce->dtype), (int)ce->head_dim, gs->label, (int)gs->heads,
-            (int)gs->kv_heads, (int)ce->window, (double)ce->softcap,
-            ce->sinks ? "true" : "false", modes[ce->mode], split_names[ce->split],
+static const char *dname(ag_dtype d) {
+    const char *s = ag_dtype_name(d);
+    return s ? s : "?";
+}
+
+static void json_cell(FILE *f, const grid_cell *ce, const grid_cell_info *ci, const result *r,
+                      const engine_run *er) {
+    const grid_group *gs = &grid_groups[ce->group];
+    const ag_precision *pr = &r->gi.precision;
+    fprintf(f, "    {\"id\": %d, \"origin\": \"%s\", \"engine_name\": ", ce->id, ce->origin);
+    json_str(f, er->name);
+    fputs(", \"variant\": ", f);
+    json_str(f, r->variant[0] ? r->variant : "default");
+    fputs(", \"isa\": ", f);
+    json_str(f, r->gi.kernels[0] ? r->gi.kernels : "?");
+    fputs(", \"detail\": ", f);
+    json_str(f, r->gi.detail);
+    fprintf(f, ",\n     \"dtype\": \"%s\", \"q_dtype\": \"%s\", \"out_dtype\": \"%s\", "
+               "\"k_scale\": %g, \"v_scale\": %g, \"head_dim\": %d, \"group\": \"%s\", "
+               "\"num_heads\": %d, \"num_kv_heads\": %d, \"window\": %d, \"window_left\": %d, "
+               "\"window_right\": %d,\n     \"softcap\": %g, \"sinks\": %s, \"alibi\": %s, "
+               "\"values\": \"%s\", \"causal\": \"%s\", \"causal_flags\": \"%s\", "
+               "\"noncausal_positions_matter\": %s, \"mode\": \"%s\", \"split\": \"%s\", "
+               "\"threads\": %d, \"block_size\": %d,\n",
+            dname(ce->kv), dname(ce->q), dname(ce->out), (double)ce->k_scale,
+            (double)ce->v_scale, (int)ce->head_dim, gs->label, (int)gs->heads, (int)gs->kv_heads,
+            ce->wl >= 0 ? (int)ce->wl + 1 : -1, (int)ce->wl, (int)ce->wr, (double)ce->softcap,
+            ce->sinks ? "true" : "false", ce->alibi ? "true" : "false",
+            case_dist_name(ce->dist), grid_caus_names[ce->caus], ci->causal_flags,
+            ci->nc_positions ? "true" : "false", grid_mode_names[ce->mode],
+            grid_split_names[ce->split],
             (int)ce->threads, (int)ce->block_size);
     fprintf(f, "     \"requests\": \"%s\", \"num_tokens\": %d, \"pairs\": %lld, "
-               "\"scratch_bytes\": %zu, \"status\": \"%s\",\n     ",
-            r->reqs, (int)r->num_tokens, (long long)r->pairs, r->scratch_bytes,
-            attn_status_name(r->status));
-    json_err(f, "engine", &r->engine);
+               "\"reference_cpu_ms\": %.1f, \"baseline_check\": %.3g, \"scratch_bytes\": %zu, \"status\": \"%s\", "
+               "\"code\": ",
+            ci->reqs, (int)ci->num_tokens, (long long)ci->pairs, ci->ref_ms, ci->naive_check,
+            r->scratch_bytes,
+            ag_status_name(r->status));
+    json_str(f, r->code);
     fputs(",\n     ", f);
-    json_err(f, "baseline", &r->naive);
+    json_err(f, "engine", &r->eng);
+    fputs(",\n     ", f);
+    json_err(f, "baseline", &r->base);
     fputs(",\n     \"tolerance\": {\"atol\": ", f);
     json_num(f, r->tol.atol);
     fputs(", \"rtol\": ", f);
     json_num(f, r->tol.rtol);
     fprintf(f, "}, \"within_tolerance\": %s, \"within_2x_baseline\": %s, \"pass\": %s, "
-               "\"bf16_rounding\": %s, \"engine_ms\": %.3f, \"total_ms\": %.1f, \"message\": ",
+               "\"bf16_rounding\": %s,\n     \"precision\": {\"q_dot\": \"%s\", \"p_dot\": "
+               "\"%s\", \"acc\": \"%s\"}, \"engine_ms\": %.3f, \"total_ms\": %.1f, "
+               "\"message\": ",
             r->within_tol ? "true" : "false", r->within_2x ? "true" : "false",
-            r->pass ? "true" : "false", r->bf16_rounding ? "true" : "false", r->engine_ms,
-            r->total_ms);
+            r->pass ? "true" : "false",
+            pr->q_dot == AG_BF16 || pr->p_dot == AG_BF16 ? "true" : "false", dname(pr->q_dot),
+            dname(pr->p_dot), dname(pr->acc), r->engine_ms, r->total_ms);
     json_str(f, r->message);
     fputc('}', f);
 }
 
-/* --------------------------------------------------------------- cells */
-
-static int build_cells(cell *cells, const char *const *isas, int n_isa, uint64_t seed) {
-    const int n_cross = N_OF(dtypes) * N_OF(head_dims) * N_OF(groups) * N_OF(windows);
-    static int a_isa[MAX_CELLS], a_cap[MAX_CELLS], a_sink[MAX_CELLS], a_mode[MAX_CELLS],
-        a_split[MAX_CELLS], a_thr[MAX_CELLS], a_bs[MAX_CELLS];
-    uint64_t rng = seed ^ 0xa77e1d5ull;
-    balanced(a_isa, n_cross, n_isa, &rng);
-    balanced(a_cap, n_cross, N_OF(softcaps), &rng);
-    balanced(a_sink, n_cross, 2, &rng);
-    balanced(a_mode, n_cross, N_OF(modes), &rng);
-    balanced(a_split, n_cross, N_OF(splits), &rng);
-    balanced(a_thr, n_cross, N_OF(thread_counts), &rng);
-    balanced(a_bs, n_cross, N_OF(block_sizes), &rng);
-    int n = 0;
-    for (int di = 0; di < N_OF(dtypes); di++)
-        for (int hi = 0; hi < N_OF(head_dims); hi++)
-            for (int gi = 0; gi < N_OF(groups); gi++)
-                for (int wi = 0; wi < N_OF(windows); wi++) {
-                    cell *ce = &cells[n];
-                    ce->id = n;
-                    ce->origin = "crossed";
-                    ce->dtype = dtypes[di];
-                    ce->head_dim = head_dims[hi];
-                    ce->group = gi;
-                    ce->window = windows[wi];
-                    ce->isa = isas[a_isa[n]];
-                    ce->softcap = softcaps[a_cap[n]];
-                    ce->sinks = a_sink[n];
-                    ce->mode = a_mode[n];
-                    ce->split = a_split[n];
-                    ce->threads = thread_counts[a_thr[n]];
-                    ce->block_size = block_sizes[a_bs[n]];
-                    n++;
-                }
-    /* Laguna XS as served: full layers (48 heads, no window) and sliding
-     * layers (64 heads, window 512) as two groups, bf16, D 128, 8 KV heads,
-     * a mixed batch, split on, both cores -- on every ISA. */
-    for (int ii = 0; ii < n_isa; ii++)
-        for (int k = 0; k < 4; k++) {
-            cell *ce = &cells[n];
-            memset(ce, 0, sizeof *ce);
-            ce->id = n;
-            ce->origin = "laguna-xs";
-            ce->isa = isas[ii];
-            ce->dtype = ATTN_DTYPE_BF16;
-            ce->head_dim = 128;
-            ce->group = (k % 2) ? 5 : 4;
-            ce->window = (k % 2) ? 512 : -1;
-            ce->mode = k < 2 ? 2 : 0;           /* mixed, then pure decode */
-            ce->split = k < 2 ? 2 : 0;          /* on, then auto */
-            ce->threads = 2;
-            ce->block_size = 16;
-            n++;
-        }
-    return n;
+static void json_engine(FILE *f, const engine_run *er) {
+    fputs("    {\"name\": ", f);
+    json_str(f, er->name);
+    fputs(", \"summary\": ", f);
+    json_str(f, er->h.e->summary ? er->h.e->summary : "");
+    fputs(", \"variants\": [", f);
+    for (int i = 0; i < er->n_var; i++) {
+        if (i) fputs(", ", f);
+        json_str(f, er->var[i][0] ? er->var[i] : "default");
+    }
+    fprintf(f, "],\n     \"cells\": %d, \"passed\": %d, \"failed\": %d, \"skipped\": %d, "
+               "\"elapsed_s\": %.2f, \"skip_reasons\": {",
+            er->cells, er->passed, er->cells - er->passed, er->skipped, er->seconds);
+    for (int i = 0; i < MAX_SKIP_REASONS && er->reasons[i].n; i++) {
+        if (i) fputs(", ", f);
+        json_str(f, er->reasons[i].why);
+        fprintf(f, ": %d", er->reasons[i].n);
+    }
+    fputs("}}", f);
 }
 
 /* ----------------------------------------------------------------- main */
 
 static void usage(void) {
-    fputs("usage: report_grid [--out FILE] [--seed N] [--isa a,b] [--quiet]\n"
-          "runs the differential grid (engine vs fp64 reference vs same-precision\n"
-          "naive baseline) and writes JSON; exit 0 all pass, 1 a cell failed\n",
+    fputs("usage: report_grid [--out FILE] [--seed N] [--engines a,b] [--variants v,w]\n"
+          "                   [--cells origin,origin] [--check-baseline] [--quiet]\n"
+          "runs the differential grid through each engine (default: attnguard; a built-in\n"
+          "adapter name or a path to an adapter object), judging each against the fp64\n"
+          "reference and a baseline of its own precision, and writes JSON.  --variants keeps\n"
+          "only the named engine variants (\"default\" for an engine's own choice, else its\n"
+          "option strings, e.g. isa=avx2,tune=amd).  --check-baseline also builds the cells\n"
+          "every engine skips, to check the naive baseline against the reference there;\n"
+          "--cells keeps the blocks named (crossed, fp8, causality, window-lr,\n"
+          "prefill-normal, laguna-xs).\n"
+          "Exit 0 all judged cells pass, 1 a cell failed, 2 usage or setup error\n",
           stderr);
 }
 
+/* 1 when word is one of the comma-separated words of list. */
+static int listed(const char *list, const char *word) {
+    const size_t n = strlen(word);
+    for (const char *p = list; (p = strstr(p, word)) != NULL; p += n)
+        if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == '\0')) return 1;
+    return 0;
+}
+
+/* Keep the variants of er named in `list` (comma separated; NULL keeps all). */
+static void pick_variants(engine_run *er, const char *list) {
+    er->n_var = 0;
+    for (int i = 0; i < er->h.n_variants; i++) {
+        const char *v = er->h.variants[i];
+        if (!list || listed(list, v[0] ? v : "default")) er->var[er->n_var++] = v;
+    }
+}
+
+static uint64_t name_hash(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
 int main(int argc, char **argv) {
-    const char *out_path = NULL, *isa_arg = NULL;
+    const char *out_path = NULL, *engines_arg = "attnguard", *variants_arg = NULL;
+    const char *cells_arg = NULL;
     uint64_t seed = 20240601u;
-    int quiet = 0;
+    int quiet = 0, check_all = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) out_path = argv[++i];
         else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 0);
-        else if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc) isa_arg = argv[++i];
+        else if (strcmp(argv[i], "--engines") == 0 && i + 1 < argc) engines_arg = argv[++i];
+        else if (strcmp(argv[i], "--variants") == 0 && i + 1 < argc) variants_arg = argv[++i];
         else if (strcmp(argv[i], "--quiet") == 0) quiet = 1;
+        else if (strcmp(argv[i], "--check-baseline") == 0) check_all = 1;
+        else if (strcmp(argv[i], "--cells") == 0 && i + 1 < argc) cells_arg = argv[++i];
         else {
             usage();
             return 2;
         }
     }
 
-    const char *avail[MAX_ISAS];
-    int n_avail = attn_isa_available(avail, MAX_ISAS);
-    if (n_avail > MAX_ISAS) n_avail = MAX_ISAS;
-    const char *isas[MAX_ISAS];
-    int n_isa = 0;
-    static char isa_buf[128];
-    if (isa_arg) {
-        snprintf(isa_buf, sizeof isa_buf, "%s", isa_arg);
-        for (char *tok = strtok(isa_buf, ","); tok && n_isa < MAX_ISAS; tok = strtok(NULL, ","))
-            isas[n_isa++] = tok;
-    } else {
-        for (int i = 0; i < n_avail; i++) isas[n_isa++] = avail[i];
+    static engine_run ers[MAX_ENGINES];
+    int n_eng = 0;
+    static char names[256];
+    snprintf(names, sizeof names, "%s", engines_arg);
+    char *save = NULL;
+    for (char *t = strtok_r(names, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (n_eng == MAX_ENGINES) {
+            fprintf(stderr, "report_grid: at most %d engines\n", MAX_ENGINES);
+            return 2;
+        }
+        engine_run *er = &ers[n_eng];
+        char err[AG_MSG_TEXT_LEN + 64];
+        if (engine_host_open(&er->h, t, NULL, err, sizeof err) != 0) {
+            fprintf(stderr, "report_grid: %s\n", err);
+            return 2;
+        }
+        er->name = er->h.e->name;
+        pick_variants(er, variants_arg);
+        if (er->n_var == 0) {
+            fprintf(stderr, "report_grid: engine %s has none of the variants '%s'; it has:",
+                    er->name, variants_arg);
+            for (int v = 0; v < er->h.n_variants; v++)
+                fprintf(stderr, " %s", er->h.variants[v][0] ? er->h.variants[v] : "default");
+            fputc('\n', stderr);
+            return 2;
+        }
+        n_eng++;
     }
-    if (n_isa == 0) {
-        fputs("report_grid: no ISA available\n", stderr);
+    if (n_eng == 0) {
+        usage();
         return 2;
     }
 
-    static cell cells[MAX_CELLS];
-    static cell_result results[MAX_CELLS];
-    int n = build_cells(cells, isas, n_isa, seed);
+    static grid_cell cells[GRID_MAX_CELLS];
+    const int n = grid_build_cells(cells, seed);
+    int n_dealt = 0;
+    while (n_dealt < n && !cells[n_dealt].every_variant) n_dealt++;
+    for (int e = 0; e < n_eng; e++) {
+        uint64_t rng = seed ^ name_hash(ers[e].name);
+        grid_deal(ers[e].dealt, n_dealt, ers[e].n_var, &rng);
+    }
+
+    static result results[MAX_RESULTS];
+    static skip_rec skips[MAX_RESULTS];
+    static grid_cell_info infos[GRID_MAX_CELLS];
+    int n_res = 0, n_skip = 0, passed = 0;
+    double ref_cpu = 0, ref_wall = 0;
+    int n_checked = 0, bad_baseline = 0;
+    const double t_all = now_ms();
+    for (int i = 0; i < n; i++) {
+        static cell_ctx x;
+        memset(&x, 0, sizeof x);
+        x.ce = &cells[i];
+        x.state = -1;
+        if (cells_arg && !listed(cells_arg, x.ce->origin)) continue;
+        grid_cell_case(x.ce, seed, &x.c);
+        grid_describe(x.ce, &x.c, &infos[i]);
+        for (int e = 0; e < n_eng; e++) {
+            engine_run *er = &ers[e];
+            char why[sizeof skips[0].reason];
+            if (engine_host_unsupported(&er->h, &x.c, why, sizeof why)) {
+                if (n_skip < MAX_RESULTS) record_skip(&skips[n_skip++], er, i, e, why);
+                continue;
+            }
+            const int v0 = x.ce->every_variant ? 0 : er->dealt[i];
+            const int v1 = x.ce->every_variant ? er->n_var : v0 + 1;
+            for (int v = v0; v < v1 && n_res < MAX_RESULTS; v++) {
+                result *r = &results[n_res];
+                double t0 = now_ms();
+                if (x.state < 0) {   /* built for the first run that needs it */
+                    cell_build(&x);
+                    const double t1 = now_ms();
+                    ref_wall += t1 - t0;
+                    t0 = t1;
+                }
+                if (!x.state) {
+                    memset(r, 0, sizeof *r);
+                    r->variant = er->var[v];
+                    r->status = AG_INTERNAL;
+                    snprintf(r->message, sizeof r->message, "%s", x.err);
+                } else if (!run_engine(er, v, &x, r, why, sizeof why)) {
+                    if (n_skip < MAX_RESULTS) record_skip(&skips[n_skip++], er, i, e, why);
+                    er->seconds += (now_ms() - t0) / 1e3;
+                    continue;
+                }
+                r->cell = i;
+                r->engine = e;
+                n_res++;
+                er->cells++;
+                er->passed += r->pass;
+                passed += r->pass;
+                er->seconds += (now_ms() - t0) / 1e3;
+                if (!quiet && !r->pass)
+                    fprintf(stderr, "report_grid: FAIL cell %d (%s) %s %s: %s\n", i, x.ce->origin,
+                            er->name, r->variant[0] ? r->variant : "default", r->message);
+            }
+        }
+        /* --check-baseline: every cell's baseline against the reference,
+         * also where every engine skipped the cell (fp8, say) */
+        if (check_all && x.state < 0) {
+            const double tb = now_ms();
+            cell_build(&x);
+            ref_wall += now_ms() - tb;
+        }
+        if (x.state == 0 && strstr(x.err, "harness bug")) {
+            bad_baseline++;
+            fprintf(stderr, "report_grid: cell %d (%s): %s\n", i, x.ce->origin, x.err);
+        }
+        n_checked += x.state >= 0;
+        /* the reference is shared: its time is nobody's engine time */
+        infos[i].naive_check = x.state >= 0 ? x.naive_check : -1;
+        infos[i].ref_ms = x.ref_cpu_ms;
+        ref_cpu += x.ref_cpu_ms;
+        if (x.state >= 0) cell_free(&x);
+        if (!quiet && ((i + 1) % 50 == 0 || i + 1 == n))
+            fprintf(stderr, "report_grid: %d/%d cells, %d judged runs, %d pass, %d skipped\n",
+                    i + 1, n, n_res, passed, n_skip);
+    }
+    const double elapsed = (now_ms() - t_all) / 1e3;
 
     FILE *f = out_path ? fopen(out_path, "w") : stdout;
     if (!f) {
         perror(out_path);
         return 2;
     }
-    double t0 = now_ms();
-    int passed = 0;
-    for (int i = 0; i < n; i++) {
-        passed += run_cell(&cells[i], seed, &results[i]);
-        if (!quiet && (!results[i].pass || (i + 1) % 50 == 0 || i + 1 == n))
-            fprintf(stderr, "report_grid: %d/%d cells, %d pass%s%s\n", i + 1, n, passed,
-                    results[i].pass ? "" : "  FAIL: ", results[i].pass ? "" : results[i].message);
-    }
-    double elapsed = (now_ms() - t0) / 1e3;
-
     time_t now = time(NULL);
     char date[32];
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     fprintf(f, "{\n  \"tool\": \"report_grid\",\n  \"date\": \"%s\",\n  \"seed\": %llu,\n",
             date, (unsigned long long)seed);
+    /* the kernel tables the judged runs reported, in order of appearance */
     fputs("  \"isas\": [", f);
-    for (int i = 0; i < n_isa; i++) {
-        if (i) fputs(", ", f);
-        json_str(f, isas[i]);
+    int n_isa = 0;
+    for (int i = 0; i < n_res; i++) {
+        const char *k = results[i].gi.kernels[0] ? results[i].gi.kernels : "?";
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++)
+            seen = strcmp(results[j].gi.kernels[0] ? results[j].gi.kernels : "?", k) == 0;
+        if (seen) continue;
+        if (n_isa++) fputs(", ", f);
+        json_str(f, k);
     }
-    fprintf(f, "],\n  \"criterion\": \"pass = status ok and (every element within cmp_tolerance"
-               " or engine max_abs and max_rel both <= 2 x the baseline's); NaN never passes\",\n");
-    fprintf(f, "  \"elapsed_s\": %.2f,\n  \"num_cells\": %d,\n  \"passed\": %d,\n"
-               "  \"failed\": %d,\n  \"cells\": [\n",
-            elapsed, n, passed, n - passed);
-    for (int i = 0; i < n; i++) {
-        json_cell(f, &cells[i], &results[i]);
-        fputs(i + 1 < n ? ",\n" : "\n", f);
+    fputs("],\n  \"engines\": [\n", f);
+    for (int e = 0; e < n_eng; e++) {
+        json_engine(f, &ers[e]);
+        fputs(e + 1 < n_eng ? ",\n" : "\n", f);
+    }
+    fprintf(f, "  ],\n  \"criterion\": \"pass = status AG_OK and (every element within "
+               "cmp_tolerance of the reference under the engine's declared rounding, or engine "
+               "max_abs and max_rel both <= 2 x those of a naive baseline at the engine's own "
+               "precision); NaN never passes\",\n");
+    fprintf(f, "  \"elapsed_s\": %.2f,\n  \"reference_s\": %.2f,\n  \"reference_cpu_s\": %.2f,\n"
+               "  \"baseline_checked\": %d,\n  \"baseline_check_failed\": %d,\n"
+               "  \"num_cells\": %d,\n"
+               "  \"passed\": %d,\n  \"failed\": %d,\n  \"num_skipped\": %d,\n  \"cells\": [\n",
+            elapsed, ref_wall / 1e3, ref_cpu / 1e3, n_checked, bad_baseline, n_res, passed,
+            n_res - passed, n_skip);
+    for (int i = 0; i < n_res; i++) {
+        const result *r = &results[i];
+        json_cell(f, &cells[r->cell], &infos[r->cell], r, &ers[r->engine]);
+        fputs(i + 1 < n_res ? ",\n" : "\n", f);
+    }
+    fputs("  ],\n  \"skipped\": [\n", f);
+    for (int i = 0; i < n_skip; i++) {
+        const skip_rec *s = &skips[i];
+        fprintf(f, "    {\"id\": %d, \"origin\": \"%s\", \"engine_name\": ", s->cell,
+                cells[s->cell].origin);
+        json_str(f, ers[s->engine].name);
+        fputs(", \"reason\": ", f);
+        json_str(f, s->reason);
+        fputs(i + 1 < n_skip ? "},\n" : "}\n", f);
     }
     fputs("  ]\n}\n", f);
     if (f != stdout && fclose(f) != 0) {
         perror(out_path);
         return 2;
     }
-    fprintf(stderr, "report_grid: %d cells (%d ISA%s), %d pass, %d fail, %.1f s\n", n, n_isa,
-            n_isa == 1 ? "" : "s", passed, n - passed, elapsed);
-    return passed == n ? 0 : 1;
+    for (int e = 0; e < n_eng; e++) {
+        const engine_run *er = &ers[e];
+        fprintf(stderr, "report_grid: %s: %d cells judged over %d variant%s, %d pass, %d fail, "
+                        "%d skipped, %.1f s (+ %.1f s of shared reference, %.1f s CPU)\n",
+                er->name, er->cells, er->n_var, er->n_var == 1 ? "" : "s", er->passed,
+                er->cells - er->passed, er->skipped, er->seconds, ref_wall / 1e3, ref_cpu / 1e3);
+        for (int i = 0; i < MAX_SKIP_REASONS && er->reasons[i].n; i++)
+            fprintf(stderr, "report_grid:   skipped %4d: %s\n", er->reasons[i].n,
+                    er->reasons[i].why);
+    }
+    if (check_all || bad_baseline)
+        fprintf(stderr, "report_grid: the naive baseline checked against the reference on %d "
+                        "cells, %d disagree\n", n_checked, bad_baseline);
+    for (int e = 0; e < n_eng; e++) engine_host_close(&ers[e].h);
+    return passed == n_res && !bad_baseline ? 0 : 1;
 }

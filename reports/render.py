@@ -28,7 +28,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEMA_VERSION = 1
-DTYPES = ["f32", "bf16", "f16"]
+DTYPES = ["f32", "bf16", "f16", "fp8e4m3", "fp8e5m2"]  # KV dtypes
 
 
 # ------------------------------------------------------------------ inputs
@@ -69,8 +69,14 @@ def first_existing(*paths):
 
 # ------------------------------------------------------------- summarising
 
-def grid_summary(grid):
-    cells = grid["cells"]
+def engine_names(grid):
+    """The engines of the grid, in its order (one unnamed engine for a grid
+    written before engines had names)."""
+    names = [e["name"] for e in grid.get("engines", [])]
+    return names or sorted({c.get("engine_name", "engine") for c in grid["cells"]})
+
+
+def by_dtype_of(cells):
     by_dtype = {}
     for dt in DTYPES:
         mine = [c for c in cells if c["dtype"] == dt]
@@ -86,6 +92,19 @@ def grid_summary(grid):
             "baseline_max_abs": worst("baseline", "max_abs"),
             "engine_max_tol_use": worst("engine", "tol_use"),
         }
+    return by_dtype
+
+
+def grid_summary(grid):
+    cells = grid["cells"]
+    by_dtype = by_dtype_of(cells)
+    by_engine = {}
+    for e in grid.get("engines", []):
+        mine = [c for c in cells if c.get("engine_name") == e["name"]]
+        by_engine[e["name"]] = {"cells": e["cells"], "passed": e["passed"],
+                                "failed": e["failed"], "skipped": e["skipped"],
+                                "skip_reasons": e["skip_reasons"], "variants": e["variants"],
+                                "by_dtype": by_dtype_of(mine)}
     by_isa = {}
     for isa in grid["isas"]:
         mine = [c for c in cells if c["isa"] == isa]
@@ -95,7 +114,7 @@ def grid_summary(grid):
         "failed": sum(not c["pass"] for c in cells),
         "within_tolerance": sum(c["within_tolerance"] for c in cells),
         "within_2x_baseline": sum(c["within_2x_baseline"] for c in cells),
-        "by_dtype": by_dtype, "by_isa": by_isa,
+        "by_dtype": by_dtype, "by_isa": by_isa, "by_engine": by_engine,
     }
 
 
@@ -156,12 +175,15 @@ def svg_note(cid, w, title, note):
 
 # ------------------------------------------------------------------ charts
 
-def chart_heatmap(grid):
+def chart_heatmap(grid, engine=None, chart_id="chart-heatmap"):
     """Worst tolerance use per (dtype x head_dim) row and (group x window)
-    column: the crossed part of the grid, so every bucket holds a cell."""
-    cells = grid["cells"]
+    column of one engine's cells (all cells when engine is None)."""
+    cells = [c for c in grid["cells"] if engine is None or c.get("engine_name") == engine]
+    if not cells:
+        return svg_note(chart_id, 900, f"Error heat map: {engine}", "no judged cells")
     hds = sorted({c["head_dim"] for c in cells})
-    rows = [(d, hd) for d in DTYPES for hd in hds]
+    rows = [(d, hd) for d in DTYPES for hd in hds
+            if any(c["dtype"] == d and c["head_dim"] == hd for c in cells)]
     groups = []
     for c in cells:
         if c["group"] not in groups:
@@ -171,9 +193,10 @@ def chart_heatmap(grid):
     cw, ch, left, top = 50, 26, 110, 80
     w = left + cw * len(cols) + 200
     h = top + ch * len(rows) + 40
-    p = svg_open("chart-heatmap", w, h,
-                 "Error heat map: worst engine error / attn_tolerance per bucket, all ISAs "
-                 "(<= 1 passes outright; black border = a failing cell)")
+    p = svg_open(chart_id, w, h,
+                 f"Error heat map{': ' + engine if engine else ''}: worst engine error / "
+                 "tolerance per bucket, every variant (<= 1 passes outright; black border = "
+                 "a failing cell)")
     for j, (g, win) in enumerate(cols):
         x = left + j * cw + cw / 2
         if win == wins[0]:
@@ -197,7 +220,7 @@ def chart_heatmap(grid):
             fill = "#3a0000" if worst == math.inf else color_scale(log10c(worst, -3.0))
             failed = not all(c["pass"] for c in mine)
             stroke = ' stroke="#000000" stroke-width="3"' if failed else ""
-            tip = "; ".join(f'#{c["id"]} {c["isa"]} {c["mode"]} split {c["split"]} '
+            tip = "; ".join(f'#{c["id"]} {c.get("variant", c["isa"])} {c["mode"]} split {c["split"]} '
                             f'{fmt(c["engine"]["tol_use"], 2)}x tol'
                             f'{" FAIL" if not c["pass"] else ""}' for c in mine)
             p.append(f'<rect x="{x}" y="{y}" width="{cw - 2}" height="{ch - 2}" fill="{fill}"'
@@ -352,8 +375,11 @@ def failing_cells(grid, limit=50):
 
 
 def cell_desc(c):
-    return (f'{c["isa"]} {c["dtype"]} D{c["head_dim"]} {c["group"]} '
-            f'w{c["window"]} cap{c["softcap"]:g} sinks={int(c["sinks"])} {c["mode"]} '
+    return (f'{c.get("engine_name", "")} {c.get("variant", "")} {c["isa"]} kv {c["dtype"]} '
+            f'q/out {c.get("q_dtype", c["dtype"])} D{c["head_dim"]} {c["group"]} '
+            f'w({c.get("window_left", c["window"])},{c.get("window_right", c["window"])}) '
+            f'cap{c["softcap"]:g} sinks={int(c["sinks"])} alibi={int(c.get("alibi", 0))} '
+            f'{c.get("values", "uniform")} {c.get("causal", "causal")} {c["mode"]} '
             f'split={c["split"]} t{c["threads"]} bs{c["block_size"]}')
 
 
@@ -368,11 +394,19 @@ def render_md(doc):
          f"{s['within_2x_baseline']} within 2x the naive baseline; grid time "
          f"{g['elapsed_s']} s (seed {g['seed']}).", "",
          f"Criterion: {g['criterion']}.", "",
-         "| dtype | cells | pass | engine max abs | baseline max abs | worst error / tolerance |",
+         "| engine | variants | cells judged | pass | fail | skipped (the engine lacks) |",
          "|---|---|---|---|---|---|"]
-    for dt, d in s["by_dtype"].items():
-        L.append(f"| {dt} | {d['cells']} | {d['passed']} | {fmt(d['engine_max_abs'])} | "
-                 f"{fmt(d['baseline_max_abs'])} | {fmt(d['engine_max_tol_use'])} |")
+    for name, e in s.get("by_engine", {}).items():
+        why = ", ".join(f"{k} ({v})" for k, v in e["skip_reasons"].items()) or "none"
+        L.append(f"| {name} | {', '.join(e['variants'])} | {e['cells']} | {e['passed']} | "
+                 f"{e['failed']} | {e['skipped']}: {why} |")
+    for name, e in (s.get("by_engine") or {"all engines": {"by_dtype": s["by_dtype"]}}).items():
+        L += ["", f"**{name}**", "",
+              "| KV dtype | cells | pass | engine max abs | baseline max abs | worst error / tolerance |",
+              "|---|---|---|---|---|---|"]
+        for dt, d in e["by_dtype"].items():
+            L.append(f"| {dt} | {d['cells']} | {d['passed']} | {fmt(d['engine_max_abs'])} | "
+                     f"{fmt(d['baseline_max_abs'])} | {fmt(d['engine_max_tol_use'])} |")
     L += ["", "| ISA | cells | pass |", "|---|---|---|"]
     for isa, d in s["by_isa"].items():
         L.append(f"| {isa} | {d['cells']} | {d['passed']} |")
@@ -506,7 +540,16 @@ def render_html(doc):
              f"{s['within_tolerance']} within attn_tolerance, {s['within_2x_baseline']} within "
              f"2x the same-precision naive baseline. {esc(g['criterion'])}. Grid time "
              f"{g['elapsed_s']} s, seed {g['seed']}.</p>")
-    H.append(chart_heatmap(g))
+    engines = engine_names(g)
+    if s.get("by_engine"):
+        H.append(table(["engine", "variants", "cells judged", "pass", "fail", "skipped"],
+                       [[n, ", ".join(e["variants"]), e["cells"], e["passed"], e["failed"],
+                         f'{e["skipped"]}: ' + (", ".join(f"{k} ({v})" for k, v in
+                                                         e["skip_reasons"].items()) or "none")]
+                        for n, e in s["by_engine"].items()]))
+    for k, name in enumerate(engines):
+        H.append(chart_heatmap(g, name if len(engines) > 1 or s.get("by_engine") else None,
+                               "chart-heatmap" if k == 0 else f"chart-heatmap-{k}"))
     H.append(chart_distribution(g))
     H.append(table(["dtype", "cells", "pass", "engine max abs", "baseline max abs",
                     "worst error / tolerance"],

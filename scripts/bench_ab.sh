@@ -3,11 +3,12 @@
 #
 #   scripts/bench_ab.sh [-p] ROUNDS PART A_BIN B_BIN
 #
-# PART is a BENCH_ONLY word (decode1, decode8, prefill, laguna).  Prints, per
-# bench row, A's and B's figure (GB/s or GFLOP/s) of every round and B/A.
+# PART is a BENCH_ONLY word (decode1, decode8, prefill, laguna, fp8).  Prints,
+# per bench row, A's and B's figure (GB/s or GFLOP/s) of every round and B/A.
+# (Two engines in one binary are compared by `make bench-peer` instead.)
 #
 # Why: other tenants move wall-clock figures here by 5-10 % between runs,
-# which hides the 1-5 % changes a kernel edit makes.
+# which hides the 1-5 % changes a kernel edit makes (docs/perf-notes.md).
 #   default  A and B alternate, each on 2 threads, ROUNDS times: for
 #            memory-bound rows (decode), which must not share DRAM.
 #   -p       A and B run at the same time, 1 thread each, pinned to

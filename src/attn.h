@@ -197,8 +197,9 @@ typedef struct attn_plan attn_plan;
 
 /* Validate the group and resolve, once, what its layers share:
  * num_heads (layers that disagree -> ATTN_E_MIXED_HEADS, message
- * "all layers in one attention group must share num_heads; got {48, 64}
- * for [layers.0, layers.1]"; no layers -> model_num_heads) and the group
+ * "all layers in one attention group must share num_heads; got {48, 64}:
+ * layers.0 = 48, layers.1 = 64", every layer's own count; no layers ->
+ * model_num_heads) and the group
  * window (the one value all layers share, else -1).  The layer array is not
  * kept.  On success *out owns a builder; free with attn_builder_destroy. */
 attn_status attn_builder_create(const attn_group_desc *group, attn_builder **out,

@@ -102,11 +102,12 @@ attn_status attn__check_kv(const attn_kv_desc *kv, attn_error *err) {
     return check_dtype(kv->dtype, "kv.dtype", err);
 }
 
-/* Append "a, b, c" of the distinct head counts (first-seen order) and the
- * layer names to the mixed-heads message, truncating politely. */
+/* The mixed-heads message: the distinct counts (first-seen order), then
+ * every layer's own count ("layers.0 = 72, layers.1 = 72, layers.2 = 48"),
+ * cut with ", ... (N layers)" where the message runs out of room. */
 static attn_status mixed_heads(const attn_group_desc *g, attn_error *err) {
-    char counts[96] = "", names[160] = "";
-    size_t cl = 0, nl = 0;
+    char counts[64] = "", each[ATTN_ERROR_MSG_LEN] = "";
+    size_t cl = 0, el = 0;
     for (int32_t i = 0; i < g->num_layers; i++) {
         int32_t h = g->layers[i].num_heads;
         bool seen = false;
@@ -114,18 +115,25 @@ static attn_status mixed_heads(const attn_group_desc *g, attn_error *err) {
             if (g->layers[j].num_heads == h) seen = true;
         if (!seen && cl < sizeof counts - 16)
             cl += (size_t)snprintf(counts + cl, sizeof counts - cl, "%s%d", cl ? ", " : "", (int)h);
-        char nb[32];
+    }
+    /* room left after the fixed text and the counts */
+    const size_t room = sizeof each - 80 - cl;
+    for (int32_t i = 0; i < g->num_layers; i++) {
+        char nb[32], one[64];
         const char *name = layer_name(&g->layers[i], i, nb, sizeof nb);
-        if (nl < sizeof names - 48)
-            nl += (size_t)snprintf(names + nl, sizeof names - nl, "%s%s", nl ? ", " : "", name);
-        else if (nl < sizeof names - 5) {
-            nl += (size_t)snprintf(names + nl, sizeof names - nl, ", ...");
+        int n = snprintf(one, sizeof one, "%s%.40s = %d", el ? ", " : "", name,
+                         (int)g->layers[i].num_heads);
+        if (n < 0) break;
+        if (el + (size_t)n + 24 > room) {
+            snprintf(each + el, sizeof each - el, ", ... (%d layers)", (int)g->num_layers);
             break;
         }
+        memcpy(each + el, one, (size_t)n + 1);
+        el += (size_t)n;
     }
     return attn__fail(err, ATTN_E_MIXED_HEADS,
-                      "all layers in one attention group must share num_heads; got {%s} for [%s]",
-                      counts, names);
+                      "all layers in one attention group must share num_heads; got {%s}: %s",
+                      counts, each);
 }
 
 /* Whether two layers' windows are the same for every request: the same

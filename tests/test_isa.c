@@ -215,7 +215,7 @@ static void check_problem_once(problem *p, const char *text) {
         cr_assert(ref_out, "%s\n%s", msg, text);
         cr_assert(!rounded, "the ref table reports bf16 rounding");
         for (size_t i = 0; i < ne; i++) base[i] = cmp_elem_get(ref_out, i, c->out_dtype);
-        const cmp_tol tol = cmp_tolerance(c->q_dtype, c->kv_dtype, c->out_dtype);
+        const cmp_tol tol = cmp_tolerance(c->out_dtype);
         const cmp_tol tol2 = {2 * tol.atol, 2 * tol.rtol};
         for (int k = 0; k < n; k++) {
             void *out = run_on(p, l, isas[k], &rounded, msg, sizeof msg);

@@ -267,25 +267,27 @@ static void where(const problem *p, int32_t l, size_t i, char *buf, size_t cap) 
              p->seq_lens[r] - (p->qsl[r + 1] - p->qsl[r]) + (int32_t)(tok - (size_t)p->qsl[r]), h, d);
 }
 
-/* The bf16-rounding model's ranges of layer l (caller frees both). */
+/* The reference's intervals of layer l under the fp32 model or, after a
+ * run that rounds to bf16 (g_rounded), the bf16-rounding model (caller
+ * frees both). */
 static void bf16_ranges(const problem *p, int32_t l, double **lo, double **hi) {
     const size_t n = problem_out_elems(p, l);
     double *val = malloc(n * sizeof *val);
     *lo = malloc(n * sizeof **lo);
     *hi = malloc(n * sizeof **hi);
     cr_assert(val && *lo && *hi);
-    cr_assert_eq(afx_reference(p, l, 1, val, *lo, *hi), 0);
+    cr_assert_eq(afx_reference(p, l, g_rounded, val, *lo, *hi), 0);
     free(val);
 }
 
-/* got within tolerance of the reference; after a run that rounds to bf16
- * (g_rounded), of the bf16-rounding model's range. */
+/* got within tolerance of the reference's interval (the fp32 model's, or
+ * after a run that rounds to bf16 (g_rounded) that model's). */
 static void check_vs_ref(const problem *p, int32_t l, const double *ref, const void *got, const char *tag) {
-    cmp_tol tol = cmp_tolerance(p->c.q_dtype, p->c.kv_dtype, p->c.out_dtype);
+    cmp_tol tol = cmp_tolerance(p->c.out_dtype);
     cmp_result cmp;
     size_t n = problem_out_elems(p, l);
     double *lo = NULL, *hi = NULL;
-    if (g_rounded) bf16_ranges(p, l, &lo, &hi);
+    bf16_ranges(p, l, &lo, &hi);
     int ok = cmp_compare(ref, lo, hi, got, p->c.out_dtype, n, tol, &cmp);
     if (!ok) {
         char w[160];
@@ -299,38 +301,23 @@ static void check_vs_ref(const problem *p, int32_t l, const double *ref, const v
     free(hi);
 }
 
-/* Two engine outputs agree within twice the tolerance (each is within
- * one); after runs that round to bf16, each lies within tolerance of the
- * bf16-rounding model's range instead. */
+/* Two engine outputs agree: each lies within tolerance of the
+ * reference's interval (the fp32 model's, or after runs that round to
+ * bf16 that model's). */
 static void check_agree(const problem *p, int32_t l, const void *a, const void *b, const char *tag) {
     size_t n = problem_out_elems(p, l);
-    double *ad = malloc(n * sizeof *ad);
-    cr_assert_not_null(ad);
-    for (size_t i = 0; i < n; i++) ad[i] = cmp_elem_get(a, i, p->c.out_dtype);
-    cmp_tol tol = cmp_tolerance(p->c.q_dtype, p->c.kv_dtype, p->c.out_dtype);
+    cmp_tol tol = cmp_tolerance(p->c.out_dtype);
     cmp_result cmp;
-    if (g_rounded) {
-        double *ref = malloc(n * sizeof *ref);
-        cr_assert_not_null(ref);
-        double *lo, *hi;
-        bf16_ranges(p, l, &lo, &hi);
-        cr_assert_eq(afx_reference(p, l, 0, ref, NULL, NULL), 0);
-        const int ok = cmp_compare(ref, lo, hi, a, p->c.out_dtype, n, tol, &cmp) &&
-                       cmp_compare(ref, lo, hi, b, p->c.out_dtype, n, tol, &cmp);
-        cr_assert(ok, "%s: layer %d: %zu/%zu elements outside the bf16-rounding range", tag, l,
-                  cmp.bad, n);
-        free(ref), free(lo), free(hi), free(ad);
-        return;
-    }
-    tol.atol *= 2;
-    tol.rtol *= 2;
-    if (!cmp_compare(ad, NULL, NULL, b, p->c.out_dtype, n, tol, &cmp)) {
-        char w[160];
-        where(p, l, cmp.worst, w, sizeof w);
-        cr_assert_fail("%s: layer %d: %zu/%zu elements differ; worst at %s: %.9g vs %.9g", tag, l, cmp.bad,
-                       n, w, ad[cmp.worst], cmp_elem_get(b, cmp.worst, p->c.out_dtype));
-    }
-    free(ad);
+    double *ref = malloc(n * sizeof *ref);
+    cr_assert_not_null(ref);
+    double *lo, *hi;
+    bf16_ranges(p, l, &lo, &hi);
+    cr_assert_eq(afx_reference(p, l, 0, ref, NULL, NULL), 0);
+    const int ok = cmp_compare(ref, lo, hi, a, p->c.out_dtype, n, tol, &cmp) &&
+                   cmp_compare(ref, lo, hi, b, p->c.out_dtype, n, tol, &cmp);
+    cr_assert(ok, "%s: layer %d: %zu/%zu elements outside the reference's interval", tag, l,
+              cmp.bad, n);
+    free(ref), free(lo), free(hi);
 }
 
 static void free_outs(problem *p, void **outs) {

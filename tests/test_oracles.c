@@ -25,6 +25,7 @@
 #include "../harness/oracles.h"
 #include "../harness/problem.h"
 #include "../src/attn.h"
+#include "../src/attn_plan_inspect.h"
 
 #include <math.h>
 #include <signal.h>
@@ -481,7 +482,7 @@ Test(oracles, differential_and_invariance_fire) {
     oracle_ref ref;
     float *got = malloc(n * sizeof *got), *other = malloc(n * sizeof *other);
     cr_assert(got && other);
-    cr_assert_eq(oracle_reference(&p, 0, &ref), 0);
+    cr_assert_eq(oracle_reference(&p, 0, (ag_precision){AG_F32, AG_F32, AG_F32}, &ref), 0);
     for (size_t i = 0; i < n; i++) got[i] = (float)ref.val[i];
     finding f;
     cr_assert_eq(oracle_check_differential(&p, 0, got, &ref, NULL, &f), ORACLE_NONE, "%s", f.detail);

@@ -1,18 +1,20 @@
 /*
- * test_ref_range.c — the reference's ranges for rows that an fp32 engine's
- * rounding leaves undetermined (harness/ref_range.c, ref_attention_range,
- * cmp_logit_error and the range rule of cmp_compare).
+ * test_ref_range.c — the reference's intervals (harness/ref_range.c,
+ * ref_attention_range, cmp_error_model and the interval rule of
+ * cmp_compare) on the shipped cases and the range machinery.
  *
  * Covers: ref_softmax_range against brute force over every vertex of the
- * weight box (with and without a sink, point to 1e30-wide intervals);
- * point intervals give the plain softmax average; every shipped ordinary
- * case keeps a single point per element (the tight check is not given
- * away); the fuzzer's cancelling-dot case gets a range that holds both the
- * exact output and the one the SIMD tables compute, and cmp_compare
- * passes the second only with the range; the differential and invariance
- * oracles judge that element by its range; the bf16-rounding model's
- * ranges (cmp_bf16_dot_error) hold the outputs its rounding can produce,
- * pushed to their extremes, and would not without its weight term.
+ * weight box (with and without a sink, point to 1e30-wide intervals, keys
+ * that may vanish); point intervals give the plain softmax average; on
+ * every shipped ordinary case the intervals hold the exact output and stay
+ * narrow enough that the hunted bugs show (a window one key too wide, a
+ * global layer windowed, a padding key leaking: each fails cmp_compare);
+ * the fuzzer's cancelling-dot case gets a wide interval on exactly its row
+ * that holds both the exact output and the one the SIMD tables compute,
+ * and cmp_compare passes the second only with it; the differential and
+ * invariance oracles judge that element by it; the bf16-rounding model's
+ * intervals hold the outputs its rounding can produce, pushed to their
+ * extremes, and would not without its weight term.
  */
 #include <criterion/criterion.h>
 
@@ -21,6 +23,7 @@
 #include "../harness/oracles.h"
 #include "../harness/problem.h"
 #include "../harness/ref.h"
+#include "../harness/ref_row.h"
 
 #include <glob.h>
 #include <math.h>
@@ -80,6 +83,9 @@ Test(ref_range, matches_brute_force_over_vertices) {
             keys[i].b = c + w;
             keys[i].v = 2.0 * urand() - 1.0;
         }
+        /* every seventh trial a key that may vanish (weight 0 at its low
+         * end), never the only weight of the row */
+        if (trial % 7 == 3 && (n > 1 || has_sink)) keys[n - 1].a = -INFINITY;
         memcpy(copy, keys, sizeof keys);
         double lo, hi, blo, bhi;
         ref_softmax_range(keys, n, has_sink, sink, &lo, &hi);
@@ -113,9 +119,53 @@ Test(ref_range, point_intervals_give_the_softmax_average) {
               "[%.17g, %.17g] vs %.17g", lo, hi, num / den);
 }
 
-/* The layer's reference with ranges: returns the number of elements whose
- * range is wider than a point. */
-static size_t ranges_of(const case_spec *c, double **val, double **lo, double **hi,
+/* ref_near_records against its definition, key by key: i > j counts when
+ * no i' in [j, i) has s_i' >= s_i + t; over ties, monotone runs, random
+ * logits, and tolerances from 0 up. */
+Test(ref_range, near_records_match_their_definition) {
+    double s[64];
+    int32_t R[64], stack[65], cnt[65];
+    for (int trial = 0; trial < 400; trial++) {
+        const int n = 1 + trial % 64;
+        const double t = trial % 4 == 0 ? 0.0 : trial % 4 == 1 ? 1e-9 : 0.3 * urand();
+        for (int i = 0; i < n; i++) {
+            switch (trial % 5) {
+            case 0: s[i] = 1.0; break;                         /* all tied */
+            case 1: s[i] = 0.01 * i; break;                    /* rising */
+            case 2: s[i] = -0.01 * i; break;                   /* falling */
+            case 3: s[i] = (double)(int)(4 * urand()); break;  /* few values */
+            default: s[i] = urand(); break;
+            }
+        }
+        const int32_t rmax = ref_near_records(s, n, t, R, stack, cnt);
+        int32_t want_max = 0;
+        for (int j = 0; j < n; j++) {
+            int32_t want = 0;
+            for (int i = j + 1; i < n; i++) {
+                int beaten = 0;
+                for (int k = j; k < i && !beaten; k++) beaten = s[k] >= s[i] + t;
+                want += !beaten;
+            }
+            cr_assert_eq(R[j], want, "trial %d (n %d, t %g): R[%d] = %d, want %d", trial, n, t,
+                         j, R[j], want);
+            if (want > want_max) want_max = want;
+        }
+        cr_assert_eq(rmax, want_max);
+    }
+}
+
+/* The reference and its fp32-model intervals of layer l of p. */
+static int f32_ranges(const problem *p, int32_t l, double *val, double *lo, double *hi) {
+    ref_input in;
+    problem_ref_input(p, l, &in);
+    const ag_precision f32 = {AG_F32, AG_F32, AG_F32};
+    return ref_attention_range(&in, cmp_error_model(f32, in.q_dtype, in.kv_dtype, in.head_dim),
+                               val, lo, hi);
+}
+
+/* The layer's reference with intervals (fp32 model); returns the number of
+ * elements whose interval is wider than `wide`. */
+static size_t ranges_of(const case_spec *c, double wide, double **val, double **lo, double **hi,
                         problem *p) {
     char msg[256];
     cr_assert_eq(problem_init(p, c, (size_t)1 << 30, msg, sizeof msg), 0, "%s", msg);
@@ -125,28 +175,38 @@ static size_t ranges_of(const case_spec *c, double **val, double **lo, double **
     *lo = malloc(n * sizeof(double));
     *hi = malloc(n * sizeof(double));
     cr_assert(*val && *lo && *hi);
-        ref_input in;
-    problem_ref_input(p, 0, &in);
-    cr_assert_eq(ref_attention_range(&in, cmp_logit_error(c->kv_dtype, c->head_dim), *val, *lo, *hi),
-                 0, "%s: reference refused", c->name);
-    size_t wide = 0;
+    cr_assert_eq(f32_ranges(p, 0, *val, *lo, *hi), 0, "%s: reference refused", c->name);
+    size_t count = 0;
     for (size_t i = 0; i < n; i++) {
         cr_assert((*lo)[i] <= (*val)[i] && (*val)[i] <= (*hi)[i],
                   "%s element %zu: %.17g outside [%.17g, %.17g]", c->name, i, (*val)[i],
                   (*lo)[i], (*hi)[i]);
-        wide += (*lo)[i] < (*hi)[i];
+        count += (*hi)[i] - (*lo)[i] > wide;
     }
-    return wide;
+    return count;
 }
 
-/* Ranges must not leak into ordinary inputs: there the differential oracle
- * keeps its tight point check (compare.c explains why it must).  With a
- * margin: no range even at a threshold 16x lower (4x with bf16 KV, whose
- * two-term q split rounds more). */
-Test(ref_range, ordinary_cases_keep_points, .timeout = 120) {
+/* The exact output of layer l with the input changed as a hunted bug
+ * changes it, as the f32 an engine with that bug would store. */
+static float *bugged(ref_input in, size_t n) {
+    double *out = malloc(n * sizeof(double));
+    float *f = malloc(n * sizeof(float));
+    cr_assert(out && f);
+    cr_assert_eq(ref_attention(&in, out), 0);
+    for (size_t i = 0; i < n; i++) f[i] = (float)out[i];
+    free(out);
+    return f;
+}
+
+/* The intervals do not give the tight check away: on every shipped
+ * ordinary case they hold the exact output, no element is unjudged, and
+ * the outputs of the hunted bugs (the window one key too wide, a global
+ * layer windowed, a key past seq_len leaking into non-causal rows) fall
+ * outside them, judged by cmp_compare as an f32 output would be. */
+Test(ref_range, ordinary_cases_keep_the_tight_check, .timeout = 240) {
     glob_t g;
     cr_assert_eq(glob("corpus/cases/*.case", 0, NULL, &g), 0, "run from the repository root");
-    int seen = 0;
+    int seen = 0, bugs = 0;
     for (size_t i = 0; i < g.gl_pathc; i++) {
         if (strstr(g.gl_pathv[i], "/huge-")) continue;
         case_spec c;
@@ -156,8 +216,8 @@ Test(ref_range, ordinary_cases_keep_points, .timeout = 120) {
         problem p;
         cr_assert_eq(problem_init(&p, &c, (size_t)1 << 30, err, sizeof err), 0, "%s", err);
         cr_assert(p.materialized, "%s: %s", g.gl_pathv[i], p.unmaterialized_reason);
-        ref_logit_err e = cmp_logit_error(c.kv_dtype, c.head_dim);
-        e.point_max /= c.kv_dtype == AG_BF16 ? 4 : 16;
+        const ag_precision f32 = {AG_F32, AG_F32, AG_F32};
+        const cmp_tol tol = cmp_tolerance(AG_F32);
         for (int32_t l = 0; l < c.num_layers; l++) {
             const size_t n = problem_out_elems(&p, l);
             double *val = malloc(n * sizeof(double)), *lo = malloc(n * sizeof(double));
@@ -165,11 +225,41 @@ Test(ref_range, ordinary_cases_keep_points, .timeout = 120) {
             cr_assert(val && lo && hi);
             ref_input in;
             problem_ref_input(&p, l, &in);
-            cr_assert_eq(ref_attention_range(&in, e, val, lo, hi), 0);
-            size_t wide = 0;
-            for (size_t j = 0; j < n; j++) wide += lo[j] < hi[j];
-            cr_assert_eq(wide, 0, "%s layers.%d: %zu elements got a range", g.gl_pathv[i], (int)l,
-                         wide);
+            const ref_model md = cmp_error_model(f32, in.q_dtype, in.kv_dtype, in.head_dim);
+            cr_assert_eq(ref_attention_range(&in, md, val, lo, hi), 0);
+            for (size_t j = 0; j < n; j++)
+                cr_assert(lo[j] <= val[j] && val[j] <= hi[j] && isfinite(hi[j] - lo[j]),
+                          "%s layers.%d element %zu: %.17g outside [%.17g, %.17g]",
+                          g.gl_pathv[i], (int)l, j, val[j], lo[j], hi[j]);
+            /* one hunted bug per layer, as its shape allows */
+            ref_input b = in;
+            int32_t seq_pad[CASE_MAX_REQS];
+            const char *what;
+            if (!in.causal[0]) {
+                for (int32_t r = 0; r < c.num_reqs; r++) seq_pad[r] = in.seq_lens[r] + 1;
+                b.seq_lens = seq_pad;
+                what = "padding key leaking";
+            } else if (in.window_left >= 0) {
+                b.window_left = in.window_left + 1;
+                what = "window one key too wide";
+            } else {
+                b.window_left = 7;
+                what = "global layer windowed";
+            }
+            float *got = bugged(b, n);
+            cmp_result r;
+            const int ok = cmp_compare(val, lo, hi, got, AG_F32, n, tol, &r);
+            /* a bug that changes no row (every row within the window) is
+             * no test: only count the layers where the outputs moved */
+            int moved = 0;
+            for (size_t j = 0; j < n && !moved; j++)
+                moved = (double)got[j] != (double)(float)val[j];
+            if (moved) {
+                cr_assert(!ok, "%s layers.%d: the %s passes (max excess at %zu)", g.gl_pathv[i],
+                          (int)l, what, r.worst);
+                bugs++;
+            }
+            free(got);
             free(val);
             free(lo);
             free(hi);
@@ -179,6 +269,15 @@ Test(ref_range, ordinary_cases_keep_points, .timeout = 120) {
     }
     globfree(&g);
     cr_assert(seen >= 15, "only %d layers checked", seen);
+    cr_assert(bugs >= 10, "only %d layers had a bug to catch", bugs);
+}
+
+/* x as the nearest float at or above it (an interval's lower end stored
+ * by an f32 engine without leaving the interval). */
+static float float_up(double x) {
+    float f = (float)x;
+    if ((double)f < x) f = nextafterf(f, INFINITY);
+    return f;
 }
 
 /* corpus/cases/huge-scale-cancel.case: the fuzzer's cancelling dot. */
@@ -190,15 +289,16 @@ static case_spec cancel_case(void) {
     return c;
 }
 
-/* The fuzzer's case: one element pair gets a range; it holds the exact
- * output and the SIMD tables' 0.1443; cmp_compare passes that value only
- * with the range and still fails a value below it. */
+/* The fuzzer's case: the elements of one row get a wide interval (the
+ * rest stay narrow); it holds the exact output and the SIMD tables'
+ * 0.1443; cmp_compare passes that value only with the interval and still
+ * fails a value below it. */
 Test(ref_range, cancelling_dot_gets_a_range, .timeout = 60) {
     case_spec c = cancel_case();
     problem p;
     double *val, *lo, *hi;
-    const size_t wide = ranges_of(&c, &val, &lo, &hi, &p);
-    cr_assert(wide >= 1 && wide <= 2, "%zu elements got a range", wide);
+    const size_t wide = ranges_of(&c, 1e-3, &val, &lo, &hi, &p);
+    cr_assert(wide >= 1 && wide <= 2, "%zu elements got a wide interval", wide);
     const size_t H = (size_t)c.layers[0].num_heads, D = (size_t)c.head_dim;
     const size_t at = (21 * H + 29) * D;   /* token 21, head 29, dim 0 */
     cr_assert(lo[at] < 0.1444 && hi[at] > 0.2020, "[%.9g, %.9g]", lo[at], hi[at]);
@@ -207,9 +307,9 @@ Test(ref_range, cancelling_dot_gets_a_range, .timeout = 60) {
     float *got = malloc(n * sizeof *got);
     cr_assert(got);
     for (size_t i = 0; i < n; i++) got[i] = (float)val[i];
-    const cmp_tol tol = cmp_tolerance(AG_F32, AG_F32, AG_F32);
+    const cmp_tol tol = cmp_tolerance(AG_F32);
     cmp_result r;
-    got[at] = (float)lo[at];
+    got[at] = float_up(lo[at]);
     cr_assert(cmp_compare(val, lo, hi, got, AG_F32, n, tol, &r), "bad %zu", r.bad);
     cr_assert(!cmp_compare(val, NULL, NULL, got, AG_F32, n, tol, &r));
     got[at] = (float)(lo[at] - 1e-3);
@@ -222,8 +322,8 @@ Test(ref_range, cancelling_dot_gets_a_range, .timeout = 60) {
     problem_free(&p);
 }
 
-/* The oracles on that case: the differential names the range, and two runs
- * may differ inside it (invariance) but not beyond it. */
+/* The oracles on that case: the differential names the interval, and two
+ * runs may differ inside it (invariance) but not beyond it. */
 Test(ref_range, oracles_use_the_range, .timeout = 60) {
     case_spec c = cancel_case();
     char err[256];
@@ -231,15 +331,15 @@ Test(ref_range, oracles_use_the_range, .timeout = 60) {
     problem p;
     cr_assert_eq(problem_init(&p, &c, (size_t)1 << 30, err, sizeof err), 0, "%s", err);
     oracle_ref ref;
-    cr_assert_eq(oracle_reference(&p, 0, &ref), 0);
+    cr_assert_eq(oracle_reference(&p, 0, (ag_precision){AG_F32, AG_F32, AG_F32}, &ref), 0);
     const size_t n = problem_out_elems(&p, 0);
     const size_t at = (21 * (size_t)c.layers[0].num_heads + 29) * (size_t)c.head_dim;
-    cr_assert(ref.lo[at] < ref.hi[at]);
+    cr_assert(ref.hi[at] - ref.lo[at] > 1e-3);
     float *base = malloc(n * sizeof *base), *other = malloc(n * sizeof *other);
     cr_assert(base && other);
     for (size_t i = 0; i < n; i++) base[i] = other[i] = (float)ref.val[i];
     finding f;
-    other[at] = (float)ref.lo[at];   /* the other end of the range */
+    other[at] = float_up(ref.lo[at]);   /* the other end of the range */
     cr_assert_eq(oracle_check_differential(&p, 0, other, &ref, NULL, &f), ORACLE_NONE, "%s", f.detail);
     cr_assert_eq(oracle_check_agree(&p, 0, base, other, &ref, 0, "isa x", &f), ORACLE_NONE, "%s",
                  f.detail);
@@ -266,12 +366,30 @@ static double bf16_rne(float x) {
     return (double)y;
 }
 
+/* RNE into bf16 errs by up to 2^-8 relative (half a step of 2^-7 at 1),
+ * not 2^-9: the model's figure. */
+Test(ref_range, bf16_rounding_unit_is_2_to_the_minus_8) {
+    double worst = 0;
+    for (uint32_t m = 0; m < (1u << 16); m++) {
+        const uint32_t bits = 0x3f800000u | (m << 7) | 0x40u;   /* 1 + m 2^-16 + 2^-17 */
+        float x;
+        memcpy(&x, &bits, 4);
+        const double e = fabs(bf16_rne(x) - (double)x) / (double)x;
+        if (e > worst) worst = e;
+    }
+    cr_assert(worst > 0x1.fcp-9 && worst <= 0x1.0p-8, "worst %.6g", worst);
+    const ag_precision bf = {AG_BF16, AG_BF16, AG_F32};
+    const ref_model md = cmp_error_model(bf, AG_F32, AG_BF16, 64);
+    cr_assert(md.wrel >= -log1p(-0x1.0p-8) && md.rel >= 0x1.0p-8);
+}
+
 /* The most and least element d of row (t, h) can become under the
- * rounding the model describes: q x scale rounded to fp32 and then to
- * bf16, every weight multiplied by 1 + eps with |eps| = 2^-9 pushed the
- * way that moves element d furthest (up: eps > 0 where v > o). */
+ * rounding a model describes: q x scale rounded to fp32 and then (round_q)
+ * to bf16, every weight multiplied by 1 + eps with |eps| = weps pushed the
+ * way that moves element d furthest (up: eps > 0 where v > o).  Causal
+ * rows of request 0, K/V read from the plain rows through the table. */
 static void emulate_row(const ref_input *in, int32_t t, int32_t h, int32_t d, double o,
-                        double *lo, double *hi) {
+                        int round_q, double weps, double *lo, double *hi) {
     const int32_t D = in->head_dim, g = in->num_heads / in->num_kv_heads, kvh = h / g;
     const int32_t seq = in->seq_lens[0], q_len = in->query_start_loc[1];
     const int64_t p = seq - q_len + t;
@@ -281,15 +399,17 @@ static void emulate_row(const ref_input *in, int32_t t, int32_t h, int32_t d, do
     double m = in->sinks ? in->sinks[h] : -INFINITY;
     for (int32_t k = 0; k < seq; k++) {
         logit[k] = -INFINITY;
-        if (in->causal[0] && k > p) continue; /* DESIGN §2 (causal rows here) */
+        if (k > p) continue; /* DESIGN §2 (causal rows here) */
         if (in->window_left >= 0 && k < p - in->window_left) continue;
-        const size_t slot = (size_t)in->block_table[k / in->block_size] * (size_t)in->block_size +
-                            (size_t)(k % in->block_size);
-        const size_t kb = (slot * (size_t)in->num_kv_heads + (size_t)kvh) * (size_t)D;
+        const size_t row = (size_t)in->block_table[k / in->block_size] * (size_t)in->block_size +
+                           (size_t)(k % in->block_size);
+        const size_t kb = (row * (size_t)in->num_kv_heads + (size_t)kvh) * (size_t)D;
         double x = 0;
         for (int32_t e = 0; e < D; e++) {
-            const double q = ref_load(in->q, ((size_t)t * (size_t)in->num_heads + (size_t)h) * (size_t)D + (size_t)e, in->q_dtype);
-            x += bf16_rne((float)(q * scale)) * ref_load(in->k_rows, kb + (size_t)e, in->kv_dtype);
+            const size_t qi = ((size_t)t * (size_t)in->num_heads + (size_t)h) * (size_t)D;
+            const double q = ref_load(in->q, qi + (size_t)e, in->q_dtype);
+            const double qs = round_q ? bf16_rne((float)(q * scale)) : (double)(float)(q * scale);
+            x += qs * ref_load(in->k_rows, kb + (size_t)e, in->kv_dtype);
         }
         if (in->softcap > 0) x = in->softcap * tanh(x / in->softcap);
         if (in->alibi_slopes) x += (double)in->alibi_slopes[h] * (double)(k - p);
@@ -300,11 +420,11 @@ static void emulate_row(const ref_input *in, int32_t t, int32_t h, int32_t d, do
         double num = 0, den = in->sinks ? exp(in->sinks[h] - m) : 0;
         for (int32_t k = 0; k < seq; k++) {
             if (logit[k] == -INFINITY) continue;
-            const size_t slot = (size_t)in->block_table[k / in->block_size] *
-                                    (size_t)in->block_size + (size_t)(k % in->block_size);
-            const size_t vb = (slot * (size_t)in->num_kv_heads + (size_t)kvh) * (size_t)D;
+            const size_t row = (size_t)in->block_table[k / in->block_size] *
+                                   (size_t)in->block_size + (size_t)(k % in->block_size);
+            const size_t vb = (row * (size_t)in->num_kv_heads + (size_t)kvh) * (size_t)D;
             const double v = ref_load(in->v_rows, vb + (size_t)d, in->kv_dtype);
-            const double eps = ((v > o) == (dir == 1) ? 1 : -1) * 0x1.0p-9;
+            const double eps = ((v > o) == (dir == 1) ? 1 : -1) * weps;
             const double w = exp(logit[k] - m) * (1 + eps);
             num += w * v;
             den += w;
@@ -314,13 +434,22 @@ static void emulate_row(const ref_input *in, int32_t t, int32_t h, int32_t d, do
     }
 }
 
-/* The bf16-rounding model's ranges (cmp_bf16_dot_error) hold every
- * output the modelled rounding can produce, pushed to its extremes, over
- * causal and windowed rows, soft cap, ALiBi and sinks; and they are not
- * vacuous (narrower than 0.05 here).  The check has teeth: without the
- * weight term (wabs = 0) the pushed outputs escape the ranges. */
-Test(ref_range, bf16_model_holds_the_rounded_softmax, .timeout = 60) {
-    int escaped_without_wabs = 0;
+/* Each bf16 rounding model's intervals hold every output its rounding can
+ * produce, pushed to its extremes, over causal and windowed rows, soft
+ * cap, ALiBi and sinks, and are not vacuous (narrower than 0.05 here):
+ * {bf16, bf16} (attnguard's VDPBF16PS tile) holds q and weights rounded;
+ * {f32, bf16} weights rounded only, {bf16, f32} q rounded only.  Each
+ * term has teeth: the fp32 model lets the pushed outputs of either
+ * rounding escape. */
+Test(ref_range, bf16_models_hold_the_rounded_softmax, .timeout = 60) {
+    static const struct {
+        ag_precision prec;
+        int round_q;
+        double weps;
+    } models[] = {{{AG_BF16, AG_BF16, AG_F32}, 1, 0x1.0p-8},
+                  {{AG_F32, AG_BF16, AG_F32}, 0, 0x1.0p-8},
+                  {{AG_BF16, AG_F32, AG_F32}, 1, 0.0}};
+    int escaped[3] = {0, 0, 0};
     for (int v = 0; v < 4; v++) {
         case_spec c;
         case_default(&c);
@@ -329,8 +458,8 @@ Test(ref_range, bf16_model_holds_the_rounded_softmax, .timeout = 60) {
         c.layers[0].num_heads = 4;
         c.layers[0].window = v == 1 ? 9 : -1;
         c.layers[0].softcap = v == 2 ? 5.0f : 0.0f;
-        c.layers[0].alibi = v == 3;
-        c.layers[0].sinks = v >= 2;
+        c.layers[0].alibi = v == 3 ? CASE_SRC_STANDARD : CASE_SRC_NONE;
+        c.layers[0].sinks = v >= 2 ? CASE_SRC_STANDARD : CASE_SRC_NONE;
         c.model_num_heads = 4;
         c.num_kv_heads = 2;
         c.head_dim = 32;
@@ -353,26 +482,31 @@ Test(ref_range, bf16_model_holds_the_rounded_softmax, .timeout = 60) {
         double *hi = malloc(n * sizeof(double)), *lo0 = malloc(n * sizeof(double));
         double *hi0 = malloc(n * sizeof(double));
         cr_assert(val && lo && hi && lo0 && hi0);
-        ref_logit_err e = cmp_bf16_dot_error(c.head_dim);
-        cr_assert_eq(ref_attention_range(&in, e, val, lo, hi), 0);
-        e.wabs = 0;
-        e.point_max = 0;
-        cr_assert_eq(ref_attention_range(&in, e, val, lo0, hi0), 0);
-        for (size_t i = 0; i < n; i++) {
-            const int32_t D = c.head_dim, H = 4;
-            const int32_t d = (int32_t)(i % (size_t)D), h = (int32_t)((i / (size_t)D) % (size_t)H);
-            const int32_t t = (int32_t)(i / (size_t)D / (size_t)H);
-            double elo, ehi;
-            emulate_row(&in, t, h, d, val[i], &elo, &ehi);
-            cr_assert(lo[i] - 1e-12 <= elo && ehi <= hi[i] + 1e-12,
-                      "%s element %zu: rounded outputs [%.9g, %.9g] outside [%.9g, %.9g]", c.name,
-                      i, elo, ehi, lo[i], hi[i]);
-            cr_assert(hi[i] - lo[i] < 0.05, "%s element %zu: range %.3g wide", c.name, i,
-                      hi[i] - lo[i]);
-            escaped_without_wabs += elo < lo0[i] - 1e-12 || ehi > hi0[i] + 1e-12;
+        const ag_precision f32 = {AG_F32, AG_F32, AG_F32};
+        cr_assert_eq(ref_attention_range(&in, cmp_error_model(f32, in.q_dtype, in.kv_dtype,
+                                                              in.head_dim), val, lo0, hi0), 0);
+        for (int m = 0; m < 3; m++) {
+            const ref_model e = cmp_error_model(models[m].prec, in.q_dtype, in.kv_dtype,
+                                                in.head_dim);
+            cr_assert_eq(ref_attention_range(&in, e, val, lo, hi), 0);
+            for (size_t i = 0; i < n; i++) {
+                const int32_t D = c.head_dim, H = 4;
+                const int32_t d = (int32_t)(i % (size_t)D);
+                const int32_t h = (int32_t)((i / (size_t)D) % (size_t)H);
+                const int32_t t = (int32_t)(i / (size_t)D / (size_t)H);
+                double elo, ehi;
+                emulate_row(&in, t, h, d, val[i], models[m].round_q, models[m].weps, &elo, &ehi);
+                cr_assert(lo[i] - 1e-12 <= elo && ehi <= hi[i] + 1e-12,
+                          "%s model %d element %zu: rounded outputs [%.9g, %.9g] outside "
+                          "[%.9g, %.9g]", c.name, m, i, elo, ehi, lo[i], hi[i]);
+                cr_assert(hi[i] - lo[i] < 0.05, "%s model %d element %zu: range %.3g wide",
+                          c.name, m, i, hi[i] - lo[i]);
+                escaped[m] += elo < lo0[i] - 1e-12 || ehi > hi0[i] + 1e-12;
+            }
         }
         free(val), free(lo), free(hi), free(lo0), free(hi0);
         problem_free(&p);
     }
-    cr_assert(escaped_without_wabs > 0, "the pushed outputs fit even without the weight term");
+    for (int m = 0; m < 3; m++)
+        cr_assert(escaped[m] > 0, "model %d: the pushed outputs fit the fp32 model", m);
 }

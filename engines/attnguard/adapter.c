@@ -38,6 +38,9 @@ typedef struct plan {
     ag_region *regions;
     size_t num_regions;
     int32_t *red_tokens, *red_pieces;   /* plan_shape, filled on first use */
+#ifdef ATTN_INJECT_adapter_scratch_short
+    size_t real_bytes;
+#endif
 } plan;
 
 #if defined(__GNUC__)
@@ -69,6 +72,7 @@ static ag_status from_attn(attn_status st, const attn_error *err, ag_msg *msg) {
 }
 
 static int is_dtype(ag_dtype d) { return d == AG_F32 || d == AG_BF16 || d == AG_F16; }
+static int is_fp8(ag_dtype d) { return d == AG_FP8_E4M3 || d == AG_FP8_E5M2; }
 
 /* ------------------------------------------------------------ process */
 
@@ -99,9 +103,10 @@ static void op_caps(void *c, ag_caps *out) {
                  AG_CAP_ALIBI_STANDARD | AG_CAP_SINKS | AG_CAP_SCALE | AG_CAP_PAGED |
                  AG_CAP_SHARED_BLOCKS | AG_CAP_NONCAUSAL | AG_CAP_SPLIT_KV | AG_CAP_REGIONS |
                  AG_CAP_REDZONE | AG_CAP_EXTENTS | AG_CAP_BITWISE | AG_CAP_SHAPE |
-                 AG_CAP_ATTN_CODES;
+                 AG_CAP_ATTN_CODES | AG_CAP_WINDOW_LR | AG_CAP_MIXED_CAUSAL | AG_CAP_KV_SCALES;
     const uint32_t t = AG_DTYPE_BIT(AG_F32) | AG_DTYPE_BIT(AG_BF16) | AG_DTYPE_BIT(AG_F16);
-    out->q_dtypes = out->kv_dtypes = out->out_dtypes = t;
+    out->q_dtypes = out->out_dtypes = t;
+    out->kv_dtypes = t | AG_DTYPE_BIT(AG_FP8_E4M3) | AG_DTYPE_BIT(AG_FP8_E5M2);
     out->max_head_dim = ATTN_MAX_HEAD_DIM;
     out->max_threads = ATTN_MAX_THREADS;
     out->max_block_size = ATTN_MAX_BLOCK_SIZE;
@@ -136,30 +141,21 @@ static ag_status parse_options(const char *opt, grp *g, ag_msg *msg) {
     return AG_OK;
 }
 
-/* One window pair as attnguard's single W (shorthand for (W-1, W-1); a
- * causal row sees only k <= p, so its right bound does not matter). */
-static int window_of(const ag_layer *L, int32_t *w) {
-    if (L->window_left == -1 && L->window_right == -1) { *w = -1; return 0; }
-    if (L->window_left >= 0 && L->window_left == L->window_right) {
-        *w = L->window_left + 1;
-        return 0;
-    }
-    return -1;
-}
-
 static ag_status op_create(void *cp, const ag_group *in, void **out, ag_msg *msg) {
     (void)cp;
     if (!in || !out) return say(msg, AG_REFUSED, "create: NULL group or out");
     if (in->num_layers < 0) return say(msg, AG_REFUSED, "num_layers = %d", (int)in->num_layers);
     if (in->num_layers > 0 && !in->layers)
         return say(msg, AG_REFUSED, "layers is NULL with num_layers = %d", (int)in->num_layers);
-    if (!is_dtype(in->kv_dtype) || !is_dtype(in->q_dtype) || !is_dtype(in->out_dtype)) {
-        /* an enum value outside ag_dtype is the caller's error, fp8 a missing feature */
+    if (!(is_dtype(in->kv_dtype) || is_fp8(in->kv_dtype)) || !is_dtype(in->q_dtype) ||
+        !is_dtype(in->out_dtype)) {
+        /* an enum value outside ag_dtype is the caller's error, fp8 q/out a missing feature */
         const int known = (unsigned)in->kv_dtype < AG_DTYPE_COUNT &&
                           (unsigned)in->q_dtype < AG_DTYPE_COUNT &&
                           (unsigned)in->out_dtype < AG_DTYPE_COUNT;
         ag_status st = say(msg, known ? AG_UNSUPPORTED : AG_REFUSED,
-                           "dtypes q %d, kv %d, out %d: attnguard takes f32, bf16, f16",
+                           "dtypes q %d, kv %d, out %d: attnguard takes f32, bf16, f16 (and "
+                           "fp8 for the KV cache)",
                            (int)in->q_dtype, (int)in->kv_dtype, (int)in->out_dtype);
         if (!known && msg) snprintf(msg->code, sizeof msg->code, "ATTN_E_BAD_DTYPE");
         return st;
@@ -184,18 +180,25 @@ static ag_status op_create(void *cp, const ag_group *in, void **out, ag_msg *msg
         attn_layer_desc *d = &g->layers[l];
         d->name = L->name;
         d->num_heads = L->num_heads;
-        if (window_of(L, &d->window) != 0) {
-            /* raw invalid values reach the engine's own validation */
-            if (L->window_left < -1 || L->window_right < -1) {
-                d->window = L->window_left < -1 ? L->window_left : L->window_right;
-            } else {
-                free(g->layers);
-                free(g);
-                return say(msg, AG_UNSUPPORTED,
-                           "layers.%d: window (%d, %d): attnguard takes equal left and right",
-                           (int)l, (int)L->window_left, (int)L->window_right);
-            }
+        /* always as an explicit pair: raw invalid values (below -1) reach
+         * the engine's own validation unchanged */
+        d->window = -1;
+        d->window_pair = 1;
+        d->window_left = L->window_left;
+        d->window_right = L->window_right;
+        /* attn.h reads a scale of 0 as 1; the ABI has no such default */
+        const float ks = L->k_scale, vs = L->v_scale;
+        if (is_fp8(in->kv_dtype) && !(ks > 0 && vs > 0)) {
+            free(g->layers);
+            free(g);
+            ag_status st2 = say(msg, AG_REFUSED, "layers.%d: k_scale = %g, v_scale = %g: an fp8 "
+                                "cache's scales must be finite and > 0", (int)l, (double)ks,
+                                (double)vs);
+            if (msg) snprintf(msg->code, sizeof msg->code, "ATTN_E_BAD_LAYER");
+            return st2;
         }
+        d->k_scale = is_fp8(in->kv_dtype) ? ks : 1.0f;
+        d->v_scale = is_fp8(in->kv_dtype) ? vs : 1.0f;
         d->softcap = L->softcap;
         d->scale = L->scale;
         d->alibi_slopes = L->alibi_slopes;
@@ -288,14 +291,7 @@ static ag_status op_plan(void *gp, const ag_batch *in, const ag_plan_opts *opts,
     b.block_table_stride = in->block_table_stride;
     b.num_blocks = in->num_blocks;
     b.causal = 1;
-    if (in->causal && in->num_reqs > 0) {
-        b.causal = in->causal[0];
-        for (int32_t r = 1; r < in->num_reqs; r++)
-            if (in->causal[r] != in->causal[0])
-                return say(msg, AG_UNSUPPORTED,
-                           "requests 0 and %d differ in causality: attnguard plans one flag "
-                           "per batch", (int)r);
-    }
+    b.req_causal = in->causal;   /* NULL: every request causal, as b.causal says */
     attn_plan_opts po;
     memset(&po, 0, sizeof po);
     if (opts) {
@@ -332,6 +328,14 @@ static ag_status op_plan(void *gp, const ag_batch *in, const ag_plan_opts *opts,
         p->regions[i].size = reg[i].size;
     }
     p->num_regions = n;
+#ifdef ATTN_INJECT_adapter_scratch_short
+    /* INJECTED BUG (adapter_scratch_short): the adapter trims what it reports
+     * by one alignment unit (an adapter author's "the engine pads the end"),
+     * and run below hands the engine the size it remembers, not the one it
+     * was given, so the engine's own size check cannot object. */
+    p->real_bytes = bytes;
+    bytes = bytes > ATTN_ALIGN ? bytes - ATTN_ALIGN : bytes;
+#endif
     info->scratch_bytes = bytes;
     info->scratch_align = ATTN_ALIGN;
     info->regions = p->regions;
@@ -416,7 +420,11 @@ static ag_status op_run(void *pp, int32_t layer, const ag_run_args *a, ag_msg *m
     t.kv_dtype = g->g.kv.dtype;
     t.out_dtype = g->g.out_dtype;
     attn_error err;
-    attn_status st = attn_run(p->p, &g->layers[layer], &t, a->scratch, a->scratch_bytes, &err);
+    size_t scratch_bytes = a->scratch_bytes;
+#ifdef ATTN_INJECT_adapter_scratch_short
+    scratch_bytes = p->real_bytes;
+#endif
+    attn_status st = attn_run(p->p, &g->layers[layer], &t, a->scratch, scratch_bytes, &err);
     return from_attn(st, &err, msg);
 }
 

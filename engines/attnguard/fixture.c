@@ -16,7 +16,12 @@ int afx_init(afx_engine *fx, const problem *p) {
         attn_layer_desc *d = &fx->layers[l];
         d->name = L->name;
         d->num_heads = L->num_heads;
-        d->window = L->window_left == -1 ? -1 : L->window_left + 1;
+        d->window = -1;
+        d->window_pair = 1;
+        d->window_left = L->window_left;
+        d->window_right = L->window_right;
+        d->k_scale = L->k_scale;
+        d->v_scale = L->v_scale;
         d->softcap = L->softcap;
         d->scale = L->scale;
         d->alibi_slopes = L->alibi_slopes;
@@ -39,7 +44,8 @@ int afx_init(afx_engine *fx, const problem *p) {
     fx->batch.block_table = p->batch.block_table;
     fx->batch.block_table_stride = p->batch.block_table_stride;
     fx->batch.num_blocks = p->batch.num_blocks;
-    fx->batch.causal = c->num_reqs > 0 ? c->causal[0] : 1;
+    fx->batch.causal = 1;
+    fx->batch.req_causal = p->batch.causal;
     if (!p->materialized) return 0;
     fx->cache_bytes = p->row_elems * ag_dtype_size(c->kv_dtype);
     fx->k_cache = malloc(fx->cache_bytes ? fx->cache_bytes : 1);
@@ -88,7 +94,7 @@ int afx_reference(const problem *p, int32_t l, int bf16, double *out, double *lo
     ref_input in;
     problem_ref_input(p, l, &in);
     if (!lo && !hi) return ref_attention(&in, out);
-    return ref_attention_range(&in, bf16 ? cmp_bf16_dot_error(p->c.head_dim)
-                                         : cmp_logit_error(p->c.kv_dtype, p->c.head_dim),
+    const ag_precision prec = {bf16 ? AG_BF16 : AG_F32, bf16 ? AG_BF16 : AG_F32, AG_F32};
+    return ref_attention_range(&in, cmp_error_model(prec, in.q_dtype, in.kv_dtype, in.head_dim),
                                out, lo, hi);
 }

@@ -22,8 +22,8 @@ typedef struct afx_engine {
     size_t cache_bytes;
 } afx_engine;
 
-/* Fill fx from a materialized problem (one causal flag for the batch: the
- * first request's).  0, or -1 when it cannot (allocation, reshape). */
+/* Fill fx from a problem (caches only when it is materialized).  0, or -1
+ * when it cannot (allocation, reshape). */
 int afx_init(afx_engine *fx, const problem *p);
 void afx_free(afx_engine *fx);
 /* Tensors of layer l writing to out. */

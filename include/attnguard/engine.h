@@ -141,7 +141,8 @@ typedef struct ag_layer {
     float scale;               /* 0: 1/sqrt(head_dim) */
     const float *alibi_slopes; /* NULL or [num_heads] */
     const float *sinks;        /* NULL or [num_heads] logits */
-    float k_scale, v_scale;    /* fp8 caches: value = decode(byte) * scale; else 1 */
+    float k_scale, v_scale;    /* fp8 caches: value = decode(byte) * scale, finite > 0 (0 is
+                                  not "default": refuse it); other caches ignore them */
 } ag_layer;
 
 typedef struct ag_group {
@@ -161,8 +162,9 @@ typedef struct ag_batch {
     int32_t num_reqs;
     const int32_t *query_start_loc;  /* [num_reqs + 1], prefix sums of q_len >= 1 */
     const int32_t *seq_lens;         /* [num_reqs], keys incl. the new tokens, >= q_len */
-    const uint8_t *causal;           /* [num_reqs], 1: causal (query i at seq_len - q_len + i),
-                                        0: non-causal (query i at position i) */
+    const uint8_t *causal;           /* [num_reqs] or NULL (every request causal); 1: causal
+                                        (query i at seq_len - q_len + i), 0: non-causal
+                                        (query i at position i) */
     const int32_t *block_table;      /* [num_reqs][block_table_stride] */
     int32_t block_table_stride;
     int32_t num_blocks;              /* physical blocks in each cache */

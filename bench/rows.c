@@ -1,0 +1,441 @@
+/*
+ * bench/rows.c — see rows.h.  Shapes: decode B requests x 4096 keys, Hq 32
+ * over Hkv 8, D 128; causal prefill L 2048, Hq 32, Hkv 32 or 8, D 128;
+ * the Laguna XS batch (8 KV heads, D 128, bf16; a group of 48 heads with
+ * full attention and one of 64 heads with window 512, each with its own
+ * KV cache, over 6 decodes at 4096 keys and one 512-token chunk ending at
+ * 4096).  Values uniform in [-1, 1) (the case format's default), rounded
+ * to each dtype.
+ */
+#include "rows.h"
+#include "util.h"
+
+#include "../harness/compare.h"
+#include "../harness/problem.h"
+#include "../harness/ref.h"
+#include "../harness/session.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KV_LEN 4096
+#define HEAD_DIM 128
+#define PREFILL_LEN 2048
+#define LAGUNA_DECODES 6
+#define LAGUNA_CHUNK 512
+#define LAGUNA_WINDOW 512
+#define COLD_BYTES (1.5 * 1024 * 1024 * 1024)   /* several times any L3 of ours */
+#define MAX_ROT 256
+#define MAX_GROUPS 2
+#define SAMPLE_ROWS 48                           /* reference rows per group */
+
+/* Per thread count, in this order; the names (row_name) are what the
+ * reports and scripts key on. */
+const row_spec bench_rows[] = {
+    {"decode1", ROW_DECODE, 1, AG_F32, 8, 16, 1},   {"decode1", ROW_DECODE, 1, AG_F32, 8, 16, 0},
+    {"decode8", ROW_DECODE, 8, AG_F32, 8, 16, 1},   {"decode8", ROW_DECODE, 8, AG_F32, 8, 16, 0},
+    {"prefill", ROW_PREFILL, 1, AG_F32, 32, 16, 0}, {"prefill", ROW_PREFILL, 1, AG_F32, 8, 16, 0},
+    {"decode1", ROW_DECODE, 1, AG_F16, 8, 16, 1},   {"decode1", ROW_DECODE, 1, AG_F16, 8, 16, 0},
+    {"decode8", ROW_DECODE, 8, AG_F16, 8, 16, 1},   {"decode8", ROW_DECODE, 8, AG_F16, 8, 16, 0},
+    {"prefill", ROW_PREFILL, 1, AG_F16, 32, 16, 0}, {"prefill", ROW_PREFILL, 1, AG_F16, 8, 16, 0},
+    {"decode1", ROW_DECODE, 1, AG_BF16, 8, 16, 1},  {"decode1", ROW_DECODE, 1, AG_BF16, 8, 16, 0},
+    {"decode8", ROW_DECODE, 8, AG_BF16, 8, 16, 1},  {"decode8", ROW_DECODE, 8, AG_BF16, 8, 16, 0},
+    /* block 32: 8 KiB pieces instead of 4 KiB, where the prefetchers
+     * restart half as often */
+    {"decode8", ROW_DECODE, 8, AG_BF16, 8, 32, 1},
+    {"prefill", ROW_PREFILL, 1, AG_BF16, 32, 16, 0},
+    {"prefill", ROW_PREFILL, 1, AG_BF16, 8, 16, 0},
+    {"fp8", ROW_DECODE, 8, AG_FP8_E4M3, 8, 16, 1},
+    {"fp8", ROW_DECODE, 8, AG_FP8_E5M2, 8, 16, 1},
+    {"laguna", ROW_LAGUNA, 7, AG_BF16, 8, 16, 1},
+};
+const int bench_num_rows = (int)(sizeof bench_rows / sizeof bench_rows[0]);
+
+void row_name(const row_spec *r, char *buf, size_t cap) {
+    const char *dn = ag_dtype_name(r->kv);
+    if (r->kind == ROW_DECODE)
+        snprintf(buf, cap, "decode B=%d kv%d %s %s%s", r->batch, KV_LEN, dn,
+                 r->cold ? "cold" : "hot", r->block_size != 16 ? " bs32" : "");
+    else if (r->kind == ROW_PREFILL)
+        snprintf(buf, cap, "prefill L=%d H=32 Hkv=%d %s", PREFILL_LEN, r->hkv, dn);
+    else
+        snprintf(buf, cap, "laguna mixed (48 full + 64 w512) %s", dn);
+}
+
+ag_dtype row_io_dtype(const row_spec *r) {
+    return r->kv == AG_FP8_E4M3 || r->kv == AG_FP8_E5M2 ? AG_BF16 : r->kv;
+}
+
+/* ------------------------------------------------------------- work */
+
+int row_items(const row_spec *r, row_item *it) {
+    const double kvb = (double)ag_dtype_size(r->kv) * r->hkv * HEAD_DIM * 2;   /* K+V per key */
+    memset(it, 0, ROW_MAX_ITEMS * sizeof *it);
+    if (r->kind == ROW_DECODE) {
+        snprintf(it[0].what, sizeof it[0].what, "32 heads: decode at %d keys", KV_LEN);
+        it[0].count = r->batch;
+        it[0].bytes = KV_LEN * kvb;
+        it[0].flops = 4.0 * HEAD_DIM * 32 * KV_LEN;
+        return 1;
+    }
+    if (r->kind == ROW_PREFILL) {
+        snprintf(it[0].what, sizeof it[0].what, "32 heads: causal prefill of %d", PREFILL_LEN);
+        it[0].count = 1;
+        it[0].bytes = PREFILL_LEN * kvb;
+        it[0].flops = 4.0 * HEAD_DIM * 32 * (double)PREFILL_LEN * (PREFILL_LEN + 1) / 2;
+        return 1;
+    }
+    /* Laguna: the chunk's rows sit at p = 3584 .. 4095 */
+    const double p0 = KV_LEN - LAGUNA_CHUNK;
+    double full = 0, win = 0;
+    for (int i = 0; i < LAGUNA_CHUNK; i++) {
+        full += p0 + i + 1;
+        win += fmin(p0 + i + 1, LAGUNA_WINDOW);
+    }
+    snprintf(it[0].what, sizeof it[0].what, "48 heads full: decode");
+    it[0].count = LAGUNA_DECODES;
+    it[0].bytes = KV_LEN * kvb;
+    it[0].flops = 4.0 * HEAD_DIM * 48 * KV_LEN;
+    snprintf(it[1].what, sizeof it[1].what, "48 heads full: chunk of %d", LAGUNA_CHUNK);
+    it[1].count = 1;
+    it[1].bytes = KV_LEN * kvb;
+    it[1].flops = 4.0 * HEAD_DIM * 48 * full;
+    snprintf(it[2].what, sizeof it[2].what, "64 heads w%d: decode", LAGUNA_WINDOW);
+    it[2].count = LAGUNA_DECODES;
+    it[2].bytes = LAGUNA_WINDOW * kvb;
+    it[2].flops = 4.0 * HEAD_DIM * 64 * LAGUNA_WINDOW;
+    snprintf(it[3].what, sizeof it[3].what, "64 heads w%d: chunk of %d", LAGUNA_WINDOW,
+             LAGUNA_CHUNK);
+    it[3].count = 1;
+    /* keys p0 - (W - 1) .. 4095 */
+    it[3].bytes = (LAGUNA_CHUNK + LAGUNA_WINDOW - 1) * kvb;
+    it[3].flops = 4.0 * HEAD_DIM * 64 * win;
+    return 4;
+}
+
+double row_bytes(const row_spec *r) {
+    row_item it[ROW_MAX_ITEMS];
+    double s = 0;
+    for (int i = 0, n = row_items(r, it); i < n; i++) s += it[i].count * it[i].bytes;
+    return s;
+}
+
+double row_flops(const row_spec *r) {
+    row_item it[ROW_MAX_ITEMS];
+    double s = 0;
+    for (int i = 0, n = row_items(r, it); i < n; i++) s += it[i].count * it[i].flops;
+    return s;
+}
+
+/* ------------------------------------------------------------- cases */
+
+/* Group g of row r as a case (Laguna has two groups, the others one). */
+static int row_case(const row_spec *r, int g, ag_dtype io, case_spec *c) {
+    case_default(c);
+    snprintf(c->name, sizeof c->name, "bench-%s-%d", r->part, g);
+    c->num_layers = 1;
+    case_layer *L = &c->layers[0];
+    L->num_heads = r->kind == ROW_LAGUNA ? (g ? 64 : 48) : 32;
+    L->window = -1;
+    L->window_left = L->window_right = r->kind == ROW_LAGUNA && g ? LAGUNA_WINDOW - 1 : -1;
+    c->model_num_heads = L->num_heads;
+    c->num_kv_heads = r->hkv;
+    c->head_dim = HEAD_DIM;
+    c->block_size = r->block_size;
+    c->kv_dtype = r->kv;
+    c->q_dtype = c->out_dtype = io;
+    c->threads = 1;
+    c->seed = 0x62656e6368ull + (uint64_t)g;   /* "bench" */
+    if (r->kind == ROW_DECODE) {
+        c->num_reqs = r->batch;
+        for (int i = 0; i < r->batch; i++) c->q_len[i] = 1, c->kv_len[i] = KV_LEN;
+    } else if (r->kind == ROW_PREFILL) {
+        c->num_reqs = 1;
+        c->q_len[0] = c->kv_len[0] = PREFILL_LEN;
+    } else {
+        c->num_reqs = LAGUNA_DECODES + 1;
+        for (int i = 0; i < LAGUNA_DECODES; i++) c->q_len[i] = 1, c->kv_len[i] = KV_LEN;
+        c->q_len[LAGUNA_DECODES] = LAGUNA_CHUNK;
+        c->kv_len[LAGUNA_DECODES] = KV_LEN;
+    }
+    for (int i = 0; i < c->num_reqs; i++) c->causal[i] = 1;
+    return r->kind == ROW_LAGUNA ? 2 : 1;
+}
+
+/* ------------------------------------------------- the reference check */
+
+/* The query tokens the reference checks: every token of a batch of at
+ * most SAMPLE_ROWS, else SAMPLE_ROWS spread evenly (first and last
+ * included). */
+static int sample_tokens(const problem *p, int32_t *tok) {
+    const int32_t T = p->num_tokens;
+    if (T <= SAMPLE_ROWS) {
+        for (int32_t i = 0; i < T; i++) tok[i] = i;
+        return T;
+    }
+    for (int i = 0; i < SAMPLE_ROWS; i++)
+        tok[i] = (int32_t)((int64_t)i * (T - 1) / (SAMPLE_ROWS - 1));
+    return SAMPLE_ROWS;
+}
+
+/* The fp64 reference of the sampled tokens of a causal problem: each
+ * token becomes a one-row request with seq_len p + 1 over its own
+ * request's block table, which sees exactly the keys it sees in the batch
+ * (DESIGN §2: k <= p, and the window counted back from p).  out:
+ * [n][H][D].  0, or -1. */
+static int reference_rows(const problem *p, const int32_t *tok, int n, double *out) {
+    const size_t H = (size_t)p->layers[0].num_heads, D = (size_t)p->c.head_dim;
+    const size_t row_bytes = H * D * ag_dtype_size(p->c.q_dtype);
+    const size_t stride = (size_t)p->bt_stride;
+    int32_t *qsl = malloc((size_t)(n + 1) * sizeof *qsl), *seq = malloc((size_t)n * sizeof *seq);
+    int32_t *bt = malloc((size_t)n * stride * sizeof *bt);
+    uint8_t *causal = malloc((size_t)n);
+    unsigned char *q = malloc((size_t)n * row_bytes);
+    int rc = -1;
+    if (!qsl || !seq || !bt || !causal || !q) goto out;
+    for (int j = 0; j < n; j++) {
+        int32_t r = 0;
+        while (r + 1 < p->c.num_reqs && p->qsl[r + 1] <= tok[j]) r++;
+        if (!p->causal[r]) goto out;   /* the bench's rows are causal */
+        const int32_t ql = p->qsl[r + 1] - p->qsl[r], i = tok[j] - p->qsl[r];
+        qsl[j] = j;
+        seq[j] = p->seq_lens[r] - ql + i + 1;
+        causal[j] = 1;
+        memcpy(bt + (size_t)j * stride, p->block_table + (size_t)r * stride, stride * sizeof *bt);
+        memcpy(q + (size_t)j * row_bytes, (const unsigned char *)p->q[0] + (size_t)tok[j] * row_bytes,
+               row_bytes);
+    }
+    qsl[n] = n;
+    ref_input in;
+    problem_ref_input(p, 0, &in);
+    in.num_reqs = n;
+    in.query_start_loc = qsl;
+    in.seq_lens = seq;
+    in.causal = causal;
+    in.block_table = bt;
+    in.q = q;
+    rc = ref_attention(&in, out);
+out:
+    free(qsl), free(seq), free(bt), free(causal), free(q);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- run */
+
+typedef struct row_group {
+    problem p;
+    int built;
+    void *q;                 /* the query on huge pages, shared by every engine */
+    size_t q_bytes, out_bytes;
+    int32_t tok[SAMPLE_ROWS];
+    int n_tok;
+    double *ref;             /* [n_tok][H][D] */
+} row_group;
+
+typedef struct row_engine {
+    session s[MAX_GROUPS][MAX_ROT];
+    int opened[MAX_GROUPS];
+    void *out[MAX_GROUPS];
+    double *times;
+    double cpu, wall;
+} row_engine;
+
+static void group_free(row_group *g) {
+    free(g->q);
+    free(g->ref);
+    if (g->built) problem_free(&g->p);
+    memset(g, 0, sizeof *g);
+}
+
+static void engine_free(row_engine *x, int ngroups) {
+    for (int g = 0; g < ngroups; g++) {
+        for (int k = 0; k < x->opened[g]; k++) session_close(&x->s[g][k]);
+        free(x->out[g]);
+    }
+    free(x->times);
+}
+
+/* One batch (every group) on rotation k; 0, or -1 with why. */
+static int run_batch(row_engine *x, row_group *grp, int ngroups, int k, char *why, size_t cap) {
+    for (int g = 0; g < ngroups; g++) {
+        session *s = &x->s[g][k];
+        if (session_run(s, 0, grp[g].q, x->out[g]) != 0) {
+            snprintf(why, cap, "failed: run: %s %s: %s", ag_status_name(s->status), s->msg.code,
+                     s->msg.text);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Open engine E's sessions for every group and rotation.  0 ok, 1 the
+ * engine cannot express the row (why), -1 a failure (why). */
+static int engine_open(row_engine *x, const engine_host *E, row_group *grp, int ngroups, int rot,
+                       int threads, row_result *res) {
+    for (int g = 0; g < ngroups; g++) {
+        char why[160];
+        if (engine_host_unsupported(E, &grp[g].p.c, why, sizeof why)) {
+            snprintf(res->why, sizeof res->why, "skipped: the engine lacks %s", why);
+            return 1;
+        }
+        for (int k = 0; k < rot; k++) {
+            session *s = &x->s[g][k];
+            if (session_open(s, E, &grp[g].p, NULL, threads, NULL, bench_big_alloc,
+                             bench_big_free) != 0) {
+                snprintf(res->why, sizeof res->why, "%s: %s: %s %s: %.120s",
+                         s->status == AG_UNSUPPORTED ? "skipped" : "failed", s->stage,
+                         ag_status_name(s->status), s->msg.code, s->msg.text);
+                return s->status == AG_UNSUPPORTED ? 1 : -1;
+            }
+            x->opened[g] = k + 1;
+        }
+        snprintf(res->kernels, sizeof res->kernels, "%s", x->s[g][0].gi.kernels);
+        snprintf(res->detail, sizeof res->detail, "%s", x->s[g][0].gi.detail);
+        x->out[g] = bench_big_alloc(grp[g].out_bytes, 64);
+        if (!x->out[g]) {
+            snprintf(res->why, sizeof res->why, "failed: out of memory for the output");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* After timing: one more run into a NaN-filled output, every element
+ * written and the sampled rows against the reference. */
+static void engine_check(row_engine *x, row_group *grp, int ngroups, row_result *res) {
+    for (int g = 0; g < ngroups; g++) {
+        const problem *p = &grp[g].p;
+        const ag_dtype od = p->c.out_dtype;
+        const size_t n = problem_out_elems(p, 0), hd = n / (size_t)p->num_tokens;
+        memset(x->out[g], 0xff, grp[g].out_bytes);   /* NaN in every dtype */
+        if (session_run(&x->s[g][0], 0, grp[g].q, x->out[g]) != 0) {
+            snprintf(res->why, sizeof res->why, "failed: check run: %s", x->s[g][0].msg.text);
+            res->ran = 0;
+            return;
+        }
+        for (size_t i = 0; i < n; i++) res->nan_count += isnan(cmp_elem_get(x->out[g], i, od));
+        const cmp_tol tol = cmp_tolerance(od);
+        for (int j = 0; j < grp[g].n_tok; j++)
+            for (size_t e = 0; e < hd; e++) {
+                const double want = grp[g].ref[(size_t)j * hd + e];
+                const double got = cmp_elem_get(x->out[g], (size_t)grp[g].tok[j] * hd + e, od);
+                const double err = fabs(got - want);
+                if (err > res->max_abs_err || isnan(err)) res->max_abs_err = isnan(err) ? INFINITY : err;
+                const double use = err / (tol.atol + tol.rtol * fabs(want));
+                if (use > res->max_tol_use || isnan(use))
+                    res->max_tol_use = isnan(use) ? INFINITY : use;
+            }
+        res->err_rows = grp[g].n_tok;
+    }
+}
+
+static int build_groups(const row_spec *r, ag_dtype io, row_group *grp, int *ngroups, char *why,
+                        size_t cap) {
+    case_spec c;
+    *ngroups = row_case(r, 0, io, &c);
+    for (int g = 0; g < *ngroups; g++) {
+        row_case(r, g, io, &c);
+        char err[256];
+        if (problem_init(&grp[g].p, &c, (size_t)16 << 30, err, sizeof err) != 0 ||
+            !grp[g].p.materialized) {
+            snprintf(why, cap, "failed: the row's inputs: %.150s",
+                     grp[g].p.unmaterialized_reason ? grp[g].p.unmaterialized_reason : err);
+            grp[g].built = 1;
+            return -1;
+        }
+        grp[g].built = 1;
+        const problem *p = &grp[g].p;
+        const size_t n = problem_out_elems(p, 0);
+        grp[g].q_bytes = n * ag_dtype_size(c.q_dtype);
+        grp[g].out_bytes = n * ag_dtype_size(c.out_dtype);
+        grp[g].q = bench_big_alloc(grp[g].q_bytes, 64);
+        grp[g].n_tok = sample_tokens(p, grp[g].tok);
+        grp[g].ref = malloc((size_t)grp[g].n_tok * (n / (size_t)p->num_tokens) * sizeof(double));
+        if (!grp[g].q || !grp[g].ref) {
+            snprintf(why, cap, "failed: out of memory for the row's inputs");
+            return -1;
+        }
+        memcpy(grp[g].q, p->q[0], grp[g].q_bytes);
+        if (reference_rows(p, grp[g].tok, grp[g].n_tok, grp[g].ref) != 0) {
+            snprintf(why, cap, "failed: the reference refused the row's inputs");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int row_run(const row_spec *r, const engine_host *const *E, int n, int threads, int reps,
+            ag_dtype io, row_result *res) {
+    static row_group grp[MAX_GROUPS];
+    static row_engine eng[ROW_MAX_ENGINES];
+    int ngroups = 0, rc = 0;
+    memset(res, 0, (size_t)n * sizeof *res);
+    memset(grp, 0, sizeof grp);
+    memset(eng, 0, sizeof eng);
+    if (build_groups(r, io, grp, &ngroups, res[0].why, sizeof res[0].why) != 0) {
+        rc = -1;
+        goto out;
+    }
+    /* rotations: enough distinct caches that a timed batch finds none of
+     * its KV in any cache level */
+    int rot = 1;
+    if (r->cold) {
+        double batch = 0;
+        for (int g = 0; g < ngroups; g++)
+            batch += 2.0 * (double)grp[g].p.row_elems * (double)ag_dtype_size(r->kv);
+        rot = (int)ceil(COLD_BYTES / batch);
+        if (rot < 3) rot = 3;
+        if (rot > MAX_ROT) rot = MAX_ROT;
+    }
+    int live[ROW_MAX_ENGINES] = {0};
+    for (int e = 0; e < n; e++) {
+        res[e].rotations = rot;
+        const int o = engine_open(&eng[e], E[e], grp, ngroups, rot, threads, &res[e]);
+        eng[e].times = malloc((size_t)(reps + 1) * sizeof(double));
+        live[e] = o == 0 && eng[e].times;
+        if (o == 0 && !eng[e].times) snprintf(res[e].why, sizeof res[e].why, "failed: no memory");
+    }
+    /* The plain rows were copied into every engine's caches; the sampled
+     * reference is computed: free them before timing. */
+    for (int g = 0; g < ngroups; g++) {
+        free(grp[g].p.k_rows), free(grp[g].p.v_rows);
+        grp[g].p.k_rows = grp[g].p.v_rows = NULL;
+    }
+    /* Cold runs start after one untimed pass over every rotation: right
+     * after write_kv the caches are full of dirty lines, and each read miss
+     * would also write one back (a serving engine reads KV written long
+     * before: clean lines). */
+    for (int k = 1; r->cold && k < rot; k++)
+        for (int e = 0; e < n; e++)
+            if (live[e] && run_batch(&eng[e], grp, ngroups, k, res[e].why, sizeof res[e].why))
+                live[e] = 0;
+    for (int it = 0; it <= reps; it++) {   /* it 0: warm-up (page faults, thread pools) */
+        const int k = r->cold ? it % rot : 0;
+        for (int e = 0; e < n; e++) {
+            if (!live[e]) continue;
+            const double c0 = bench_cpu_now(), t0 = bench_now();
+            if (run_batch(&eng[e], grp, ngroups, k, res[e].why, sizeof res[e].why)) {
+                live[e] = 0;
+                continue;
+            }
+            eng[e].times[it] = bench_now() - t0;
+            if (it) {
+                eng[e].wall += eng[e].times[it];
+                eng[e].cpu += bench_cpu_now() - c0;
+            }
+        }
+    }
+    for (int e = 0; e < n; e++) {
+        if (!live[e]) continue;
+        res[e].ran = 1;
+        res[e].sec = bench_median(eng[e].times + 1, reps);
+        res[e].cpu_share = eng[e].cpu / (eng[e].wall * threads);
+        engine_check(&eng[e], grp, ngroups, &res[e]);
+    }
+out:
+    for (int e = 0; e < n; e++) engine_free(&eng[e], ngroups);
+    for (int g = 0; g < MAX_GROUPS; g++) group_free(&grp[g]);
+    return rc;
+}

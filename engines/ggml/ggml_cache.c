@@ -1,0 +1,72 @@
+/*
+ * engines/ggml/ggml_cache.c — where the ggml adapter keeps keys and what a
+ * query row may see: the private cache layout (one array of num_blocks *
+ * block_size cells, each [Hkv][D], written by slot) and the f16 masks that
+ * turn a paged batch into ggml's dense [rows][cells] form.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "ggml_group.h"
+
+static size_t row_bytes(const gg_group *g) {
+    return (size_t)g->hkv * (size_t)g->d * (g->kv == AG_F32 ? 4u : 2u);
+}
+
+ag_status ggc_kv_cache_bytes(void *grp, int32_t num_blocks, size_t *bytes, ag_msg *msg) {
+    const gg_group *g = grp;
+    size_t cells = (size_t)num_blocks * (size_t)g->bs;
+    if (num_blocks < 1 || cells / (size_t)g->bs != (size_t)num_blocks ||
+        cells > SIZE_MAX / row_bytes(g))
+        return agg_fail(msg, AG_REFUSED, "GGML_BAD_BLOCKS", "num_blocks %d", (int)num_blocks);
+    *bytes = cells * row_bytes(g);
+    return AG_OK;
+}
+
+ag_status ggc_write_kv(void *grp, void *k_cache, void *v_cache, int32_t num_blocks,
+                             const void *k_rows, const void *v_rows, int32_t num_tokens,
+                             const int64_t *slot_mapping, ag_msg *msg) {
+    const gg_group *g = grp;
+    const size_t rb = row_bytes(g);
+    const int64_t cells = (int64_t)num_blocks * g->bs;
+    if (!k_cache || !v_cache || !k_rows || !v_rows || !slot_mapping || num_tokens < 1)
+        return agg_fail(msg, AG_REFUSED, "GGML_BAD_ARGS", "write_kv: %d rows, a buffer is NULL",
+                        (int)num_tokens);
+    for (int32_t i = 0; i < num_tokens; i++) {
+        int64_t s = slot_mapping[i];
+        if (s < -1 || s >= cells)
+            return agg_fail(msg, AG_REFUSED, "GGML_BAD_SLOT",
+                            "slot_mapping[%d] = %lld outside -1..%lld", (int)i, (long long)s,
+                            (long long)cells - 1);
+        if (s < 0) continue;
+        memcpy((char *)k_cache + (size_t)s * rb, (const char *)k_rows + (size_t)i * rb, rb);
+        memcpy((char *)v_cache + (size_t)s * rb, (const char *)v_rows + (size_t)i * rb, rb);
+    }
+    return AG_OK;
+}
+
+/* Mask class c: row t of request r, query position p, sees key k in cell
+ * bt[k / bs] * bs + k % bs when the rules of DESIGN §2 allow. */
+void ggc_fill_mask(const gg_plan *P, const ag_batch *b, int c, ggml_fp16_t *m) {
+    const gg_group *g = P->g;
+    const gg_mask_class *C = &g->cls[c];
+    const ggml_fp16_t ninf = g->lib->base.ggml_fp32_to_fp16(-INFINITY);
+    for (size_t i = 0; i < (size_t)P->T_pad * (size_t)P->n_kv; i++) m[i] = ninf;
+    for (int32_t r = 0; r < b->num_reqs; r++) {
+        const int32_t q0 = b->query_start_loc[r], ql = b->query_start_loc[r + 1] - q0;
+        const int32_t seq = b->seq_lens[r];
+        const int32_t *bt = b->block_table + (size_t)r * (size_t)b->block_table_stride;
+        const int causal = b->causal ? b->causal[r] : 1;
+        for (int32_t i = 0; i < ql; i++) {
+            const int64_t p = causal ? seq - ql + i : i;
+            ggml_fp16_t *row = m + (size_t)(q0 + i) * (size_t)P->n_kv;
+            for (int64_t k = 0; k < seq; k++) {
+                if ((causal && k > p) || (C->wl >= 0 && k < p - C->wl) ||
+                    (C->wr >= 0 && k > p + C->wr))
+                    continue;
+                float val = C->alibi ? (float)(k - p) : 0.0f;
+                row[(int64_t)bt[k / g->bs] * g->bs + k % g->bs] = g->lib->base.ggml_fp32_to_fp16(val);
+            }
+        }
+    }
+}

@@ -1,0 +1,74 @@
+/*
+ * engines/ggml/ggml_group.h — the ggml adapter's records of one attention
+ * group and one plan, shared by the mapping (ggml_adapter.c) and the
+ * checks that turn the harness's descriptions into them (ggml_check.c).
+ */
+#ifndef AG_GGML_GROUP_H
+#define AG_GGML_GROUP_H
+
+#include "ggml_load.h"
+
+typedef struct gg_layer {
+    int32_t wl, wr;            /* window: keys p - wl .. p + wr (-1: unbounded) */
+    float scale, softcap;
+    float max_bias;            /* > 0: ALiBi, the layer's slopes are ggml's set for it */
+    float *sinks;              /* private copy [hq], or NULL */
+    int mask;                  /* index of this layer's mask class */
+} gg_layer;
+
+/* Layers that see the same keys share one mask (as llama.cpp shares its
+ * full and sliding-window masks among layers). */
+typedef struct gg_mask_class {
+    int32_t wl, wr;
+    int alibi;                 /* visible cells hold k - p instead of 0 */
+} gg_mask_class;
+
+typedef struct gg_group {
+    const agg_lib *lib;
+    const agg_variant *v;
+    int32_t hq, hkv, d, bs, threads, nl, nmask;
+    ag_dtype kv;
+    gg_layer *layers;          /* [nl] */
+    gg_mask_class *cls;        /* [nmask] */
+} gg_group;
+
+/* One layer's graph: q, k, v, out get the harness's buffers in run(). */
+typedef struct gg_node {
+    struct ggml_cgraph *gf;
+    struct ggml_tensor *q, *k, *v, *qp, *kp, *vp, *out;
+    struct ggml_cplan cp;
+} gg_node;
+
+typedef struct gg_plan {
+    gg_group *g;
+    int32_t T, T_pad, n_kv;    /* query rows, mask rows, cells in the K/V views */
+    struct ggml_context *ctx;
+    ggml_fp16_t *masks;        /* nmask x [T_pad][n_kv], the adapter's own memory */
+    size_t work;               /* the largest cplan.work_size of the nodes */
+    int nnode;
+    gg_node node[];            /* one per layer (one for an empty group) */
+} gg_plan;
+
+/* Validates `in` and fills `g` (private copies of sinks; ALiBi matched to
+ * ggml's slope set; mask classes).  AG_REFUSED / AG_UNSUPPORTED with a
+ * message naming the field. */
+ag_status ggc_group(const ag_group *in, gg_group *g, ag_msg *msg);
+void ggc_group_free(gg_group *g);
+
+/* Validates a batch for group g: request lengths, block tables within
+ * num_blocks and stride, no block twice in one request, ALiBi distances
+ * that f16 holds exactly.  Writes the number of query rows and the cells
+ * the K/V views must cover. */
+ag_status ggc_batch(const gg_group *g, const ag_batch *b, int32_t *T, int32_t *n_kv,
+                    ag_msg *msg);
+
+/* ggml_cache.c: the cache layout (kv_cache_bytes, write_kv of the ABI) and
+ * mask class c of plan P for batch b, [T_pad][n_kv]: 0 (or k - p for ALiBi)
+ * where row t may see the cell holding key k of its request, -inf elsewhere. */
+ag_status ggc_kv_cache_bytes(void *grp, int32_t num_blocks, size_t *bytes, ag_msg *msg);
+ag_status ggc_write_kv(void *grp, void *k_cache, void *v_cache, int32_t num_blocks,
+                       const void *k_rows, const void *v_rows, int32_t num_tokens,
+                       const int64_t *slot_mapping, ag_msg *msg);
+void ggc_fill_mask(const gg_plan *P, const ag_batch *b, int c, ggml_fp16_t *m);
+
+#endif /* AG_GGML_GROUP_H */
