@@ -123,6 +123,17 @@ typedef struct attn_allocator {
 
 /* One attention layer.  The pointed-to arrays are read during
  * attn_builder_create (validation) and attn_run (use) only. */
+/* How a builder's kernels may round (attn_group_desc.precision). */
+typedef enum attn_precision {
+    ATTN_PRECISION_DEFAULT = 0, /* a table may round q and the softmax weights to bf16
+                                   where that is much faster (today: the avx512bf16
+                                   table's bf16-KV prefill under tune "amd");
+                                   attn_builder_info.bf16_rounding says when, and
+                                   docs/engine.md gives the error bound */
+    ATTN_PRECISION_EXACT = 1,   /* every product and sum in fp32 or better, on any table */
+    ATTN_PRECISION_COUNT
+} attn_precision;
+
 typedef struct attn_layer_desc {
     const char *name;          /* for messages; NULL -> "layers.<index>" */
     int32_t num_heads;         /* query heads Hq */
@@ -172,6 +183,8 @@ typedef struct attn_group_desc {
                                   prefill runs on VDPBF16PS ("amd", which
                                   rounds: attn_builder_info.bf16_rounding).
                                   An unknown name is ATTN_E_BAD_ISA. */
+    attn_precision precision;  /* ATTN_PRECISION_DEFAULT (0) or _EXACT; another value
+                                  is ATTN_E_BAD_OPTION */
     size_t max_plan_bytes;     /* most bytes a plan's scratchpad, and separately its
                                   own metadata (work lists, region table, batch
                                   copies), may take: attn_builder_build refuses more
@@ -208,14 +221,16 @@ typedef struct attn_builder_info {
     /* 1: this builder's bf16-KV prefill runs round q and the softmax
      * weights to bf16 (the avx512bf16 table on CPUs whose VDPBF16PS runs
      * at the FMA rate, i.e. tune "amd": twice the speed; each rounding
-     * has relative error <= 2^-9, see src/kernels/avx512bf16_lanes.c).
-     * 0: every product and sum is fp32 or better.  Pick the "avx512" table
-     * or tune "intel" (attn_group_desc) for fp32 throughout. */
+     * has relative error <= 2^-8; docs/engine.md, "Rounding", turns that
+     * into a bound on the output).  0: every product and sum is fp32 or
+     * better.  attn_group_desc.precision = ATTN_PRECISION_EXACT makes it
+     * 0 on every table. */
     int32_t bf16_rounding;
     /* The resolved group window as a layer carries it: the shorthand in
      * `window` above, or window_pair = 1 and the pair every layer shares
      * (0, 0, 0 when the layers do not share one: unbounded). */
     int32_t window_pair, window_left, window_right;
+    attn_precision precision;  /* as the group asked */
 } attn_builder_info;
 
 attn_status attn_builder_get_info(const attn_builder *builder, attn_builder_info *out,

@@ -175,6 +175,10 @@ attn_status attn_builder_create(const attn_group_desc *g, attn_builder **out, at
     if (g->num_threads < 1 || g->num_threads > ATTN_MAX_THREADS)
         return attn__fail(err, ATTN_E_BAD_THREADS, "num_threads = %d outside 1..%d",
                           (int)g->num_threads, ATTN_MAX_THREADS);
+    if ((unsigned)g->precision >= ATTN_PRECISION_COUNT)
+        return attn__fail(err, ATTN_E_BAD_OPTION,
+                          "precision = %d (ATTN_PRECISION_DEFAULT 0 or ATTN_PRECISION_EXACT 1)",
+                          (int)g->precision);
     if (g->allocator && (!g->allocator->alloc || !g->allocator->free))
         return attn__fail(err, ATTN_E_NULL_ARG, "allocator has a NULL %s function",
                           g->allocator->alloc ? "free" : "alloc");
@@ -247,6 +251,7 @@ attn_status attn_builder_create(const attn_group_desc *g, attn_builder **out, at
     b->alloc = alloc;
     b->kern = kern;
     b->tune = tune;
+    b->round_ok = g->precision != ATTN_PRECISION_EXACT;
     b->num_heads = heads;
     b->num_kv_heads = g->kv.num_kv_heads;
     b->group_size = heads / g->kv.num_kv_heads;
@@ -289,8 +294,9 @@ attn_status attn_builder_get_info(const attn_builder *b, attn_builder_info *out,
     i.out_dtype = b->out_dtype;
     i.isa = b->kern->name;
     i.tune = attn__tune_name(b->tune);
-    i.bf16_rounding = b->kv_dtype == ATTN_DTYPE_BF16 && b->kern->bf16_rounding &&
+    i.bf16_rounding = b->round_ok && b->kv_dtype == ATTN_DTYPE_BF16 && b->kern->bf16_rounding &&
                       b->kern->bf16_rounding(b->tune);
+    i.precision = b->round_ok ? ATTN_PRECISION_DEFAULT : ATTN_PRECISION_EXACT;
     *out = i;
     attn__ok(err);
     return ATTN_OK;

@@ -136,7 +136,14 @@ static int32_t normalise_q(float *q, size_t n) {
     if (!(mx > 0x1p32f) || !isfinite(mx)) return 0;
     const int32_t e = ilogbf(mx);
     for (size_t i = 0; i < n; i++) q[i] = ldexpf(q[i], -e);
+#ifndef ATTN_INJECT_large_q_exponent
     return e;
+#else
+    /* INJECTED BUG (large_q_exponent): the exponent handed back for the
+     * logits' rescale is one less than the one q was scaled down by, so
+     * huge-q rows get logits half their size. */
+    return e - 1;
+#endif
 }
 
 /* Load the query rows of (req, tokens [tok0, tok0 + n_tok), kv_head's
@@ -207,6 +214,7 @@ static void item_args(const run_ctx *c, int32_t thread, const attn_work_item *it
         .k1 = it->k1,
         .kv_tile = p->kv_tile,
         .tune = p->tune,
+        .round_ok = p->round_ok,
         .acc = acc,
         .m = m,
         .l = l,
@@ -326,7 +334,7 @@ static void run_reduction(run_ctx *c, int32_t thread, const attn_reduction *rd) 
     const attn_plan *p = c->p;
     const int32_t D = p->head_dim, n_tok = rd->tok1 - rd->tok0, rows = n_tok * c->g;
     const unsigned char *flags = region_ptr(c, (size_t)rd->region_flags);
-#ifdef ATTN_INJECT_split_flags_overlap
+#if defined(ATTN_INJECT_split_flags_overlap) || defined(ATTN_INJECT_no_merge_barrier)
     (void)flags; /* the historical engine did not check completion flags */
 #else
     for (int32_t s = 0; s < rd->num_pieces; s++)
@@ -506,7 +514,14 @@ attn_status attn_run(const attn_plan *p, const attn_layer_desc *layer, const att
                              i + 1 < end ? &p->items[p->thread_items[i + 1]] : NULL);
                 i += n;
             }
+#ifndef ATTN_INJECT_no_merge_barrier
+        /* every piece published before any reduction reads it */
 #pragma omp barrier
+#else
+        /* INJECTED BUG (no_merge_barrier): the barrier before the merge
+         * removed; a thread merges a split row while another may still be
+         * writing its pieces (the completion-flag check is off too). */
+#endif
         for (int32_t pt = tid; pt < p->num_threads; pt += nth)
             for (size_t i = p->red_start[pt]; i < p->red_start[pt + 1]; i++)
                 run_reduction(&c, pt, &p->reds[p->thread_reds[i]]);

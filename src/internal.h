@@ -64,6 +64,7 @@ struct attn_builder {
     attn_allocator alloc;
     const attn_kernels *kern;
     int32_t tune;           /* ATTN__TUNE_* (kernels.h) */
+    int32_t round_ok;       /* 0: ATTN_PRECISION_EXACT (attn_tile_args.round_ok) */
     int32_t num_heads;      /* shared by the group's layers */
     int32_t num_kv_heads;
     int32_t group_size;     /* num_heads / num_kv_heads */
@@ -95,6 +96,7 @@ struct attn_plan {
     attn_allocator alloc;
     const attn_kernels *kern;
     int32_t tune;           /* the builder's ATTN__TUNE_*, for the kernels */
+    int32_t round_ok;       /* the builder's, for the kernels */
 
     /* geometry the plan was built for (copied from the builder) */
     int32_t num_heads, num_kv_heads, group_size, head_dim, block_size;

@@ -26,6 +26,11 @@ size_t attn__footprint(attn_region_kind kind, int32_t group_size, int32_t head_d
     switch (kind) {
     case ATTN_REGION_Q:   /* [rows][D] fp32 */
     case ATTN_REGION_ACC: /* [rows][D] fp32 */
+#ifdef ATTN_INJECT_region_row_short
+        /* INJECTED BUG (region_row_short): the accumulators sized for one
+         * row fewer than the item has. */
+        if (kind == ATTN_REGION_ACC && rows > 0) rows--;
+#endif
         ov |= attn__mul(rows, (size_t)head_dim, &x) || attn__mul(x, f, &x);
         break;
     case ATTN_REGION_STATE: /* m[rows], l[rows] */

@@ -207,6 +207,7 @@ attn_status attn_builder_build(const attn_builder *b, const attn_batch *bt,
     p->alloc = b->alloc;
     p->kern = b->kern;
     p->tune = b->tune;
+    p->round_ok = b->round_ok;
     p->num_heads = b->num_heads;
     p->num_kv_heads = b->num_kv_heads;
     p->group_size = b->group_size;

@@ -44,7 +44,7 @@
 #include "../harness/case.h"
 #include "../harness/compare.h"
 #include "../harness/problem.h"
-#include "tfixture.h"
+#include "../engines/attnguard/fixture.h"
 #include "../harness/ref.h"
 #include "tutil.h"
 
@@ -106,6 +106,8 @@ static void *aligned_bytes(size_t n) {
  * arguments args_for fills: 0 = the CPU's own (under_each_tune_profile
  * sets each in turn). */
 static int32_t g_tune;
+/* The precision of the builders run_on and create_tuned make. */
+static attn_precision g_precision;
 
 /* Run layer l of the problem on table `isa`; returns the output buffer
  * (out_dtype, caller frees) or NULL with a message in msg. */
@@ -116,10 +118,10 @@ static void *run_on(problem *p, int32_t l, const char *isa, int *rounded, char *
         snprintf(msg, cap, "fixture: out of memory");
         return NULL;
     }
-    tfx_complete(&fx, p);
     attn_group_desc g = fx.group;
     g.isa = isa;
     g.tune = g_tune ? (g_tune == ATTN__TUNE_AMD ? "amd" : "intel") : NULL;
+    g.precision = g_precision;
     attn_builder *b = NULL;
     attn_plan *plan = NULL;
     attn_error err;
@@ -478,6 +480,37 @@ Test(isa, huge_q, .timeout = 120) {
         float *q = p.q[0];
         const size_t nq = (size_t)p.num_tokens * (size_t)c.layers[0].num_heads * (size_t)c.head_dim;
         for (size_t i = 0; i < nq; i++) q[i] = ldexpf(q[i], 127); /* exact, < FLT_MAX */
+        check_problem(&p, text);
+        problem_free(&p);
+    }
+    simd_verdict();
+}
+
+/* Huge q over tiny keys: q elements near 2^45 (past the 2^32 at which the
+ * executor scales q rows down, normalise_q), K near 2^-45, so the logits
+ * are ordinary numbers and the softmax is not one-hot: the power of two
+ * taken out of q must come back exactly.  (huge_q's logits saturate, and
+ * would hide an exponent one off.)  Decode and prefill, with and without a
+ * soft cap, split rows. */
+Test(isa, huge_q_tiny_k, .timeout = 120) {
+    for (int v = 0; v < 4; v++) {
+        case_spec c = mk(8, 2, 64, 16, ATTN_DTYPE_F32);
+        c.layers[0].softcap = v % 2 ? 20.0f : 0.0f;
+        c.layers[0].scale = 0.125f;
+        c.q_len[0] = v < 2 ? 1 : 21;
+        c.kv_len[0] = v < 2 ? 300 : 40;
+        c.threads = 2;
+        c.split = ATTN_SPLIT_ON;
+        c.seed = 0x7e0u + (uint64_t)v;
+        char text[2048], msg[512];
+        case_format(text, sizeof text, &c);
+        problem p;
+        cr_assert_eq(problem_init(&p, &c, (size_t)1 << 30, msg, sizeof msg), 0, "%s", msg);
+        cr_assert(p.materialized);
+        float *q = p.q[0], *k = p.k_rows;
+        const size_t nq = (size_t)p.num_tokens * (size_t)c.layers[0].num_heads * (size_t)c.head_dim;
+        for (size_t i = 0; i < nq; i++) q[i] = ldexpf(q[i], 45);        /* exact */
+        for (size_t i = 0; i < p.row_elems; i++) k[i] = ldexpf(k[i], -45); /* exact */
         check_problem(&p, text);
         problem_free(&p);
     }
@@ -1079,6 +1112,7 @@ static attn_status create_tuned(const char *isa, const char *tune, attn_dtype kv
     g.num_threads = 1;
     g.isa = isa;
     g.tune = tune;
+    g.precision = g_precision;
     attn_builder *b = NULL;
     attn_status st = attn_builder_create(&g, &b, err);
     if (st == ATTN_OK && info) attn_builder_get_info(b, info, NULL);
@@ -1115,14 +1149,21 @@ Test(isa, tune_names_and_rounding) {
     const int n = attn_isa_available(isas, MAX_ISAS);
     for (int i = 0; i < n; i++) {
         const int bf16tab = !strcmp(isas[i], "avx512bf16");
-        for (int t = 0; t < 2; t++)
-            for (int d = 0; d < 2; d++) {
-                const attn_dtype kv = d ? ATTN_DTYPE_BF16 : ATTN_DTYPE_F32;
-                cr_assert_eq(create_tuned(isas[i], t ? "amd" : "intel", kv, &bi, NULL), ATTN_OK);
-                cr_assert_eq(bi.bf16_rounding, bf16tab && t && d, "%s %s %s", isas[i],
-                             t ? "amd" : "intel", attn_dtype_name(kv));
-            }
+        for (int e = 0; e < 2; e++) /* precision: default, exact */
+            for (int t = 0; t < 2; t++)
+                for (int d = 0; d < 2; d++) {
+                    const attn_dtype kv = d ? ATTN_DTYPE_BF16 : ATTN_DTYPE_F32;
+                    g_precision = e ? ATTN_PRECISION_EXACT : ATTN_PRECISION_DEFAULT;
+                    cr_assert_eq(create_tuned(isas[i], t ? "amd" : "intel", kv, &bi, NULL), ATTN_OK);
+                    cr_assert_eq(bi.bf16_rounding, bf16tab && t && d && !e, "%s %s %s %s", isas[i],
+                                 t ? "amd" : "intel", attn_dtype_name(kv), e ? "exact" : "default");
+                    cr_assert_eq(bi.precision, g_precision);
+                }
     }
+    g_precision = (attn_precision)2;
+    cr_assert_eq(create_tuned("ref", NULL, ATTN_DTYPE_F32, NULL, &err), ATTN_E_BAD_OPTION);
+    cr_assert(strstr(err.message, "precision = 2"), "%s", err.message);
+    g_precision = ATTN_PRECISION_DEFAULT;
 }
 
 /* A builder for the table isa and the default tuning profile. */
@@ -1195,4 +1236,47 @@ Test(isa, tables_start_from_ref) {
     }
     cr_assert(a->tile[ATTN_DTYPE_BF16] != b->tile[ATTN_DTYPE_BF16]);
 #endif
+}
+
+/* ATTN_PRECISION_EXACT on the one path that rounds by default (the
+ * avx512bf16 table's bf16 prefill under tune "amd"): the builder says it
+ * does not round, and the output holds the fp32 tolerance against the
+ * reference, where the default run (which rounds) differs from it. */
+Test(isa, precision_exact_never_rounds, .timeout = 120) {
+    int usable = 0;
+    for (int i = 0; i < N_SIMD; i++)
+        usable |= !strcmp(k_simd[i].name, "avx512bf16") && k_simd[i].cpu();
+    if (!usable) TU_SKIP("avx512bf16 is not compiled in or this CPU cannot run it");
+    case_spec c = mk(8, 2, 128, 16, ATTN_DTYPE_BF16);
+    c.out_dtype = AG_F32;
+    c.q_len[0] = 96;
+    c.kv_len[0] = 300;
+    c.seed = 0xe4ac7u;
+    char msg[512];
+    problem p;
+    cr_assert_eq(problem_init(&p, &c, (size_t)1 << 30, msg, sizeof msg), 0, "%s", msg);
+    const size_t ne = problem_out_elems(&p, 0);
+    double *exact = malloc(ne * sizeof(double)), *lo = malloc(ne * sizeof(double)),
+           *hi = malloc(ne * sizeof(double));
+    cr_assert(exact && lo && hi);
+    cr_assert_eq(afx_reference(&p, 0, 0, exact, lo, hi), 0);
+    g_tune = ATTN__TUNE_AMD;
+    int rounded = -1;
+    g_precision = ATTN_PRECISION_EXACT;
+    void *ex = run_on(&p, 0, "avx512bf16", &rounded, msg, sizeof msg);
+    cr_assert(ex, "%s", msg);
+    cr_assert_eq(rounded, 0, "exact precision reports bf16 rounding");
+    g_precision = ATTN_PRECISION_DEFAULT;
+    void *df = run_on(&p, 0, "avx512bf16", &rounded, msg, sizeof msg);
+    cr_assert(df, "%s", msg);
+    cr_assert_eq(rounded, 1, "the default amd bf16 prefill no longer rounds: pick another path");
+    g_tune = 0;
+    cmp_result r;
+    const cmp_tol tol = cmp_tolerance(c.out_dtype);
+    cr_assert(cmp_compare(exact, lo, hi, ex, c.out_dtype, ne, tol, &r),
+              "exact precision: %zu elements outside the fp32 tolerance (max_abs %g)", r.bad,
+              r.max_abs);
+    cr_assert(memcmp(ex, df, ne * sizeof(float)) != 0, "the default run did not round");
+    free(ex), free(df), free(exact), free(lo), free(hi);
+    problem_free(&p);
 }

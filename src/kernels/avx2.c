@@ -112,19 +112,20 @@ INLINE __m256i lanes(size_t left) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), idx);
 }
 
-/* 8 fp8 codes (zero-extended to 32-bit lanes) -> fp32, bit for bit the
- * scalar decoders of dtype.h (the same recipe as the AVX-512 twin's
- * fp8_16: e4m3fn's 7 low bits at bits 20..26 are the value times 2^-120,
- * one multiply rebiases; e5m2 is the top byte of an f16). */
+/* 8 fp8 codes (b) -> fp32, bit for bit the scalar decoders of dtype.h,
+ * both by way of f16 as the AVX-512 twin's (avx512_inl.h, e4m3_16):
+ * e4m3fn's code sign-extended, shifted left 7 and masked is an f16 of the
+ * value times 2^-8 (VCVTPH2PS widens it, one multiply rebiases), its NaN
+ * codes (x << 9 == 0xfe00) take the quiet NaN; e5m2 is the top byte of
+ * an f16. */
 INLINE __m256 fp8_8(attn_dtype dt, __m128i b8) {
     if (dt == ATTN_DTYPE_FP8_E5M2) return _mm256_cvtph_ps(_mm_slli_epi16(_mm_cvtepu8_epi16(b8), 8));
-    const __m256i x = _mm256_cvtepu8_epi32(b8);
-    const __m256i y = _mm256_and_si256(_mm256_slli_epi32(x, 20), _mm256_set1_epi32(0x07f00000));
-    const __m256 nan = _mm256_castsi256_ps(_mm256_cmpeq_epi32(y, _mm256_set1_epi32(0x07f00000)));
-    __m256 v = _mm256_mul_ps(_mm256_castsi256_ps(y), _mm256_set1_ps(0x1p120f));
-    v = _mm256_blendv_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7ff00000)), nan);
-    const __m256i sign = _mm256_slli_epi32(_mm256_srli_epi32(x, 7), 31);
-    return _mm256_or_ps(v, _mm256_castsi256_ps(sign));
+    const __m128i x = _mm_cvtepi8_epi16(b8);
+    const __m128i h = _mm_and_si128(_mm_slli_epi16(x, 7), _mm_set1_epi16((short)0xbf80));
+    const __m256 v = _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(0x1p8f));
+    const __m128i nan16 = _mm_cmpeq_epi16(_mm_slli_epi16(x, 9), _mm_set1_epi16((short)0xfe00));
+    const __m256 nan = _mm256_castsi256_ps(_mm256_cvtepi16_epi32(nan16));
+    return _mm256_or_ps(v, _mm256_and_ps(nan, _mm256_castsi256_ps(_mm256_set1_epi32(0x7ff00000))));
 }
 
 /* 8 elements of dt at p, `left` of them valid (the rest read as 0). */
@@ -563,4 +564,42 @@ void attn_store_bf16__avx2(const float *acc, const float *m, const float *l, int
 void attn_store_f16__avx2(const float *acc, const float *m, const float *l, int32_t n_tok,
                           int32_t g, int32_t hd, const float *sinks, int32_t m_exp, float v_scale, void *dst, size_t ts) {
     store(ATTN_DTYPE_F16, acc, m, l, n_tok, g, hd, sinks, m_exp, v_scale, dst, ts);
+}
+
+/* ------------------------------------------------- conversions (test hook) */
+
+/* n elements through load8 / store8, 8 at a time, the last group masked. */
+#define CVT_TO(name_, DT_)                                                                \
+    static void name_(const void *s, void *d, size_t n) {                                \
+        const size_t es = attn__dtype_size(DT_);                                          \
+        for (size_t i = 0; i < n; i += 8)                                                 \
+            store8(ATTN_DTYPE_F32, (float *)d + i, n - i,                                 \
+                   load8(DT_, (const unsigned char *)s + i * es, n - i));                \
+    }
+#define CVT_FROM(name_, DT_)                                                              \
+    static void name_(const void *s, void *d, size_t n) {                                \
+        const size_t es = attn__dtype_size(DT_);                                          \
+        for (size_t i = 0; i < n; i += 8)                                                 \
+            store8(DT_, (unsigned char *)d + i * es, n - i,                               \
+                   load8(ATTN_DTYPE_F32, (const float *)s + i, n - i));                  \
+    }
+CVT_TO(cvt_bf16_f32, ATTN_DTYPE_BF16)
+CVT_TO(cvt_f16_f32, ATTN_DTYPE_F16)
+CVT_TO(cvt_e4m3_f32, ATTN_DTYPE_FP8_E4M3)
+CVT_TO(cvt_e5m2_f32, ATTN_DTYPE_FP8_E5M2)
+CVT_FROM(cvt_f32_bf16, ATTN_DTYPE_BF16)
+CVT_FROM(cvt_f32_f16, ATTN_DTYPE_F16)
+
+static const attn__cvt_path avx2_cvt[] = {
+    {"load8 bf16", ATTN_DTYPE_BF16, 1, 0, cvt_bf16_f32},
+    {"load8 f16", ATTN_DTYPE_F16, 1, 0, cvt_f16_f32},
+    {"load8 fp8e4m3", ATTN_DTYPE_FP8_E4M3, 1, 0, cvt_e4m3_f32},
+    {"load8 fp8e5m2", ATTN_DTYPE_FP8_E5M2, 1, 0, cvt_e5m2_f32},
+    {"store8 bf16", ATTN_DTYPE_BF16, 0, 0, cvt_f32_bf16},
+    {"store8 f16", ATTN_DTYPE_F16, 0, 0, cvt_f32_f16},
+};
+
+const attn__cvt_path *attn__cvt_avx2(int *count) {
+    *count = (int)(sizeof avx2_cvt / sizeof avx2_cvt[0]);
+    return avx2_cvt;
 }

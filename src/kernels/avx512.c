@@ -340,7 +340,13 @@ INLINE void load_q(attn_dtype dt, const void *src, size_t token_stride, int32_t 
         for (size_t i = 0; i < width; i += 16) {
             const __mmask16 m = tail_mask(width - i);
             /* convert, then one fp32 multiply: the portable rounding */
-            _mm512_mask_storeu_ps(d + i, m, _mm512_mul_ps(load16(dt, s + i * es, m), sc));
+            __m512 x = _mm512_mul_ps(load16(dt, s + i * es, m), sc);
+#ifdef ATTN_INJECT_scale_twice_tail
+            /* INJECTED BUG (scale_twice_tail): the masked tail of a row
+             * group multiplied by the scale a second time. */
+            if (m != 0xffff) x = _mm512_mul_ps(x, sc);
+#endif
+            _mm512_mask_storeu_ps(d + i, m, x);
         }
     }
 }
@@ -367,8 +373,14 @@ INLINE __m256i f32_to_bf16_16(__m512 x) {
     const __m512i abs = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
     const __mmask16 nan = _mm512_cmpgt_epu32_mask(abs, _mm512_set1_epi32(0x7f800000));
     const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+#ifndef ATTN_INJECT_bf16_truncate
     __m512i r = _mm512_srli_epi32(
         _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+#else
+    /* INJECTED BUG (bf16_truncate): the low half dropped, no rounding */
+    (void)lsb;
+    __m512i r = _mm512_srli_epi32(u, 16);
+#endif
     const __m512i q = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
     r = _mm512_mask_mov_epi32(r, nan, q);
     return _mm512_cvtepi32_epi16(r);
@@ -416,4 +428,61 @@ void attn_store_bf16__avx512(const float *acc, const float *m, const float *l, i
 void attn_store_f16__avx512(const float *acc, const float *m, const float *l, int32_t n_tok,
                             int32_t g, int32_t hd, const float *sinks, int32_t m_exp, float v_scale, void *dst, size_t ts) {
     store(ATTN_DTYPE_F16, acc, m, l, n_tok, g, hd, sinks, m_exp, v_scale, dst, ts);
+}
+
+/* ------------------------------------------------- conversions (test hook) */
+
+/* n elements through load16 / store16, 16 at a time, the last masked. */
+#define CVT_TO(name_, DT_)                                                                \
+    static void name_(const void *s, void *d, size_t n) {                                \
+        const size_t es = attn__dtype_size(DT_);                                          \
+        for (size_t i = 0; i < n; i += 16) {                                              \
+            const __mmask16 m = tail_mask(n - i);                                         \
+            _mm512_mask_storeu_ps((float *)d + i, m,                                      \
+                                  load16(DT_, (const unsigned char *)s + i * es, m));    \
+        }                                                                                 \
+    }
+#define CVT_FROM(name_, DT_)                                                              \
+    static void name_(const void *s, void *d, size_t n) {                                \
+        const size_t es = attn__dtype_size(DT_);                                          \
+        for (size_t i = 0; i < n; i += 16) {                                              \
+            const __mmask16 m = tail_mask(n - i);                                         \
+            store16(DT_, (unsigned char *)d + i * es, m,                                  \
+                    _mm512_maskz_loadu_ps(m, (const float *)s + i));                      \
+        }                                                                                 \
+    }
+CVT_TO(cvt_bf16_f32, ATTN_DTYPE_BF16)
+CVT_TO(cvt_f16_f32, ATTN_DTYPE_F16)
+CVT_TO(cvt_e4m3_f32, ATTN_DTYPE_FP8_E4M3)
+CVT_TO(cvt_e5m2_f32, ATTN_DTYPE_FP8_E5M2)
+CVT_FROM(cvt_f32_bf16, ATTN_DTYPE_BF16)
+CVT_FROM(cvt_f32_f16, ATTN_DTYPE_F16)
+
+/* The decode tile's bf16 widening: 32 elements per load, even and odd
+ * halves (bf16_even / bf16_odd), put back in order for the caller. */
+static void cvt_bf16_pairs_f32(const void *s, void *d, size_t n) {
+    for (size_t i = 0; i < n; i += 32) {
+        const size_t k = n - i < 32 ? n - i : 32;
+        const __mmask32 m = k == 32 ? 0xffffffffu : (__mmask32)((1u << k) - 1u);
+        const __m512i w = _mm512_maskz_loadu_epi16(m, (const uint16_t *)s + i);
+        float e[16], o[16];
+        _mm512_storeu_ps(e, bf16_even(w));
+        _mm512_storeu_ps(o, bf16_odd(w));
+        for (size_t j = 0; j < k; j++) ((float *)d)[i + j] = j % 2 ? o[j / 2] : e[j / 2];
+    }
+}
+
+static const attn__cvt_path avx512_cvt[] = {
+    {"load16 bf16", ATTN_DTYPE_BF16, 1, 0, cvt_bf16_f32},
+    {"load16 f16", ATTN_DTYPE_F16, 1, 0, cvt_f16_f32},
+    {"load16 fp8e4m3", ATTN_DTYPE_FP8_E4M3, 1, 0, cvt_e4m3_f32},
+    {"load16 fp8e5m2", ATTN_DTYPE_FP8_E5M2, 1, 0, cvt_e5m2_f32},
+    {"decode bf16 pairs", ATTN_DTYPE_BF16, 1, 0, cvt_bf16_pairs_f32},
+    {"store16 bf16", ATTN_DTYPE_BF16, 0, 0, cvt_f32_bf16},
+    {"store16 f16", ATTN_DTYPE_F16, 0, 0, cvt_f32_f16},
+};
+
+const attn__cvt_path *attn__cvt_avx512(int *count) {
+    *count = (int)(sizeof avx512_cvt / sizeof avx512_cvt[0]);
+    return avx512_cvt;
 }

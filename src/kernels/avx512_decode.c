@@ -334,7 +334,6 @@ INLINE void qk_block(int R, attn_dtype kdt, int FULL, int NTA, int ADDR, const f
             if (kdt == ATTN_DTYPE_BF16) {
                 /* 32 bf16 per load: odd elements are the top halves of the
                  * 32-bit lanes, even elements the bottom halves shifted up */
-                const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
                 __m512 ke[4], ko[4];
                 UNROLL
                 for (int j = 0; j < 4; j++) {
@@ -342,8 +341,8 @@ INLINE void qk_block(int R, attn_dtype kdt, int FULL, int NTA, int ADDR, const f
                      * whole slices load plainly (see ATTN_DEC_FULL) */
                     const __m512i w = FULL ? _mm512_loadu_si512(kr[j] + sl * 64)
                                            : _mm512_maskz_loadu_epi16((__mmask32)m, kr[j] + sl * 64);
-                    ke[j] = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
-                    ko[j] = _mm512_castsi512_ps(_mm512_and_si512(w, hi));
+                    ke[j] = bf16_even(w);
+                    ko[j] = bf16_odd(w);
                 }
                 UNROLL
                 for (int r = 0; r < R; r++) {
@@ -428,7 +427,6 @@ INLINE void pv_pairs_rows(int R, int NS, int FULL, int NTA, float *accp, size_t 
                           uint32_t ml, const float *alpha, const float *p,
                           const void *const *vrow, const void *const *vpf, int32_t ilo,
                           int32_t ihi) {
-    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
     /* the next chunk's rows in address order, 2 slices (128 bytes) per key
      * and pass (pv_pf, avx512_inl.h) */
     pv_pf pc = pv_pf_start((int32_t)(sl0 / 2), (int32_t)((nc + 1) / 2), ilo, ihi);
@@ -457,8 +455,8 @@ INLINE void pv_pairs_rows(int R, int NS, int FULL, int NTA, float *accp, size_t 
             const __m512i w = sl == NS - 1 && !FULL
                                   ? _mm512_maskz_loadu_epi16((__mmask32)ml, vr + 64 * sl)
                                   : _mm512_loadu_si512(vr + 64 * sl);
-            const __m512 e = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
-            const __m512 o = _mm512_castsi512_ps(_mm512_and_si512(w, hi));
+            const __m512 e = bf16_even(w);
+            const __m512 o = bf16_odd(w);
             UNROLL
             for (int r = 0; r < R; r++) {
                 const __m512 pb = _mm512_set1_ps(p[(size_t)r * DT + (size_t)i]);

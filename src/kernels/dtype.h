@@ -140,12 +140,12 @@ static inline uint16_t attn__f32_to_f16(float f) {
 static inline float attn__fp8e4m3_to_f32(uint8_t b) {
     const uint32_t sign = (uint32_t)(b & 0x80u) << 24, em = b & 0x7fu;
     if (em == 0x7fu) return attn__bits_f32(sign | 0x7ff00000u); /* quiet, mantissa 111 kept */
-    /* em << 20 puts the 4 exponent bits at the bottom of fp32's exponent
-     * field and the 3 mantissa bits at its top: that fp32 is the fp8 value
-     * times 2^(7 - 127) for normal codes AND for subnormal ones (which it
-     * makes an fp32 subnormal); one exact multiply by 2^120 rebiases both. */
-    const float v = attn__bits_f32(em << 20) * 0x1p120f;
-    return attn__bits_f32(attn__f32_bits(v) | sign);
+    /* em << 7 (with the sign at bit 15) is an f16 with exponent field e
+     * and mantissa m << 7: the value times 2^-8 for normal and subnormal
+     * codes alike (f16 subnormals); one exact multiply by 2^8 rebiases.
+     * (Not an fp32 subnormal times 2^120: a multiply with a subnormal
+     * operand is slow on some CPUs; the SIMD twins take this route too.) */
+    return attn__f16_to_f32((uint16_t)((uint32_t)(b & 0x80u) << 8 | em << 7)) * 0x1p8f;
 }
 
 static inline uint8_t attn__f32_to_fp8e4m3(float f) {

@@ -99,6 +99,9 @@ typedef struct attn_tile_args {
     size_t next_head_offset;
     int32_t next_k0, next_k1;
     int32_t tune;            /* ATTN__TUNE_* (below): the plan's tuning profile */
+    int32_t round_ok;        /* 1: the tile may round q and the weights to bf16 where the
+                              * table decided that pays (attn_precision DEFAULT); 0:
+                              * fp32 products and sums only (EXACT) */
 } attn_tile_args;
 
 typedef void (*attn_tile_fn)(const attn_tile_args *a);
@@ -178,10 +181,30 @@ typedef struct attn_kernels {
     attn_load_q_fn load_q[ATTN_DTYPE_COUNT];  /* indexed by query dtype */
     attn_store_fn store[ATTN_DTYPE_COUNT];    /* indexed by output dtype */
     attn_merge_fn merge;
-    /* 1 when this table, under tuning profile `tune`, rounds q and the
-     * softmax weights to bf16 for some bf16-KV items; NULL: never */
+    /* 1 when this table, under tuning profile `tune` and with round_ok,
+     * rounds q and the softmax weights to bf16 for some bf16-KV items;
+     * NULL: never */
     int (*bf16_rounding)(int32_t tune);
 } attn_kernels;
+
+/* A test hook (tests/test_convert.c), never called by the engine: one
+ * element conversion a table's kernels perform, run over n contiguous
+ * elements with the very inline code the kernels use (their full vectors
+ * and their masked tails).  Each table's kernel file lists its paths
+ * (attn__cvt_<isa>, kernels_decl.h); the test holds every path, bit for
+ * bit, to a model of round to nearest even written in the test. */
+typedef struct attn__cvt_path {
+    const char *name;        /* "load16 fp8e4m3", "store8 bf16", ... */
+    attn_dtype narrow;       /* the element type converted from or to */
+    int to_f32;              /* 1: narrow -> fp32; 0: fp32 -> narrow */
+    int flags;               /* ATTN__CVT_* */
+    void (*run)(const void *src, void *dst, size_t n);
+} attn__cvt_path;
+enum {
+    ATTN__CVT_DAZ = 1,       /* fp32 subnormal inputs read as zero (VCVTNE2PS2BF16) */
+    ATTN__CVT_FINITE = 2,    /* finite inputs only: the kernels never pass others */
+    ATTN__CVT_AS_F32 = 4     /* the rounded value comes back widened to fp32 */
+};
 
 /* The tuning profile (dispatch.c, attn__select_tune): the SIMD tables'
  * choices that depend on the CPU family more than on its feature flags,

@@ -52,6 +52,8 @@ void attn_merge_f32__ref(const float *partial, const float *pm, const float *pl,
                          int32_t pieces, int32_t rows, int32_t head_dim, int32_t m_exp,
                          float *acc, float *m, float *l);
 const attn_kernels *attn__kernels_ref(void);
+/* the conversion paths of each table's kernels (kernels.h, a test hook) */
+const attn__cvt_path *attn__cvt_ref(int *count);
 
 /* ---- avx2 (avx2.c, table_avx2.c) ---- */
 #ifdef ATTN_HAVE_AVX2
@@ -63,6 +65,7 @@ void attn_tile_fp8e4m3__avx2(const attn_tile_args *a);
 void attn_tile_fp8e5m2__avx2(const attn_tile_args *a);
 ATTN__DECL_IO(avx2);
 const attn_kernels *attn__kernels_avx2(void);
+const attn__cvt_path *attn__cvt_avx2(int *count);
 int attn__cpu_avx2(void);
 #define ATTN__TABLE_AVX2(X) X(avx2)
 #else
@@ -100,6 +103,7 @@ void attn_tile_heads_fp8e4m3__avx512(const attn_tile_args *a, int32_t n);
 void attn_tile_heads_fp8e5m2__avx512(const attn_tile_args *a, int32_t n);
 ATTN__DECL_IO(avx512);
 const attn_kernels *attn__kernels_avx512(void);
+const attn__cvt_path *attn__cvt_avx512(int *count);
 int attn__cpu_avx512(void);
 #define ATTN__TABLE_AVX512(X) X(avx512)
 #else
@@ -115,6 +119,7 @@ void attn_lanes_bf16__avx512bf16(const attn_tile_args *a);
 void attn_tile_bf16__avx512bf16(const attn_tile_args *a);
 void attn_tile_heads_bf16__avx512bf16(const attn_tile_args *a, int32_t n);
 const attn_kernels *attn__kernels_avx512bf16(void);
+const attn__cvt_path *attn__cvt_avx512bf16(int *count);
 int attn__cpu_avx512bf16(void);
 #define ATTN__TABLE_AVX512BF16(X) X(avx512bf16)
 #else

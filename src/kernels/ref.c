@@ -318,3 +318,43 @@ void attn_merge_f32__ref(const float *partial, const float *pm, const float *pl,
         l[r] = L;
     }
 }
+
+/* ------------------------------------------------- conversions (test hook) */
+
+#define CVT_TO(name_, DT_)                                                                \
+    static void name_(const void *s, void *d, size_t n) {                                \
+        to_f32(DT_, s, 0, (int32_t)n, d);                                                 \
+    }
+CVT_TO(cvt_bf16_f32, ATTN_DTYPE_BF16)
+CVT_TO(cvt_f16_f32, ATTN_DTYPE_F16)
+CVT_TO(cvt_e4m3_f32, ATTN_DTYPE_FP8_E4M3)
+CVT_TO(cvt_e5m2_f32, ATTN_DTYPE_FP8_E5M2)
+static void cvt_f32_bf16(const void *s, void *d, size_t n) {
+    for (size_t i = 0; i < n; i++) from_f32(ATTN_DTYPE_BF16, d, i, ((const float *)s)[i]);
+}
+static void cvt_f32_f16(const void *s, void *d, size_t n) {
+    for (size_t i = 0; i < n; i++) from_f32(ATTN_DTYPE_F16, d, i, ((const float *)s)[i]);
+}
+/* the KV writer's (reshape.c) */
+static void cvt_f32_e4m3(const void *s, void *d, size_t n) {
+    for (size_t i = 0; i < n; i++) ((uint8_t *)d)[i] = attn__f32_to_fp8e4m3(((const float *)s)[i]);
+}
+static void cvt_f32_e5m2(const void *s, void *d, size_t n) {
+    for (size_t i = 0; i < n; i++) ((uint8_t *)d)[i] = attn__f32_to_fp8e5m2(((const float *)s)[i]);
+}
+
+static const attn__cvt_path ref_cvt[] = {
+    {"gather bf16", ATTN_DTYPE_BF16, 1, 0, cvt_bf16_f32},
+    {"gather f16", ATTN_DTYPE_F16, 1, 0, cvt_f16_f32},
+    {"gather fp8e4m3", ATTN_DTYPE_FP8_E4M3, 1, 0, cvt_e4m3_f32},
+    {"gather fp8e5m2", ATTN_DTYPE_FP8_E5M2, 1, 0, cvt_e5m2_f32},
+    {"store bf16", ATTN_DTYPE_BF16, 0, 0, cvt_f32_bf16},
+    {"store f16", ATTN_DTYPE_F16, 0, 0, cvt_f32_f16},
+    {"kv writer fp8e4m3", ATTN_DTYPE_FP8_E4M3, 0, 0, cvt_f32_e4m3},
+    {"kv writer fp8e5m2", ATTN_DTYPE_FP8_E5M2, 0, 0, cvt_f32_e5m2},
+};
+
+const attn__cvt_path *attn__cvt_ref(int *count) {
+    *count = (int)(sizeof ref_cvt / sizeof ref_cvt[0]);
+    return ref_cvt;
+}

@@ -43,7 +43,7 @@ void attn_tile_bf16__avx512bf16(const attn_tile_args *a) {
         attn_decode_bf16__avx512(a, 1);
         return;
     }
-    if (a->tune == ATTN__TUNE_AMD && attn_lanes_fits__avx512bf16(a)) {
+    if (a->round_ok && a->tune == ATTN__TUNE_AMD && attn_lanes_fits__avx512bf16(a)) {
         attn_lanes_bf16__avx512bf16(a);
         return;
     }
@@ -67,7 +67,8 @@ void attn_tile_heads_bf16__avx512bf16(const attn_tile_args *a, int32_t n) {
 }
 
 /* Whether bf16 prefill items take the rounding VDPBF16PS tile (as
- * attn_tile_bf16__avx512bf16 routes them). */
+ * attn_tile_bf16__avx512bf16 routes them, when the builder allows
+ * rounding at all: attn_tile_args.round_ok). */
 static int rounds_bf16(int32_t tune) { return tune == ATTN__TUNE_AMD; }
 
 /* The avx512 table with the bf16 tile replaced.  Spelled out as a constant
