@@ -15,6 +15,7 @@ if any bug escapes a run or the normal build reports anything.
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -27,19 +28,19 @@ import fuzzkit
 
 ROOT = fuzzkit.ROOT
 
-# Every bug the engine can carry (src/: grep ATTN_INJECT_) and what it models.
-BUGS = {
-    "model_wide_heads": "scratchpad sized from the model-wide query-head count",
-    "out_dtype_sizing": "fp32 partials sized with the output element size",
-    "group_window": "group window taken from one layer: global layers windowed",
-    "window_off_by_one": "a window of W keeps W keys back instead of W-1",
-    "padding_keys": "keys past seq_len visible to non-causal rows",
-    "stale_split": "an all-masked split piece leaves its partial unwritten",
-    "gqa_map": "query head h reads KV head h % Hkv instead of h / g",
-    "merge_scale": "log-sum-exp merge forgets to rescale one piece",
-    "causal_offset": "query position i instead of seq_len - q_len + i",
-    "split_flags_overlap": "completion flags and partials of a slot overlap",
-}
+
+
+def read_bugs():
+    """The injected bugs, from their one list (src/inject_list.h):
+    name -> (engine it is fuzzed through, file, what it models)."""
+    text = open(os.path.join(ROOT, "src", "inject_list.h")).read()
+    rows = re.findall(r'X\((\w+), (\w+), "([^"]+)", "([^"]+)"\)', text)
+    if not rows:
+        sys.exit("mutants: no X(...) rows in src/inject_list.h")
+    return {name: (engine, where, what) for name, engine, where, what in rows}
+
+
+BUGS = read_bugs()
 
 print_lock = threading.Lock()
 
@@ -106,7 +107,7 @@ def summarize(runs, bug):
             "max_s": round(max(ds), 2) if ds else None,
         }
     return {
-        "bug": bug, "what": BUGS.get(bug, "normal build (false alarms)"),
+        "bug": bug, "what": BUGS[bug][2] if bug in BUGS else "normal build (false alarms)",
         "runs": len(mine), "detected": len(det),
         "rate": round(len(det) / len(mine), 3) if mine else 0.0,
         "median_s": round(statistics.median(times), 2) if times else None,
@@ -163,7 +164,8 @@ def write_reports(out, args, runs, summaries, normal, elapsed, command):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bugs", default=",".join(BUGS), help="comma list (default: all)")
+    ap.add_argument("--bugs", default="",
+                    help="comma list (default: every bug of the engine fuzzed)")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--time", type=int, default=60, help="cap per run, seconds")
     ap.add_argument("--modes", default="corpus,empty")
@@ -175,13 +177,18 @@ def main():
     ap.add_argument("--engine", default=None, help="ATTNGUARD_ENGINE for the targets")
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "mutants"))
     args = ap.parse_args()
-    args.bugs = [b for b in args.bugs.split(",") if b]
+    engine = args.engine or "attnguard"
+    args.bugs = [b for b in args.bugs.split(",") if b] or \
+        [b for b, (e, _, _) in BUGS.items() if e == engine]
     args.modes = [m for m in args.modes.split(",") if m]
     args.targets = [t for t in args.targets.split(",") if t]
     empty_bugs = set(BUGS) if args.empty_bugs == "all" else set(args.empty_bugs.split(","))
     for b in args.bugs:
         if b not in BUGS:
             sys.exit(f"mutants: unknown bug '{b}' (known: {', '.join(BUGS)})")
+        if BUGS[b][0] != engine:
+            sys.exit(f"mutants: {b} sits in {BUGS[b][1]}, fuzzed through engine "
+                     f"{BUGS[b][0]}: run with ENGINE={BUGS[b][0]}")
     command = "scripts/mutants.py " + " ".join(sys.argv[1:])
     workroot = os.path.join(ROOT, "build", "mutants-runs")
     t_start = time.time()

@@ -1,7 +1,7 @@
 /*
  * test_inject.c — src/inject_list.h is the one list of the injected bugs:
  * every bug it names is behind ATTN_INJECT_<name> in the file it names,
- * and every ATTN_INJECT_<name> under src/ is in the list (so the mutant
+ * and every ATTN_INJECT_<name> under src/ and engines/ is in the list (so the mutant
  * campaign, which reads the list, sees every bug the engine can carry).
  * Reads the sources from the repository root (the directory make runs
  * the suites in).
@@ -16,9 +16,9 @@
 #include <string.h>
 
 typedef struct bug {
-    const char *name, *where, *what;
+    const char *name, *engine, *where, *what;
 } bug;
-#define BUG(n, w, d) {#n, w, d},
+#define BUG(n, e, w, d) {#n, #e, w, d},
 static const bug k_bugs[] = {ATTN_INJECT_LIST(BUG)};
 #define N_BUGS ((int)(sizeof k_bugs / sizeof k_bugs[0]))
 
@@ -47,7 +47,7 @@ static int listed(const char *name, size_t len) {
 Test(inject, listed_bugs_live_where_listed) {
     for (int i = 0; i < N_BUGS; i++) {
         char path[256], token[96];
-        snprintf(path, sizeof path, "src/%s", k_bugs[i].where);
+        snprintf(path, sizeof path, "%s", k_bugs[i].where);
         snprintf(token, sizeof token, "ATTN_INJECT_%s", k_bugs[i].name);
         char *s = slurp(path);
         cr_assert_not_null(s, "%s: cannot read %s (run from the repository root)", k_bugs[i].name,
@@ -88,5 +88,22 @@ Test(inject, every_bug_in_src_is_listed) {
     int found = 0;
     scan_dir("src", &found);
     scan_dir("src/kernels", &found);
+    scan_dir("engines/attnguard", &found);
+    scan_dir("engines/ggml", &found);
     cr_assert_geq(found, N_BUGS, "%d ATTN_INJECT_ uses for %d listed bugs", found, N_BUGS);
+}
+
+/* The engine column names an engine the registry knows (engines.def lists
+ * ggml only when its headers were fetched, so read the file, not the
+ * compiled registry). */
+Test(inject, engine_column_names_a_registered_engine) {
+    char *def = slurp("engines/engines.def");
+    cr_assert_not_null(def, "cannot read engines/engines.def (run from the repository root)");
+    for (int i = 0; i < N_BUGS; i++) {
+        char token[96];
+        snprintf(token, sizeof token, "AG_ENGINE(%s)", k_bugs[i].engine);
+        cr_assert(strstr(def, token), "%s: engine '%s' is not in engines/engines.def",
+                  k_bugs[i].name, k_bugs[i].engine);
+    }
+    free(def);
 }
