@@ -118,6 +118,11 @@ typedef struct ag_caps {
     int32_t max_head_dim;      /* 0: no limit */
     int32_t max_threads;       /* 0: no limit */
     int32_t max_block_size;    /* 0: no limit */
+    float max_abs_logit;       /* 0: no limit.  Else the engine holds <q, k> and, without a
+                                  soft cap, scale * <q, k> in a type that overflows at this
+                                  magnitude (FLT_MAX: fp32 without rescaling) and makes no
+                                  promise for inputs that could reach it: the harness skips
+                                  them (a documented limit, not a finding) */
 } ag_caps;
 
 /* How an engine rounds on purpose, so that the harness judges it by a
