@@ -605,7 +605,6 @@ oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check
     const engine_host *E = engine_host_current(err, sizeof err);
     if (!E) return skip(f, err);
     const ag_engine *e = E->e;
-    const int exact = (E->caps.flags & AG_CAP_ATTN_CODES) != 0;
     if (rep) snprintf(rep->engine, sizeof rep->engine, "%s", e->name);
 
     case_defects d;
@@ -638,7 +637,7 @@ oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check
     ag_msg m;
     memset(&m, 0, sizeof m);
     ag_status st = e->create(E->ctx, &p.group, &grp, &m);
-    res = oracle_check_status(&d, DEFECT_CREATE, st, &m, exact, st != AG_OK && grp, f);
+    res = oracle_check_status(&d, DEFECT_CREATE, st, &m, E->caps.flags, st != AG_OK && grp, f);
     if (st != AG_OK) grp = NULL;   /* never free what was not handed out */
     if (res || st != AG_OK) goto out;
 
@@ -650,7 +649,7 @@ oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check
     ag_plan_info info;
     memset(&info, 0, sizeof info);
     st = e->plan(grp, &p.batch, &po, &plan, &info, &m);
-    res = oracle_check_status(&d, DEFECT_BUILD, st, &m, exact, st != AG_OK && plan, f);
+    res = oracle_check_status(&d, DEFECT_BUILD, st, &m, E->caps.flags, st != AG_OK && plan, f);
     if (st != AG_OK) plan = NULL;
     if (res || st != AG_OK) goto out;
 

@@ -15,17 +15,50 @@
 
 /* ---------------------------------------------------------- defect model */
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 4, 5)))
-#endif
-static void defect(case_defects *d, defect_stage stage, attn_status st, const char *fmt, ...) {
+/* Each adds one defect with the AG_CAP_* bits that make it bind an engine
+ * (oracles.h, case_defect.binds). */
+
+static void add(case_defects *d, defect_stage stage, attn_status st, uint32_t binds,
+                const char *fmt, va_list ap) {
     if (d->n >= ORACLE_MAX_DEFECTS) return;   /* enough to judge; more add nothing */
     case_defect *x = &d->d[d->n++];
     x->status = st;
     x->stage = stage;
+    x->binds = binds;
+    vsnprintf(x->what, sizeof x->what, fmt, ap);
+}
+
+/* A value no engine may accept (negative, zero, non-finite, inconsistent). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 5)))
+#endif
+static void defect(case_defects *d, defect_stage stage, attn_status st, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(x->what, sizeof x->what, fmt, ap);
+    add(d, stage, st, 0, fmt, ap);
+    va_end(ap);
+}
+
+/* A value beyond one of attnguard's own limits (attn.h's ATTN_MAX_*): its
+ * engine must refuse it, another engine may also compute it. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 5)))
+#endif
+static void beyond(case_defects *d, defect_stage stage, attn_status st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    add(d, stage, st, AG_CAP_ATTN_CODES, fmt, ap);
+    va_end(ap);
+}
+
+/* A plan option's defect (ATTN_E_BAD_OPTION at plan), binding as given. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static void option_defect(case_defects *d, uint32_t binds, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    add(d, DEFECT_BUILD, ATTN_E_BAD_OPTION, binds, fmt, ap);
     va_end(ap);
 }
 
@@ -80,21 +113,28 @@ void oracle_case_defects(const case_spec *c, case_defects *d) {
     const int32_t hkv = c->num_kv_heads;
 
     /* ---- group ---- */
-    if (!heads_ok(hkv)) defect(d, G, ATTN_E_BAD_HEADS, "num_kv_heads = %d", (int)hkv);
-    if (c->head_dim < 1 || c->head_dim > ATTN_MAX_HEAD_DIM)
-        defect(d, G, ATTN_E_BAD_HEAD_DIM, "head_dim = %d", (int)c->head_dim);
-    if (c->block_size < 1 || c->block_size > ATTN_MAX_BLOCK_SIZE)
+    if (hkv < 1) defect(d, G, ATTN_E_BAD_HEADS, "num_kv_heads = %d", (int)hkv);
+    else if (!heads_ok(hkv)) beyond(d, G, ATTN_E_BAD_HEADS, "num_kv_heads = %d", (int)hkv);
+    if (c->head_dim < 1) defect(d, G, ATTN_E_BAD_HEAD_DIM, "head_dim = %d", (int)c->head_dim);
+    else if (c->head_dim > ATTN_MAX_HEAD_DIM)
+        beyond(d, G, ATTN_E_BAD_HEAD_DIM, "head_dim = %d", (int)c->head_dim);
+    if (c->block_size < 1)
         defect(d, G, ATTN_E_BAD_BLOCK_SIZE, "block_size = %d", (int)c->block_size);
+    else if (c->block_size > ATTN_MAX_BLOCK_SIZE)
+        beyond(d, G, ATTN_E_BAD_BLOCK_SIZE, "block_size = %d", (int)c->block_size);
     if (!dtype_ok(c->q_dtype)) defect(d, G, ATTN_E_BAD_DTYPE, "q_dtype = %d", (int)c->q_dtype);
     if (!dtype_ok(c->kv_dtype)) defect(d, G, ATTN_E_BAD_DTYPE, "kv_dtype = %d", (int)c->kv_dtype);
     if (!dtype_ok(c->out_dtype))
         defect(d, G, ATTN_E_BAD_DTYPE, "out_dtype = %d", (int)c->out_dtype);
-    if (c->threads < 1 || c->threads > ATTN_MAX_THREADS)
-        defect(d, G, ATTN_E_BAD_THREADS, "threads = %d", (int)c->threads);
+    if (c->threads < 1) defect(d, G, ATTN_E_BAD_THREADS, "threads = %d", (int)c->threads);
+    else if (c->threads > ATTN_MAX_THREADS)
+        beyond(d, G, ATTN_E_BAD_THREADS, "threads = %d", (int)c->threads);
     for (int32_t l = 0; l < nl; l++) {
         const case_layer *L = &c->layers[l];
-        if (!heads_ok(L->num_heads))
+        if (L->num_heads < 1)
             defect(d, G, ATTN_E_BAD_HEADS, "layers.%d.num_heads = %d", (int)l, (int)L->num_heads);
+        else if (!heads_ok(L->num_heads))
+            beyond(d, G, ATTN_E_BAD_HEADS, "layers.%d.num_heads = %d", (int)l, (int)L->num_heads);
         else if (heads_ok(hkv) && L->num_heads % hkv != 0)
             /* attn.h: Hkv divides EVERY layer's num_heads; a mixed group may
              * be refused for this as well as for the disagreement. */
@@ -107,8 +147,11 @@ void oracle_case_defects(const case_spec *c, case_defects *d) {
         if (L->window_left == CASE_WINDOW_UNSET && L->window_right == CASE_WINDOW_UNSET &&
             (L->window < -1 || L->window == 0))
             defect(d, G, ATTN_E_BAD_WINDOW, "layers.%d.window = %d", (int)l, (int)L->window);
-        else if (!window_ok(lw) || !window_ok(rw))
+        else if (lw < -1 || rw < -1)
             defect(d, G, ATTN_E_BAD_WINDOW, "layers.%d.window = (%d, %d)", (int)l, (int)lw,
+                   (int)rw);
+        else if (!window_ok(lw) || !window_ok(rw))
+            beyond(d, G, ATTN_E_BAD_WINDOW, "layers.%d.window = (%d, %d)", (int)l, (int)lw,
                    (int)rw);
         if (!isfinite(L->softcap) || L->softcap < 0.0f)
             defect(d, G, ATTN_E_BAD_LAYER, "layers.%d.softcap = %g", (int)l, (double)L->softcap);
@@ -122,13 +165,20 @@ void oracle_case_defects(const case_spec *c, case_defects *d) {
             if (src != CASE_SRC_LIST || !heads_ok(L->num_heads) ||
                 (int32_t)off + L->num_heads > c->list_len)
                 continue;
-            for (int32_t h = 0; h < L->num_heads; h++)
-                if (!isfinite(c->list[off + h]) ||
-                    (!which && fabs((double)c->list[off + h]) > ATTN_MAX_ALIBI_SLOPE)) {
-                    defect(d, G, ATTN_E_BAD_LAYER, "layers.%d.%s[%d] = %g", (int)l,
-                           which ? "sinks" : "alibi_slopes", (int)h, (double)c->list[off + h]);
+            for (int32_t h = 0; h < L->num_heads; h++) {
+                const float x = c->list[off + h];
+                const char *name = which ? "sinks" : "alibi_slopes";
+                if (!isfinite(x)) {
+                    defect(d, G, ATTN_E_BAD_LAYER, "layers.%d.%s[%d] = %g", (int)l, name, (int)h,
+                           (double)x);
                     break;
                 }
+                if (!which && fabs((double)x) > ATTN_MAX_ALIBI_SLOPE) {
+                    beyond(d, G, ATTN_E_BAD_LAYER, "layers.%d.%s[%d] = %g", (int)l, name, (int)h,
+                           (double)x);
+                    break;
+                }
+            }
         }
         const int fp8 = c->kv_dtype == AG_FP8_E4M3 || c->kv_dtype == AG_FP8_E5M2;
         if (fp8 && (!isfinite(L->k_scale) || !(L->k_scale > 0.0f)))
@@ -154,12 +204,14 @@ void oracle_case_defects(const case_spec *c, case_defects *d) {
 
     option_defects(c, d);
 
-    /* ---- plan options ---- */
+    /* ---- plan options: a hint to an engine without AG_CAP_SPLIT_KV ---- */
+    const uint32_t SK = AG_CAP_SPLIT_KV;
     if ((unsigned)c->split > ATTN_SPLIT_FIXED)
-        defect(d, B, ATTN_E_BAD_OPTION, "split = %d", (int)c->split);
-    else if (c->split == ATTN_SPLIT_FIXED &&
-             (c->split_count < 1 || c->split_count > ATTN_MAX_SPLITS))
-        defect(d, B, ATTN_E_BAD_OPTION, "split_count = %d", (int)c->split_count);
+        option_defect(d, SK, "split = %d", (int)c->split);
+    else if (c->split == ATTN_SPLIT_FIXED && c->split_count < 1)
+        option_defect(d, SK, "split_count = %d", (int)c->split_count);
+    else if (c->split == ATTN_SPLIT_FIXED && c->split_count > ATTN_MAX_SPLITS)
+        option_defect(d, SK | AG_CAP_ATTN_CODES, "split_count = %d", (int)c->split_count);
 
     /* ---- batch ---- */
     if (c->num_reqs < 1) defect(d, B, ATTN_E_BAD_BATCH, "num_reqs = %d", (int)c->num_reqs);
@@ -167,8 +219,11 @@ void oracle_case_defects(const case_spec *c, case_defects *d) {
     for (int32_t r = 0; r < c->num_reqs; r++) {
         if (c->q_len[r] < 1) {
             defect(d, B, ATTN_E_BAD_BATCH, "q_len[%d] = %d", (int)r, (int)c->q_len[r]);
-        } else if (c->kv_len[r] < c->q_len[r] || c->kv_len[r] > ATTN_MAX_SEQ_LEN) {
+        } else if (c->kv_len[r] < c->q_len[r]) {
             defect(d, B, ATTN_E_BAD_SEQ_LEN, "kv_len[%d] = %d (q_len %d)", (int)r,
+                   (int)c->kv_len[r], (int)c->q_len[r]);
+        } else if (c->kv_len[r] > ATTN_MAX_SEQ_LEN) {
+            beyond(d, B, ATTN_E_BAD_SEQ_LEN, "kv_len[%d] = %d (q_len %d)", (int)r,
                    (int)c->kv_len[r], (int)c->q_len[r]);
         }
         if (c->causal[r] > 1)

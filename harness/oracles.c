@@ -119,7 +119,8 @@ static int code_listed(const case_defects *d, unsigned stage_mask, const char *c
 }
 
 oracle_id oracle_check_status(const case_defects *d, defect_stage stage, ag_status got,
-                              const ag_msg *msg, int exact, int handed_out, finding *f) {
+                              const ag_msg *msg, uint32_t caps, int handed_out, finding *f) {
+    const int exact = (caps & AG_CAP_ATTN_CODES) != 0;
     char list[600];
     const char *where = stage == DEFECT_CREATE ? "create" : "plan";
     const char *code = msg ? msg->code : "", *text = msg ? msg->text : "";
@@ -130,8 +131,16 @@ oracle_id oracle_check_status(const case_defects *d, defect_stage stage, ag_stat
         return found(f, d->mixed && stage == DEFECT_CREATE ? ORACLE_MIXED_HEADS : ORACLE_BAD_INPUT,
                      "%s returned %s but wrote its out-parameter (a handle was handed back)",
                      where, ag_status_name(got));
-    int any = 0;
-    for (int i = 0; i < d->n; i++) any |= (d->d[i].stage == stage);
+    /* A defect that does not bind this engine (attnguard's own limits for
+     * an engine without its codes, a split option for one that ignores
+     * the hint) allows either answer; an accepted input is then judged on
+     * what the engine computes. */
+    int any = 0, loose = 0;
+    for (int i = 0; i < d->n; i++) {
+        if (d->d[i].stage != stage) continue;
+        if ((caps & d->d[i].binds) == d->d[i].binds) any = 1;
+        else loose = 1;
+    }
     if (stage == DEFECT_CREATE && d->mixed) {
         /* An engine may validate each layer's own fields (and the KV spec,
          * dtypes, threads) before agreement: any of those statuses is as
@@ -158,6 +167,7 @@ oracle_id oracle_check_status(const case_defects *d, defect_stage stage, ag_stat
         return found(f, ORACLE_BAD_INPUT, "%s failed inside the engine: %s %s (\"%s\"); defects %s",
                      where, ag_status_name(got), code, text, list);
     if (!any) {
+        if (loose) return ORACLE_NONE;
         if (got == AG_UNSUPPORTED) {
             snprintf(f->skipped, sizeof f->skipped, "%.190s", text[0] ? text : "unsupported");
             return ORACLE_NONE;

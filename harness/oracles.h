@@ -95,6 +95,11 @@ typedef enum defect_stage { DEFECT_CREATE = 1, DEFECT_BUILD = 2 } defect_stage;
 typedef struct case_defect {
     attn_status status;      /* the status this defect deserves */
     defect_stage stage;
+    uint32_t binds;          /* AG_CAP_* bits an engine must declare for this defect to bind
+                                it (0: every engine).  AG_CAP_ATTN_CODES: beyond attnguard's
+                                own ATTN_MAX_* limits, which another engine may accept and
+                                compute; AG_CAP_SPLIT_KV: a split option, a hint to an
+                                engine that does not honour it */
     char what[64];           /* "layers.1.window = 0", ... */
 } case_defect;
 
@@ -132,7 +137,7 @@ oracle_id oracle_check_expect(const case_spec *c, const case_defects *d, finding
  * Running out of memory (AG_INTERNAL, code ATTN_E_NO_MEMORY) is never a
  * finding; AG_UNSUPPORTED for a valid input is a skip (f->skipped). */
 oracle_id oracle_check_status(const case_defects *d, defect_stage stage, ag_status got,
-                              const ag_msg *msg, int exact, int handed_out, finding *f);
+                              const ag_msg *msg, uint32_t caps, int handed_out, finding *f);
 
 /* Sizing: the plan's region table is sorted, 8-byte aligned, disjoint and
  * inside the scratchpad, and for every layer the engine's extents (needs

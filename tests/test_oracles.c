@@ -306,7 +306,7 @@ static oracle_id chk(const case_defects *d, defect_stage stage, attn_status st, 
         snprintf(m.text, sizeof m.text, "x");
         as = st == ATTN_E_NO_MEMORY || st == ATTN_E_INTERNAL ? AG_INTERNAL : AG_REFUSED;
     }
-    return oracle_check_status(d, stage, as, &m, 1, handed, f);
+    return oracle_check_status(d, stage, as, &m, AG_CAP_ATTN_CODES | AG_CAP_SPLIT_KV, handed, f);
 }
 
 Test(oracles, status_checks_fire) {
@@ -523,4 +523,33 @@ Test(oracles, fire_aborts, .signal = SIGABRT) {
     f.oracle = ORACLE_SIZING;
     snprintf(f.detail, sizeof f.detail, "test");
     oracle_fire(&f);
+}
+
+/* A defect binds only the engines it is meant for: attnguard's ATTN_MAX_*
+ * limits bind an engine that speaks its codes, a split option one that
+ * honours the hint.  Another engine may accept such an input. */
+Test(oracles, defects_bind_by_capability) {
+    case_spec c = small_case();
+    case_defects d;
+    finding f;
+    ag_msg m;
+    memset(&m, 0, sizeof m);
+    const uint32_t ours = AG_CAP_ATTN_CODES | AG_CAP_SPLIT_KV;
+    c.head_dim = ATTN_MAX_HEAD_DIM + 1;
+    oracle_case_defects(&c, &d);
+    cr_assert_eq(oracle_check_status(&d, DEFECT_CREATE, AG_OK, &m, ours, 0, &f),
+                 ORACLE_BAD_INPUT);
+    cr_assert_eq(oracle_check_status(&d, DEFECT_CREATE, AG_OK, &m, 0, 0, &f), ORACLE_NONE);
+    cr_assert_eq(oracle_check_status(&d, DEFECT_CREATE, AG_REFUSED, &m, 0, 0, &f), ORACLE_NONE);
+    c.head_dim = 0;   /* below any engine's contract */
+    oracle_case_defects(&c, &d);
+    cr_assert_eq(oracle_check_status(&d, DEFECT_CREATE, AG_OK, &m, 0, 0, &f), ORACLE_BAD_INPUT);
+
+    c = small_case();
+    c.split = 77;
+    oracle_case_defects(&c, &d);
+    cr_assert_eq(oracle_check_status(&d, DEFECT_BUILD, AG_OK, &m, AG_CAP_SPLIT_KV, 0, &f),
+                 ORACLE_BAD_INPUT);
+    cr_assert_eq(oracle_check_status(&d, DEFECT_BUILD, AG_OK, &m, AG_CAP_ATTN_CODES, 0, &f),
+                 ORACLE_NONE);
 }

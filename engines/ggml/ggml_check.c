@@ -66,10 +66,9 @@ static ag_status check_layer(const ag_group *in, int32_t l, gg_group *g, ag_msg 
         return agg_fail(msg, AG_REFUSED, "GGML_BAD_SCALE",
                         "%s: softcap %g and scale %g must be finite and >= 0", n,
                         (double)L->softcap, (double)L->scale);
-    if (L->k_scale != 1.0f || L->v_scale != 1.0f)
-        return agg_fail(msg, AG_REFUSED, "GGML_KV_SCALE",
-                        "%s: k_scale %g, v_scale %g: only fp8 caches scale, and ggml has none", n,
-                        (double)L->k_scale, (double)L->v_scale);
+    /* k_scale / v_scale: the ABI has only fp8 caches read them, and ggml
+     * has no fp8 type (create refuses an fp8 cache as unsupported), so
+     * whatever they hold is ignored here. */
     o->wl = L->window_left;
     o->wr = L->window_right;
     o->softcap = L->softcap;
