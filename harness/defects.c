@@ -18,6 +18,9 @@
 /* Each adds one defect with the AG_CAP_* bits that make it bind an engine
  * (oracles.h, case_defect.binds). */
 
+#if defined(__GNUC__)
+__attribute__((format(printf, 5, 0)))
+#endif
 static void add(case_defects *d, defect_stage stage, attn_status st, uint32_t binds,
                 const char *fmt, va_list ap) {
     if (d->n >= ORACLE_MAX_DEFECTS) return;   /* enough to judge; more add nothing */

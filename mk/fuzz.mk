@@ -73,6 +73,8 @@ FZ_COV := -fsanitize=fuzzer-no-link
 $(FZ_B)/obj/harness/%.o: FZ_COV :=
 $(FZ_B)/obj/harness/case_bytes.o: FZ_COV := -fsanitize=fuzzer-no-link
 $(FZ_B)/obj/src/kernels/%.o: FZ_COV := -fsanitize-coverage=inline-8bit-counters,pc-table
+# ggml's mask builder loops over every cell of every query row: edges only.
+$(FZ_B)/obj/engines/ggml/ggml_cache.o: FZ_COV := -fsanitize-coverage=inline-8bit-counters,pc-table
 endif
 
 FZ_LIB_OBJ := $(LIB_SRC:%.c=$(FZ_B)/obj/%.o)

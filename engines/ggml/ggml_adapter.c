@@ -217,7 +217,9 @@ static ag_status gg_run(void *plan, int32_t layer, const ag_run_args *a, ag_msg 
     n->out->data = a->out;
     struct ggml_cplan cp = n->cp;
     cp.work_data = a->scratch;  /* the harness's scratch, never ggml's own allocation */
+    cp.threadpool = agg_pool_get(P->g->v, cp.n_threads);
     enum ggml_status s = P->g->v->cpu.ggml_graph_compute(n->gf, &cp);
+    agg_pool_put(P->g->v, cp.threadpool);
     if (s != GGML_STATUS_SUCCESS)
         return agg_fail(msg, AG_INTERNAL, "GGML_STATUS", "ggml_graph_compute returned %d", (int)s);
     return AG_OK;

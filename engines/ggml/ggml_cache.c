@@ -51,6 +51,7 @@ void ggc_fill_mask(const gg_plan *P, const ag_batch *b, int c, ggml_fp16_t *m) {
     const gg_group *g = P->g;
     const gg_mask_class *C = &g->cls[c];
     const ggml_fp16_t ninf = g->lib->base.ggml_fp32_to_fp16(-INFINITY);
+    const ggml_fp16_t zero = g->lib->base.ggml_fp32_to_fp16(0.0f);
     for (size_t i = 0; i < (size_t)P->T_pad * (size_t)P->n_kv; i++) m[i] = ninf;
     for (int32_t r = 0; r < b->num_reqs; r++) {
         const int32_t q0 = b->query_start_loc[r], ql = b->query_start_loc[r + 1] - q0;
@@ -60,12 +61,15 @@ void ggc_fill_mask(const gg_plan *P, const ag_batch *b, int c, ggml_fp16_t *m) {
         for (int32_t i = 0; i < ql; i++) {
             const int64_t p = causal ? seq - ql + i : i;
             ggml_fp16_t *row = m + (size_t)(q0 + i) * (size_t)P->n_kv;
-            for (int64_t k = 0; k < seq; k++) {
-                if ((causal && k > p) || (C->wl >= 0 && k < p - C->wl) ||
-                    (C->wr >= 0 && k > p + C->wr))
-                    continue;
-                float val = C->alibi ? (float)(k - p) : 0.0f;
-                row[(int64_t)bt[k / g->bs] * g->bs + k % g->bs] = g->lib->base.ggml_fp32_to_fp16(val);
+            /* the visible keys form one run [lo, hi] (causal and window rules) */
+            int64_t lo = 0, hi = (int64_t)seq - 1;
+            if (causal && hi > p) hi = p;
+            if (C->wl >= 0 && lo < p - C->wl) lo = p - C->wl;
+            if (C->wr >= 0 && hi > p + C->wr) hi = p + C->wr;
+            for (int64_t k = lo; k <= hi; k++) {
+                const ggml_fp16_t val =
+                    C->alibi ? g->lib->base.ggml_fp32_to_fp16((float)(k - p)) : zero;
+                row[(int64_t)bt[k / g->bs] * g->bs + k % g->bs] = val;
             }
         }
     }

@@ -15,6 +15,7 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +81,7 @@ static const char *load_base(void *h, agg_base *b) {
     LOAD_SYM(h, b, ggml_set_abort_callback, 1);
     LOAD_SYM(h, b, ggml_flash_attn_ext_add_sinks, 0);
     LOAD_SYM(h, b, ggml_prec_set_acc, 0);
+    LOAD_SYM(h, b, ggml_threadpool_params_default, 0);
     return NULL;
 }
 
@@ -87,6 +89,8 @@ static const char *load_cpu(void *h, agg_cpu *c) {
     LOAD_SYM(h, c, ggml_cpu_init, 1);
     LOAD_SYM(h, c, ggml_graph_plan, 1);
     LOAD_SYM(h, c, ggml_graph_compute, 1);
+    LOAD_SYM(h, c, ggml_threadpool_new, 0);
+    LOAD_SYM(h, c, ggml_threadpool_free, 0);
     return NULL;
 }
 
@@ -100,6 +104,8 @@ static int variant_name(const char *file, char *name, size_t cap) {
     snprintf(name, cap, "%.*s", (int)(n - 15), file + 12);
     return 1;
 }
+
+static void pools_init(agg_lib *lib);
 
 static int by_score(const void *a, const void *b) {
     const agg_variant *x = a, *y = b;
@@ -224,11 +230,78 @@ ag_status agg_load(const char *options, agg_lib **out, ag_msg *msg) {
         free(lib);
         return AG_UNSUPPORTED;
     }
+    pools_init(lib);
     *out = lib;
     return AG_OK;
 }
 
-void agg_unload(agg_lib *lib) { free(lib); }
+/* One kept pool per variant: its thread count follows the last request. */
+struct agg_pool {
+    pthread_mutex_t mu;
+    struct ggml_threadpool *tp;
+    int n, busy;
+    struct ggml_threadpool_params (*params)(int);
+};
+
+struct ggml_threadpool *agg_pool_get(const agg_variant *v, int n) {
+    struct agg_pool *P = v->pool;
+    if (!P || n < 2) return NULL;   /* one thread: ggml starts none */
+    struct ggml_threadpool *tp = NULL;
+    pthread_mutex_lock(&P->mu);
+    if (!P->busy) {
+        if (P->tp && P->n != n) {
+            v->cpu.ggml_threadpool_free(P->tp);
+            P->tp = NULL;
+        }
+        if (!P->tp) {
+            struct ggml_threadpool_params tpp = P->params(n);
+            tpp.poll = 0;   /* workers sleep between computes: the harness needs the cores */
+            P->tp = v->cpu.ggml_threadpool_new(&tpp);
+            P->n = n;
+        }
+        if (P->tp) {
+            P->busy = 1;
+            tp = P->tp;
+        }
+    }
+    pthread_mutex_unlock(&P->mu);
+    return tp;
+}
+
+void agg_pool_put(const agg_variant *v, struct ggml_threadpool *tp) {
+    if (!tp) return;
+    pthread_mutex_lock(&v->pool->mu);
+    v->pool->busy = 0;
+    pthread_mutex_unlock(&v->pool->mu);
+}
+
+static void pools_init(agg_lib *lib) {
+    for (int i = 0; i < lib->nvar && lib->base.ggml_threadpool_params_default; i++) {
+        agg_variant *v = &lib->var[i];
+        if (!v->cpu.ggml_threadpool_new || !v->cpu.ggml_threadpool_free) continue;
+        struct agg_pool *P = calloc(1, sizeof *P);
+        if (!P) continue;
+        pthread_mutex_init(&P->mu, NULL);
+        P->params = lib->base.ggml_threadpool_params_default;
+        v->pool = P;
+    }
+}
+
+static void pools_free(agg_lib *lib) {
+    for (int i = 0; i < lib->nvar; i++) {
+        struct agg_pool *P = lib->var[i].pool;
+        if (!P) continue;
+        if (P->tp) lib->var[i].cpu.ggml_threadpool_free(P->tp);
+        pthread_mutex_destroy(&P->mu);
+        free(P);
+        lib->var[i].pool = NULL;
+    }
+}
+
+void agg_unload(agg_lib *lib) {
+    if (lib) pools_free(lib);
+    free(lib);
+}
 
 ag_status agg_group_variant(const agg_lib *lib, const char *options, const agg_variant **v,
                             ag_msg *msg) {

@@ -39,6 +39,7 @@ typedef struct agg_base {
     /* optional: NULL when this ggml predates them */
     AGG_FN(ggml_flash_attn_ext_add_sinks);
     AGG_FN(ggml_prec_set_acc);
+    AGG_FN(ggml_threadpool_params_default);
 } agg_base;
 
 /* libggml-cpu-<variant>.so: planning and computing a graph. */
@@ -46,7 +47,12 @@ typedef struct agg_cpu {
     AGG_FN(ggml_cpu_init);
     AGG_FN(ggml_graph_plan);
     AGG_FN(ggml_graph_compute);
+    /* optional: without them every compute gets ggml's disposable pool */
+    AGG_FN(ggml_threadpool_new);
+    AGG_FN(ggml_threadpool_free);
 } agg_cpu;
+
+struct agg_pool;   /* a variant's kept threadpool, ggml_load.c */
 
 #define AGG_MAX_VARIANTS 32
 #define AGG_PATH_LEN 1024
@@ -58,6 +64,7 @@ typedef struct agg_variant {
     int score;                 /* ggml_backend_score() of the library; 1 without one */
     void *handle;
     agg_cpu cpu;
+    struct agg_pool *pool;     /* NULL when the variant cannot keep one */
 } agg_variant;
 
 typedef struct agg_lib {
@@ -75,6 +82,14 @@ typedef struct agg_lib {
  * says how to get it). */
 ag_status agg_load(const char *options, agg_lib **out, ag_msg *msg);
 void agg_unload(agg_lib *lib);
+
+/* A threadpool of n threads of variant v, kept between computes with its
+ * workers asleep (poll 0), as llama.cpp attaches one to its CPU backend;
+ * NULL (ggml then makes a disposable one per compute) when the variant has
+ * no threadpool API or its pool is in use by another compute.  Give it back
+ * with agg_pool_put after ggml_graph_compute returns. */
+struct ggml_threadpool *agg_pool_get(const agg_variant *v, int n);
+void agg_pool_put(const agg_variant *v, struct ggml_threadpool *tp);
 
 /* The variant a group's options ask for ("cpu=<name>"), or the best one.
  * AG_REFUSED for an unknown key or a variant not runnable here. */
