@@ -190,8 +190,11 @@ void oracle_case_defects(const case_spec *c, case_defects *d) {
             defect(d, G, ATTN_E_BAD_LAYER, "layers.%d.v_scale = %g", (int)l, (double)L->v_scale);
     }
     if (nl == 0) {
-        if (!heads_ok(c->model_num_heads))
+        if (c->model_num_heads < 1)
             defect(d, G, ATTN_E_BAD_HEADS, "model_num_heads = %d (no layers)",
+                   (int)c->model_num_heads);
+        else if (!heads_ok(c->model_num_heads))
+            beyond(d, G, ATTN_E_BAD_HEADS, "model_num_heads = %d (no layers)",
                    (int)c->model_num_heads);
         else if (heads_ok(hkv) && c->model_num_heads % hkv != 0)
             defect(d, G, ATTN_E_BAD_HEADS, "model_num_heads = %d %% kv_heads %d (no layers)",
