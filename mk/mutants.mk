@@ -1,10 +1,12 @@
 # mk/mutants.mk — the mutant campaign (issue: harness power; scripts/mutants.py,
 # which fuzzes through scripts/fuzzkit.py).
 #
-#   make mutants                 full: every injected bug, MUTANT_SEEDS seeds, corpus
-#                                and (for model_wide_heads) empty corpus, MUTANT_TIME cap;
+#   make mutants                 full: every injected bug of the engine fuzzed
+#                                (src/inject_list.h), MUTANT_SEEDS seeds, from the
+#                                shipped corpus and from an empty one, MUTANT_TIME cap;
 #                                then the normal build for false alarms; writes
-#                                build/mutants.{md,json}
+#                                build/mutants.{md,json} (which input killed each run:
+#                                a shipped one or a new one)
 #   make mutants-quick           the CI slice (.ci/run): a few bugs, one seed, short
 #                                caps; writes build/mutants-quick.{md,json}
 #

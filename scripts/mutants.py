@@ -82,6 +82,7 @@ def one_run(bug, target, mode, seed, cap, workroot, engine):
     execs = fuzzkit.stats(r.log)["execs"] or 0
     res = {
         "bug": bug or "normal", "target": target, "mode": mode, "seed": seed,
+        "input": killing_input(f, seeds) if f else None,
         "detected": f is not None, "time_s": f["time_s"] if f else None,
         "execs": execs, "oracle": f["oracle"] if f else None,
         "artifact": f["artifact"] if f else None, "exit": r.rc,
@@ -90,6 +91,23 @@ def one_run(bug, target, mode, seed, cap, workroot, engine):
                else f"not detected in {cap} s ({execs} execs)")
     log(f"  {name:55s} {verdict}")
     return res
+
+
+def killing_input(f, seed_dirs):
+    """'corpus' when the first killing input is byte for byte a file of the
+    shipped corpus the run started from, 'new' when the fuzzer made it,
+    None when the finding left no input (a setup error)."""
+    art = f.get("artifact")
+    if not art or not os.path.isfile(art) or art.endswith(".log"):
+        return None
+    data = open(art, "rb").read()
+    for d in seed_dirs:
+        for name in os.listdir(d) if os.path.isdir(d) else []:
+            p = os.path.join(d, name)
+            if os.path.isfile(p) and os.path.getsize(p) == len(data) and \
+                    open(p, "rb").read() == data:
+                return "corpus"
+    return "new"
 
 
 def summarize(runs, bug):
@@ -113,6 +131,7 @@ def summarize(runs, bug):
         "median_s": round(statistics.median(times), 2) if times else None,
         "max_s": round(max(times), 2) if times else None,
         "oracles": oracles, "by_mode": by_mode,
+        "first_input": {k: sum(1 for r in det if r.get("input") == k) for k in ("corpus", "new")},
     }
 
 
@@ -138,8 +157,9 @@ def write_reports(out, args, runs, summaries, normal, elapsed, command):
         "finding (corpus loading included).",
         "",
         "| bug | what it models | detected | median s | max s | "
-        + " | ".join(f"{m}: det / median s" for m in args.modes) + " | oracle |",
-        "|---|---|---|---|---|" + "---|" * len(args.modes) + "---|",
+        + " | ".join(f"{m}: det / median s" for m in args.modes)
+        + " | first killing input: corpus / new | oracle |",
+        "|---|---|---|---|---|" + "---|" * len(args.modes) + "---|---|",
     ]
     for s in summaries:
         cells = []
@@ -148,16 +168,19 @@ def write_reports(out, args, runs, summaries, normal, elapsed, command):
             cells.append(f"{bm['detected']}/{bm['runs']} / {bm['median_s']}" if bm else "-")
         lines.append(
             f"| `{s['bug']}` | {s['what']} | {s['detected']}/{s['runs']} | {s['median_s']} | "
-            f"{s['max_s']} | " + " | ".join(cells) + f" | {', '.join(s['oracles'])} |")
+            f"{s['max_s']} | " + " | ".join(cells)
+            + f" | {s['first_input']['corpus']} / {s['first_input']['new']}"
+            + f" | {', '.join(s['oracles'])} |")
     if normal:
         lines += ["", f"Normal build: {normal['detected']} findings in {normal['runs']} runs "
                   "(every finding here would be a false alarm)."]
-    lines += ["", "## Runs", "", "| bug | target | mode | seed | detected | s | execs | oracle |",
-              "|---|---|---|---|---|---|---|---|"]
+    lines += ["", "## Runs", "",
+              "| bug | target | mode | seed | detected | s | execs | killing input | oracle |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         lines.append(f"| {r['bug']} | {r['target']} | {r['mode']} | {r['seed']} | "
                      f"{'yes' if r['detected'] else 'no'} | {r['time_s'] or ''} | {r['execs']} | "
-                     f"{r['oracle'] or ''} |")
+                     f"{r.get('input') or ''} | {r['oracle'] or ''} |")
     with open(out + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
 
@@ -170,7 +193,7 @@ def main():
     ap.add_argument("--time", type=int, default=60, help="cap per run, seconds")
     ap.add_argument("--modes", default="corpus,empty")
     ap.add_argument("--targets", default="fuzz_attention")
-    ap.add_argument("--empty-bugs", default="model_wide_heads",
+    ap.add_argument("--empty-bugs", default="all",
                     help="bugs also fuzzed from an empty corpus (comma list or 'all')")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--no-normal", action="store_true", help="skip the false-alarm campaign")

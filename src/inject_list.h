@@ -32,6 +32,7 @@
     X(region_row_short, attnguard, "src/layout.c", "the accumulator region sized one row short") \
     X(no_merge_barrier, attnguard, "src/executor.c", "no barrier between the pieces and their merge") \
     X(large_q_exponent, attnguard, "src/executor.c", "huge-q rows rescaled with an exponent one too small") \
+    X(first_request_only, attnguard, "src/plan.c", "seq_lens checked for the first request only") \
     X(adapter_scratch_short, attnguard, "engines/attnguard/adapter.c", "the adapter reports its scratch one alignment unit short") \
     X(ggml_work_short, ggml, "engines/ggml/ggml_adapter.c", "ggml's work buffer without graph_plan's per-thread cache line")
 

@@ -41,7 +41,14 @@ static attn_status validate_batch(const attn_builder *b, const attn_batch *bt,
                               "(every request needs q_len >= 1)",
                               (int)r, (int)a, (int)r + 1, (int)z);
         int32_t q_len = z - a, s = bt->seq_lens[r];
+#ifdef ATTN_INJECT_first_request_only
+        /* INJECTED BUG (first_request_only): the batch check written for a
+         * single request and never widened: later requests' lengths pass
+         * unchecked. */
+        if (r == 0 && (s < q_len || s > ATTN_MAX_SEQ_LEN))
+#else
         if (s < q_len || s > ATTN_MAX_SEQ_LEN)
+#endif
             return attn__fail(err, ATTN_E_BAD_SEQ_LEN,
                               "seq_lens[%d] = %d (must be >= q_len = %d and <= %d)", (int)r,
                               (int)s, (int)q_len, ATTN_MAX_SEQ_LEN);
