@@ -39,27 +39,9 @@
  * points, which is stricter, never looser. */
 #define CHECK_MODELS 4
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static oracle_id found(finding *f, oracle_id id, const char *fmt, ...) {
-    f->oracle = id;
-    f->skipped[0] = '\0';
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(f->detail, sizeof f->detail, fmt, ap);
-    va_end(ap);
-    return id;
-}
-
-static oracle_id clean(finding *f) {
-    f->oracle = ORACLE_NONE;
-    f->detail[0] = f->skipped[0] = '\0';
-    return ORACLE_NONE;
-}
 
 static oracle_id skip(finding *f, const char *why) {
-    clean(f);
+    oracle_clean(f);
     snprintf(f->skipped, sizeof f->skipped, "%.190s", why);
     return ORACLE_NONE;
 }
@@ -200,11 +182,11 @@ typedef struct run_ctx {
 
 static oracle_id check_guard(guard *g, const char *what, int32_t l, finding *f) {
     guard_violation v;
-    if (!guard_check(g, &v)) return clean(f);
+    if (!guard_check(g, &v)) return oracle_clean(f);
     char d[400];
     guard_format_violation(&v, d, sizeof d);
-    if (l < 0) return found(f, ORACLE_SCRATCH_BOUNDS, "%s; write_kv, %s", d, what);
-    return found(f, ORACLE_SCRATCH_BOUNDS, "%s; layers.%d, %s", d, (int)l, what);
+    if (l < 0) return oracle_found(f, ORACLE_SCRATCH_BOUNDS, "%s; write_kv, %s", d, what);
+    return oracle_found(f, ORACLE_SCRATCH_BOUNDS, "%s; layers.%d, %s", d, (int)l, what);
 }
 
 /* The engine's K and V caches for group `grp`, written from the problem's
@@ -221,7 +203,7 @@ static int caches_init(run_ctx *x, void *grp, run_inputs *in, const char *what, 
     size_t bytes = 0;
     ag_status st = e->kv_cache_bytes(grp, p->num_blocks, &bytes, &msg);
     if (st != AG_OK) {
-        *res = found(f, ORACLE_BAD_INPUT, "%s: kv_cache_bytes refused %d blocks of a valid case: "
+        *res = oracle_found(f, ORACLE_BAD_INPUT, "%s: kv_cache_bytes refused %d blocks of a valid case: "
                      "%s %s: %s", what, (int)p->num_blocks, ag_status_name(st), msg.code,
                      msg.text);
         return 1;
@@ -235,7 +217,7 @@ static int caches_init(run_ctx *x, void *grp, run_inputs *in, const char *what, 
                      (int32_t)(p->row_elems / ((size_t)p->c.num_kv_heads * (size_t)p->c.head_dim)),
                      in->slots, &msg);
     if (st != AG_OK) {
-        *res = found(f, ORACLE_BAD_INPUT, "%s: write_kv refused the rows of a valid case: %s %s: "
+        *res = oracle_found(f, ORACLE_BAD_INPUT, "%s: write_kv refused the rows of a valid case: %s %s: "
                      "%s", what, ag_status_name(st), msg.code, msg.text);
         return 1;
     }
@@ -278,17 +260,17 @@ static oracle_id check_written(run_ctx *x, void *plan, const guard *sg, int32_t 
     const int have_shape = (E->caps.flags & AG_CAP_SHAPE) && E->e->plan_shape &&
                            E->e->plan_shape(plan, &sh) == AG_OK;
     const int32_t hkv = p->group.num_kv_heads, g = hkv > 0 ? p->layers[l].num_heads / hkv : 0;
-    oracle_id res = clean(f);
+    oracle_id res = oracle_clean(f);
     for (size_t i = 0; i < n && !res; i++) {
         const size_t w = written_extent(sg, i, junk);
         size_t need;
         if (ext && w > ext[i])
-            res = found(f, ORACLE_SIZING, "%s: layers.%d wrote %zu bytes into region %s, but the "
+            res = oracle_found(f, ORACLE_SIZING, "%s: layers.%d wrote %zu bytes into region %s, but the "
                         "engine's extents say it needs %zu: its plan-only sizing check cannot be "
                         "trusted", what, (int)l, w, sg->regions[i].name, ext[i]);
         else if (have_shape && sizing_model_need(&sh, sg->regions[i].name, g, p->group.head_dim,
                                                  &need) == 0 && w > need)
-            res = found(f, ORACLE_SIZING, "%s: layers.%d wrote %zu bytes into region %s, more "
+            res = oracle_found(f, ORACLE_SIZING, "%s: layers.%d wrote %zu bytes into region %s, more "
                         "than the design's formula gives (%zu)", what, (int)l, w,
                         sg->regions[i].name, need);
     }
@@ -318,7 +300,7 @@ static int ref_for(run_ctx *x, int32_t l, ag_precision prec, const oracle_ref **
     }
     const int rr = oracle_reference(x->p, l, prec, &slot[i]);
     if (rr == -1)
-        *res = found(f, ORACLE_BAD_INPUT, "the reference refused layers.%d of a case the defect "
+        *res = oracle_found(f, ORACLE_BAD_INPUT, "the reference refused layers.%d of a case the defect "
                      "model calls valid (harness bug)", (int)l);
     if (rr) return -1;
     *out = &slot[i];
@@ -340,13 +322,13 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
     ag_msg msg;
     guard sg;
     memset(&sg, 0, sizeof sg);
-    oracle_id res = clean(f);
+    oracle_id res = oracle_clean(f);
 
     ag_status st = e->create(x->E->ctx, &grp_desc, &grp, &msg);
-    if (oracle_resource_limit(st, &msg)) return clean(f);
+    if (oracle_resource_limit(st, &msg)) return oracle_clean(f);
     if (st == AG_UNSUPPORTED) return skip(f, msg.text);
     if (st != AG_OK)
-        return found(f, ORACLE_BAD_INPUT, "%s: create refused a valid group: %s %s: %s", cf->what,
+        return oracle_found(f, ORACLE_BAD_INPUT, "%s: create refused a valid group: %s %s: %s", cf->what,
                      ag_status_name(st), msg.code, msg.text);
     ag_group_info gi;
     memset(&gi, 0, sizeof gi);
@@ -367,7 +349,7 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
     if (st != AG_OK) {
         if (st == AG_UNSUPPORTED) skip(f, msg.text);
         else if (!oracle_resource_limit(st, &msg))
-            res = found(f, ORACLE_BAD_INPUT, "%s: plan refused a valid batch: %s %s: %s",
+            res = oracle_found(f, ORACLE_BAD_INPUT, "%s: plan refused a valid batch: %s %s: %s",
                         cf->what, ag_status_name(st), msg.code, msg.text);
         plan = NULL;
         goto out_group;
@@ -408,12 +390,12 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
             break;
         if (oracle_resource_limit(st, &msg)) break;   /* nothing to judge */
         if (st == AG_INTERNAL) {
-            res = found(f, ORACLE_ENGINE_CHECK, "%s: the engine's own check failed running "
+            res = oracle_found(f, ORACLE_ENGINE_CHECK, "%s: the engine's own check failed running "
                         "layers.%d: %s: %s", cf->what, (int)l, msg.code, msg.text);
             break;
         }
         if (st != AG_OK) {
-            res = found(f, ORACLE_BAD_INPUT, "%s: run refused layers.%d of a valid case: %s %s: %s",
+            res = oracle_found(f, ORACLE_BAD_INPUT, "%s: run refused layers.%d of a valid case: %s %s: %s",
                         cf->what, (int)l, ag_status_name(st), msg.code, msg.text);
             break;
         }
@@ -431,7 +413,7 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
             /* the same comparison, named for the variant that broke it */
             char d[sizeof f->detail];
             snprintf(d, sizeof d, "%s", f->detail);
-            res = found(f, ORACLE_INVARIANCE, "%s (the case's own configuration passed): %s",
+            res = oracle_found(f, ORACLE_INVARIANCE, "%s (the case's own configuration passed): %s",
                         cf->what, d);
         }
         if (!res && cf->role == ROLE_PRIMARY && x->base[l] && !x->have_base)
@@ -468,7 +450,7 @@ static oracle_id check_runs(const problem *p, const engine_host *E, unsigned wha
     x.p = p;
     x.E = E;
     x.rep = rep;
-    oracle_id res = clean(f);
+    oracle_id res = oracle_clean(f);
     if (c->num_layers < 1) return res;
     x.out_bytes = problem_out_elems(p, 0) * ag_dtype_size(c->out_dtype);
     if (inputs_init(&x.in, p, 0) != 0 ||
@@ -597,7 +579,7 @@ oracle_id check_case(const case_spec *c, unsigned what, finding *f) {
 oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check_report *rep) {
     finding scratch_f;
     if (!f) f = &scratch_f;
-    clean(f);
+    oracle_clean(f);
     if (rep) memset(rep, 0, sizeof *rep);
     if (!c) return ORACLE_NONE;
     guard_install_fault_handler();
@@ -623,7 +605,7 @@ oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check
     const int run = (what & (CHECK_RUN | CHECK_INVARIANCE)) != 0;
     if ((run ? problem_init(&p, c, ORACLE_MAX_BYTES, msg, sizeof msg)
              : problem_init_descriptions(&p, c, ORACLE_MAX_BYTES, msg, sizeof msg)) != 0)
-        return clean(f);
+        return oracle_clean(f);
     if (rep) {
         rep->num_layers = p.group.num_layers;
         for (int32_t l = 0; l < p.group.num_layers; l++) {
@@ -666,7 +648,7 @@ oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check
         if (st != AG_OK) {
             plan = NULL;
             if (!oracle_resource_limit(st, &m))
-                res = found(f, ORACLE_BAD_INPUT,
+                res = oracle_found(f, ORACLE_BAD_INPUT,
                             "the batch planned with split %s but was refused with split on: "
                             "%s %s: %s", split_name(c->split), ag_status_name(st), m.code, m.text);
             goto out;

@@ -39,8 +39,9 @@ const char *oracle_name(oracle_id id) {
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
-static oracle_id found(finding *f, oracle_id id, const char *fmt, ...) {
+oracle_id oracle_found(finding *f, oracle_id id, const char *fmt, ...) {
     f->oracle = id;
+    f->skipped[0] = '\0';
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(f->detail, sizeof f->detail, fmt, ap);
@@ -48,7 +49,7 @@ static oracle_id found(finding *f, oracle_id id, const char *fmt, ...) {
     return id;
 }
 
-static oracle_id clean(finding *f) {
+oracle_id oracle_clean(finding *f) {
     f->oracle = ORACLE_NONE;
     f->detail[0] = '\0';
     f->skipped[0] = '\0';
@@ -95,11 +96,11 @@ void oracle_fire(const finding *f) {
 }
 
 oracle_id oracle_check_expect(const case_spec *c, const case_defects *d, finding *f) {
-    if (c->expect == ATTN_OK || d->unexpressible) return clean(f);
-    if (oracle_defects_allow(d, DEFECT_CREATE | DEFECT_BUILD, c->expect)) return clean(f);
+    if (c->expect == ATTN_OK || d->unexpressible) return oracle_clean(f);
+    if (oracle_defects_allow(d, DEFECT_CREATE | DEFECT_BUILD, c->expect)) return oracle_clean(f);
     char list[600];
     oracle_defects_format(d, DEFECT_CREATE | DEFECT_BUILD, list, sizeof list);
-    return found(f, ORACLE_BAD_INPUT,
+    return oracle_found(f, ORACLE_BAD_INPUT,
                  "case '%s' expects %s, which none of its defects deserves: the case is wrong; "
                  "defects %s", c->name, attn_status_name(c->expect), list);
 }
@@ -125,10 +126,10 @@ oracle_id oracle_check_status(const case_defects *d, defect_stage stage, ag_stat
     const char *where = stage == DEFECT_CREATE ? "create" : "plan";
     const char *code = msg ? msg->code : "", *text = msg ? msg->text : "";
     const int refused = got == AG_REFUSED || got == AG_UNSUPPORTED;
-    clean(f);
+    oracle_clean(f);
     if (oracle_resource_limit(got, msg)) return ORACLE_NONE;   /* the environment */
     if (got != AG_OK && handed_out)
-        return found(f, d->mixed && stage == DEFECT_CREATE ? ORACLE_MIXED_HEADS : ORACLE_BAD_INPUT,
+        return oracle_found(f, d->mixed && stage == DEFECT_CREATE ? ORACLE_MIXED_HEADS : ORACLE_BAD_INPUT,
                      "%s returned %s but wrote its out-parameter (a handle was handed back)",
                      where, ag_status_name(got));
     /* A defect that does not bind this engine (attnguard's own limits for
@@ -150,21 +151,21 @@ oracle_id oracle_check_status(const case_defects *d, defect_stage stage, ag_stat
             return ORACLE_NONE;
         oracle_defects_format(d, stage, list, sizeof list);
         if (got == AG_OK)
-            return found(f, ORACLE_MIXED_HEADS,
+            return oracle_found(f, ORACLE_MIXED_HEADS,
                          "a group whose layers disagree on num_heads was accepted (create "
                          "succeeded); want a refusal (ATTN_E_MIXED_HEADS); defects %s", list);
-        return found(f, ORACLE_MIXED_HEADS,
+        return oracle_found(f, ORACLE_MIXED_HEADS,
                      "a mixed group was answered %s %s (\"%s\"), want a refusal with "
                      "ATTN_E_MIXED_HEADS or one of %s", ag_status_name(got), code, text, list);
     }
     if (got == AG_OK) {
         if (!any) return ORACLE_NONE;
         oracle_defects_format(d, stage, list, sizeof list);
-        return found(f, ORACLE_BAD_INPUT, "%s accepted a defective input: %s", where, list);
+        return oracle_found(f, ORACLE_BAD_INPUT, "%s accepted a defective input: %s", where, list);
     }
     oracle_defects_format(d, stage, list, sizeof list);
     if (got == AG_INTERNAL)
-        return found(f, ORACLE_BAD_INPUT, "%s failed inside the engine: %s %s (\"%s\"); defects %s",
+        return oracle_found(f, ORACLE_BAD_INPUT, "%s failed inside the engine: %s %s (\"%s\"); defects %s",
                      where, ag_status_name(got), code, text, list);
     if (!any) {
         if (loose) return ORACLE_NONE;
@@ -172,11 +173,11 @@ oracle_id oracle_check_status(const case_defects *d, defect_stage stage, ag_stat
             snprintf(f->skipped, sizeof f->skipped, "%.190s", text[0] ? text : "unsupported");
             return ORACLE_NONE;
         }
-        return found(f, ORACLE_BAD_INPUT, "%s refused a valid input with %s (\"%s\")", where,
+        return oracle_found(f, ORACLE_BAD_INPUT, "%s refused a valid input with %s (\"%s\")", where,
                      code[0] ? code : ag_status_name(got), text);
     }
     if (!exact || code_listed(d, stage, code)) return ORACLE_NONE;
-    return found(f, ORACLE_BAD_INPUT, "%s returned %s (\"%s\"), not listed for the defects %s",
+    return oracle_found(f, ORACLE_BAD_INPUT, "%s returned %s (\"%s\"), not listed for the defects %s",
                  where, code[0] ? code : ag_status_name(got), text, list);
 }
 
@@ -186,15 +187,15 @@ oracle_id oracle_check_sizing(const engine_host *E, void *plan, const ag_plan_in
                               const problem *p, finding *f) {
     const ag_region *reg = info->regions;
     const size_t n = info->num_regions, bytes = info->scratch_bytes;
-    clean(f);
+    oracle_clean(f);
     if (n && !reg)
-        return found(f, ORACLE_SIZING, "the plan declares %zu regions but no table", n);
+        return oracle_found(f, ORACLE_SIZING, "the plan declares %zu regions but no table", n);
     /* The table itself: sorted, aligned, disjoint, inside the scratchpad. */
     size_t end = 0;
     for (size_t i = 0; i < n; i++) {
         if (reg[i].offset % 8 || reg[i].offset < end || reg[i].offset > bytes ||
             reg[i].size > bytes - reg[i].offset)
-            return found(f, ORACLE_SIZING,
+            return oracle_found(f, ORACLE_SIZING,
                          "region %s (offset %zu, size %zu) is misaligned, overlaps its "
                          "predecessor (which ends at %zu) or leaves the scratchpad of %zu bytes",
                          reg[i].name, reg[i].offset, reg[i].size, end, bytes);
@@ -213,7 +214,7 @@ oracle_id oracle_check_sizing(const engine_host *E, void *plan, const ag_plan_in
                 if (sizing_model_need(&sh, reg[i].name, L->num_heads / hkv, p->group.head_dim,
                                       &need) != 0 || need <= reg[i].size)
                     continue;
-                return found(f, ORACLE_SIZING,
+                return oracle_found(f, ORACLE_SIZING,
                              "%s (%d heads, head_dim %d) needs %zu bytes in region %s by the "
                              "design's formula (%d tokens per thread, kv_tile %d), but the plan "
                              "sized %zu (%zu short)", L->name, (int)L->num_heads,
@@ -233,7 +234,7 @@ oracle_id oracle_check_sizing(const engine_host *E, void *plan, const ag_plan_in
         ag_msg msg;
         ag_status st = E->e->extents(plan, l, ext, m, &msg);
         if (st != AG_OK) {
-            res = found(f, ORACLE_SIZING, "the engine could not state what %s (%d heads) needs: "
+            res = oracle_found(f, ORACLE_SIZING, "the engine could not state what %s (%d heads) needs: "
                         "%s %s: %s", L->name, (int)L->num_heads, ag_status_name(st), msg.code,
                         msg.text);
             break;
@@ -245,7 +246,7 @@ oracle_id oracle_check_sizing(const engine_host *E, void *plan, const ag_plan_in
                 short_count++;
             }
         if (first < m)
-            res = found(f, ORACLE_SIZING,
+            res = oracle_found(f, ORACLE_SIZING,
                         "%s (%d heads) needs %zu bytes in region %s but the plan (built for the "
                         "group: %d KV heads, head_dim %d, model_num_heads %d) sized %zu (%zu "
                         "short); %zu of %zu regions too small",
@@ -308,7 +309,7 @@ oracle_id oracle_check_differential(const problem *p, int32_t l, const void *got
     cmp_result r;
     const int pass = cmp_compare(ref->val, ref->lo, ref->hi, got, c->out_dtype, n, tol, &r);
     if (stats) *stats = r;
-    if (pass) return clean(f);
+    if (pass) return oracle_clean(f);
     char where[160], range[160] = "";
     elem_where(p, l, r.worst, where, sizeof where);
     const ag_precision *pr = &ref->prec;
@@ -321,7 +322,7 @@ oracle_id oracle_check_differential(const problem *p, int32_t l, const void *got
                  ref->lo[r.worst], ref->hi[r.worst]);
     int32_t wl = -1, wr = -1;
     if (l < p->group.num_layers) wl = p->layers[l].window_left, wr = p->layers[l].window_right;
-    return found(f, ORACLE_DIFFERENTIAL,
+    return oracle_found(f, ORACLE_DIFFERENTIAL,
                  "layers.%d (%d heads, window (%d, %d), %s out): %zu of %zu elements outside "
                  "the reference's interval by more than atol=%g rtol=%g; distance %.3g; worst "
                  "%s: got %.9g want %.9g%s",
@@ -341,12 +342,12 @@ oracle_id oracle_check_agree(const problem *p, int32_t l, const void *base, cons
             if (a[i] != b[i]) {
                 size_t e = i / es;
                 elem_where(p, l, e, where, sizeof where);
-                return found(f, ORACLE_INVARIANCE,
+                return oracle_found(f, ORACLE_INVARIANCE,
                              "layers.%d: %s: outputs differ bitwise; first at %s: %.9g vs %.9g",
                              (int)l, what, where, cmp_elem_get(base, e, c->out_dtype),
                              cmp_elem_get(other, e, c->out_dtype));
             }
-        return clean(f);
+        return oracle_clean(f);
     }
     cmp_tol tol = cmp_tolerance(c->out_dtype);
     tol.atol *= 2;
@@ -371,9 +372,9 @@ oracle_id oracle_check_agree(const problem *p, int32_t l, const void *base, cons
             worst = i;
         }
     }
-    if (!bad) return clean(f);
+    if (!bad) return oracle_clean(f);
     elem_where(p, l, worst, where, sizeof where);
-    return found(f, ORACLE_INVARIANCE,
+    return oracle_found(f, ORACLE_INVARIANCE,
                  "layers.%d: %s: %zu of %zu elements differ beyond 2x(atol=%g rtol=%g); "
                  "max_abs=%.3g; worst %s: %.9g vs %.9g", (int)l, what, bad, n, tol.atol / 2,
                  tol.rtol / 2, max_abs, where, cmp_elem_get(base, worst, c->out_dtype),

@@ -117,6 +117,14 @@ typedef struct case_defects {
 } case_defects;
 
 void oracle_case_defects(const case_spec *c, case_defects *out);
+
+/* Set f to a finding of oracle id with a printf-style detail (and no skip
+ * reason); returns id.  oracle_clean empties f and returns ORACLE_NONE. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+oracle_id oracle_found(finding *f, oracle_id id, const char *fmt, ...);
+oracle_id oracle_clean(finding *f);
 /* 1 if `st` is listed for a defect whose stage is in stage_mask (1|2). */
 int oracle_defects_allow(const case_defects *d, unsigned stage_mask, attn_status st);
 /* "{ATTN_E_BAD_WINDOW (layers.0.window = 0), ...}" into buf. */
