@@ -6,8 +6,9 @@ same campaign on the normal build, where every finding is a false alarm.
 
 Every run goes through the fuzz launcher (scripts/fuzzkit.py: the target's
 .options flags, the classifier).  Writes <out>.json and <out>.md (default
-build/mutants.*) and exits non-zero
-if any bug escapes a run or the normal build reports anything.
+build/mutants.*) and exits non-zero if any bug escapes a run from the
+shipped corpus or the normal build reports anything (misses from an empty
+corpus are reported, not gated).
 
     scripts/mutants.py                          # full campaign (nightly)
     scripts/mutants.py --bugs model_wide_heads --seeds 2 --time 20   # quick
@@ -243,7 +244,15 @@ def main():
     elapsed = time.time() - t_start
     write_reports(args.out, args, runs, summaries, normal, elapsed, command)
 
-    escaped = [s["bug"] for s in summaries if s["detected"] < s["runs"]]
+    # The gate: every run from the shipped corpus catches its bug.  Runs
+    # from an empty corpus measure what the fuzzer finds on its own; their
+    # misses are reported, not failed.
+    escaped = [s["bug"] for s in summaries
+               if any(m != "empty" and bm["detected"] < bm["runs"]
+                      for m, bm in s["by_mode"].items())]
+    missed_empty = [s["bug"] for s in summaries
+                    if s["by_mode"].get("empty", {}).get("detected", 0)
+                    < s["by_mode"].get("empty", {}).get("runs", 0)]
     false_alarms = normal["detected"] if normal else 0
     log("")
     for s in summaries:
@@ -252,10 +261,13 @@ def main():
     if normal:
         log(f"mutants: normal build: {false_alarms} false alarms in {normal['runs']} runs")
     log(f"mutants: wrote {args.out}.md and {args.out}.json ({elapsed / 60:.1f} min)")
+    if missed_empty:
+        log(f"mutants: not found from an empty corpus within the cap (reported, not gated): "
+            f"{', '.join(missed_empty)}")
     if escaped or false_alarms:
         log(f"mutants: FAIL: escaped {escaped or 'none'}, false alarms {false_alarms}")
         return 1
-    log("mutants: every injected bug detected in every run; no false alarms")
+    log("mutants: every injected bug detected in every run from the corpus; no false alarms")
     return 0
 
 
