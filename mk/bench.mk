@@ -1,6 +1,6 @@
 # mk/bench.mk — `make bench`: the standalone benchmark (bench/bench.c).
 #
-#   make bench        build $(B)/bench and run it: the machine's limits, then
+#   make bench        build $(B)/bin/bench and run it: the machine's limits, then
 #                     attnguard on every row against them; writes
 #                     build/bench/bench.md and build/bench/bench.json (make
 #                     snapshot copies the .md into reports/snapshot/)
@@ -10,7 +10,7 @@
 #                     against the fp64 reference; then PyTorch's
 #                     scaled-dot-product attention on the same shapes
 #                     (bench/peer.py) beside them: build/bench/bench-peer.{md,json}
-#   make probe        build $(B)/probe and run it: the CPU facts the AVX-512
+#   make probe        build $(B)/bin/probe and run it: the CPU facts the AVX-512
 #                     kernels were shaped around (bench/probe.c;
 #                     docs/perf-notes.md quotes its output)
 #   make test-peer    (run by .ci/run) bench/peer.py --selftest: the
@@ -29,7 +29,7 @@
 # $(HARLIB) and $(LIB) of this configuration, so the numbers are those users
 # get.
 
-BENCH_BIN := $(B)/bench
+BENCH_BIN := $(B)/bin/bench
 BENCH_SRC := $(filter-out bench/probe.c,$(wildcard bench/*.c))
 BENCH_CFLAGS := -std=c11 -D_GNU_SOURCE -O3 -march=native -g $(WARN) -fopenmp $(EXTRA_CFLAGS)
 BENCH_ENGINES ?= $(or $(ENGINES),$(ENGINES_BUILTIN))
@@ -38,7 +38,7 @@ $(BENCH_BIN): $(BENCH_SRC) $(wildcard bench/*.h) $(HARLIB) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) -o $@ $(BENCH_SRC) $(HARLIB) $(LIB) $(LDLIBS_ALL)
 
-PROBE_BIN := $(B)/probe
+PROBE_BIN := $(B)/bin/probe
 
 $(PROBE_BIN): bench/probe.c
 	@mkdir -p $(@D)
