@@ -62,6 +62,11 @@ int bench_row_reps(const row_spec *r) {
     return r->kind == ROW_PREFILL ? 5 : r->kind == ROW_DECODE && r->cold ? 2 * REPS : REPS;
 }
 
+void bench_json_num(FILE *f, double x) {
+    if (isfinite(x)) fprintf(f, "%.3g", x);
+    else fputs("null", f);
+}
+
 void bench_json_str(FILE *f, const char *s) {
     fputc('"', f);
     for (; s && *s; s++) {
@@ -262,9 +267,12 @@ static void write_bench_json(FILE *f, const bench_limits *L, const char *tune, c
         fputs(", \"detail\": ", f);
         bench_json_str(f, r->detail);
         fprintf(f, ", \"q_dtype\": \"%s\", \"kv_dtype\": \"%s\", \"rotations\": %d, "
-                   "\"max_abs_err\": %.3g, \"max_tol_use\": %.3g, \"err_rows\": %d, \"nan\": %zu",
-                ag_dtype_name(row_io_dtype(b->spec)), ag_dtype_name(b->spec->kv), r->rotations,
-                r->max_abs_err, r->max_tol_use, r->err_rows, r->nan_count);
+                   "\"max_abs_err\": ",
+                ag_dtype_name(row_io_dtype(b->spec)), ag_dtype_name(b->spec->kv), r->rotations);
+        bench_json_num(f, r->max_abs_err);
+        fputs(", \"max_rel_err\": ", f);
+        bench_json_num(f, r->max_rel_err);
+        fprintf(f, ", \"err_rows\": %d, \"nan\": %zu", r->err_rows, r->nan_count);
         if (b->n_items && r->ran && b->roof_s > 0) {
             fprintf(f, ",\n     \"roofline\": {\"dram_gbs\": %.2f, \"peak_gflops\": %.2f, "
                        "\"seconds\": %.6f, \"items\": [", b->roof_bw, b->roof_peak, b->roof_s);

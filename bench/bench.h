@@ -19,6 +19,7 @@ int bench_row_reps(const row_spec *r);      /* timed batches of row r */
 /* engine_host_open, printing why it failed; 0 or -1. */
 int bench_open_engine(engine_host *h, const char *name);
 void bench_json_str(FILE *f, const char *s);   /* a JSON string literal */
+void bench_json_num(FILE *f, double x);        /* %.3g, or null when not finite */
 
 /* `bench --peer`: every engine of the comma-separated list on every row,
  * in turn round by round; writes OUTDIR/bench-peer.{md,json}.  0 or 1. */

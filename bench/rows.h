@@ -66,7 +66,7 @@ typedef struct row_result {
     double sec;              /* median seconds of one batch (every group) */
     double cpu_share;        /* process CPU / (threads x wall) while timed */
     double max_abs_err;      /* over the sampled rows, all heads and dims */
-    double max_tol_use;      /* max |err| / cmp_tolerance(out dtype) there */
+    double max_rel_err;      /* max_abs_err / the largest |reference| there (inf for NaN) */
     int err_rows;            /* sampled query rows (per group) */
     size_t nan_count;        /* NaN or unwritten elements in the whole output */
     int rotations;
