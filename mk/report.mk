@@ -41,6 +41,10 @@ REPORT_PY := $(firstword $(wildcard /usr/bin/python3) python3)
 $(REPORT_GRID): $(REPORT_GRID_OBJ) $(HARLIB) $(LIB)
 	$(CC) $(CFLAGS_ALL) -o $@ $(REPORT_GRID_OBJ) $(HARLIB) $(LIB) $(LDLIBS_ALL)
 
+# The grid's objects follow the headers they include (engine_host.h, the ABI)
+# as the main build's do; without this a changed struct went unnoticed.
+-include $(REPORT_GRID_OBJ:.o=.d)
+
 report-grid: $(REPORT_GRID)
 	@mkdir -p $(dir $(REPORT_GRID_JSON))
 	$(REPORT_GRID) --seed $(REPORT_SEED) --engines $(REPORT_ENGINES) --out $(REPORT_GRID_JSON) \
