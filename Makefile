@@ -199,7 +199,9 @@ CI_STEPS = 'test=$(MAKE) --no-print-directory test $(if $(JUNIT),JUNIT="$$STEP_X
     'check-clang=$(MAKE) --no-print-directory -j$(NPROC) check-clang' \
     'cfl-test=$(MAKE) --no-print-directory cfl-test' \
     'mutants-quick=$(MAKE) --no-print-directory -j$(NPROC) mutants-quick' \
-    'test-peer=$(MAKE) --no-print-directory test-peer'
+    'test-peer=$(MAKE) --no-print-directory test-peer' \
+    'engines-test=$(MAKE) --no-print-directory engines-test' \
+    'ggml-cases=$(B)/attnguard check --engine ggml corpus/cases/*.case'
 .PHONY: ci
 ci:
 	@python3 scripts/steps.py --title ci --logs build/ci-logs \
