@@ -5,56 +5,34 @@
  * dispatch.c uses the table only on a CPU that has every one of them.
  *
  * Owns: attn_flash_{f32,bf16,f16}__avx512 (the general tile),
- * attn_load_q_*__avx512, attn_store_*__avx512, and attn__avx512_tile(),
- * the flash-style tile
- * driver that avx512bf16.c reuses with its own K packing and Q.K
- * micro-kernel.  The primitives both AVX-512 drivers share (exp, tanh,
- * softmax, P.V, key addresses) are in avx512_inl.h.  Single-token
- * items (decode) go to avx512_decode.c instead, many-row fp32
- * items to avx512_lanes.c.  Merge stays the
- * portable one (it runs once per split row and is not on any hot path).
+ * attn_load_q_*__avx512, attn_store_*__avx512, and attn__avx512_tile(), the
+ * flash-style tile driver that avx512bf16.c reuses with its own K packing
+ * and Q.K micro-kernel.  Shared primitives (exp, tanh, softmax, P.V, key
+ * addresses) are in avx512_inl.h.  Decode items go to avx512_decode.c,
+ * many-row fp32 items to avx512_lanes.c; merge stays the portable one.
  *
- * Tile algorithm (one work item = rows = n_tok * g query rows of one KV head
- * over the keys [k0, k1)), per chunk of TILE = 64 keys:
+ * Tile algorithm (one item = n_tok * g query rows of one KV head over the
+ * keys [k0, k1)), per chunk of TILE = 64 keys:
  *   1. skip the chunk if no row sees any of it (window, split, causal);
  *   2. pack K transposed into the thread's KV work area, Kt[d][64] fp32
- *      (16x16 in-register transposes, bf16/f16 widened on the way), so that
- *      the 64 keys of one d sit in 4 zmm registers.  V is read in place
- *      (fp32 caches, and bf16/f16 decode items, widened on the fly) or,
- *      for bf16/f16 items with many rows, widened once into the second half
- *      of the KV area;
- *   3. Q.K micro-kernel: blocks of up to QR = 6 rows x 64 keys = 24 zmm
- *      accumulators; per d, 4 loads of Kt and 6 broadcasts of q feed 24 FMAs;
- *   4. online softmax, a block of rows at a time, vectorised over the 64
- *      keys: soft cap (tanh), ALiBi, the exact visibility mask (-inf), row
- *      max, exp, sum; the rows' rescale factors through one vector exp;
- *   5. P.V micro-kernel on the same 6 rows: 6 rows x 64 output dims = 24
- *      zmm accumulators (rescaled by alpha = e^(m_old - m_new) on load), one
- *      pass per 64 dims; per key, 4 V loads feed 24 FMAs with p broadcast.
- *   Steps 3-5 run phase by phase over groups of SB row blocks (all Q.K of
- *   the group, then its softmax, then its P.V), so the packed K and the V
- *   rows each stay in L1 during their phase.
- *   While a chunk is computed, the next chunk's K and V lines are
- *   prefetched to L2, one prefetch next to each pack / V widening / P.V
- *   load (V in address order: pv_pf in avx512_inl.h): in the
- *   paged layout consecutive blocks of one head are Hkv blocks apart, and
- *   the hardware streamer restarts at every block.
- * Items with several query tokens (prefill, and decode groups larger than
- * the decode tile takes) come here, except fp32 items of 32 .. 128 rows in
- * whole vectors of 16, which avx512_lanes.c takes (query rows in
- * the lanes, no K pack); the table's rows_target (table_avx512.c) sets
- * the items' size.
+ *      (16x16 in-register transposes, bf16/f16 widened on the way); V is
+ *      read in place or, for bf16/f16 items with many rows, widened once
+ *      into the second half of the KV area;
+ *   3. Q.K: blocks of up to QR = 6 rows x 64 keys = 24 zmm accumulators;
+ *   4. online softmax a block of rows at a time, vectorised over the 64
+ *      keys: soft cap, ALiBi, the exact visibility mask, max, exp, sum;
+ *   5. P.V on the same 6 rows: 24 zmm accumulators rescaled on load.
+ *   Steps 3-5 run phase by phase over groups of row blocks so that the
+ *   packed K and the V rows stay in L1; the next chunk's lines are
+ *   prefetched one per load (the paged layout puts a head's consecutive
+ *   blocks Hkv blocks apart, so the hardware streamer restarts at each).
  *
- * Masking is the portable kernel's rule (attn__row_interval from mask.h,
- * shared with every twin): masked keys get exactly zero weight, a row that sees
- * nothing of a chunk keeps its state bit for bit (alpha = 1, p = 0), so an
- * all-masked row stays neutral (m = -inf, l = 0, acc = 0).  For finite
- * inputs the result equals the portable kernel's up to fp32 rounding (the
- * dot products and sums associate differently, exp/tanh differ by <= a few
- * ulp).  A non-finite V value of a key that is masked for one row of a
- * block but visible to another would reach the masked row as 0 * inf; the
- * portable kernel never reads it.  Inputs are not asserted finite (as in
- * the portable kernels), this is the one documented difference.
+ * Masking is the portable kernel's rule (mask.h): masked keys get exactly
+ * zero weight, a row that sees nothing of a chunk keeps its state bit for
+ * bit.  For finite inputs the result equals the portable kernel's up to
+ * fp32 rounding.  One documented difference: a non-finite V value of a key
+ * masked for one row of a block but visible to another reaches the masked
+ * row as 0 * inf; the portable kernel never reads it.
  *
  * No threads, no allocation: every buffer is an argument (scratch areas).
  */

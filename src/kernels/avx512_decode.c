@@ -1,66 +1,37 @@
 /*
- * avx512_decode.c — the AVX-512 tile for single-token items
- * (decode, and the pieces of a split decode row): n_tok = 1 and at most
- * DEC_MAX_ROWS query heads per KV head.  Both AVX-512 tables route such
- * items here (table_avx512.c, table_avx512bf16.c); everything else
- * takes the general flash-style tile.
+ * avx512_decode.c — the AVX-512 tile for single-token items (decode, and
+ * the pieces of a split decode row): n_tok = 1 and at most DEC_MAX_ROWS
+ * query heads per KV head.  Both AVX-512 tables route such items here
+ * (table_avx512.c, table_avx512bf16.c); everything else takes the general
+ * flash-style tile.
  *
- * Why a separate tile: a decode item reads every K and V byte exactly once
- * and does only g (= 4 for Llama-style GQA) multiply-adds per element, so
- * it must run several times faster than DRAM delivers for the stream to be
- * the limit.  The general tile transposes each 64-key chunk of K into the
- * work area (16x16 shuffles: ~32 shuffle instructions per key, on the same
- * ports as the FMAs) so that many rows can share it; with 4 rows that
- * transpose costs more than the dot products themselves.  Here:
+ * Why a separate tile: a decode item reads every K and V byte once and does
+ * only g (= 4 for Llama-style GQA) multiply-adds per element, and the
+ * general tile's transpose of each K chunk (shuffles on the FMA ports)
+ * would cost more than the dot products themselves.  Here:
  *
- *   Q.K  keys are taken 4 at a time, straight from the cache: for each
- *        16-dim slice, 4 K loads and DR = 4 query rows feed 16 FMAs into
- *        16 accumulators (one per row and key, each a partial dot product
- *        spread over 16 lanes).  The horizontal sums are then done as a
- *        transpose-and-add tree: 6 shuffles + 3 adds fold a row's 4 key
- *        vectors into one vector whose 128-bit lanes hold the 4 keys'
- *        lane sums; after 16 keys, 6 more shuffles + 3 adds give the 16
- *        dot products in key order.  Per key and row that is ~3 shuffles
- *        against D/16 FMAs, and rows beyond DR re-read K from L1.
- *        bf16 K is widened exactly with one AND (odd elements: a bf16 is
- *        the top half of an fp32) and one shift (even elements) per 32
- *        elements, against a copy of q whose dims are permuted the same
- *        way (even dims, then odd dims, per 32) — a dot product does not
- *        care about the order of its terms, so no un-permute is needed.
- *        f16 K is widened with VCVTPH2PS.  q stays fp32: unlike the
- *        VDPBF16PS path (avx512bf16.c) nothing is rounded.
- *   softmax and P.V are the general tile's (avx512_inl.h): one
- *        visible interval for every row, V widened on the fly.
- *   memory: key and value row addresses are walked block by block (no
- *        division per key), and the next step's K and V lines are
- *        prefetched one per load of the current step (to L2, or
- *        non-temporally on AMD: see the profiles below) — in the paged
- *        layout a head's consecutive blocks are Hkv blocks apart, so the
- *        hardware streamer restarts at every block and would leave the
- *        stream latency-bound.  K's lines are prefetched in the loads'
- *        order (a slice of 4 keys at a time), V's in address order (pv_pf
- *        in avx512_inl.h).  Both orders were measured each way
- *        (`scripts/bench_ab.sh 4 decode8`, B=8 cold, 2 threads): V in
- *        address order instead of the loads' order +3.7 to +8.1 % (fp32),
- *        +5.6 to +9.3 % (bf16); K in address order as well then -1 to
- *        -7 % (fp32) and -6 to +1 % (bf16), so K keeps the loads' order.
- *        Why K and V differ we do not know (no PMU counters on the
- *        development VM).  The AMD profile (below) moves some of these
- *        prefetches: fp32 runs half a step ahead, and the softmax issues
- *        a share, so that the stream has no gap while the step computes.
- *   heads: the executor hands a decode run of several KV heads' items of
- *        one token at once (kernels.h, attn_tile_heads_fn), and the walk
- *        goes chunk by chunk, every head of the run in turn: one chunk's K
- *        (then V) pieces of all those heads, which in the paged layout are
- *        adjacent pieces of the same blocks, are read back to back, and a
- *        step is one (head, chunk).  Pure reads of the bench's layout
- *        (/tmp driver, 2 threads, D 128, block 16): one head at a time
- *        26-29 GB/s, 8 heads chunk by chunk 34-36 GB/s.  Measured on the
- *        engine (`scripts/bench_ab.sh 3 decode8`, B=8 cold, 2 threads):
- *        fp32 24.2 -> 27.0 GB/s, bf16 21.4 -> 23.8 GB/s.
+ *   Q.K  keys 4 at a time straight from the cache: per 16-dim slice, 4 K
+ *        loads and DR = 4 query rows feed 16 FMAs into 16 accumulators;
+ *        the horizontal sums are a transpose-and-add tree (~3 shuffles per
+ *        key and row).  bf16 K is widened exactly with one AND (odd
+ *        elements) and one shift (even elements) per 32, against a copy of
+ *        q whose dims are permuted the same way; f16 with VCVTPH2PS; fp8
+ *        by way of f16 (avx512_inl.h).  q stays fp32: nothing is rounded.
+ *   softmax and P.V are the general tile's (avx512_inl.h): one visible
+ *        interval for every row, V widened on the fly.
+ *   memory: row addresses are walked block by block (no division per
+ *        key), and the next step's K and V lines are prefetched one per
+ *        load of this step (the paged layout puts a head's consecutive
+ *        blocks Hkv blocks apart, so the hardware streamer restarts at
+ *        every block): K's in the loads' order, V's in address order.
+ *   heads: the executor hands a run of several KV heads' items of one
+ *        token at once (attn_tile_heads_fn), walked chunk by chunk, every
+ *        head in turn, so that adjacent pieces of the same blocks are read
+ *        back to back.
  *
- * Numerics: as the general avx512 tile (fp32 products and sums in a
- * different association than the portable kernel; same exp and masking).
+ * Numerics: as the general avx512 tile (fp32 products and sums in another
+ * association than the portable kernel; same exp and masking).  Each
+ * choice above was measured; the figures: docs/perf-notes.md.
  */
 #include "avx512_inl.h"
 #include "mask.h"
@@ -84,143 +55,22 @@
 /* ------------------------------------------------------------ profiles */
 
 /* How the tile walks memory depends on the CPU family more than on
- * anything else we measured, so it has two profiles, picked at run time by
+ * anything else measured, so it has two profiles, picked at run time by
  * the tuning profile (kernels.h, attn_tile_args.tune):
  *
- *   L2  (Intel; tuned on a Sapphire Rapids VM, 2026-11-30): prefetches to
- *       L2 (T1), chunks of 64 keys for bf16/f16 caches and 32 for fp32.
- *       There, against this profile (B=8 cold, 2 threads,
- *       `scripts/bench_ab.sh`): NTA prefetches -48 to -66 %; bf16 chunks of
- *       32 keys -3 to -4 %; fp32 chunks of 64 keys -0.8 to -4.8 %, of 16
- *       within noise; 128-key chunks 3-8 % slower.
- *   NTA (AMD; tuned on a Zen 5 EPYC VM, 2026-12-01): non-temporal
- *       prefetches, chunks of 32 keys for bf16/f16 and 16 for fp32.  There
- *       (`scripts/bench_ab.sh 3-5 decode8`, 2 threads, B=8 cold, the rounds
- *       where neither build hit the VM's slow phases): NTA instead of T1
- *       +3.5 to +8.4 % (fp32), +2.5 to +7.4 % (bf16); bf16 chunks of 32
- *       instead of 64 +7.0 to +10.0 % (block 32: +8.4 to +9.9 %), of 16
- *       -1.5 to +0.5 % (block 32: -11 to -16.5 %); fp32 chunks of 16
- *       instead of 32 +11.0 to +14.4 %, of 64 -1.1 to -2.5 %; no software
- *       prefetch at all -51 to -68 %.  On 1 thread (B=8 cold, 3 rounds
- *       alternating, where the VM's bandwidth phases do not reach): T0 as
- *       fast as NTA, T1 and T2 -8 to -11 % (fp32) and -3 to -8 % (bf16):
- *       what pays is the line in L1; prefetching 2 or 4 steps ahead
- *       instead of 1: fp32 -8 to -11 %, bf16 -3 to -6 %.  The profile
- *       against the session's starting point (1 thread, 3 rounds): fp32
- *       22.0 -> 27.0 GB/s, bf16 26.5 -> 28.5, bf16 block 32 26.7 -> 32.5.
- *       Then changes to when the lines are asked for (1 thread, B=8
- *       cold, rounds alternating):
- *       - fp32 half a step ahead (half_f32, decode_batch): 26.8-27.2 ->
- *         29.9-30.2 GB/s; for bf16 -3 to +3 % (block 16 up, block 32
- *         down), so bf16 keeps the whole step.
- *       - the softmax issues the prefetches of sm_keys = 4 keys per step
- *         (of 16 or 32), K's and V's: fp32 +2 to +7 %, bf16 +6 to +10 %,
- *         bf16 block 32 -2 to +2 %; 2 keys +1 to +5 %, 6 keys as 4, 8 keys
- *         -1 to +4 %, 16 keys -25 % (16 lines at once at each row: a
- *         burst).  Only P.V's (V's, or for fp32 the next K's), 4 keys:
- *         bf16 +5 to +7 % more, block 32 +4 to +6 % (2 keys -1 to +2 %, 6
- *         and 8 keys as 4; fp32 is the same build).
- *       - and Q.K's prefetches of this step's V rows (fp32, half a step)
- *         in address order, as P.V's are, instead of the loads' order:
- *         fp32 +5 to +7 % (30.3-30.8 -> 32.3-32.6 GB/s); the same for
- *         Q.K's K rows (bf16, whole step) -3 to -8 %, as on the Intel VM.
- *         Part of that gain is pacing (qk_block): each of those
- *         prefetch addresses waits for a division, and with a counter
- *         instead the gain shrinks to +2 to +3 %; a chain of 4-5 dependent
- *         multiplies per prefetch (3 cycles each) gives it back.  The
- *         same pacing of bf16's K prefetches: block 16 +2 to +3 %, block
- *         32 -4 to -5 %; of bf16 P.V's V prefetches (2-6 multiplies): -15
- *         to -20 %; neither kept.
- *       Why the first two pay: a
- *         step's softmax reads no memory, and a core's prefetches are not
- *         a queue that keeps DRAM busy through such a gap: they must
- *         arrive spread out.  The same shows on a plain read of the
- *         layout (1 thread, bf16 block 16, chunks of 32 keys, /tmp
- *         driver): one prefetch per load 34.6 GB/s, each step's
- *         prefetches at its start 30.4; with 256 FMAs (~128 cycles) per
- *         step and no memory access between the K and V halves 25.9, with
- *         a quarter of the prefetches moved into that gap 29.5.  It is
- *         also why Q.K on VDPBF16PS (q rounded to bf16, as the prefill
- *         tile of avx512bf16_lanes.c) did not pay here: 60 -> 52
- *         cycles per key and head with K in L3, but cold 28.7 -> 26.1
- *         GB/s, its prefetches now issued in a shorter burst (with them
- *         paced by 3-6 dependent multiplies each: 28.6-30.0 against
- *         31.3-32.9 GB/s for the FMA Q.K, 3 rounds).  Nor did
- *         a softmax for rows that share one interval (masks made once,
- *         maxima and sums reduced four rows at a time with shuffles):
- *         1 thread -3 to +3 %, 2 threads -2.6 to +1.9 %, not kept.
- *       Against the start of that session (1 thread, 3 rounds): fp32
- *       27.0-27.4 -> 32.2-32.9 GB/s, bf16 28.6-28.8 -> 32.0-32.8, bf16
- *       block 32 32.3-32.7 -> 33.2-34.0.  Two threads (3 rounds, in one
- *       of the VM's slow phases, where a plain read of the layout gave
- *       47-54 GB/s): fp32 35.8-36.2 -> 43.1-45.1 GB/s (+19 to +26 %),
- *       bf16 +2.4 to +5.1 %, block 32 +2.1 to +3.7 %.  Also tried: bf16
- *       half a step ahead with Q.K's V prefetches in address order: -7 to
- *       -11 % on 2 threads, -8 to -11 % on 1.
- *       A second session the same day (1 thread, B=8 cold, 2-3 rounds
- *       alternating against this profile; nothing kept).  Each phase of a
- *       step timed with rdtsc (TSC cycles, ~2.4 GHz): fp32 (16 keys, one
- *       head) set-up 66-73, Q.K 545-561, softmax 183-190, P.V 296-323 with
- *       K and V in L2, 84 / 632 / 204 / 394 cold; bf16 (32 keys) 79 / 487
- *       / 184 / 379 in L2.  Less work per step did not make cold faster:
- *       - Q.K's prefetch addresses by shifts, no division: Q.K 557 -> 294
- *         in L2 (L2-resident decode 35.2 -> 44.9 GB/s), cold +0.3 to -2.6
- *         %, P.V then waiting (311 -> 538 cold); the addresses made to
- *         wait for the previous slice's K load instead (self-clocked): 124
- *         -> 99 core cycles per key and head in L2, cold -1 to +4 %; P.V's
- *         as well: -2 to +3 %.
- *       - bf16 P.V on VDPBF16PS (weights rounded, pairs of V rows
- *         interleaved by VPUNPCKLWD/VPUNPCKHWD): P.V 379 -> 306 in L2, B=1
- *         hot +6 to +12 %, cold -5 to -11 %.
- *       - P.V of step s after Q.K and softmax of step s + 1 (software
- *         pipelined, the softmax's chains beside P.V's FMAs): L2 -1 to -5
- *         %, cold fp32 -1.6 to -2.5 %, bf16 -1 to +2 %.
- *       - bf16 block 16 in the order a plain read prefers: reading the
- *         pieces per head (its two blocks' K, then V) gets 35.4-35.8 GB/s,
- *         every head's K pieces of one block, then of the next, then V
- *         40.9-41.0 (/tmp driver, prefetch of the next piece); the tile in
- *         that order -11 to -15 % (prefetch 2-8 pieces ahead), -22 to -25
- *         % (1 piece).  Chunks of 16 keys -11 to -14 % (2 threads, a slow
- *         phase: -13 to -27 %; a step's fixed costs: the softmax takes 160
- *         cycles at 16 keys, 191 at 32); two heads of 16 keys per step -4
- *         to -10 %; a T1 prefetch of the next chunk's pieces in address
- *         order, in place of the step-ahead prefetches -16 to -22 %,
- *         beside them -8 to -16 %.  Batches of 4 or 2 heads (fp32 and
- *         bf16) -7 to -15 %.
- *       - fp32: Q.K prefetching 3 lines in 4 and the softmax 64 lines: -3
- *         to -11 %; all of a step's lines in one list, each phase issuing
- *         its share at a fixed rate: 0 to -5 %.
- *       Software prefetches are not dropped when many are in flight here:
- *       256 NTA prefetches of random cold lines all arrived (/tmp probe).
- *       A third pass the same day (1 thread, B=8 cold, 2-5 rounds
- *       alternating; nothing kept):
- *       - bf16 with half its arithmetic (timing only, wrong results: the
- *         odd-element FMAs of Q.K and P.V taken out): L2-resident 72-73 ->
- *         61-62 cycles per key and head, cold 31.0-32.1 -> 24.7-25.3 GB/s
- *         (block 32: 30.9-33.6 -> 25.5-26.1), no better with the prefetch
- *         2 or 4 steps ahead.
- *       - every load in address order (K key by key, each row front to
- *         back; P.V over whole rows, two rows per pass): fp32 and bf16
- *         within 2 %, block 32 -4 to -7 %; L2-resident fp32 125-129 -> 104
- *         cycles.  Without software prefetch it read 11.7-12.7 GB/s (9.3-10.2
- *         in this tile's order): the hardware prefetchers do not carry it.
- *       - a lean fp32 step in groups of 4 keys (Q.K of 4 keys, their
- *         softmax as one vector of 4 rows x 4 keys, P.V of those keys over
- *         whole rows, NTA prefetches 4-16 keys ahead in each stream):
- *         L2-resident 128 -> 100 cycles, cold at best (8 keys ahead)
- *         29.1-30.0 against 29.8-30.9 GB/s; the same groups built from
- *         this file's pieces -23 to -43 %.
- *       A /tmp skeleton of the step does not predict the tile: there, K and
- *       V read key by key with 4-12 FMAs per line reach 37-40 GB/s on the
- *       hardware prefetchers alone (24 in this tile's Q.K order), 4-key
- *       groups beat 16-key steps (33-36.7 against 28.5-31.5 GB/s), and
- *       128-256 more L1 loads per 4 keys bring it down to 26 and 13.
+ *   L2  (Intel, tuned on Sapphire Rapids): T1 prefetches, chunks of 64 keys
+ *       for bf16/f16 caches and 32 for fp32.
+ *   NTA (AMD, tuned on Zen 5): non-temporal prefetches, chunks of 32 keys
+ *       for bf16/f16 and 16 for fp32; fp32 prefetches half a step ahead,
+ *       the softmax issues the prefetches of sm_keys keys per step, and
+ *       Q.K's prefetches of V rows (fp32) go in address order, because on
+ *       that core prefetches pay only when they arrive spread out.
  *
  * The hint reaches every K and V prefetch of the tile (fp32 and f16 V
- * through pv_rows' NTA instances in avx512_inl.h: on Zen 5 NTA
- * for fp32 V as well +4.2 to +8.5 %, 5 rounds).  Both
- * profiles compute the same values up to the chunking of the online
- * softmax (rounding only); the tests run the tile under each. */
+ * through pv_rows' NTA instances in avx512_inl.h).  Both profiles compute
+ * the same values up to the chunking of the online softmax (rounding
+ * only); the tests run the tile under each.  The measurements behind each
+ * choice, and what was tried and not kept: docs/perf-notes.md. */
 typedef struct dec_profile {
     int nta;        /* prefetch hint: 1 NTA, 0 T1 */
     int32_t dt_f32; /* keys per chunk, fp32 caches */

@@ -1,48 +1,28 @@
 /*
- * avx512_lanes.c — the AVX-512 tile for fp32 K/V items with many
- * query rows (prefill): the query rows sit in the vector lanes.  Both
- * AVX-512 tables route fp32 items with LANES_MIN_ROWS .. 2 x TILE rows
- * here (table_avx512.c); decode items and other dtypes keep their tiles.
+ * avx512_lanes.c — the AVX-512 tile for fp32 K/V items with many query
+ * rows (prefill): the query rows sit in the vector lanes.  Both AVX-512
+ * tables route fp32 items with LANES_MIN_ROWS .. 2 x TILE rows here
+ * (table_avx512.c); decode items and other dtypes keep their tiles.
  *
- * Why a second many-row tile: the general tile (avx512.c) puts
- * keys in the lanes, so it must transpose every chunk of K (16x16
- * shuffles on the FMA ports), and its online softmax reduces every row
- * across lanes twice per chunk (max, then sum).  With rows in the lanes
- * instead:
+ * Why a second many-row tile: the general tile (avx512.c) puts keys in the
+ * lanes, so it must transpose every chunk of K and reduce every row across
+ * lanes twice per chunk.  With rows in the lanes instead:
  *   - q is transposed once per item into Qt panels [D][64 rows] (the KV
- *     work area, 2 x TILE x D floats, holds them for up to 2 x TILE rows);
- *   - Q.K^T needs no packing: per d, 4 Qt loads (16 rows each) and 6
- *     broadcasts of K[key][d] read straight from the cache rows feed 24
- *     FMAs into S^T, one [TILE keys][16 rows] panel per 16 rows (the
- *     scores area, rows x TILE floats, holds them exactly);
- *   - the softmax runs down the key axis: a row's max, weights and sum
- *     are plain vertical max / exp / add over 16 rows at once, the mask
- *     is one pair of integer compares per key, the rescale factors come
- *     out as a vector — no horizontal reduction anywhere;
- *   - P.V mirrors Q.K^T: the accumulator is transposed for the item's
- *     duration into Ot panels [D][64 rows] in the q work area (q is no
- *     longer needed once Qt is built), and per key 4 weight loads from
- *     the S^T panels and 6 broadcasts of V[key][d] from the cache rows
- *     feed 24 FMAs.
- *   Panels (64 rows wide, the last one as wide as the rows left) rather
- *   than [D][rows] / [keys][rows] matrices: 512-byte row strides put every
- *   8th line on the same L1 sets (Q.K^T in L1: 83 -> 91 % of the FMA peak).
- *   Profile of a 1-thread fp32 prefill (L 2048, `perf record -e
- *   cpu-clock`) in the general tile: P.V 39 %, Q.K 31 %, softmax and
- *   driver 15 %, K pack 6.5 % of the kernel time.  Here (rdtsc per phase,
- *   one 128-row item over 1024 L2-resident keys): Q.K^T 44 %, softmax
- *   10 %, P.V 46 % of the chunk loop; Q.K^T and P.V each retire ~1.5 FMA
- *   per cycle of the 2 possible.  Whole prefill rows 9-17 % faster than
- *   on the general tile (paired runs, scripts/bench_ab.sh -p).
- *   Items with rows not a multiple of 16 (or outside 32 .. 2 x TILE) stay
- *   on the general tile: the panels would not fit the plan's work areas.
+ *     work area holds them for up to 2 x TILE rows);
+ *   - Q.K^T needs no packing: per d, 4 Qt loads and 6 broadcasts of
+ *     K[key][d] straight from the cache feed 24 FMAs into S^T panels;
+ *   - the softmax runs down the key axis: max, weights and sums are plain
+ *     vertical operations over 16 rows, no horizontal reduction;
+ *   - P.V mirrors Q.K^T on an accumulator transposed into Ot panels in
+ *     the q work area (q is no longer needed once Qt is built).
+ *   Panels 64 rows wide rather than whole matrices: 512-byte row strides
+ *   would put every 8th line on the same L1 sets.  Items with rows not a
+ *   multiple of 16 (or outside 32 .. 2 x TILE) stay on the general tile.
+ *   The measurements behind these choices: docs/perf-notes.md.
  *
- * Masking, state and numerics are the general tile's: masked keys get
- * exactly zero weight, a row that sees nothing of a chunk keeps its state
- * bit for bit (alpha = 1, p = 0), fp32 dot products summed over d in
- * order, the same exp/tanh.  The one documented difference of the general
- * tile (0 x inf for a non-finite V value visible to another row of the
- * block) applies here too.
+ * Masking, state and numerics are the general tile's (including its one
+ * documented difference, 0 x inf for a non-finite V value visible to
+ * another row of the block).
  *
  * No threads, no allocation: every buffer is an argument (scratch areas).
  */

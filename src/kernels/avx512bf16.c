@@ -7,43 +7,26 @@
  *
  * Owns: attn_pairs_bf16__avx512bf16 (K packing into bf16 pairs, Q split
  * into bf16 terms, the VDPBF16PS micro-kernel).  Which bf16 items take it
- * is the table's routing (table_avx512bf16.c).
- * Everything else — the chunk loop, masking, online softmax, P.V, load_q,
- * store, and the f32/f16 tiles — is avx512.c's (the driver
- * attn__avx512_tile takes this file's pack/dots as callbacks).
+ * is the table's routing.  Everything else (chunk loop, masking, softmax,
+ * P.V, load_q, store, the f32/f16 tiles) is avx512.c's: the driver
+ * attn__avx512_tile takes this file's pack/dots as callbacks.
  *
  * Numerics (what differs from the fp32 twins):
- *   - VDPBF16PS multiplies bf16 pairs exactly (8 x 8 significant bits fit
- *     fp32) and accumulates in fp32 with round-to-nearest-even; it treats
- *     bf16 subnormal inputs as zero and flushes subnormal results (DAZ/FTZ
- *     semantics), which only matters for |values| < 2^-126.
- *   - K is bf16 already (exact).  Q (fp32, pre-scaled) is not: rounding it
- *     to bf16 once (RNE, relative error <= u = 2^-8 per element) puts an
- *     error ds = sum_d dq_d k_d on every logit, a random walk with rms
- *     ~ u/2 * sqrt(D E[q^2] E[k^2]).  For the harness's inputs (uniform
- *     [-1, 1), scale 1/sqrt(D)) that is 2^-9/3 ~ 6.5e-4 per logit, and
- *     measured output errors reach ~1e-3: 30x the fp32 tolerance the
- *     differential oracle relies on (compare.c explains why it must stay
- *     near 3e-5 to see a window one key too wide).  Since this table is
- *     the engine's default on such CPUs, the default splits Q into two
- *     bf16 terms, q = hi + lo + e with hi = bf16(q), lo = bf16(q - hi)
- *     (q - hi is exact in fp32), |e| <= 2^-16 |q|: two VDPBF16PS per
- *     pair, logit error ~2.5e-6 rms, inside the fp32 tolerance.
- *     -DATTN_BF16_DOT_TERMS=1 builds the single-rounding variant (half
- *     the dot instructions) for measurement; its tolerance would be
- *     atol ~3e-3 (the ~1e-3 measured worst case with a 3x margin; no
- *     harness function carries it because no shipped table needs it).
- *   - Speed: on a Xeon VDPBF16PS retired half the flops of fp32 FMA (106
- *     vs 212 GFLOP/s per core), so this two-term dot path only pays where
- *     it saves work elsewhere: short items (rows <= DP_MAX_ROWS) pack half
- *     as many transposes and widen nothing.  P.V stays fp32 (V widened
- *     exactly, p not rounded).
- *   - Prefill on the AMD tuning profile is the exception: it takes
- *     avx512bf16_lanes.c, which rounds q (one term) and the
- *     softmax weights to bf16 for twice the speed there (see DP_MAX_ROWS
- *     in table_avx512bf16.c).  attn_builder_info.bf16_rounding tells callers, and the
- *     harness holds those runs to the bound compare.c derives for that
- *     rounding (attn_bf16_dot_error) instead of the fp32 tolerance.
+ *   - VDPBF16PS multiplies bf16 pairs exactly and accumulates in fp32 with
+ *     round-to-nearest-even; it treats bf16 subnormals as zero and flushes
+ *     subnormal results, which only matters for |values| < 2^-126.
+ *   - K is bf16 already (exact).  Q is split into two bf16 terms,
+ *     q = hi + lo + e with hi = bf16(q), lo = bf16(q - hi), |e| <= 2^-16 |q|:
+ *     two VDPBF16PS per pair and a logit error far inside the fp32
+ *     tolerance; one rounding of q would cost ~30x that tolerance on
+ *     uniform inputs.  -DATTN_BF16_DOT_TERMS=1 builds the one-term variant
+ *     for measurement only.
+ *   - P.V stays fp32 (V widened exactly, p not rounded).
+ *   - Prefill on the AMD tuning profile takes avx512bf16_lanes.c instead,
+ *     which rounds q (one term) and the softmax weights to bf16 for twice
+ *     the speed there; attn_builder_info.bf16_rounding says so, and the
+ *     harness holds those runs to the bound derived for that rounding
+ *     (ATTN_PRECISION_EXACT forbids it).
  */
 /* TILE, NV, QR and the driver attn__avx512_tile: avx512_inl.h */
 #include "avx512_inl.h"

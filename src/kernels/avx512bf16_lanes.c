@@ -6,11 +6,9 @@
  * with both products on VDPBF16PS, which multiplies bf16 pairs and adds
  * them into fp32 lanes:
  *
- *   Q.K^T  Qt2 panels [D/2][16 NR] hold q rounded to bf16, one pair of
- *          dims per 32-bit lane; K rows are bf16 pairs already, so per
- *          pair of dims, 4 Qt2 loads and 6 broadcast 32-bit words of K
- *          straight from the cache feed 24 VDPBF16PS (48 dims x rows of
- *          products each: twice the fp32 tile's work per instruction).
+ *   Q.K^T  Qt2 panels [D/2][16 NR] hold q rounded to bf16, a pair of dims
+ *          per 32-bit lane; per pair of dims, 4 Qt2 loads and 6 broadcast
+ *          words of K (bf16 pairs already) feed 24 VDPBF16PS.
  *   P.V    the weights are rounded to bf16 by the softmax (and summed as
  *          rounded, so l normalises exactly the weights used), then packed
  *          in place as key pairs, [TILE/2][16 rows] per S^T panel; V is
@@ -27,15 +25,12 @@
  * turns this into a bound on the output, and the harness's compare.c into
  * its tolerance for these runs):
  *   - q is rounded to bf16 once: bf16 keeps 8 significant bits, so round
- *     to nearest even moves an element by up to half a unit in the 8th
- *     bit, |dq| <= 2^-8 |q| (the worst case, 1 + 2^-8 -> 1, is 0.389 %),
- *     and a logit by at most 2^-8 x sum_d |q_d k_d| (times the scale,
- *     which load_q applied before); products are exact and sums fp32.
+ *     to nearest even moves an element by |dq| <= 2^-8 |q| and a logit by
+ *     at most 2^-8 x sum_d |q_d k_d|; products are exact and sums fp32.
  *   - every weight is rounded to bf16 (relative error <= 2^-8) and the row
  *     sum l adds the rounded weights, so the output is an exact convex
  *     combination of V with weights each within a factor (1 +- 2^-8) of
- *     the fp32 ones: the same as moving each logit by at most
- *     -ln(1 - 2^-8) < 2^-7.99.
+ *     the fp32 ones (each logit moved by at most -ln(1 - 2^-8)).
  *   - VDPBF16PS treats bf16 subnormal inputs as zero: a weight below
  *     2^-126 of its chunk's largest (which is 1) contributes nothing to
  *     P.V while l counts it; q or K values below 2^-126 contribute
