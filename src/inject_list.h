@@ -18,7 +18,7 @@
     X(model_wide_heads, attnguard, "src/builder.c", "scratchpad sized from the model-wide query-head count") \
     X(out_dtype_sizing, attnguard, "src/layout.c", "fp32 partials sized with the output element size") \
     X(group_window, attnguard, "src/builder.c", "group window taken from one layer: global layers windowed") \
-    X(window_off_by_one, attnguard, "src/kernels/mask.h", "a window of W keeps W keys back instead of W-1") \
+    X(window_off_by_one, attnguard, "src/kernels/mask.h", "the visible interval starts left + 1 keys back, not left") \
     X(padding_keys, attnguard, "src/kernels/mask.h", "keys past seq_len visible to non-causal rows") \
     X(stale_split, attnguard, "src/executor.c", "an all-masked split piece leaves its partial unwritten") \
     X(gqa_map, attnguard, "src/executor.c", "query head h reads KV head h % Hkv instead of h / g") \

@@ -29,13 +29,7 @@ static inline void attn__window_pair(int32_t window, int32_t pair, int32_t left,
         *l = *r = -1;
         return;
     }
-#ifndef ATTN_INJECT_window_off_by_one
     *l = window - 1;
-#else
-    /* INJECTED BUG (window_off_by_one): W keys back instead of W - 1,
-     * so a window of W sees W + 1 keys. */
-    *l = window;
-#endif
     *r = causal ? 0 : window - 1;
 }
 
@@ -51,7 +45,13 @@ static inline void attn__row_interval(int64_t p, int32_t seq_len, int32_t causal
                                       int32_t right, int64_t *lo, int64_t *hi) {
     int64_t l = 0, h = seq_len;
     if (causal && p + 1 < h) h = p + 1;
+#ifndef ATTN_INJECT_window_off_by_one
     if (left >= 0 && p - left > l) l = p - left;
+#else
+    /* INJECTED BUG (window_off_by_one): the window's left edge one key too
+     * far back, so a window of W (left W - 1) sees W + 1 keys. */
+    if (left >= 0 && p - left - 1 > l) l = p - left - 1;
+#endif
     if (right >= 0 && p + right + 1 < h) h = p + right + 1;
     *lo = l;
     *hi = h;
