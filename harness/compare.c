@@ -68,10 +68,15 @@ ref_model cmp_error_model(ag_precision prec, ag_dtype q_dtype, ag_dtype kv_dtype
     m.u = U32;
     m.fmax = 0x1.ffffffp127;
     m.rel = (q32 ? 0.0 : qf.unit) + (D + 3.0) * U32;
-    if (q32 && kv_dtype == AG_BF16) m.rel += 0x1.0p-16 + D * U32;
+    /* q32 with a bf16 cache: an engine may take q as two bf16 terms on
+     * bf16 dot-product instructions (attnguard's pairs tile on VDPBF16PS):
+     * q's remainder term, and the instruction reads bf16 subnormals (of K,
+     * and of that remainder) as zero. */
+    const int pairs = q32 && kv_dtype == AG_BF16;
+    if (pairs) m.rel += 0x1.0p-16 + D * U32;
     if (kv_dtype == AG_FP8_E4M3 || kv_dtype == AG_FP8_E5M2) m.rel += U32;
-    m.qabs = qbf ? BF16_FLUSH : qf.sub;
-    m.kflush = qbf ? BF16_FLUSH : 0x1.0p-150;
+    m.qabs = (qbf || pairs) ? BF16_FLUSH : qf.sub;
+    m.kflush = (qbf || pairs) ? BF16_FLUSH : 0x1.0p-150;
     m.qmax = (q32 || qbf) ? INFINITY : qf.ovf;
     m.uexp = 8.0 * U32;
     m.wrel = prec.p_dot == AG_F32 ? 0.0 : -log1p(-pf.unit);

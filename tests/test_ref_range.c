@@ -213,6 +213,11 @@ Test(ref_range, ordinary_cases_keep_the_tight_check, .timeout = 240) {
         char err[256];
         cr_assert_eq(case_load(g.gl_pathv[i], &c, err, sizeof err), 0, "%s", err);
         if (c.expect != ATTN_OK) continue;
+        /* not ordinary: the dtype's extremes against subnormal K, where a
+         * bf16 cache's flush (kflush) may move whole rows */
+        if (c.values[CASE_T_Q].dist == CASE_DIST_EXTREME &&
+            c.values[CASE_T_K].dist == CASE_DIST_DENORMAL)
+            continue;
         problem p;
         cr_assert_eq(problem_init(&p, &c, (size_t)1 << 30, err, sizeof err), 0, "%s", err);
         cr_assert(p.materialized, "%s: %s", g.gl_pathv[i], p.unmaterialized_reason);
