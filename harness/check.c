@@ -464,19 +464,30 @@ static oracle_id check_runs(const problem *p, const engine_host *E, unsigned wha
     const ag_plan_opts own = {c->split, c->split_count, GUARD_REDZONE};
 
     /* The primary path: the case's own options, or every engine variant
-     * when the input is cheap, or one chosen by the seed. */
+     * when the input is cheap, or one chosen by the seed.  Only the first
+     * variant run uses the case's thread count; the others sweep the
+     * variants' kernels on one thread.  The thread split is the plan's and
+     * is the same for every variant, and the threads variant below checks
+     * it once more; but a run on a worker pool costs a wake-up and, on a
+     * loaded machine, barrier spins while a worker waits for a core (ggml:
+     * 13 variants at 2-4 threads cost most of fuzz_attention's time). */
     if (c->options[0] || E->n_variants <= 1) {
         run_cfg base = {c->threads, own, 0, ROLE_PRIMARY, 0xFF, c->options[0] ? c->options : NULL,
                         "case config"};
         res = run_config(&x, &base, f);
     } else {
-        const int all = case_cost(c) < CHECK_CHEAP_MACS;
-        const int first = all ? 0 : (int)(c->seed % (uint64_t)E->n_variants);
-        for (int i = first; i < (all ? E->n_variants : first + 1) && !res; i++) {
+        const int n = E->n_variants;
+        const int k = case_cost(c) < CHECK_CHEAP_MACS ? n : 1;
+        const int first = k == n ? 0 : (int)(c->seed % (uint64_t)n);
+        for (int j = 0; j < k && !res; j++) {
+            const int i = (first + j) % n;
+            const int32_t threads = j == 0 ? c->threads : 1;
             char desc[96];
-            snprintf(desc, sizeof desc, "case config, %s%s", E->variants[i][0] ? "variant " : "",
-                     E->variants[i][0] ? E->variants[i] : "default variant");
-            run_cfg v = {c->threads, own, 0, ROLE_PRIMARY, 0xFF,
+            snprintf(desc, sizeof desc, "case config, %s%s%s",
+                     E->variants[i][0] ? "variant " : "",
+                     E->variants[i][0] ? E->variants[i] : "default variant",
+                     threads != c->threads ? ", 1 thread" : "");
+            run_cfg v = {threads, own, 0, ROLE_PRIMARY, 0xFF,
                          E->variants[i][0] ? E->variants[i] : NULL, desc};
             res = run_config(&x, &v, f);
         }

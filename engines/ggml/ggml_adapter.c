@@ -106,9 +106,8 @@ static void build_node(gg_plan *P, int l, gg_node *n) {
     n->qp = f->ggml_permute(P->ctx, n->q, 0, 2, 1, 3);
     n->kp = f->ggml_permute(P->ctx, n->k, 0, 2, 1, 3);
     n->vp = f->ggml_permute(P->ctx, n->v, 0, 2, 1, 3);
-    struct ggml_tensor *mask = f->ggml_new_tensor_4d(P->ctx, GGML_TYPE_F16, P->n_kv, P->T_pad, 1, 1);
-    mask->data = P->masks + (size_t)L->mask * (size_t)P->T_pad * (size_t)P->n_kv;
-    n->out = f->ggml_flash_attn_ext(P->ctx, n->qp, n->kp, n->vp, mask, L->scale, L->max_bias,
+    n->mask = f->ggml_new_tensor_4d(P->ctx, GGML_TYPE_F16, P->n_kv, P->T_pad, 1, 1);
+    n->out = f->ggml_flash_attn_ext(P->ctx, n->qp, n->kp, n->vp, n->mask, L->scale, L->max_bias,
                                     L->softcap);
     if (L->sinks) {
         struct ggml_tensor *s = f->ggml_new_tensor_1d(P->ctx, GGML_TYPE_F32, g->hq);
@@ -126,7 +125,37 @@ static void gg_plan_destroy(void *plan) {
     if (!P) return;
     if (P->ctx) P->g->lib->base.ggml_free(P->ctx);
     free(P->masks);
+    free(P->built);
+    free(P->b_mem);
     free(P);
+}
+
+/* A private copy of the batch ggc_batch validated, for the masks that the
+ * runs build later: they never read the caller's arrays again. */
+static int copy_batch(gg_plan *P, const ag_batch *b) {
+    const size_t nr = (size_t)b->num_reqs;
+    size_t bt, words, bytes;
+    if (__builtin_mul_overflow(nr, (size_t)b->block_table_stride, &bt) ||
+        __builtin_add_overflow(bt, 2 * nr + 1, &words) ||
+        __builtin_mul_overflow(words, sizeof(int32_t), &bytes) ||
+        __builtin_add_overflow(bytes, nr, &bytes))
+        return -1;
+    int32_t *m = malloc(bytes);
+    if (!m) return -1;
+    P->b_mem = m;
+    P->b = *b;
+    memcpy(m, b->query_start_loc, (nr + 1) * sizeof(int32_t));
+    P->b.query_start_loc = m;
+    memcpy(m + nr + 1, b->seq_lens, nr * sizeof(int32_t));
+    P->b.seq_lens = m + nr + 1;
+    memcpy(m + 2 * nr + 1, b->block_table, bt * sizeof(int32_t));
+    P->b.block_table = m + 2 * nr + 1;
+    if (b->causal) {
+        uint8_t *c = (uint8_t *)(m + 2 * nr + 1 + bt);
+        memcpy(c, b->causal, nr);
+        P->b.causal = c;
+    }
+    return 0;
 }
 
 static ag_status gg_plan_make(void *grp, const ag_batch *batch, const ag_plan_opts *opts,
@@ -151,12 +180,16 @@ static ag_status gg_plan_make(void *grp, const ag_batch *batch, const ag_plan_op
         gg_plan_destroy(P);
         return AG_UNSUPPORTED;
     }
-    P->masks = malloc((size_t)g->nmask * cells * sizeof(ggml_fp16_t));
-    if (!P->masks) {
+    /* The masks wait for the first run that needs them: their size is
+     * known (and bounded) here, and nothing in the plan depends on their
+     * contents, so a plan that is never run (the harness's plan-only
+     * checks of batches too large to compute) does not fill rows x cells
+     * of f16 for nothing. */
+    P->built = calloc((size_t)g->nmask, 1);
+    if (!P->built || copy_batch(P, batch) != 0) {
         gg_plan_destroy(P);
-        return agg_fail(msg, AG_INTERNAL, "ENOMEM", "masks");
+        return agg_fail(msg, AG_INTERNAL, "ENOMEM", "mask flags or batch copy");
     }
-    for (int c = 0; c < g->nmask; c++) ggc_fill_mask(P, batch, c, P->masks + (size_t)c * cells);
     agg_catch caught;
     if (setjmp(caught.env)) {
         gg_plan_destroy(P);
@@ -211,6 +244,15 @@ static ag_status gg_run(void *plan, int32_t layer, const ag_run_args *a, ag_msg 
         return agg_fail(msg, AG_REFUSED, "GGML_BAD_SCRATCH",
                         "run: scratch %zu bytes at %p; layer %d needs %zu, 64-byte aligned",
                         a->scratch_bytes, a->scratch, (int)layer, n->cp.work_size);
+    const int c = P->g->nl ? P->g->layers[layer].mask : 0;
+    const size_t cells = (size_t)P->T_pad * (size_t)P->n_kv;
+    if (!P->masks && !(P->masks = malloc((size_t)P->g->nmask * cells * sizeof(ggml_fp16_t))))
+        return agg_fail(msg, AG_INTERNAL, "ENOMEM", "masks: %d x %zu cells", (int)P->g->nmask, cells);
+    if (!P->built[c]) {
+        ggc_fill_mask(P, &P->b, c, P->masks + (size_t)c * cells);
+        P->built[c] = 1;
+    }
+    n->mask->data = P->masks + (size_t)c * cells;
     n->q->data = n->qp->data = (void *)a->q;
     n->k->data = n->kp->data = (void *)a->k_cache;
     n->v->data = n->vp->data = (void *)a->v_cache;

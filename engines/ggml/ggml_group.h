@@ -36,6 +36,7 @@ typedef struct gg_group {
 typedef struct gg_node {
     struct ggml_cgraph *gf;
     struct ggml_tensor *q, *k, *v, *qp, *kp, *vp, *out;
+    struct ggml_tensor *mask;  /* gets its class's mask in run() */
     struct ggml_cplan cp;
 } gg_node;
 
@@ -43,7 +44,12 @@ typedef struct gg_plan {
     gg_group *g;
     int32_t T, T_pad, n_kv;    /* query rows, mask rows, cells in the K/V views */
     struct ggml_context *ctx;
-    ggml_fp16_t *masks;        /* nmask x [T_pad][n_kv], the adapter's own memory */
+    ggml_fp16_t *masks;        /* nmask x [T_pad][n_kv], the adapter's own memory;
+                                  allocated and filled by the first run that
+                                  needs each class (NULL until then) */
+    unsigned char *built;      /* [nmask]: class filled */
+    ag_batch b;                /* the validated batch the masks are built from */
+    void *b_mem;               /* its arrays, copied by plan_make */
     size_t work;               /* the largest cplan.work_size of the nodes */
     int nnode;
     gg_node node[];            /* one per layer (one for an empty group) */
