@@ -627,6 +627,72 @@ Test(kernels, fp8_caches, .timeout = 120) {
     }
 }
 
+/* NaN codes in an e4m3 cache (0x7f, 0xff) on every table.  A visible
+ * key's NaN in V makes that dim of every row of its KV head NaN and leaves
+ * the rest as the reference has it; a NaN outside the window, in K or V,
+ * changes nothing.  (The AVX-512 decode tile tests each step's codes for
+ * NaN once and widens them without the test when there is none: reading
+ * 0x7f as the 480 it would widen to breaks the first kind.  A NaN logit's
+ * fate is left to each table: docs/design.md §2.) */
+Test(kernels, fp8_e4m3_nan_codes, .timeout = 60) {
+    /* {cache (0 K, 1 V), KV head, key, code, window} */
+    static const int32_t poke[][5] = {{1, 0, 150, 0x7f, -1}, {1, 1, 10, 0xff, -1},
+                                      {1, 1, 299, 0x7f, 100}, {1, 0, 37, 0x7f, 100},
+                                      {0, 0, 50, 0x7f, 100}, {0, 1, 199, 0xff, 100}};
+    const int32_t d = 128, bs = 16, dim = 77;
+    for (int v = 0; v < 6; v++) {
+        case_spec c;
+        case_default(&c);
+        snprintf(c.name, sizeof c.name, "e4m3-nan-%d", v);
+        c.num_layers = 1;
+        c.layers[0].num_heads = 8;
+        c.layers[0].window = poke[v][4];
+        c.num_kv_heads = 2;
+        c.head_dim = d;
+        c.block_size = bs;
+        c.kv_dtype = AG_FP8_E4M3;
+        c.num_reqs = 1;
+        c.q_len[0] = 1;
+        c.kv_len[0] = 300;
+        c.threads = 1;
+        c.blocks = CASE_BLOCKS_SHUFFLED;
+        c.seed = 0xe4a3u + (uint64_t)v;
+        problem *p = new_problem(&c, c.name);
+        const int32_t key = poke[v][2], head = poke[v][1];
+        const size_t at = (((size_t)p->block_table[key / bs] * 2 + (size_t)head) * (size_t)bs +
+                           (size_t)(key % bs)) * (size_t)d + (size_t)dim;
+        unsigned char *cache = poke[v][0] ? FX(p)->v_cache : FX(p)->k_cache;
+        cache[at] = (unsigned char)poke[v][3];
+        /* the query sits at 299: a window of 100 sees keys 200..299 */
+        const int visible = poke[v][4] < 0 || key >= 300 - poke[v][4];
+        double *ref = reference(p, 0, c.name);
+        const char *names[8] = {0};
+        const int n = attn_isa_available(names, 8);
+        for (int k = 0; k <= n; k++) {
+            run_opts o = {0};
+            o.isa = k < n ? names[k] : NULL;
+            char tag[160];
+            snprintf(tag, sizeof tag, "%s isa %s", c.name, o.isa ? o.isa : "(default)");
+            void *outs[CASE_MAX_LAYERS] = {0};
+            engine_run(p, &o, outs, tag);
+            const float *out = outs[0];
+            for (int32_t h = 0; h < 8; h++)
+                for (int32_t e = 0; e < d; e++) {
+                    const float x = out[h * d + e];
+                    const double want = ref[h * d + e];
+                    if (visible && h / 4 == head && e == dim)
+                        cr_assert(isnan(x), "%s: head %d dim %d = %g, want NaN", tag, h, e, (double)x);
+                    else
+                        cr_assert(fabs(x - want) <= 1e-4 + 1e-4 * fabs(want),
+                                  "%s: head %d dim %d = %g, want %g", tag, h, e, (double)x, want);
+                }
+            free_outs(p, outs);
+        }
+        free(ref);
+        del_problem(p);
+    }
+}
+
 /* Windows as (left, right) pairs, one side or both bounded, on causal and
  * non-causal requests of one batch, per layer of one group (the group then
  * bounds nothing, each layer applies its own), and a pair every layer

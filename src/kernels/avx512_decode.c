@@ -16,7 +16,10 @@
  *        key and row).  bf16 K is widened exactly with one AND (odd
  *        elements) and one shift (even elements) per 32, against a copy of
  *        q whose dims are permuted the same way; f16 with VCVTPH2PS; fp8
- *        by way of f16 (avx512_inl.h).  q stays fp32: nothing is rounded.
+ *        by way of f16 (avx512_inl.h), e4m3 left at 2^-8 times its value
+ *        with q and the weights times 2^8 (exact), and its NaN codes
+ *        tested per step, 64 at a time, not per widening.  q stays fp32:
+ *        nothing is rounded.
  *   softmax and P.V are the general tile's (avx512_inl.h): one visible
  *        interval for every row, V widened on the fly.
  *   memory: row addresses are walked block by block (no division per
@@ -139,7 +142,7 @@ INLINE void qk_block(int R, attn_dtype kdt, int FULL, int NTA, int ADDR, const f
                      uint32_t tm,
                      const void *const *krow, const void *const *kpf,
                      int32_t n, float *s) {
-    const size_t es = attn__dtype_size(kdt);
+    const size_t es = read_size(kdt);
     const size_t slice_bytes = kdt == ATTN_DTYPE_BF16 ? 64 : 16 * es;
     const size_t sw = kdt == ATTN_DTYPE_BF16 ? 32 : 16;
     __m512 u[DR][DT / 4];
@@ -253,12 +256,16 @@ QK_FN(qk_f32_nta, ATTN_DTYPE_F32, 0, 1, 0)
 QK_FN(qk_bf16_nta, ATTN_DTYPE_BF16, 0, 1, 0)
 QK_FN(qk_bf16_full_nta, ATTN_DTYPE_BF16, ATTN_DEC_FULL, 1, 0)
 QK_FN(qk_f16_nta, ATTN_DTYPE_F16, 0, 1, 0)
-QK_FN(qk_fp8e4m3, ATTN_DTYPE_FP8_E4M3, 0, 0, 0)
-QK_FN(qk_fp8e4m3_full, ATTN_DTYPE_FP8_E4M3, 1, 0, 0)
+QK_FN(qk_e4m3s, ATTN__E4M3S, 0, 0, 0)
+QK_FN(qk_e4m3s_full, ATTN__E4M3S, 1, 0, 0)
+QK_FN(qk_e4m3s_nan, ATTN__E4M3S_NAN, 0, 0, 0)
+QK_FN(qk_e4m3s_nan_full, ATTN__E4M3S_NAN, 1, 0, 0)
 QK_FN(qk_fp8e5m2, ATTN_DTYPE_FP8_E5M2, 0, 0, 0)
 QK_FN(qk_fp8e5m2_full, ATTN_DTYPE_FP8_E5M2, 1, 0, 0)
-QK_FN(qk_fp8e4m3_nta, ATTN_DTYPE_FP8_E4M3, 0, 1, 0)
-QK_FN(qk_fp8e4m3_full_nta, ATTN_DTYPE_FP8_E4M3, 1, 1, 0)
+QK_FN(qk_e4m3s_nta, ATTN__E4M3S, 0, 1, 0)
+QK_FN(qk_e4m3s_full_nta, ATTN__E4M3S, 1, 1, 0)
+QK_FN(qk_e4m3s_nan_nta, ATTN__E4M3S_NAN, 0, 1, 0)
+QK_FN(qk_e4m3s_nan_full_nta, ATTN__E4M3S_NAN, 1, 1, 0)
 QK_FN(qk_fp8e5m2_nta, ATTN_DTYPE_FP8_E5M2, 0, 1, 0)
 QK_FN(qk_fp8e5m2_full_nta, ATTN_DTYPE_FP8_E5M2, 1, 1, 0)
 QK_FN(qk_f32_addr, ATTN_DTYPE_F32, 0, 0, 1)     /* half a step: V rows */
@@ -374,7 +381,30 @@ static void acc_layout(float *acc, size_t D, float *accp, size_t qs, int32_t row
         }
 }
 
+/* Whether K or V of keys [ilo, ihi) holds an e4m3 NaN code (0x7f, 0xff)
+ * in its D bytes: 64 codes per test, a quarter of what testing them as
+ * they are widened costs (ATTN__E4M3S, avx512_inl.h). */
+static int e4m3_nan_in(const void *const *krow, const void *const *vrow, int32_t ilo,
+                       int32_t ihi, size_t D) {
+    const __m512i top = _mm512_set1_epi8((char)0x80), ones = _mm512_set1_epi8(-1);
+    __mmask64 any = 0;
+    for (int32_t i = ilo; i < ihi; i++)
+        for (size_t o = 0; o < D; o += 64) {
+            const __mmask64 m = D - o >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (D - o)) - 1;
+            const __m512i k = _mm512_maskz_loadu_epi8(m, (const char *)krow[i] + o);
+            const __m512i v = _mm512_maskz_loadu_epi8(m, (const char *)vrow[i] + o);
+            any |= _mm512_cmpeq_epi8_mask(_mm512_or_si512(k, top), ones) |
+                   _mm512_cmpeq_epi8_mask(_mm512_or_si512(v, top), ones);
+        }
+    return any != 0;
+}
+
 /* ------------------------------------------------------------- driver */
+
+typedef void (*dec_qk_fn)(int32_t, const float *, size_t, uint32_t, const void *const *,
+                          const void *const *, int32_t, float *);
+typedef void (*dec_pv_fn)(int32_t, float *, size_t, const float *, const float *, size_t,
+                          const void *const *, const void *const *, int32_t, int32_t);
 
 /* One batch of heads whose stack copies fit (decode_heads):
  * a[0 .. nh) share the token, the key range and everything but the KV
@@ -402,6 +432,10 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
      * slice-major within each block of DR rows (see qk_block).  Head h's
      * rows start at h * rows * qs. */
     const int pairs = kdt == ATTN_DTYPE_BF16;
+    /* e4m3 is read as its value times 2^-8 (ATTN__E4M3S), q and the
+     * weights times 2^8: q here is normalised (at most 2^33, executor.c),
+     * the weights at most 1, so both products are exact. */
+    const int e4m3 = kdt == ATTN_DTYPE_FP8_E4M3;
     const size_t sw = pairs ? 32 : 16, nc = (D + sw - 1) / sw, qs = nc * sw;
     const size_t tail = D - (nc - 1) * sw;
     const uint32_t tm = tail >= 32 ? 0xffffffffu : (1u << tail) - 1u;
@@ -422,21 +456,26 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
             const unsigned sw_log2 = pairs ? 5 : 4;
             for (size_t d = 0; d < qs; d++) {
                 const size_t pos = pairs ? pair_pos(d) : d;
-                blk[(pos >> sw_log2) * (size_t)R * sw + (pos & (sw - 1))] = d < D ? q[d] : 0.0f;
+                blk[(pos >> sw_log2) * (size_t)R * sw + (pos & (sw - 1))] =
+                    d >= D ? 0.0f : e4m3 ? q[d] * 0x1p8f : q[d];
             }
         }
         if (pairs) acc_layout(a[h].acc, D, accp + (size_t)h * head_floats, qs, rows, 1);
     }
-    void (*qk)(int32_t, const float *, size_t, uint32_t, const void *const *,
-               const void *const *, int32_t, float *) = qk_f32;
-    void (*pv)(int32_t, float *, size_t, const float *, const float *, size_t,
-               const void *const *, const void *const *, int32_t, int32_t) = pv_block_f32;
+    dec_qk_fn qk = qk_f32;
+    dec_pv_fn pv = pv_block_f32;
     if (kdt == ATTN_DTYPE_BF16) qk = tm == 0xffffffffu ? qk_bf16_full : qk_bf16;
     if (kdt == ATTN_DTYPE_F16) qk = qk_f16, pv = pv_block_f16;
     /* fp8: whole 16-dim slices load plainly (FULL), as bf16's */
     const int whole = tm == 0xffffu;
-    if (kdt == ATTN_DTYPE_FP8_E4M3)
-        qk = whole ? qk_fp8e4m3_full : qk_fp8e4m3, pv = pv_block_fp8e4m3;
+    /* e4m3: the NaN-free reading, and the one that keeps NaN codes for a
+     * step whose keys hold one */
+    dec_qk_fn qk_nan = qk;
+    dec_pv_fn pv_nan = pv;
+    if (e4m3) {
+        qk = whole ? qk_e4m3s_full : qk_e4m3s, pv = pv_block_e4m3s;
+        qk_nan = whole ? qk_e4m3s_nan_full : qk_e4m3s_nan, pv_nan = pv_block_e4m3s_nan;
+    }
     if (kdt == ATTN_DTYPE_FP8_E5M2)
         qk = whole ? qk_fp8e5m2_full : qk_fp8e5m2, pv = pv_block_fp8e5m2;
     void (*pvp)(int32_t, float *, size_t, size_t, uint32_t, const float *, const float *,
@@ -444,14 +483,16 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
     if (pr->nta) {
         qk = kdt == ATTN_DTYPE_BF16 ? (tm == 0xffffffffu ? qk_bf16_full_nta : qk_bf16_nta)
              : kdt == ATTN_DTYPE_F16 ? qk_f16_nta
-             : kdt == ATTN_DTYPE_FP8_E4M3 ? (whole ? qk_fp8e4m3_full_nta : qk_fp8e4m3_nta)
+             : kdt == ATTN_DTYPE_FP8_E4M3 ? (whole ? qk_e4m3s_full_nta : qk_e4m3s_nta)
              : kdt == ATTN_DTYPE_FP8_E5M2 ? (whole ? qk_fp8e5m2_full_nta : qk_fp8e5m2_nta)
                                           : qk_f32_nta;
         pvp = pv_pairs_nta;
         pv = kdt == ATTN_DTYPE_F16 ? pv_block_f16_nta
-             : kdt == ATTN_DTYPE_FP8_E4M3 ? pv_block_fp8e4m3_nta
+             : kdt == ATTN_DTYPE_FP8_E4M3 ? pv_block_e4m3s_nta
              : kdt == ATTN_DTYPE_FP8_E5M2 ? pv_block_fp8e5m2_nta
                                           : pv_block_f32_nta;
+        if (e4m3)
+            qk_nan = whole ? qk_e4m3s_nan_full_nta : qk_e4m3s_nan_nta, pv_nan = pv_block_e4m3s_nan_nta;
     }
 
     const void *krow[DT], *vrow[DT], *kpf[DT], *vpf[DT];
@@ -529,14 +570,19 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
             for (int32_t r = 0; r < rows; r++) /* every head of the token sees the same keys */
                 rlo[r] = ilo, rhi[r] = ihi, jh[r] = r, kp0[r] = (int64_t)c0 - x->pos0;
             const float *qh = qp + (size_t)h * head_floats;
+            const int nan_step = e4m3 && e4m3_nan_in(krow, vrow, ilo, ihi, D);
             for (int32_t r0 = 0; r0 < rows; r0 += DR) {
                 const int32_t R = rows - r0 < DR ? rows - r0 : DR;
-                qk(R, qh + (size_t)r0 * qs, nc, tm, krow,
-                   r0 == 0 && ATTN_AVX512_DEC_PF ? pf_qk : NULL, n, sc + (size_t)r0 * DT);
+                (nan_step ? qk_nan : qk)(R, qh + (size_t)r0 * qs, nc, tm, krow,
+                                    r0 == 0 && ATTN_AVX512_DEC_PF ? pf_qk : NULL, n,
+                                    sc + (size_t)r0 * DT);
             }
             float alpha[DEC_MAX_ROWS];
             softmax_rows_pf(x, rows, dt / 16, rlo, rhi, jh, kp0, sc, DT, x->m, x->l, alpha,
                             ATTN_AVX512_DEC_PF && nsm ? &smc : NULL);
+            if (e4m3) /* the weights times 2^8 for V read times 2^-8 (l keeps the true sum) */
+                for (int32_t r = 0; r < rows; r++)
+                    for (int32_t i = ilo; i < ihi; i++) sc[(size_t)r * DT + (size_t)i] *= 0x1p8f;
             float *acch = accp + (size_t)h * head_floats;
             for (int32_t r0 = 0; r0 < rows; r0 += PR) {
                 const int32_t R = rows - r0 < PR ? rows - r0 : PR;
@@ -545,8 +591,8 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
                     pvp(R, acch + (size_t)r0 * qs, qs, nc, tm, alpha + r0, sc + (size_t)r0 * DT,
                              vrow, pfv, ilo, ihi);
                 else
-                    pv(R, x->acc + (size_t)r0 * D, D, alpha + r0, sc + (size_t)r0 * DT, DT, vrow,
-                       pfv, ilo, ihi);
+                    (nan_step ? pv_nan : pv)(R, x->acc + (size_t)r0 * D, D, alpha + r0,
+                                        sc + (size_t)r0 * DT, DT, vrow, pfv, ilo, ihi);
             }
         }
     }

@@ -134,15 +134,32 @@ static inline __mmask16 tail_mask(size_t left) {
  * subnormal ran at 2.3 times the e5m2 time, and uniform [-1, 1) data has
  * 1.5 % subnormal codes (one vector of 16 in five); VCVTPH2PS takes f16
  * subnormals at full speed. */
-INLINE __m512 e4m3_16(__m128i b) {
+INLINE __m512 e4m3_16_by(__m128i b, int REBIAS, int NANS) {
     const __m256i x = _mm256_cvtepi8_epi16(b);
     const __m256i h = _mm256_and_si256(_mm256_slli_epi16(x, 7), _mm256_set1_epi16((short)0xbf80));
-    const __m512 v = _mm512_mul_ps(_mm512_cvtph_ps(h), _mm512_set1_ps(0x1p8f));
+    __m512 v = _mm512_cvtph_ps(h);
+    if (REBIAS) v = _mm512_mul_ps(v, _mm512_set1_ps(0x1p8f));
+    if (!NANS) return v;
     const __mmask16 nan =
         _mm256_cmpeq_epi16_mask(_mm256_slli_epi16(x, 9), _mm256_set1_epi16((short)0xfe00));
     return _mm512_castsi512_ps(_mm512_mask_or_epi32(_mm512_castps_si512(v), nan, _mm512_castps_si512(v),
                                                     _mm512_set1_epi32(0x7ff00000)));
 }
+INLINE __m512 e4m3_16(__m128i b) { return e4m3_16_by(b, 1, 1); }
+
+/* Two readings of e4m3 private to the decode tile (avx512_decode.c), as
+ * dtype constants past the public ones so that the micro-kernels below
+ * specialise on them like on any dtype: the code's value times 2^-8 (the
+ * f16 above before its rebias; the tile multiplies q and the softmax
+ * weights by 2^8 instead, so every product is the same real number and
+ * rounds the same), with the NaN codes kept (E4M3S_NAN) or not looked at
+ * (E4M3S: for keys the tile has checked hold none).  Three of the nine
+ * micro-ops per 16 codes go with the NaN test, one with the rebias. */
+#define ATTN__E4M3S ((attn_dtype)ATTN_DTYPE_COUNT)
+#define ATTN__E4M3S_NAN ((attn_dtype)(ATTN_DTYPE_COUNT + 1))
+
+/* Bytes per element of a dtype or of one of the readings above. */
+INLINE size_t read_size(attn_dtype dt) { return dt >= ATTN_DTYPE_COUNT ? 1 : attn__dtype_size(dt); }
 
 /* 32 packed bf16 (one 64-byte load) widened exactly, as the decode tile
  * reads them: the even elements (the low halves of the 32-bit lanes,
@@ -155,10 +172,12 @@ INLINE __m512 bf16_odd(__m512i w) {
 /* 16 elements of dtype dt at p (lanes outside m read as 0) -> fp32. */
 INLINE __m512 load16(attn_dtype dt, const void *p, __mmask16 m) {
     if (dt == ATTN_DTYPE_F32) return _mm512_maskz_loadu_ps(m, p);
-    if (dt == ATTN_DTYPE_FP8_E4M3 || dt == ATTN_DTYPE_FP8_E5M2) {
+    if (read_size(dt) == 1) {
         const __m128i b = m == 0xffff ? _mm_loadu_si128((const __m128i *)p) : _mm_maskz_loadu_epi8(m, p);
         if (dt == ATTN_DTYPE_FP8_E5M2) /* straight to 16-bit lanes */
             return _mm512_cvtph_ps(_mm256_slli_epi16(_mm256_cvtepu8_epi16(b), 8));
+        if (dt == ATTN__E4M3S) return e4m3_16_by(b, 0, 0);
+        if (dt == ATTN__E4M3S_NAN) return e4m3_16_by(b, 0, 1);
         return e4m3_16(b);
     }
     const __m256i h = _mm256_maskz_loadu_epi16(m, p);
@@ -407,7 +426,7 @@ INLINE void pv_pf_next(pv_pf *c) {
 INLINE void pv_rows(int R, int NVEC, attn_dtype vdt, int NTA, float *acc, size_t D, size_t dofs,
                     const float *alpha, const float *p, size_t ps, const void *const *vrow, const void *const *vpf, int32_t ilo, int32_t ihi,
                     __mmask16 tm, int32_t pass, int32_t npass) {
-    const size_t es = attn__dtype_size(vdt);
+    const size_t es = read_size(vdt);
     const size_t part_bytes = 16 * DV * es, row_bytes = D * es;
     pv_pf pc = pv_pf_start(pass, npass, ilo, ihi);
     __m512 c[PR][DV];
@@ -497,5 +516,9 @@ PV_BLOCK_FN(pv_block_f32_nta, ATTN_DTYPE_F32, 1)
 PV_BLOCK_FN(pv_block_f16_nta, ATTN_DTYPE_F16, 1)
 PV_BLOCK_FN(pv_block_fp8e4m3_nta, ATTN_DTYPE_FP8_E4M3, 1)
 PV_BLOCK_FN(pv_block_fp8e5m2_nta, ATTN_DTYPE_FP8_E5M2, 1)
+PV_BLOCK_FN(pv_block_e4m3s, ATTN__E4M3S, 0)
+PV_BLOCK_FN(pv_block_e4m3s_nan, ATTN__E4M3S_NAN, 0)
+PV_BLOCK_FN(pv_block_e4m3s_nta, ATTN__E4M3S, 1)
+PV_BLOCK_FN(pv_block_e4m3s_nan_nta, ATTN__E4M3S_NAN, 1)
 
 #endif /* ATTN_KERNELS_AVX512_INL_H */
