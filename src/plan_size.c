@@ -63,8 +63,18 @@ static int32_t choose_pieces(const attn_plan_opts *o, int32_t threads, int32_t k
     return max32(1, min32(s, keys));
 }
 
+/* Tokens per multi-token item: as many as the table's rows_target holds,
+ * then the most whose rows are a multiple of its rows_multiple, if that
+ * keeps at least half the target (the table's fast tile takes only such
+ * items: g 6 at 21 tokens made 126 rows, and Laguna's 48-head layers ran
+ * their prefill on the general tile; 16 tokens make 96). */
 int32_t attn__q_tile(const attn_builder *b) {
-    return max32(1, b->kern->rows_target / b->group_size);
+    const int32_t g = b->group_size, t = max32(1, b->kern->rows_target / g);
+    const int32_t m = b->kern->rows_multiple;
+    if (m > 1)
+        for (int32_t u = t; (int64_t)u * g * 2 >= b->kern->rows_target; u--)
+            if ((int64_t)u * g % m == 0) return u;
+    return t;
 }
 
 int32_t attn__request_pieces(const attn_builder *b, const attn_batch *bt,

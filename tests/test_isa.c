@@ -1228,7 +1228,8 @@ Test(isa, tables_start_from_ref) {
     }
 #if defined(ATTN_HAVE_AVX512) && defined(ATTN_HAVE_AVX512BF16) /* both compiled */
     const attn_kernels *a = attn__kernels_avx512(), *b = attn__kernels_avx512bf16();
-    cr_assert(a->rows_target == b->rows_target && a->kv_tile == b->kv_tile);
+    cr_assert(a->rows_target == b->rows_target && a->rows_multiple == b->rows_multiple &&
+              a->kv_tile == b->kv_tile);
     for (int d = 0; d < ATTN_DTYPE_COUNT; d++) {
         cr_assert(a->load_q[d] == b->load_q[d] && a->store[d] == b->store[d]);
         if (d != ATTN_DTYPE_BF16)

@@ -733,3 +733,42 @@ Test(plan, prefill_items_head_major) {
             tu_batch_free(&tb);
         }
 }
+
+/* Tokens per prefill item on the AVX-512 tables: rows_target 128 rows,
+ * lowered to a multiple of 16 rows (their lanes tiles hold 16 rows per
+ * vector) while that keeps 64 or more.  g 6 (Laguna's 48 heads over 8):
+ * 16 tokens, 96 rows, not 21 (126 rows, which only the general tile
+ * takes); g 8: 16 (128); g 9: no multiple of 16 in 64 .. 126 rows, so
+ * 14 (126); g 10: 8 (80); g 1: 128.  On the portable table rows_target
+ * is 32 and any row count is taken: g 6 gets 5 tokens. */
+Test(plan, q_tile_rows_multiple) {
+    static const int32_t cases[][4] = {/* hq, hkv, tokens on avx512*, on ref */
+                                       {48, 8, 16, 5}, {64, 8, 16, 4}, {36, 4, 14, 3},
+                                       {40, 4, 8, 3},  {8, 8, 128, 32}};
+    const char *names[8] = {0};
+    const int n = attn_isa_available(names, 8);
+    for (int k = 0; k < n; k++) {
+        const int wide = strncmp(names[k], "avx512", 6) == 0;
+        if (!wide && strcmp(names[k], "ref") != 0) continue;
+        for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+            attn_layer_desc L = tu_layer(cases[c][0], -1);
+            attn_group_desc g = tu_group(&L, 1, cases[c][1], 128, 16, 1);
+            g.isa = names[k];
+            attn_builder *b = NULL;
+            attn_error err;
+            cr_assert_eq(attn_builder_create(&g, &b, &err), ATTN_OK, "%s", err.message);
+            tu_batch tb;
+            const int32_t ql = 300, kl = 300;
+            cr_assert_eq(tu_batch_init(&tb, 1, &ql, &kl, 16, 1, 0), 0);
+            attn_plan *p = NULL;
+            cr_assert_eq(attn_builder_build(b, &tb.b, NULL, &p, &err), ATTN_OK, "%s", err.message);
+            attn_plan_info info;
+            cr_assert_eq(attn_plan_get_info(p, &info, &err), ATTN_OK);
+            cr_assert_eq(info.q_tile_tokens, cases[c][wide ? 2 : 3], "%s, Hq %d / Hkv %d: %d tokens",
+                         names[k], cases[c][0], cases[c][1], info.q_tile_tokens);
+            attn_plan_destroy(p);
+            tu_batch_free(&tb);
+            attn_builder_destroy(b);
+        }
+    }
+}

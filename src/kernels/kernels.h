@@ -175,6 +175,8 @@ static inline float attn__store_factor(float m, float l, int has_sink, float sin
 typedef struct attn_kernels {
     const char *name;          /* "ref", "avx2", "avx512", "avx512bf16" */
     int32_t rows_target;       /* preferred rows (tokens * g) per work item */
+    int32_t rows_multiple;     /* rows per item its fastest multi-row tile needs a
+                                  multiple of (0 or 1: any count) */
     int32_t kv_tile;           /* keys per tile */
     attn_tile_fn tile[ATTN_DTYPE_COUNT];      /* indexed by KV dtype */
     attn_tile_heads_fn tile_heads[ATTN_DTYPE_COUNT]; /* by KV dtype; NULL: none */

@@ -76,6 +76,8 @@ int attn__cpu_avx2(void);
 #ifdef ATTN_HAVE_AVX512
 #define ATTN__AVX512_KV_TILE 64 /* keys per chunk: the avx512 tables' kv_tile */
 #define ATTN__AVX512_ROWS_TARGET 128 /* their rows_target: why in table_avx512.c */
+#define ATTN__AVX512_ROWS_MULTIPLE 16 /* their rows_multiple: the lanes tiles put 16 rows
+                                         in each vector (attn_lanes_fits__avx512*) */
 void attn_flash_f32__avx512(const attn_tile_args *a);
 void attn_flash_bf16__avx512(const attn_tile_args *a);
 void attn_flash_f16__avx512(const attn_tile_args *a);

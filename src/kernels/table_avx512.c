@@ -110,6 +110,7 @@ void attn_tile_heads_fp8e5m2__avx512(const attn_tile_args *a, int32_t n) {
 static const attn_kernels avx512_table = {
     .name = "avx512",
     .rows_target = ATTN__AVX512_ROWS_TARGET,
+    .rows_multiple = ATTN__AVX512_ROWS_MULTIPLE,
     .kv_tile = ATTN__AVX512_KV_TILE,
     .tile = {
         [ATTN_DTYPE_F32] = attn_tile_f32__avx512,

@@ -78,6 +78,7 @@ static int rounds_bf16(int32_t tune) { return tune == ATTN__TUNE_AMD; }
 static const attn_kernels avx512bf16_table = {
     .name = "avx512bf16",
     .rows_target = ATTN__AVX512_ROWS_TARGET, /* avx512's: same driver, same trade-off */
+    .rows_multiple = ATTN__AVX512_ROWS_MULTIPLE,
     .kv_tile = ATTN__AVX512_KV_TILE,
     .tile = {
         [ATTN_DTYPE_F32] = attn_tile_f32__avx512,
