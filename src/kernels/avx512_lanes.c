@@ -1,8 +1,10 @@
 /*
- * avx512_lanes.c — the AVX-512 tile for fp32 K/V items with many query
- * rows (prefill): the query rows sit in the vector lanes.  Both AVX-512
- * tables route fp32 items with LANES_MIN_ROWS .. 2 x TILE rows here
- * (table_avx512.c); decode items and other dtypes keep their tiles.
+ * avx512_lanes.c — the AVX-512 tile for K/V items with many query rows
+ * (prefill): the query rows sit in the vector lanes.  Both AVX-512 tables
+ * route fp32 items with LANES_MIN_ROWS .. 2 x TILE rows here
+ * (table_avx512.c), and f16, fp8 and (avx512 table) bf16 items widened to
+ * fp32 chunk by chunk (attn_lanes_widen__avx512, below); decode items keep
+ * the decode tile, and bf16 under the avx512bf16 table its own tiles.
  *
  * Why a second many-row tile: the general tile (avx512.c) puts keys in the
  * lanes, so it must transpose every chunk of K and reduce every row across
@@ -152,8 +154,40 @@ __attribute__((noinline)) static void pvt_block(int32_t ND, int32_t NR, float *o
 
 /* ------------------------------------------------------------- driver */
 
-void attn_lanes_f32__avx512(const attn_tile_args *a) {
-    ATTN_ASSERT(attn_lanes_fits__avx512(a));
+/* Other K/V dtypes (f16, bf16, fp8) reach the same micro-kernels widened:
+ * each chunk's rows into one fp32 buffer on the stack, K for Q.K^T, then
+ * V for P.V; TILE x D conversions per chunk against rows x TILE x D
+ * multiply-adds, exact, and the next chunk's rows prefetched on the way.
+ * D is bounded so the buffer stays at TILE x 256 floats (64 KiB). */
+#define LANES_WIDE_MAX_D 256
+
+int attn_lanes_widen_fits__avx512(const attn_tile_args *a) {
+    return attn_lanes_fits__avx512(a) && a->head_dim <= LANES_WIDE_MAX_D;
+}
+
+/* Rows [0, n) of a chunk (dtype dt) widened into buf (row i at buf + i D)
+ * and the row pointers moved there (past n: the last row, as
+ * lanes_chunk_rows leaves them); pf (or NULL entries): the next chunk's
+ * rows of the same keys, a line per 32 elements prefetched to L2. */
+INLINE void widen_rows(attn_dtype dt, const void **row, const void *const *pf, int32_t n,
+                       size_t D, float *buf) {
+    const size_t es = attn__dtype_size(dt);
+    for (int32_t i = 0; i < n; i++) {
+        const unsigned char *src = (const unsigned char *)row[i];
+        float *dst = buf + (size_t)i * D;
+        for (size_t d = 0; d < D; d += 16) {
+            const __mmask16 m = D - d >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (D - d)) - 1u);
+            if (pf[i] && (d * es) % 64 == 0) prefetch_hint((const char *)pf[i] + d * es, 0);
+            _mm512_mask_storeu_ps(dst + d, m, load16(dt, src + d * es, m));
+        }
+        row[i] = dst;
+    }
+    for (int32_t i = n; i < TILE + NKB; i++) row[i] = row[n - 1];
+}
+
+/* kdt's rows widened into wbuf (TILE x LANES_WIDE_MAX_D floats) unless fp32 */
+INLINE void lanes_run(const attn_tile_args *a, attn_dtype kdt, float *wbuf) {
+    ATTN_ASSERT(kdt == ATTN_DTYPE_F32 ? attn_lanes_fits__avx512(a) : attn_lanes_widen_fits__avx512(a));
     ATTN_ASSERT(0 <= a->k0 && a->k0 < a->k1 && a->k1 <= a->seq_len);
     lanes_rows lr;
     if (!lanes_rows_init(a, &lr)) return; /* nothing visible: every row keeps its state */
@@ -178,12 +212,14 @@ void attn_lanes_f32__avx512(const attn_tile_args *a) {
     float *st = a->scores;
     const void *krow[TILE + NKB], *vrow[TILE + NKB], *kpf[TILE + NKB], *vpf[TILE + NKB];
     float alpha[2 * TILE] __attribute__((aligned(64)));
+    const int wide = kdt != ATTN_DTYPE_F32;
 
     /* chunks aligned to k0 as in the general tile, from the first chunk
      * any row sees */
     for (int32_t c0 = a->k0 + (lr.item_lo - a->k0) / TILE * TILE; c0 < lr.item_hi; c0 += TILE) {
         const int32_t n = k1 - c0 < TILE ? k1 - c0 : TILE;
-        lanes_chunk_rows(a, &lr, sizeof(float), c0, n, krow, vrow, kpf, vpf);
+        lanes_chunk_rows(a, &lr, attn__dtype_size(kdt), c0, n, krow, vrow, kpf, vpf);
+        if (wide) widen_rows(kdt, krow, kpf, n, D, wbuf);
 
         /* Q.K^T, NRV row vectors (one Qt panel) at a time over the keys
          * they see, in blocks of NKB keys; the last block of 2 or 4 keys
@@ -197,10 +233,11 @@ void attn_lanes_f32__avx512(const attn_tile_args *a) {
                 nk = (khi - k + 1) & ~1;
                 if (nk > NKB) nk = NKB;
                 qkt_block(nk, NR, qt + (size_t)(16 * v0) * D, D, krow + k,
-                          v0 == 0 ? kpf + k : NULL, st + (size_t)v0 * SP + 16 * (size_t)k);
+                          v0 == 0 && !wide ? kpf + k : NULL, st + (size_t)v0 * SP + 16 * (size_t)k);
             }
         }
         lanes_softmax(0, a, &lr, st, c0, n, alpha);
+        if (wide) widen_rows(kdt, vrow, vpf, n, D, wbuf);
         /* P.V, one Ot panel (NRV row vectors) at a time over the keys its
          * rows see, in blocks of NKB dims; the first panel prefetches the
          * next chunk's V */
@@ -213,9 +250,22 @@ void attn_lanes_f32__avx512(const attn_tile_args *a) {
             for (size_t d0 = 0; d0 < D; d0 += NKB) {
                 const int32_t nd = D - d0 < NKB ? (int32_t)(D - d0) : NKB;
                 pvt_block(nd, NR, panel + d0 * 16 * (size_t)NR, alpha + 16 * v0, st + (size_t)v0 * SP, vrow,
-                          v0 == 0 ? vpf : NULL, d0, klo, khi);
+                          v0 == 0 && !wide ? vpf : NULL, d0, klo, khi);
             }
         }
     }
     rows_panels(a->acc, ot, rows, D, 0);
+}
+
+void attn_lanes_f32__avx512(const attn_tile_args *a) { lanes_run(a, ATTN_DTYPE_F32, NULL); }
+
+void attn_lanes_widen__avx512(const attn_tile_args *a, attn_dtype kdt) {
+    float w[TILE * LANES_WIDE_MAX_D] __attribute__((aligned(64)));
+    switch (kdt) {
+    case ATTN_DTYPE_F16: lanes_run(a, ATTN_DTYPE_F16, w); break;
+    case ATTN_DTYPE_BF16: lanes_run(a, ATTN_DTYPE_BF16, w); break;
+    case ATTN_DTYPE_FP8_E4M3: lanes_run(a, ATTN_DTYPE_FP8_E4M3, w); break;
+    case ATTN_DTYPE_FP8_E5M2: lanes_run(a, ATTN_DTYPE_FP8_E5M2, w); break;
+    default: ATTN_ASSERT(0 && "attn_lanes_widen__avx512: fp32 takes attn_lanes_f32__avx512");
+    }
 }

@@ -92,6 +92,8 @@ void attn_decode_fp8e4m3__avx512(const attn_tile_args *a, int32_t n);
 void attn_decode_fp8e5m2__avx512(const attn_tile_args *a, int32_t n);
 int attn_lanes_fits__avx512(const attn_tile_args *a);
 void attn_lanes_f32__avx512(const attn_tile_args *a);
+int attn_lanes_widen_fits__avx512(const attn_tile_args *a);
+void attn_lanes_widen__avx512(const attn_tile_args *a, attn_dtype kdt); /* f16, bf16, fp8 K/V */
 /* the routers (table_avx512.c), shared with the avx512bf16 table */
 void attn_tile_f32__avx512(const attn_tile_args *a);
 void attn_tile_bf16__avx512(const attn_tile_args *a);

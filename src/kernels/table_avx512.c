@@ -49,6 +49,12 @@ void attn_tile_bf16__avx512(const attn_tile_args *a) {
         attn_decode_bf16__avx512(a, 1);
         return;
     }
+#ifndef ATTN_NO_LANES
+    if (attn_lanes_widen_fits__avx512(a)) {
+        attn_lanes_widen__avx512(a, ATTN_DTYPE_BF16);
+        return;
+    }
+#endif
     attn_flash_bf16__avx512(a);
 }
 void attn_tile_f16__avx512(const attn_tile_args *a) {
@@ -56,6 +62,12 @@ void attn_tile_f16__avx512(const attn_tile_args *a) {
         attn_decode_f16__avx512(a, 1);
         return;
     }
+#ifndef ATTN_NO_LANES
+    if (attn_lanes_widen_fits__avx512(a)) {
+        attn_lanes_widen__avx512(a, ATTN_DTYPE_F16);
+        return;
+    }
+#endif
     attn_flash_f16__avx512(a);
 }
 void attn_tile_fp8e4m3__avx512(const attn_tile_args *a) {
@@ -63,6 +75,12 @@ void attn_tile_fp8e4m3__avx512(const attn_tile_args *a) {
         attn_decode_fp8e4m3__avx512(a, 1);
         return;
     }
+#ifndef ATTN_NO_LANES
+    if (attn_lanes_widen_fits__avx512(a)) {
+        attn_lanes_widen__avx512(a, ATTN_DTYPE_FP8_E4M3);
+        return;
+    }
+#endif
     attn_flash_fp8e4m3__avx512(a);
 }
 void attn_tile_fp8e5m2__avx512(const attn_tile_args *a) {
@@ -70,6 +88,12 @@ void attn_tile_fp8e5m2__avx512(const attn_tile_args *a) {
         attn_decode_fp8e5m2__avx512(a, 1);
         return;
     }
+#ifndef ATTN_NO_LANES
+    if (attn_lanes_widen_fits__avx512(a)) {
+        attn_lanes_widen__avx512(a, ATTN_DTYPE_FP8_E5M2);
+        return;
+    }
+#endif
     attn_flash_fp8e5m2__avx512(a);
 }
 
