@@ -29,8 +29,9 @@ avx2_FLAGS := -mavx2 -mfma -mf16c
 avx512_SRC := src/kernels/avx512.c src/kernels/avx512_decode.c src/kernels/avx512_lanes.c
 avx512_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
 # extends the avx512 table (its routers, decode and flash tiles): needs it
-avx512bf16_SRC := src/kernels/avx512bf16.c src/kernels/avx512bf16_lanes.c
-avx512bf16_FLAGS := $(avx512_FLAGS) -mavx512bf16
+avx512bf16_SRC := src/kernels/avx512bf16.c src/kernels/avx512bf16_lanes.c \
+                  src/kernels/avx512bf16_dec8.c
+avx512bf16_FLAGS := $(avx512_FLAGS) -mavx512bf16 -mavx512vbmi
 
 # The tables this build compiles: all of them, unless a build leaves some
 # out (make B=build/v-only-avx2 ISA_TABLES=avx2: how the tests' "not

@@ -127,7 +127,8 @@ typedef struct attn_allocator {
 typedef enum attn_precision {
     ATTN_PRECISION_DEFAULT = 0, /* a table may round q and the softmax weights to bf16
                                    where that is much faster (today: the avx512bf16
-                                   table's bf16-KV prefill under tune "amd");
+                                   table's bf16-KV prefill and fp8-KV decode under
+                                   tune "amd");
                                    attn_builder_info.bf16_rounding says when, and
                                    docs/engine.md gives the error bound */
     ATTN_PRECISION_EXACT = 1,   /* every product and sum in fp32 or better, on any table */
@@ -180,8 +181,9 @@ typedef struct attn_group_desc {
     const char *tune;          /* NULL: $ATTN_TUNE if set, else by CPU vendor;
                                   "intel" | "amd": how the SIMD tables walk
                                   memory and, on "avx512bf16", whether bf16
-                                  prefill runs on VDPBF16PS ("amd", which
-                                  rounds: attn_builder_info.bf16_rounding).
+                                  prefill and fp8 decode run on VDPBF16PS
+                                  ("amd", which rounds:
+                                  attn_builder_info.bf16_rounding).
                                   An unknown name is ATTN_E_BAD_ISA. */
     attn_precision precision;  /* ATTN_PRECISION_DEFAULT (0) or _EXACT; another value
                                   is ATTN_E_BAD_OPTION */
@@ -218,9 +220,10 @@ typedef struct attn_builder_info {
     attn_dtype q_dtype, kv_dtype, out_dtype;
     const char *isa;           /* static string, the selected kernel table */
     const char *tune;          /* static string, the tuning profile: "intel", "amd" */
-    /* 1: this builder's bf16-KV prefill runs round q and the softmax
-     * weights to bf16 (the avx512bf16 table on CPUs whose VDPBF16PS runs
-     * at the FMA rate, i.e. tune "amd": twice the speed; each rounding
+    /* 1: this builder's runs round q and the softmax weights to bf16 on
+     * some items: bf16-KV prefill and fp8-KV decode on the avx512bf16
+     * table under tune "amd" (CPUs whose VDPBF16PS runs at the FMA rate:
+     * the faster path for both: docs/perf-notes.md; each rounding
      * has relative error <= 2^-8; docs/engine.md, "Rounding", turns that
      * into a bound on the output).  0: every product and sum is fp32 or
      * better.  attn_group_desc.precision = ATTN_PRECISION_EXACT makes it

@@ -294,8 +294,8 @@ attn_status attn_builder_get_info(const attn_builder *b, attn_builder_info *out,
     i.out_dtype = b->out_dtype;
     i.isa = b->kern->name;
     i.tune = attn__tune_name(b->tune);
-    i.bf16_rounding = b->round_ok && b->kv_dtype == ATTN_DTYPE_BF16 && b->kern->bf16_rounding &&
-                      b->kern->bf16_rounding(b->tune);
+    i.bf16_rounding = b->round_ok && b->kern->bf16_rounding &&
+                      b->kern->bf16_rounding(b->tune, b->kv_dtype);
     i.precision = b->round_ok ? ATTN_PRECISION_DEFAULT : ATTN_PRECISION_EXACT;
     *out = i;
     attn__ok(err);

@@ -1151,8 +1151,10 @@ Test(isa, tune_names_and_rounding) {
         const int bf16tab = !strcmp(isas[i], "avx512bf16");
         for (int e = 0; e < 2; e++) /* precision: default, exact */
             for (int t = 0; t < 2; t++)
-                for (int d = 0; d < 2; d++) {
-                    const attn_dtype kv = d ? ATTN_DTYPE_BF16 : ATTN_DTYPE_F32;
+                for (int d = 0; d < 4; d++) { /* f32 never rounds; bf16 prefill, fp8 decode do */
+                    static const attn_dtype kvs[4] = {ATTN_DTYPE_F32, ATTN_DTYPE_BF16,
+                                                      ATTN_DTYPE_FP8_E4M3, ATTN_DTYPE_FP8_E5M2};
+                    const attn_dtype kv = kvs[d];
                     g_precision = e ? ATTN_PRECISION_EXACT : ATTN_PRECISION_DEFAULT;
                     cr_assert_eq(create_tuned(isas[i], t ? "amd" : "intel", kv, &bi, NULL), ATTN_OK);
                     cr_assert_eq(bi.bf16_rounding, bf16tab && t && d && !e, "%s %s %s %s", isas[i],
@@ -1230,12 +1232,15 @@ Test(isa, tables_start_from_ref) {
     const attn_kernels *a = attn__kernels_avx512(), *b = attn__kernels_avx512bf16();
     cr_assert(a->rows_target == b->rows_target && a->rows_multiple == b->rows_multiple &&
               a->kv_tile == b->kv_tile);
+    /* its own routers for bf16 (VDPBF16PS tiles) and fp8 (the decode
+     * tile's dot path); the avx512 table's everywhere else */
     for (int d = 0; d < ATTN_DTYPE_COUNT; d++) {
         cr_assert(a->load_q[d] == b->load_q[d] && a->store[d] == b->store[d]);
-        if (d != ATTN_DTYPE_BF16)
-            cr_assert(a->tile[d] == b->tile[d] && a->tile_heads[d] == b->tile_heads[d]);
+        const int own = d == ATTN_DTYPE_BF16 || d == ATTN_DTYPE_FP8_E4M3 || d == ATTN_DTYPE_FP8_E5M2;
+        cr_assert_eq(a->tile[d] != b->tile[d], own, "tile %s", attn_dtype_name((attn_dtype)d));
+        cr_assert_eq(a->tile_heads[d] != b->tile_heads[d], own, "tile_heads %s",
+                     attn_dtype_name((attn_dtype)d));
     }
-    cr_assert(a->tile[ATTN_DTYPE_BF16] != b->tile[ATTN_DTYPE_BF16]);
 #endif
 }
 

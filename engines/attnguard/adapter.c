@@ -243,7 +243,9 @@ static ag_status op_group_info(void *gp, ag_group_info *out) {
     memset(out, 0, sizeof *out);
     snprintf(out->kernels, sizeof out->kernels, "%s", bi.isa);
     snprintf(out->detail, sizeof out->detail, "tune=%s%s", bi.tune,
-             bi.bf16_rounding ? " rounding=bf16 (bf16-KV prefill)" : "");
+             bi.bf16_rounding ? (bi.kv_dtype == ATTN_DTYPE_BF16 ? " rounding=bf16 (bf16-KV prefill)"
+                                                                : " rounding=bf16 (fp8-KV decode)")
+                              : "");
     out->precision.q_dot = bi.bf16_rounding ? AG_BF16 : AG_F32;
     out->precision.p_dot = bi.bf16_rounding ? AG_BF16 : AG_F32;
     out->precision.acc = AG_F32;

@@ -32,6 +32,11 @@
  *        head in turn, so that adjacent pieces of the same blocks are read
  *        back to back.
  *
+ * fp8 caches under the AMD profile, where the builder allows rounding,
+ * take a dot-product path instead (the avx512bf16 table's routers): this
+ * driver with the micro-kernels and slice layouts of avx512bf16_dec8.c
+ * (attn__dec_dot), q and the softmax weights rounded to bf16.
+ *
  * Numerics: as the general avx512 tile (fp32 products and sums in another
  * association than the portable kernel; same exp and masking).  Each
  * choice above was measured; the figures: docs/perf-notes.md.
@@ -46,6 +51,9 @@
 #ifndef DEC_PF_DIST
 #define DEC_PF_DIST 1
 #endif
+#ifndef DEC8_DOUBLE_DT
+#define DEC8_DOUBLE_DT 1
+#endif
 #define DEC_SM_MAX 8     /* bounds a profile's sm_keys (the line list on the stack) */
 #define DEC_MAX_ROWS 16   /* larger groups amortise the general tile's transpose */
 #define DEC_MAX_D 256     /* bounds the on-stack copies of q and acc (16 KiB each) */
@@ -53,7 +61,7 @@
 /* Keys per chunk, at most DT (the bound of the tile's stack arrays: row
  * pointers, scores).  The chunk actually used, and the prefetch hint, come
  * from the CPU's profile below. */
-#define DT 64
+#define DT ATTN__AVX512_DEC_KEYS
 
 /* ------------------------------------------------------------ profiles */
 
@@ -107,25 +115,6 @@ int attn_decode_fits__avx512(const attn_tile_args *a) {
 }
 
 /* ---------------------------------------------------------- Q.K block */
-
-/* Fold the 4 per-key accumulators of one row (lanes = partial sums) into
- * one vector: 128-bit lane L holds [S_L(k0), S_L(k1), S_L(k2), S_L(k3)],
- * S_L = the sum of lane L's 4 elements. */
-INLINE __m512 fold4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
-    const __m512 t01 = _mm512_add_ps(_mm512_unpacklo_ps(a0, a1), _mm512_unpackhi_ps(a0, a1));
-    const __m512 t23 = _mm512_add_ps(_mm512_unpacklo_ps(a2, a3), _mm512_unpackhi_ps(a2, a3));
-    return _mm512_add_ps(_mm512_shuffle_ps(t01, t23, 0x44), _mm512_shuffle_ps(t01, t23, 0xEE));
-}
-
-/* Four fold4 results of keys 0-3, 4-7, 8-11, 12-15 -> the 16 full sums in
- * key order. */
-INLINE __m512 fold16(__m512 u0, __m512 u1, __m512 u2, __m512 u3) {
-    const __m512 x1 = _mm512_add_ps(_mm512_shuffle_f32x4(u0, u1, 0x88),
-                                    _mm512_shuffle_f32x4(u0, u1, 0xDD));
-    const __m512 x2 = _mm512_add_ps(_mm512_shuffle_f32x4(u2, u3, 0x88),
-                                    _mm512_shuffle_f32x4(u2, u3, 0xDD));
-    return _mm512_add_ps(_mm512_shuffle_f32x4(x1, x2, 0x88), _mm512_shuffle_f32x4(x1, x2, 0xDD));
-}
 
 /* Raw dots of R (<= DR) rows of the q block qb with keys [0, n) of the
  * chunk, into s (rows of stride DT).  qb is slice-major: slice sl of row r
@@ -365,19 +354,28 @@ static inline size_t pair_pos(size_t d) {
     return d - e + (e % 2 ? 16 + e / 2 : e / 2);
 }
 
-/* Copy rows x D accumulators between the natural layout and the slice
- * layout of pv_pairs (to_slices: natural -> slices, padding dims zeroed). */
+/* The position of natural dim d in a layout of sw-dim slices whose dim e
+ * sits at pos[e] (a table: the layouts' functions are called once per
+ * batch, not per element). */
+static inline size_t slice_pos(size_t d, size_t sw, const uint8_t *pos) {
+    return d - d % sw + pos[d % sw];
+}
+
+/* Copy rows x D accumulators between the natural layout and a slice
+ * layout (pv_pairs': sw 32, pair_pos; the dot path's: sw 64, its acc_pos);
+ * to_slices: natural -> slices, padding dims zeroed. */
 static void acc_layout(float *acc, size_t D, float *accp, size_t qs, int32_t rows,
-                       int to_slices) {
+                       int to_slices, size_t sw, const uint8_t *pos) {
     for (int32_t r = 0; r < rows; r++)
-        for (size_t d = to_slices ? D : qs; d < qs; d++) accp[(size_t)r * qs + pair_pos(d)] = 0.0f;
+        for (size_t d = to_slices ? D : qs; d < qs; d++)
+            accp[(size_t)r * qs + slice_pos(d, sw, pos)] = 0.0f;
     for (int32_t r = 0; r < rows; r++)
         for (size_t d = 0; d < D; d++) {
-            const size_t pos = pair_pos(d);
+            const size_t pos_d = slice_pos(d, sw, pos);
             if (to_slices)
-                accp[(size_t)r * qs + pos] = acc[(size_t)r * D + d];
+                accp[(size_t)r * qs + pos_d] = acc[(size_t)r * D + d];
             else
-                acc[(size_t)r * D + d] = accp[(size_t)r * qs + pos];
+                acc[(size_t)r * D + d] = accp[(size_t)r * qs + pos_d];
         }
 }
 
@@ -413,9 +411,10 @@ typedef void (*dec_pv_fn)(int32_t, float *, size_t, const float *, const float *
  * are read one after another — adjacent pieces of the same blocks — and
  * the prefetch runs one (head, chunk) step ahead: the next head's rows of
  * this chunk, after the last head the first head's next chunk, after the
- * last chunk the item after a[nh - 1]. */
+ * last chunk the item after a[nh - 1].  dot (or NULL): the dot-product
+ * path's layouts and micro-kernels (fp8 K/V, attn__dec_dot). */
 static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
-                         const dec_profile *pr) {
+                         const dec_profile *pr, const attn__dec_dot *dot) {
     const int32_t k1 = attn__tile_end(a->k1, a->seq_len, a->causal, a->block_size);
     const int32_t key_limit = attn__key_limit(a->seq_len, a->causal, a->block_size);
     const int32_t rows = a->g;
@@ -432,22 +431,40 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
      * slice-major within each block of DR rows (see qk_block).  Head h's
      * rows start at h * rows * qs. */
     const int pairs = kdt == ATTN_DTYPE_BF16;
+    /* the dot path: q rounded to bf16 in its slices of 64 dims */
+    ATTN_ASSERT(!dot || (pr->nta && attn__dtype_size(kdt) == 1));
     /* e4m3 is read as its value times 2^-8 (ATTN__E4M3S), q and the
      * weights times 2^8: q here is normalised (at most 2^33, executor.c),
      * the weights at most 1, so both products are exact. */
-    const int e4m3 = kdt == ATTN_DTYPE_FP8_E4M3;
-    const size_t sw = pairs ? 32 : 16, nc = (D + sw - 1) / sw, qs = nc * sw;
+    const int e4m3 = kdt == ATTN_DTYPE_FP8_E4M3 && !dot;
+    const size_t sw = dot ? 64 : pairs ? 32 : 16, nc = (D + sw - 1) / sw, qs = nc * sw;
     const size_t tail = D - (nc - 1) * sw;
     const uint32_t tm = tail >= 32 ? 0xffffffffu : (1u << tail) - 1u;
+    const uint64_t tm64 = tail >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << tail) - 1u;
     const size_t head_floats = (size_t)rows * qs;
     ATTN_ASSERT((size_t)nh * head_floats <= DEC_STACK_FLOATS);
     float qp[DEC_STACK_FLOATS] __attribute__((aligned(64)));
+    uint16_t qw[DEC_STACK_FLOATS] __attribute__((aligned(64))); /* the dot path's q */
     /* bf16: the accumulators live in the slice layout for the call */
     float accp[DEC_STACK_FLOATS] __attribute__((aligned(64)));
+    /* the slice layouts as tables: q's (the dot path) and the accumulators' */
+    uint8_t qpos[64], apos[64];
+    for (size_t e = 0; e < sw && (pairs || dot); e++) {
+        qpos[e] = (uint8_t)(dot ? dot->q_pos(e) : e);
+        apos[e] = (uint8_t)(dot ? dot->acc_pos(e) : pair_pos(e));
+    }
     for (int32_t h = 0; h < nh; h++) {
         ATTN_ASSERT(a[h].pos0 == a->pos0 && a[h].k0 == a->k0 && a[h].k1 == a->k1 &&
                     a[h].g == rows && a[h].head_dim == a->head_dim);
-        for (int32_t r = 0; r < rows; r++) {
+        for (int32_t r = 0; dot && r < rows; r++) {
+            const int32_t r0 = r / DR * DR, R = rows - r0 < DR ? rows - r0 : DR;
+            const float *q = a[h].q + (size_t)r * D;
+            uint16_t *blk = qw + (size_t)h * head_floats + (size_t)r0 * qs + (size_t)(r - r0) * sw;
+            for (size_t d = 0; d < qs; d++)
+                blk[d / sw * (size_t)R * sw + qpos[d % sw]] =
+                    d >= D ? 0 : attn__f32_to_bf16(q[d]);
+        }
+        for (int32_t r = 0; !dot && r < rows; r++) {
             const int32_t r0 = r / DR * DR, R = rows - r0 < DR ? rows - r0 : DR;
             const float *q = a[h].q + (size_t)r * D;
             float *blk = qp + (size_t)h * head_floats + (size_t)r0 * qs + (size_t)(r - r0) * sw;
@@ -460,7 +477,9 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
                     d >= D ? 0.0f : e4m3 ? q[d] * 0x1p8f : q[d];
             }
         }
-        if (pairs) acc_layout(a[h].acc, D, accp + (size_t)h * head_floats, qs, rows, 1);
+        if (pairs || dot)
+            acc_layout(a[h].acc, D, accp + (size_t)h * head_floats, qs, rows, 1, sw,
+                       apos);
     }
     dec_qk_fn qk = qk_f32;
     dec_pv_fn pv = pv_block_f32;
@@ -517,7 +536,10 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
 
     /* chunks are aligned to k0 as in the general tile, starting at the
      * first chunk that holds a visible key */
-    const int32_t dt = kdt == ATTN_DTYPE_F32 ? pr->dt_f32 : pr->dt_16; /* keys per chunk */
+    /* keys per chunk: fp8 rows are half a 16-bit row, so twice the keys
+     * make the same bytes per step (and halve the softmax's per-step work) */
+    int32_t dt = kdt == ATTN_DTYPE_F32 ? pr->dt_f32 : pr->dt_16;
+    if (es == 1 && DEC8_DOUBLE_DT) dt = 2 * dt <= DT ? 2 * dt : DT;
     ATTN_ASSERT(dt % 16 == 0 && dt <= DT);
     const int32_t c_first = a->k0 + (int32_t)((vlo - a->k0) / dt) * dt;
     for (int32_t c0 = c_first; c0 < vhi; c0 += dt) {
@@ -573,21 +595,30 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
             const int nan_step = e4m3 && e4m3_nan_in(krow, vrow, ilo, ihi, D);
             for (int32_t r0 = 0; r0 < rows; r0 += DR) {
                 const int32_t R = rows - r0 < DR ? rows - r0 : DR;
-                (nan_step ? qk_nan : qk)(R, qh + (size_t)r0 * qs, nc, tm, krow,
-                                    r0 == 0 && ATTN_AVX512_DEC_PF ? pf_qk : NULL, n,
-                                    sc + (size_t)r0 * DT);
+                const void *const *kpf_r = r0 == 0 && ATTN_AVX512_DEC_PF ? pf_qk : NULL;
+                if (dot)
+                    dot->qk(R, qw + (size_t)h * head_floats + (size_t)r0 * qs, nc, tm64,
+                            krow, kpf_r, n, sc + (size_t)r0 * DT);
+                else
+                    (nan_step ? qk_nan : qk)(R, qh + (size_t)r0 * qs, nc, tm, krow, kpf_r, n,
+                                             sc + (size_t)r0 * DT);
             }
             float alpha[DEC_MAX_ROWS];
+            /* the dot path multiplies bf16 weights: l sums the rounded ones */
             softmax_rows_pf(x, rows, dt / 16, rlo, rhi, jh, kp0, sc, DT, x->m, x->l, alpha,
-                            ATTN_AVX512_DEC_PF && nsm ? &smc : NULL);
+                            ATTN_AVX512_DEC_PF && nsm ? &smc : NULL, dot != NULL);
             if (e4m3) /* the weights times 2^8 for V read times 2^-8 (l keeps the true sum) */
                 for (int32_t r = 0; r < rows; r++)
                     for (int32_t i = ilo; i < ihi; i++) sc[(size_t)r * DT + (size_t)i] *= 0x1p8f;
             float *acch = accp + (size_t)h * head_floats;
-            for (int32_t r0 = 0; r0 < rows; r0 += PR) {
-                const int32_t R = rows - r0 < PR ? rows - r0 : PR;
+            const int32_t pr_rows = dot ? DR : PR; /* rows per P.V block */
+            for (int32_t r0 = 0; r0 < rows; r0 += pr_rows) {
+                const int32_t R = rows - r0 < pr_rows ? rows - r0 : pr_rows;
                 const void *const *pfv = r0 == 0 && ATTN_AVX512_DEC_PF ? pf_pv : NULL;
-                if (pairs)
+                if (dot)
+                    dot->pv(R, acch + (size_t)r0 * qs, qs, nc, tm64, alpha + r0,
+                            sc + (size_t)r0 * DT, vrow, pfv, ilo, ihi);
+                else if (pairs)
                     pvp(R, acch + (size_t)r0 * qs, qs, nc, tm, alpha + r0, sc + (size_t)r0 * DT,
                              vrow, pfv, ilo, ihi);
                 else
@@ -596,37 +627,47 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
             }
         }
     }
-    if (pairs)
+    if (pairs || dot)
         for (int32_t h = 0; h < nh; h++)
-            acc_layout(a[h].acc, D, accp + (size_t)h * head_floats, qs, rows, 0);
+            acc_layout(a[h].acc, D, accp + (size_t)h * head_floats, qs, rows, 0, sw,
+                       apos);
 }
 
-static void decode_heads(const attn_tile_args *a, int32_t n, attn_dtype kdt) {
+static void decode_heads(const attn_tile_args *a, int32_t n, attn_dtype kdt,
+                         const attn__dec_dot *dot) {
     ATTN_ASSERT(n >= 1);
     for (int32_t h = 0; h < n; h++) ATTN_ASSERT(attn_decode_fits__avx512(&a[h]));
     ATTN_ASSERT(a->g >= 1 && a->head_dim >= 1);
     ATTN_ASSERT(0 <= a->k0 && a->k0 < a->k1 && a->k1 <= a->seq_len);
     /* as many heads per batch as the stack copies hold (8 at g 4, D 128) */
-    const size_t sw = kdt == ATTN_DTYPE_BF16 ? 32 : 16;
+    const size_t sw = dot ? 64 : kdt == ATTN_DTYPE_BF16 ? 32 : 16;
     const size_t qs = ((size_t)a->head_dim + sw - 1) / sw * sw;
     const int32_t per = (int32_t)(DEC_STACK_FLOATS / ((size_t)a->g * qs));
     const dec_profile *pr = &dec_profiles[a->tune == ATTN__TUNE_AMD ? ATTN__TUNE_AMD : ATTN__TUNE_INTEL];
     for (int32_t h0 = 0; h0 < n; h0 += per)
-        decode_batch(a + h0, n - h0 < per ? n - h0 : per, kdt, pr);
+        decode_batch(a + h0, n - h0 < per ? n - h0 : per, kdt, pr, dot);
 }
 
 void attn_decode_f32__avx512(const attn_tile_args *a, int32_t n) {
-    decode_heads(a, n, ATTN_DTYPE_F32);
+    decode_heads(a, n, ATTN_DTYPE_F32, NULL);
 }
 void attn_decode_bf16__avx512(const attn_tile_args *a, int32_t n) {
-    decode_heads(a, n, ATTN_DTYPE_BF16);
+    decode_heads(a, n, ATTN_DTYPE_BF16, NULL);
 }
 void attn_decode_f16__avx512(const attn_tile_args *a, int32_t n) {
-    decode_heads(a, n, ATTN_DTYPE_F16);
+    decode_heads(a, n, ATTN_DTYPE_F16, NULL);
 }
 void attn_decode_fp8e4m3__avx512(const attn_tile_args *a, int32_t n) {
-    decode_heads(a, n, ATTN_DTYPE_FP8_E4M3);
+    decode_heads(a, n, ATTN_DTYPE_FP8_E4M3, NULL);
 }
 void attn_decode_fp8e5m2__avx512(const attn_tile_args *a, int32_t n) {
-    decode_heads(a, n, ATTN_DTYPE_FP8_E5M2);
+    decode_heads(a, n, ATTN_DTYPE_FP8_E5M2, NULL);
+}
+
+/* The dot-product path (attn__dec_dot): only under the AMD profile (its
+ * NTA walk), for 1-byte caches. */
+void attn_decode_dot__avx512(const attn_tile_args *a, int32_t n, attn_dtype kdt,
+                             const attn__dec_dot *dot) {
+    ATTN_ASSERT(dot && a->tune == ATTN__TUNE_AMD);
+    decode_heads(a, n, kdt, dot);
 }

@@ -217,6 +217,29 @@ INLINE void transpose16(__m512 r[16]) {
     }
 }
 
+/* ------------------------------------- decode: horizontal sums of dots */
+
+/* (the decode tile, avx512_decode.c, and its dot-product path,
+ * avx512bf16_dec8.c: 4 keys x 1 row of partial sums per block) */
+/* Fold the 4 per-key accumulators of one row (lanes = partial sums) into
+ * one vector: 128-bit lane L holds [S_L(k0), S_L(k1), S_L(k2), S_L(k3)],
+ * S_L = the sum of lane L's 4 elements. */
+INLINE __m512 fold4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
+    const __m512 t01 = _mm512_add_ps(_mm512_unpacklo_ps(a0, a1), _mm512_unpackhi_ps(a0, a1));
+    const __m512 t23 = _mm512_add_ps(_mm512_unpacklo_ps(a2, a3), _mm512_unpackhi_ps(a2, a3));
+    return _mm512_add_ps(_mm512_shuffle_ps(t01, t23, 0x44), _mm512_shuffle_ps(t01, t23, 0xEE));
+}
+
+/* Four fold4 results of keys 0-3, 4-7, 8-11, 12-15 -> the 16 full sums in
+ * key order. */
+INLINE __m512 fold16(__m512 u0, __m512 u1, __m512 u2, __m512 u3) {
+    const __m512 x1 = _mm512_add_ps(_mm512_shuffle_f32x4(u0, u1, 0x88),
+                                    _mm512_shuffle_f32x4(u0, u1, 0xDD));
+    const __m512 x2 = _mm512_add_ps(_mm512_shuffle_f32x4(u2, u3, 0x88),
+                                    _mm512_shuffle_f32x4(u2, u3, 0xDD));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(x1, x2, 0x88), _mm512_shuffle_f32x4(x1, x2, 0xDD));
+}
+
 /* ------------------------------------------------------ key addresses */
 
 /* K and V row addresses of keys [k, k + n): one block-table lookup per
@@ -268,6 +291,16 @@ static inline __m512 to_logits(__m512 x, int32_t me) {
     return me ? _mm512_scalef_ps(x, _mm512_set1_ps((float)me)) : x;
 }
 
+/* x rounded to the nearest bf16 (ties to even), kept as fp32 (the low 16
+ * bits zero): what VCVTNEPS2BF16 gives for finite x.  Only softmax weights
+ * (finite, in [0, 1]) pass through it. */
+INLINE __m512 round_bf16(__m512 x) {
+    const __m512i b = _mm512_castps_si512(x);
+    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
+    const __m512i r = _mm512_add_epi32(b, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff)));
+    return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u)));
+}
+
 /* ------------------------------------------------------ online softmax */
 
 /* Prefetches the softmax issues on the side (the decode tile's share of a
@@ -296,11 +329,14 @@ INLINE void sm_pf_issue(sm_pf *c, int32_t count) {
  * = 1: its state is untouched bit for bit.
  * The rows go together: their maxima and rescale factors through one
  * vector exp (no scalar expf per row), and their independent exp/sum
- * chains can overlap.  pc (or NULL): prefetches to issue on the way. */
+ * chains can overlap.  pc (or NULL): prefetches to issue on the way.
+ * round: every weight rounded to bf16 (round_bf16) before l adds it, for
+ * a P.V that multiplies bf16 weights (the decode tile's fp8 dot path):
+ * the output stays an exact convex combination of the weights used. */
 static inline void softmax_rows_pf(const attn_tile_args *a, int32_t R, int nvk, const int32_t *ilo,
                                    const int32_t *ihi, const int32_t *jh, const int64_t *kp0,
                                    float *s, size_t ss, float *m, float *l, float *alpha,
-                                   sm_pf *pc) {
+                                   sm_pf *pc, int round) {
     const int32_t me = attn__m_exp(a->qk_exp, a->softcap);
     const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     const __m512 ninf = _mm512_set1_ps(-INFINITY);
@@ -367,6 +403,7 @@ static inline void softmax_rows_pf(const attn_tile_args *a, int32_t R, int nvk, 
                 /* masked lanes hold -inf: exp gives exactly 0, the mask makes sure */
                 w = _mm512_maskz_mov_ps(
                     vis, attn__avx512_exp(to_logits(_mm512_sub_ps(_mm512_load_ps(sr + 16 * v), mr), me)));
+                if (round) w = round_bf16(w);
                 sum = _mm512_add_ps(sum, w);
             }
             _mm512_store_ps(sr + 16 * v, w);
@@ -381,7 +418,7 @@ static inline void softmax_rows_pf(const attn_tile_args *a, int32_t R, int nvk, 
 static inline void softmax_rows(const attn_tile_args *a, int32_t R, int nvk, const int32_t *ilo,
                                 const int32_t *ihi, const int32_t *jh, const int64_t *kp0,
                                 float *s, size_t ss, float *m, float *l, float *alpha) {
-    softmax_rows_pf(a, R, nvk, ilo, ihi, jh, kp0, s, ss, m, l, alpha, NULL);
+    softmax_rows_pf(a, R, nvk, ilo, ihi, jh, kp0, s, ss, m, l, alpha, NULL, 0);
 }
 
 /* ------------------------------------------------------- P.V micro-kernel */

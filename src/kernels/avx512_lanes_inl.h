@@ -22,16 +22,6 @@
 #define NKB 6             /* keys per Q.K^T block, dims per P.V block: 6 x 4 = 24 accumulators */
 #define SP (TILE * 16)    /* floats per S^T panel (16 rows x TILE keys) */
 
-/* x rounded to the nearest bf16 (ties to even), kept as fp32 (the low 16
- * bits zero): what VCVTNEPS2BF16 gives for finite x.  Only the softmax's
- * weights (finite, in [0, 1]) pass through it. */
-INLINE __m512 round_bf16(__m512 x) {
-    const __m512i b = _mm512_castps_si512(x);
-    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
-    const __m512i r = _mm512_add_epi32(b, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff)));
-    return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u)));
-}
-
 /* ---------------------------------------------------------- softmax */
 
 /* The online softmax of one vector of 16 rows over keys [0, n) of the

@@ -320,6 +320,8 @@ static const attn__cvt_path avx512bf16_cvt[] = {
     {"vcvtne2ps2bf16 q", ATTN_DTYPE_BF16, 0, ATTN__CVT_DAZ, cvt_f32_bf16_ne},
     {"round_bf16 weights", ATTN_DTYPE_BF16, 0, ATTN__CVT_FINITE | ATTN__CVT_AS_F32,
      cvt_f32_bf16_weights},
+    {"dec8 images fp8e4m3", ATTN_DTYPE_FP8_E4M3, 1, 0, attn__cvt_dec8_e4m3__avx512bf16},
+    {"dec8 images fp8e5m2", ATTN_DTYPE_FP8_E5M2, 1, 0, attn__cvt_dec8_e5m2__avx512bf16},
 };
 
 const attn__cvt_path *attn__cvt_avx512bf16(int *count) {

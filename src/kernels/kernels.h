@@ -184,9 +184,9 @@ typedef struct attn_kernels {
     attn_store_fn store[ATTN_DTYPE_COUNT];    /* indexed by output dtype */
     attn_merge_fn merge;
     /* 1 when this table, under tuning profile `tune` and with round_ok,
-     * rounds q and the softmax weights to bf16 for some bf16-KV items;
-     * NULL: never */
-    int (*bf16_rounding)(int32_t tune);
+     * rounds q and the softmax weights to bf16 for some items of a cache
+     * of dtype kv; NULL: never */
+    int (*bf16_rounding)(int32_t tune, attn_dtype kv);
 } attn_kernels;
 
 /* A test hook (tests/test_convert.c), never called by the engine: one
@@ -213,8 +213,8 @@ enum {
  * resolved once per builder (attn_group_desc.tune, else $ATTN_TUNE, else
  * the CPU vendor) and handed to every tile in attn_tile_args.tune.  AMD:
  * the decode tile's NTA prefetches and short chunks (avx512_decode.c),
- * and bf16 prefill on VDPBF16PS (avx512bf16_lanes.c, which rounds q and
- * the weights to bf16).  INTEL (and every other vendor): prefetches to
+ * bf16 prefill on VDPBF16PS (avx512bf16_lanes.c) and fp8 decode on it
+ * (avx512bf16_dec8.c), both of which round q and the weights to bf16.  INTEL (and every other vendor): prefetches to
  * L2, 64-key bf16 decode chunks, bf16 prefill on fp32 FMAs (exact). */
 enum { ATTN__TUNE_INTEL = 1, ATTN__TUNE_AMD = 2 };
 

@@ -90,6 +90,29 @@ void attn_decode_bf16__avx512(const attn_tile_args *a, int32_t n);
 void attn_decode_f16__avx512(const attn_tile_args *a, int32_t n);
 void attn_decode_fp8e4m3__avx512(const attn_tile_args *a, int32_t n);
 void attn_decode_fp8e5m2__avx512(const attn_tile_args *a, int32_t n);
+#define ATTN__AVX512_DEC_KEYS 64 /* the decode tile's bound on keys per chunk */
+/* The decode tile's dot-product path: avx512_decode.c walks the items
+ * (chunks, prefetches, the softmax with its weights rounded to bf16), a
+ * table with bf16 dot products supplies the slice layouts and the
+ * micro-kernels (avx512bf16_dec8.c).  q (bf16 words) and the accumulators
+ * (floats) are kept per 64-dim slice, dim e of a slice at q_pos(e) and
+ * acc_pos(e).  qk: the raw dots of R <= 4 rows, row r's q slice sl at
+ * qb + (sl R + r) 64, with keys [0, n) of the chunk (krow; kpf: the next
+ * rows to prefetch, or NULL entries) into s (row stride
+ * ATTN__AVX512_DEC_KEYS).  pv: acc = acc alpha + p V for R <= 4 rows
+ * (row stride qs) over keys [ilo, ihi), p the weights (bf16 values), vpf
+ * as kpf.  tm: the codes of a row's last slice that are inside D. */
+typedef struct attn__dec_dot {
+    size_t (*q_pos)(size_t e);
+    size_t (*acc_pos)(size_t e);
+    void (*qk)(int32_t R, const uint16_t *qb, size_t nc, uint64_t tm, const void *const *krow,
+               const void *const *kpf, int32_t n, float *s);
+    void (*pv)(int32_t R, float *accp, size_t qs, size_t nc, uint64_t tm, const float *alpha,
+               const float *p, const void *const *vrow, const void *const *vpf, int32_t ilo,
+               int32_t ihi);
+} attn__dec_dot;
+void attn_decode_dot__avx512(const attn_tile_args *a, int32_t n, attn_dtype kdt,
+                             const attn__dec_dot *dot);
 int attn_lanes_fits__avx512(const attn_tile_args *a);
 void attn_lanes_f32__avx512(const attn_tile_args *a);
 int attn_lanes_widen_fits__avx512(const attn_tile_args *a);
@@ -122,6 +145,14 @@ int attn_lanes_fits__avx512bf16(const attn_tile_args *a);
 void attn_lanes_bf16__avx512bf16(const attn_tile_args *a);
 void attn_tile_bf16__avx512bf16(const attn_tile_args *a);
 void attn_tile_heads_bf16__avx512bf16(const attn_tile_args *a, int32_t n);
+void attn_decode_fp8e4m3__avx512bf16(const attn_tile_args *a, int32_t n); /* avx512bf16_dec8.c */
+void attn_decode_fp8e5m2__avx512bf16(const attn_tile_args *a, int32_t n);
+void attn__cvt_dec8_e4m3__avx512bf16(const void *s, void *d, size_t n); /* test hooks: */
+void attn__cvt_dec8_e5m2__avx512bf16(const void *s, void *d, size_t n); /* attn__cvt_avx512bf16 */
+void attn_tile_fp8e4m3__avx512bf16(const attn_tile_args *a);
+void attn_tile_fp8e5m2__avx512bf16(const attn_tile_args *a);
+void attn_tile_heads_fp8e4m3__avx512bf16(const attn_tile_args *a, int32_t n);
+void attn_tile_heads_fp8e5m2__avx512bf16(const attn_tile_args *a, int32_t n);
 const attn_kernels *attn__kernels_avx512bf16(void);
 const attn__cvt_path *attn__cvt_avx512bf16(int *count);
 int attn__cpu_avx512bf16(void);

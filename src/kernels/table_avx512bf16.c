@@ -29,10 +29,13 @@
  * packing bf16 pairs needs half the transposes of the fp32 pack. */
 #define DP_MAX_ROWS 8
 
-/* Every feature the avx512bf16 -m flags (mk/isa.mk) let the compiler use. */
+/* Every feature the avx512bf16 -m flags (mk/isa.mk) let the compiler use
+ * (VBMI for the fp8 decode path: every CPU with AVX512_BF16 but Cooper
+ * Lake has it; that one takes the avx512 table). */
 int attn__cpu_avx512bf16(void) {
 #ifdef ATTN__X86
-    return attn__cpu_x86_avx512() && __builtin_cpu_supports("avx512bf16");
+    return attn__cpu_x86_avx512() && __builtin_cpu_supports("avx512bf16") &&
+           __builtin_cpu_supports("avx512vbmi");
 #else
     return 0;
 #endif
@@ -66,10 +69,39 @@ void attn_tile_heads_bf16__avx512bf16(const attn_tile_args *a, int32_t n) {
     for (int32_t h = 0; h < n; h++) attn_tile_bf16__avx512bf16(&a[h]);
 }
 
-/* Whether bf16 prefill items take the rounding VDPBF16PS tile (as
- * attn_tile_bf16__avx512bf16 routes them, when the builder allows
- * rounding at all: attn_tile_args.round_ok). */
-static int rounds_bf16(int32_t tune) { return tune == ATTN__TUNE_AMD; }
+/* fp8 single-token items: the decode tile's dot-product path
+ * (avx512bf16_dec8.c: K and V codes as exact bf16 images, q and the
+ * weights rounded to bf16) where the builder allows rounding, on the AMD
+ * profile, whose NTA walk that path shares.  B=8 cold decode, 1 thread
+ * (`make bench`): docs/perf-notes.md. */
+static int dec8(const attn_tile_args *a) {
+    return a->round_ok && a->tune == ATTN__TUNE_AMD && attn_decode_fits__avx512(a);
+}
+#define FP8_ROUTERS(T_)                                                                 \
+    void attn_tile_##T_##__avx512bf16(const attn_tile_args *a) {                        \
+        if (dec8(a))                                                                    \
+            attn_decode_##T_##__avx512bf16(a, 1);                                       \
+        else                                                                            \
+            attn_tile_##T_##__avx512(a);                                                \
+    }                                                                                   \
+    void attn_tile_heads_##T_##__avx512bf16(const attn_tile_args *a, int32_t n) {       \
+        int fits = 1;                                                                   \
+        for (int32_t h = 0; h < n; h++) fits &= dec8(&a[h]);                            \
+        if (fits)                                                                       \
+            attn_decode_##T_##__avx512bf16(a, n);                                       \
+        else                                                                            \
+            attn_tile_heads_##T_##__avx512(a, n);                                       \
+    }
+FP8_ROUTERS(fp8e4m3)
+FP8_ROUTERS(fp8e5m2)
+
+/* Whether items of a kv cache take a rounding tile (as the routers above
+ * route them, when the builder allows rounding at all:
+ * attn_tile_args.round_ok): bf16 prefill, fp8 decode. */
+static int rounds_bf16(int32_t tune, attn_dtype kv) {
+    return tune == ATTN__TUNE_AMD && (kv == ATTN_DTYPE_BF16 || kv == ATTN_DTYPE_FP8_E4M3 ||
+                                      kv == ATTN_DTYPE_FP8_E5M2);
+}
 
 /* The avx512 table with the bf16 tile replaced.  Spelled out as a constant
  * (a first-use copy of *attn__kernels_avx512() would race between
@@ -84,15 +116,15 @@ static const attn_kernels avx512bf16_table = {
         [ATTN_DTYPE_F32] = attn_tile_f32__avx512,
         [ATTN_DTYPE_BF16] = attn_tile_bf16__avx512bf16,
         [ATTN_DTYPE_F16] = attn_tile_f16__avx512,
-        [ATTN_DTYPE_FP8_E4M3] = attn_tile_fp8e4m3__avx512,
-        [ATTN_DTYPE_FP8_E5M2] = attn_tile_fp8e5m2__avx512,
+        [ATTN_DTYPE_FP8_E4M3] = attn_tile_fp8e4m3__avx512bf16,
+        [ATTN_DTYPE_FP8_E5M2] = attn_tile_fp8e5m2__avx512bf16,
     },
     .tile_heads = {
         [ATTN_DTYPE_F32] = attn_tile_heads_f32__avx512,
         [ATTN_DTYPE_BF16] = attn_tile_heads_bf16__avx512bf16,
         [ATTN_DTYPE_F16] = attn_tile_heads_f16__avx512,
-        [ATTN_DTYPE_FP8_E4M3] = attn_tile_heads_fp8e4m3__avx512,
-        [ATTN_DTYPE_FP8_E5M2] = attn_tile_heads_fp8e5m2__avx512,
+        [ATTN_DTYPE_FP8_E4M3] = attn_tile_heads_fp8e4m3__avx512bf16,
+        [ATTN_DTYPE_FP8_E5M2] = attn_tile_heads_fp8e5m2__avx512bf16,
     },
     .load_q = {
         [ATTN_DTYPE_F32] = attn_load_q_f32__avx512,
