@@ -443,8 +443,13 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
     const uint64_t tm64 = tail >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << tail) - 1u;
     const size_t head_floats = (size_t)rows * qs;
     ATTN_ASSERT((size_t)nh * head_floats <= DEC_STACK_FLOATS);
-    float qp[DEC_STACK_FLOATS] __attribute__((aligned(64)));
-    uint16_t qw[DEC_STACK_FLOATS] __attribute__((aligned(64))); /* the dot path's q */
+    /* q: fp32 (f), or bf16 words for the dot path (w); one or the other */
+    union {
+        float f[DEC_STACK_FLOATS];
+        uint16_t w[DEC_STACK_FLOATS];
+    } qbuf __attribute__((aligned(64)));
+    float *const qp = qbuf.f;
+    uint16_t *const qw = qbuf.w;
     /* bf16: the accumulators live in the slice layout for the call */
     float accp[DEC_STACK_FLOATS] __attribute__((aligned(64)));
     /* the slice layouts as tables: q's (the dot path) and the accumulators' */
@@ -605,8 +610,11 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
             }
             float alpha[DEC_MAX_ROWS];
             /* the dot path multiplies bf16 weights: l sums the rounded ones */
-            softmax_rows_pf(x, rows, dt / 16, rlo, rhi, jh, kp0, sc, DT, x->m, x->l, alpha,
-                            ATTN_AVX512_DEC_PF && nsm ? &smc : NULL, dot != NULL);
+            sm_pf *smp = ATTN_AVX512_DEC_PF && nsm ? &smc : NULL;
+            if (dot) /* (two instances: no test per vector) */
+                softmax_rows_pf(x, rows, dt / 16, rlo, rhi, jh, kp0, sc, DT, x->m, x->l, alpha, smp, 1);
+            else
+                softmax_rows_pf(x, rows, dt / 16, rlo, rhi, jh, kp0, sc, DT, x->m, x->l, alpha, smp, 0);
             if (e4m3) /* the weights times 2^8 for V read times 2^-8 (l keeps the true sum) */
                 for (int32_t r = 0; r < rows; r++)
                     for (int32_t i = ilo; i < ihi; i++) sc[(size_t)r * DT + (size_t)i] *= 0x1p8f;
