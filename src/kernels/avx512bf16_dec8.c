@@ -41,8 +41,9 @@
 /* The bf16 bits of fp8 magnitude c (0..127: the code without its sign),
  * as constant expressions.  NaN images keep the code's payload where the
  * fp32 widening (dtype.h) puts it: the image is that fp32's top half. */
-#define E4_E(c) ((c) >> 3)
-#define E4_M(c) ((c) & 7)
+/* (unsigned: the branches not taken may not shift a negative value) */
+#define E4_E(c) ((unsigned)(c) >> 3)
+#define E4_M(c) ((unsigned)(c) & 7u)
 #define E4M3_IMG(c)                                                                      \
     ((c) == 0x7f ? 0x7ff0                                                                \
      : E4_E(c)   ? (E4_E(c) + 120) << 7 | E4_M(c) << 4         /* 2^(e-7) (1 + m/8) */  \
@@ -50,8 +51,8 @@
      : E4_M(c) == 1 ? 118 << 7                                 /* m 2^-9 */              \
      : E4_M(c) < 4  ? (119 << 7 | (E4_M(c) - 2) << 6)                                    \
                     : (120 << 7 | (E4_M(c) - 4) << 5))
-#define E5_E(c) ((c) >> 2)
-#define E5_M(c) ((c) & 3)
+#define E5_E(c) ((unsigned)(c) >> 2)
+#define E5_M(c) ((unsigned)(c) & 3u)
 #define E5M2_IMG(c)                                                                      \
     (E5_E(c) == 31  ? (E5_M(c) ? 0x7fc0 | E5_M(c) << 5 : 0x7f80)                         \
      : E5_E(c)      ? (E5_E(c) + 112) << 7 | E5_M(c) << 5      /* 2^(e-15) (1 + m/4) */ \
