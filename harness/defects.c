@@ -23,7 +23,15 @@ __attribute__((format(printf, 5, 0)))
 #endif
 static void add(case_defects *d, defect_stage stage, attn_status st, uint32_t binds,
                 const char *fmt, va_list ap) {
-    if (d->n >= ORACLE_MAX_DEFECTS) return;   /* enough to judge; more add nothing */
+    /* The oracles judge by (status, stage, binds) alone.  The list takes
+     * defects as they come until ORACLE_KIND_SLOTS places are left, then
+     * only those of a kind not listed yet: a case with more defects than
+     * the list holds (64 layers, each with a few) still has every status
+     * it deserves listed, whichever defect the engine meets first. */
+    if (d->n >= ORACLE_MAX_DEFECTS) return;
+    if (d->n >= ORACLE_MAX_DEFECTS - ORACLE_KIND_SLOTS)
+        for (int i = 0; i < d->n; i++)
+            if (d->d[i].status == st && d->d[i].stage == stage && d->d[i].binds == binds) return;
     case_defect *x = &d->d[d->n++];
     x->status = st;
     x->stage = stage;

@@ -85,7 +85,8 @@ oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check
  * whose expected status is wrong).  Each returns ORACLE_NONE or the oracle
  * that fired, with the finding in *f (f may not be NULL). ---- */
 
-#define ORACLE_MAX_DEFECTS 48
+#define ORACLE_MAX_DEFECTS 64
+#define ORACLE_KIND_SLOTS 24 /* the list's last places: new (status, stage, binds) only */
 #define ORACLE_MAX_BYTES ((size_t)256 << 20)   /* input cap check_case gives problem_init */
 
 /* Where the engine must notice a defect: create (group) or plan (batch,

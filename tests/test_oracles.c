@@ -294,6 +294,29 @@ Test(oracles, defect_model_lists_statuses) {
     cr_assert(!d.mixed);
 }
 
+/* More defects than the list holds: 64 layers whose head counts do not
+ * divide the KV heads, and one late layer with a bad soft cap.  An engine
+ * that checks each layer's fields before the head counts answers that
+ * layer's ATTN_E_BAD_LAYER first; it must be listed (fuzz_plan found the
+ * list full of ATTN_E_BAD_HEADS at 48). */
+Test(oracles, defect_model_lists_every_kind) {
+    case_spec c = small_case();
+    c.num_layers = CASE_MAX_LAYERS;
+    for (int32_t l = 0; l < c.num_layers; l++) {
+        c.layers[l] = c.layers[0];
+        c.layers[l].num_heads = 9; /* 2 KV heads */
+        c.layers[l].window = 0;    /* two defects a layer: more than the list holds */
+    }
+    c.layers[CASE_MAX_LAYERS - 3].softcap = -1.0f;
+    case_defects d;
+    oracle_case_defects(&c, &d);
+    cr_assert_geq(d.n, 2);
+    cr_assert(oracle_defects_allow(&d, DEFECT_CREATE, ATTN_E_BAD_HEADS));
+    cr_assert(oracle_defects_allow(&d, DEFECT_CREATE, ATTN_E_BAD_WINDOW));
+    cr_assert(oracle_defects_allow(&d, DEFECT_CREATE, ATTN_E_BAD_LAYER));
+    cr_assert(!oracle_defects_allow(&d, DEFECT_CREATE, ATTN_E_BAD_BATCH));
+}
+
 /* One stage's answer as attnguard's adapter would give it for status st
  * (exact = 1: codes in attnguard's vocabulary), judged by the oracle. */
 static oracle_id chk(const case_defects *d, defect_stage stage, attn_status st, int handed,
