@@ -1244,45 +1244,50 @@ Test(isa, tables_start_from_ref) {
 #endif
 }
 
-/* ATTN_PRECISION_EXACT on the one path that rounds by default (the
- * avx512bf16 table's bf16 prefill under tune "amd"): the builder says it
- * does not round, and the output holds the fp32 tolerance against the
- * reference, where the default run (which rounds) differs from it. */
+/* ATTN_PRECISION_EXACT on the paths that round by default (the
+ * avx512bf16 table under tune "amd": bf16 prefill, fp8 decode): the
+ * builder says it does not round, and the output holds the fp32 tolerance
+ * against the reference, where the default run (which rounds) differs
+ * from it. */
 Test(isa, precision_exact_never_rounds, .timeout = 120) {
     int usable = 0;
     for (int i = 0; i < N_SIMD; i++)
         usable |= !strcmp(k_simd[i].name, "avx512bf16") && k_simd[i].cpu();
     if (!usable) TU_SKIP("avx512bf16 is not compiled in or this CPU cannot run it");
-    case_spec c = mk(8, 2, 128, 16, ATTN_DTYPE_BF16);
-    c.out_dtype = AG_F32;
-    c.q_len[0] = 96;
-    c.kv_len[0] = 300;
-    c.seed = 0xe4ac7u;
-    char msg[512];
-    problem p;
-    cr_assert_eq(problem_init(&p, &c, (size_t)1 << 30, msg, sizeof msg), 0, "%s", msg);
-    const size_t ne = problem_out_elems(&p, 0);
-    double *exact = malloc(ne * sizeof(double)), *lo = malloc(ne * sizeof(double)),
-           *hi = malloc(ne * sizeof(double));
-    cr_assert(exact && lo && hi);
-    cr_assert_eq(afx_reference(&p, 0, 0, exact, lo, hi), 0);
-    g_tune = ATTN__TUNE_AMD;
-    int rounded = -1;
-    g_precision = ATTN_PRECISION_EXACT;
-    void *ex = run_on(&p, 0, "avx512bf16", &rounded, msg, sizeof msg);
-    cr_assert(ex, "%s", msg);
-    cr_assert_eq(rounded, 0, "exact precision reports bf16 rounding");
-    g_precision = ATTN_PRECISION_DEFAULT;
-    void *df = run_on(&p, 0, "avx512bf16", &rounded, msg, sizeof msg);
-    cr_assert(df, "%s", msg);
-    cr_assert_eq(rounded, 1, "the default amd bf16 prefill no longer rounds: pick another path");
-    g_tune = 0;
-    cmp_result r;
-    const cmp_tol tol = cmp_tolerance(c.out_dtype);
-    cr_assert(cmp_compare(exact, lo, hi, ex, c.out_dtype, ne, tol, &r),
-              "exact precision: %zu elements outside the fp32 tolerance (max_abs %g)", r.bad,
-              r.max_abs);
-    cr_assert(memcmp(ex, df, ne * sizeof(float)) != 0, "the default run did not round");
-    free(ex), free(df), free(exact), free(lo), free(hi);
-    problem_free(&p);
+    for (int v = 0; v < 2; v++) { /* bf16 prefill, e4m3 decode */
+        case_spec c = mk(8, 2, 128, 16, ATTN_DTYPE_BF16);
+        if (v) c.kv_dtype = AG_FP8_E4M3; /* q and out stay bf16 / fp32 */
+        c.out_dtype = AG_F32;
+        c.q_len[0] = v ? 1 : 96;
+        c.kv_len[0] = 300;
+        c.seed = 0xe4ac7u + (uint64_t)v;
+        const char *what = v ? "fp8 decode" : "bf16 prefill";
+        char msg[512];
+        problem p;
+        cr_assert_eq(problem_init(&p, &c, (size_t)1 << 30, msg, sizeof msg), 0, "%s", msg);
+        const size_t ne = problem_out_elems(&p, 0);
+        double *exact = malloc(ne * sizeof(double)), *lo = malloc(ne * sizeof(double)),
+               *hi = malloc(ne * sizeof(double));
+        cr_assert(exact && lo && hi);
+        cr_assert_eq(afx_reference(&p, 0, 0, exact, lo, hi), 0);
+        g_tune = ATTN__TUNE_AMD;
+        int rounded = -1;
+        g_precision = ATTN_PRECISION_EXACT;
+        void *ex = run_on(&p, 0, "avx512bf16", &rounded, msg, sizeof msg);
+        cr_assert(ex, "%s", msg);
+        cr_assert_eq(rounded, 0, "%s: exact precision reports bf16 rounding", what);
+        g_precision = ATTN_PRECISION_DEFAULT;
+        void *df = run_on(&p, 0, "avx512bf16", &rounded, msg, sizeof msg);
+        cr_assert(df, "%s", msg);
+        cr_assert_eq(rounded, 1, "%s: the default amd run no longer rounds: pick another path", what);
+        g_tune = 0;
+        cmp_result r;
+        const cmp_tol tol = cmp_tolerance(c.out_dtype);
+        cr_assert(cmp_compare(exact, lo, hi, ex, c.out_dtype, ne, tol, &r),
+                  "%s, exact precision: %zu elements outside the fp32 tolerance (max_abs %g)", what,
+                  r.bad, r.max_abs);
+        cr_assert(memcmp(ex, df, ne * sizeof(float)) != 0, "%s: the default run did not round", what);
+        free(ex), free(df), free(exact), free(lo), free(hi);
+        problem_free(&p);
+    }
 }
