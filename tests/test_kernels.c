@@ -526,6 +526,16 @@ Test(kernels, permuted_blocks, .timeout = 60) {
 
 /* Every usable table, then the default, on case c, each layer against the
  * reference. */
+/* Run p on table k of the n in names (k == n: the builder's own choice),
+ * with a tag naming both for the messages. */
+static void run_table(problem *p, const char *const *names, int n, int k, const char *name,
+                      void **outs, char *tag, size_t cap) {
+    run_opts o = {0};
+    o.isa = k < n ? names[k] : NULL;
+    snprintf(tag, cap, "%s isa %s", name, o.isa ? o.isa : "(default)");
+    engine_run(p, &o, outs, tag);
+}
+
 static void on_every_table(const case_spec *c, const char *name) {
     problem *p = new_problem(c, name);
     double *refs[CASE_MAX_LAYERS] = {0};
@@ -534,11 +544,8 @@ static void on_every_table(const case_spec *c, const char *name) {
     const int n = attn_isa_available(names, 8);
     char tag[160];
     for (int k = 0; k <= n; k++) {
-        run_opts o = {0};
-        o.isa = k < n ? names[k] : NULL;
-        snprintf(tag, sizeof tag, "%s isa %s", name, o.isa ? o.isa : "(default)");
         void *outs[CASE_MAX_LAYERS] = {0};
-        engine_run(p, &o, outs, tag);
+        run_table(p, names, n, k, name, outs, tag, sizeof tag);
         for (int32_t l = 0; l < p->c.num_layers; l++) check_vs_ref(p, l, refs[l], outs[l], tag);
         free_outs(p, outs);
     }
@@ -669,12 +676,9 @@ Test(kernels, fp8_e4m3_nan_codes, .timeout = 60) {
         const char *names[8] = {0};
         const int n = attn_isa_available(names, 8);
         for (int k = 0; k <= n; k++) {
-            run_opts o = {0};
-            o.isa = k < n ? names[k] : NULL;
             char tag[160];
-            snprintf(tag, sizeof tag, "%s isa %s", c.name, o.isa ? o.isa : "(default)");
             void *outs[CASE_MAX_LAYERS] = {0};
-            engine_run(p, &o, outs, tag);
+            run_table(p, names, n, k, c.name, outs, tag, sizeof tag);
             const float *out = outs[0];
             /* a table that rounds to bf16 (the fp8 decode dot path) is held
              * to that model's interval, the others to 1e-4 */
@@ -735,12 +739,9 @@ Test(kernels, fp8_constant_v, .timeout = 60) {
         const char *names[8] = {0};
         const int n = attn_isa_available(names, 8);
         for (int k = 0; k <= n; k++) {
-            run_opts o = {0};
-            o.isa = k < n ? names[k] : NULL;
             char tag[160];
-            snprintf(tag, sizeof tag, "%s isa %s", c.name, o.isa ? o.isa : "(default)");
             void *outs[CASE_MAX_LAYERS] = {0};
-            engine_run(p, &o, outs, tag);
+            run_table(p, names, n, k, c.name, outs, tag, sizeof tag);
             const float *out = outs[0];
             const size_t elems = problem_out_elems(p, 0);
             for (size_t i = 0; i < elems; i++)

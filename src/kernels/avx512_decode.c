@@ -32,12 +32,9 @@
  *        head in turn, so that adjacent pieces of the same blocks are read
  *        back to back.
  *
- * fp8 caches under the AMD profile, where the builder allows rounding,
- * take a dot-product path instead (the avx512bf16 table's routers): this
- * driver with the micro-kernels and slice layouts of avx512bf16_dec8.c
- * (attn__dec_dot), q and the softmax weights rounded to bf16.
- *
- * Numerics: as the general avx512 tile (fp32 products and sums in another
+ * (fp8 on the avx512bf16 table may take a dot-product path instead: this
+ * driver with avx512bf16_dec8.c's micro-kernels, attn__dec_dot.)  Numerics
+ * of this tile: as the general avx512 tile (fp32 products and sums in another
  * association than the portable kernel; same exp and masking).  Each
  * choice above was measured; the figures: docs/perf-notes.md.
  */
@@ -212,18 +209,7 @@ INLINE void qk_block(int R, attn_dtype kdt, int FULL, int NTA, int ADDR, const f
         UNROLL
         for (int r = 0; r < R; r++) u[r][i0 / 4] = fold4(c[r][0], c[r][1], c[r][2], c[r][3]);
     }
-    for (int32_t i0 = 0; i0 < n; i0 += 16) {
-        const int g4 = i0 / 4;
-        UNROLL
-        for (int r = 0; r < R; r++) {
-            /* groups past n were not computed: fold zeros (masked later) */
-            const __m512 z = _mm512_setzero_ps();
-            const __m512 u1 = i0 + 4 < n ? u[r][g4 + 1] : z;
-            const __m512 u2 = i0 + 8 < n ? u[r][g4 + 2] : z;
-            const __m512 u3 = i0 + 12 < n ? u[r][g4 + 3] : z;
-            _mm512_store_ps(s + (size_t)r * DT + i0, fold16(u[r][g4], u1, u2, u3));
-        }
-    }
+    fold_store(R, u, n, s);
 }
 
 #define QK_FN(name_, T_, F_, NTA_, A_)                                              \

@@ -240,6 +240,24 @@ INLINE __m512 fold16(__m512 u0, __m512 u1, __m512 u2, __m512 u3) {
     return _mm512_add_ps(_mm512_shuffle_f32x4(x1, x2, 0x88), _mm512_shuffle_f32x4(x1, x2, 0xDD));
 }
 
+/* The raw dots of R (<= 4) rows with keys [0, n) of a decode step, from
+ * u[r][g] = fold4 of keys 4g .. 4g + 3, into s (row stride
+ * ATTN__AVX512_DEC_KEYS).  Groups past n were not computed: they fold as
+ * zeros (the softmax masks those keys). */
+INLINE void fold_store(int R, __m512 (*u)[ATTN__AVX512_DEC_KEYS / 4], int32_t n, float *s) {
+    for (int32_t i0 = 0; i0 < n; i0 += 16) {
+        const int g4 = i0 / 4;
+        UNROLL
+        for (int r = 0; r < R; r++) {
+            const __m512 z = _mm512_setzero_ps();
+            const __m512 u1 = i0 + 4 < n ? u[r][g4 + 1] : z;
+            const __m512 u2 = i0 + 8 < n ? u[r][g4 + 2] : z;
+            const __m512 u3 = i0 + 12 < n ? u[r][g4 + 3] : z;
+            _mm512_store_ps(s + (size_t)r * ATTN__AVX512_DEC_KEYS + i0, fold16(u[r][g4], u1, u2, u3));
+        }
+    }
+}
+
 /* ------------------------------------------------------ key addresses */
 
 /* K and V row addresses of keys [k, k + n): one block-table lookup per

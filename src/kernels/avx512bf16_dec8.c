@@ -156,17 +156,7 @@ INLINE void qk8_block(int R, int FULL, int e5m2, const uint16_t *qb, size_t nc, 
         UNROLL
         for (int r = 0; r < R; r++) u[r][i0 / 4] = fold4(c[r][0], c[r][1], c[r][2], c[r][3]);
     }
-    for (int32_t i0 = 0; i0 < n; i0 += 16) {
-        const int g4 = i0 / 4;
-        UNROLL
-        for (int r = 0; r < R; r++) {
-            const __m512 z = _mm512_setzero_ps();
-            const __m512 u1 = i0 + 4 < n ? u[r][g4 + 1] : z;
-            const __m512 u2 = i0 + 8 < n ? u[r][g4 + 2] : z;
-            const __m512 u3 = i0 + 12 < n ? u[r][g4 + 3] : z;
-            _mm512_store_ps(s + (size_t)r * DK + i0, fold16(u[r][g4], u1, u2, u3));
-        }
-    }
+    fold_store(R, u, n, s);
 }
 
 #define QK8_FN(name_, F_, E5_)                                                            \
