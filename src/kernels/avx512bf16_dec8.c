@@ -166,7 +166,10 @@ INLINE void qk8_block(int R, int FULL, int e5m2, const uint16_t *qb, size_t nc, 
         case 1: qk8_block(1, F_, E5_, qb, nc, tm, krow, kpf, n, s); break;                \
         case 2: qk8_block(2, F_, E5_, qb, nc, tm, krow, kpf, n, s); break;                \
         case 3: qk8_block(3, F_, E5_, qb, nc, tm, krow, kpf, n, s); break;                \
-        default: qk8_block(4, F_, E5_, qb, nc, tm, krow, kpf, n, s); break;               \
+        default: /* (D 128 with the slice count a constant: the loop unrolls) */          \
+            if (nc == 2) qk8_block(4, F_, E5_, qb, 2, tm, krow, kpf, n, s);                \
+            else qk8_block(4, F_, E5_, qb, nc, tm, krow, kpf, n, s);                       \
+            break;                                                                        \
         }                                                                                 \
     }
 QK8_FN(qk_e4m3_part, 0, 0)
