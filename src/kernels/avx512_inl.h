@@ -360,10 +360,19 @@ static inline void softmax_rows_pf(const attn_tile_args *a, int32_t R, int nvk, 
     const __m512 ninf = _mm512_set1_ps(-INFINITY);
     float mx[16] __attribute__((aligned(64)));
     for (int32_t r = R; r < 16; r++) mx[r] = -INFINITY; /* lanes past R: loaded, never live */
+    /* A row that sees the whole chunk with plain logits (the bulk of a
+     * long decode) needs no masks and no rewrite of its scores: its first
+     * pass only takes the maximum. */
+    const int plain = !(a->qk_exp && !me) && !(a->softcap > 0.0f) && !a->alibi;
     for (int32_t r = 0; r < R; r++) {
         float *sr = s + (size_t)r * ss;
         __m512 mv = ninf;
         sm_pf_issue(pc, pc ? pc->per : 0);
+        if (plain && ilo[r] == 0 && ihi[r] == 16 * nvk) {
+            for (int32_t v = 0; v < nvk; v++) mv = _mm512_max_ps(mv, _mm512_load_ps(sr + 16 * v));
+            mx[r] = _mm512_reduce_max_ps(mv);
+            continue;
+        }
         for (int32_t v = ilo[r] / 16; v < (ihi[r] + 15) / 16; v++) {
             const __m512i idx = _mm512_add_epi32(iota, _mm512_set1_epi32(16 * v));
             const __mmask16 vis = _mm512_cmpge_epi32_mask(idx, _mm512_set1_epi32(ilo[r])) &
@@ -412,6 +421,17 @@ static inline void softmax_rows_pf(const attn_tile_args *a, int32_t R, int nvk, 
         const __m512 mr = _mm512_set1_ps(mx[r]);
         __m512 sum = _mm512_setzero_ps();
         sm_pf_issue(pc, pc ? pc->per : 0);
+        if (ilo[r] == 0 && ihi[r] == 16 * nvk) { /* every lane visible */
+            for (int32_t v = 0; v < nvk; v++) {
+                __m512 w = attn__avx512_exp(to_logits(_mm512_sub_ps(_mm512_load_ps(sr + 16 * v), mr), me));
+                if (round) w = round_bf16(w);
+                sum = _mm512_add_ps(sum, w);
+                _mm512_store_ps(sr + 16 * v, w);
+            }
+            l[r] = l[r] * alpha[r] + _mm512_reduce_add_ps(sum);
+            m[r] = mx[r];
+            continue;
+        }
         for (int32_t v = 0; v < nvk; v++) {
             __m512 w = _mm512_setzero_ps();
             if (v >= v0 && v < v1) {
