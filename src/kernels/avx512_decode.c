@@ -349,20 +349,25 @@ static inline size_t slice_pos(size_t d, size_t sw, const uint8_t *pos) {
 
 /* Copy rows x D accumulators between the natural layout and a slice
  * layout (pv_pairs': sw 32, pair_pos; the dot path's: sw 64, its acc_pos);
- * to_slices: natural -> slices, padding dims zeroed. */
+ * to_slices: natural -> slices, padding dims zeroed.  whole (or NULL):
+ * the same for a row's whole slices at once (attn__dec_dot.acc_whole). */
 static void acc_layout(float *acc, size_t D, float *accp, size_t qs, int32_t rows,
-                       int to_slices, size_t sw, const uint8_t *pos) {
+                       int to_slices, size_t sw, const uint8_t *pos,
+                       void (*whole)(float *, size_t, float *, int)) {
+    const size_t nw = whole ? D / sw : 0; /* slices done by `whole` */
     for (int32_t r = 0; r < rows; r++)
         for (size_t d = to_slices ? D : qs; d < qs; d++)
             accp[(size_t)r * qs + slice_pos(d, sw, pos)] = 0.0f;
-    for (int32_t r = 0; r < rows; r++)
-        for (size_t d = 0; d < D; d++) {
+    for (int32_t r = 0; r < rows; r++) {
+        if (nw) whole(acc + (size_t)r * D, nw, accp + (size_t)r * qs, to_slices);
+        for (size_t d = nw * sw; d < D; d++) {
             const size_t pos_d = slice_pos(d, sw, pos);
             if (to_slices)
                 accp[(size_t)r * qs + pos_d] = acc[(size_t)r * D + d];
             else
                 acc[(size_t)r * D + d] = accp[(size_t)r * qs + pos_d];
         }
+    }
 }
 
 /* Whether K or V of keys [ilo, ihi) holds an e4m3 NaN code (0x7f, 0xff)
@@ -451,7 +456,9 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
             const int32_t r0 = r / DR * DR, R = rows - r0 < DR ? rows - r0 : DR;
             const float *q = a[h].q + (size_t)r * D;
             uint16_t *blk = qw + (size_t)h * head_floats + (size_t)r0 * qs + (size_t)(r - r0) * sw;
-            for (size_t d = 0; d < qs; d++) /* (sw = 64: shifts, not a division) */
+            const size_t nw = D / 64; /* whole slices, then the tail (sw = 64: shifts) */
+            dot->q_whole(q, nw, (size_t)R, blk);
+            for (size_t d = nw * 64; d < qs; d++)
                 blk[(d >> 6) * (size_t)R * 64 + qpos[d & 63]] = d >= D ? 0 : attn__f32_to_bf16(q[d]);
         }
         for (int32_t r = 0; !dot && r < rows; r++) {
@@ -468,8 +475,8 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
             }
         }
         if (pairs || dot)
-            acc_layout(a[h].acc, D, accp + (size_t)h * head_floats, qs, rows, 1, sw,
-                       apos);
+            acc_layout(a[h].acc, D, accp + (size_t)h * head_floats, qs, rows, 1, sw, apos,
+                       dot ? dot->acc_whole : NULL);
     }
     dec_qk_fn qk = qk_f32;
     dec_pv_fn pv = pv_block_f32;
@@ -622,8 +629,8 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
     }
     if (pairs || dot)
         for (int32_t h = 0; h < nh; h++)
-            acc_layout(a[h].acc, D, accp + (size_t)h * head_floats, qs, rows, 0, sw,
-                       apos);
+            acc_layout(a[h].acc, D, accp + (size_t)h * head_floats, qs, rows, 0, sw, apos,
+                       dot ? dot->acc_whole : NULL);
 }
 
 static void decode_heads(const attn_tile_args *a, int32_t n, attn_dtype kdt,

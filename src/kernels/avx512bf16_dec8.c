@@ -107,6 +107,35 @@ static size_t q_pos(size_t e) { return e % 16 / 8 * 32 + e / 16 * 8 + e % 8; }
  * unpacked as above). */
 static size_t acc_pos(size_t e) { return e % 16 / 4 * 16 + e / 16 * 4 + e % 4; }
 
+/* q_pos for ns whole slices of a row: each 16 dims rounded to bf16 (RNE,
+ * as attn__f32_to_bf16 for every value VDPBF16PS does not read as zero),
+ * the low 8 of each 16 into w0, the high 8 into w1. */
+static void q_whole(const float *q, size_t ns, size_t R, uint16_t *blk) {
+    for (size_t sl = 0; sl < ns; sl++, q += 64, blk += R * 64) {
+        const __m512i x01 = (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(q + 16), _mm512_loadu_ps(q));
+        const __m512i x23 = (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(q + 48), _mm512_loadu_ps(q + 32));
+        _mm512_storeu_si512(blk, _mm512_shuffle_i64x2(x01, x23, 0x88));
+        _mm512_storeu_si512(blk + 32, _mm512_shuffle_i64x2(x01, x23, 0xDD));
+    }
+}
+
+/* acc_pos for ns whole slices: vector j of a slice holds 4 dims of each
+ * 16, a 4 x 4 transpose of 128-bit blocks (its own inverse). */
+static void acc_whole(float *acc, size_t ns, float *accp, int to_slices) {
+    for (size_t sl = 0; sl < ns; sl++, acc += 64, accp += 64) {
+        const float *src = to_slices ? acc : accp;
+        float *dst = to_slices ? accp : acc;
+        const __m512 n0 = _mm512_loadu_ps(src), n1 = _mm512_loadu_ps(src + 16);
+        const __m512 n2 = _mm512_loadu_ps(src + 32), n3 = _mm512_loadu_ps(src + 48);
+        const __m512 a = _mm512_shuffle_f32x4(n0, n1, 0x44), b = _mm512_shuffle_f32x4(n0, n1, 0xEE);
+        const __m512 c = _mm512_shuffle_f32x4(n2, n3, 0x44), d = _mm512_shuffle_f32x4(n2, n3, 0xEE);
+        _mm512_storeu_ps(dst, _mm512_shuffle_f32x4(a, c, 0x88));
+        _mm512_storeu_ps(dst + 16, _mm512_shuffle_f32x4(a, c, 0xDD));
+        _mm512_storeu_ps(dst + 32, _mm512_shuffle_f32x4(b, d, 0x88));
+        _mm512_storeu_ps(dst + 48, _mm512_shuffle_f32x4(b, d, 0xDD));
+    }
+}
+
 /* ---------------------------------------------------------- Q.K block */
 
 /* Raw dots of R rows of q (bf16, slice-major: attn__dec_dot) with keys
@@ -269,10 +298,10 @@ PV8_FN(pv_e5m2, 1)
 
 /* ------------------------------------------------------------ entries */
 
-static const attn__dec_dot dot_e4m3_part = {q_pos, acc_pos, qk_e4m3_part, pv_e4m3};
-static const attn__dec_dot dot_e4m3_full = {q_pos, acc_pos, qk_e4m3_full, pv_e4m3};
-static const attn__dec_dot dot_e5m2_part = {q_pos, acc_pos, qk_e5m2_part, pv_e5m2};
-static const attn__dec_dot dot_e5m2_full = {q_pos, acc_pos, qk_e5m2_full, pv_e5m2};
+static const attn__dec_dot dot_e4m3_part = {q_pos, acc_pos, q_whole, acc_whole, qk_e4m3_part, pv_e4m3};
+static const attn__dec_dot dot_e4m3_full = {q_pos, acc_pos, q_whole, acc_whole, qk_e4m3_full, pv_e4m3};
+static const attn__dec_dot dot_e5m2_part = {q_pos, acc_pos, q_whole, acc_whole, qk_e5m2_part, pv_e5m2};
+static const attn__dec_dot dot_e5m2_full = {q_pos, acc_pos, q_whole, acc_whole, qk_e5m2_full, pv_e5m2};
 
 void attn_decode_fp8e4m3__avx512bf16(const attn_tile_args *a, int32_t n) {
     attn_decode_dot__avx512(a, n, ATTN_DTYPE_FP8_E4M3,

@@ -101,10 +101,16 @@ void attn_decode_fp8e5m2__avx512(const attn_tile_args *a, int32_t n);
  * rows to prefetch, or NULL entries) into s (row stride
  * ATTN__AVX512_DEC_KEYS).  pv: acc = acc alpha + p V for R <= 4 rows
  * (row stride qs) over keys [ilo, ihi), p the weights (bf16 values), vpf
- * as kpf.  tm: the codes of a row's last slice that are inside D. */
+ * as kpf.  tm: the codes of a row's last slice that are inside D.
+ * q_whole / acc_whole: the same layouts for ns whole slices of one row at
+ * once (vector code; the positions above say what they must do): q
+ * rounded to bf16 into slices R x 64 words apart, the accumulators
+ * between natural order and slices (to_slices, else back). */
 typedef struct attn__dec_dot {
     size_t (*q_pos)(size_t e);
     size_t (*acc_pos)(size_t e);
+    void (*q_whole)(const float *q, size_t ns, size_t R, uint16_t *blk);
+    void (*acc_whole)(float *acc, size_t ns, float *accp, int to_slices);
     void (*qk)(int32_t R, const uint16_t *qb, size_t nc, uint64_t tm, const void *const *krow,
                const void *const *kpf, int32_t n, float *s);
     void (*pv)(int32_t R, float *accp, size_t qs, size_t nc, uint64_t tm, const float *alpha,
