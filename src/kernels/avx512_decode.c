@@ -340,6 +340,39 @@ static inline size_t pair_pos(size_t d) {
     return d - e + (e % 2 ? 16 + e / 2 : e / 2);
 }
 
+/* pair_pos for ns whole 32-dim slices of one row at once: natural dims
+ * nat[0 .. 32 ns) times mul into slices (slice k at sl + k stride: 16 even
+ * dims, then 16 odd ones); pairs_from: back, slices 32 apart. */
+static void pairs_to(const float *nat, size_t ns, float *sl, size_t stride, float mul) {
+    const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i od = _mm512_add_epi32(ev, _mm512_set1_epi32(1));
+    const __m512 m = _mm512_set1_ps(mul);
+    for (size_t k = 0; k < ns; k++, nat += 32, sl += stride) {
+        const __m512 n0 = _mm512_mul_ps(_mm512_loadu_ps(nat), m);
+        const __m512 n1 = _mm512_mul_ps(_mm512_loadu_ps(nat + 16), m);
+        _mm512_storeu_ps(sl, _mm512_permutex2var_ps(n0, ev, n1));
+        _mm512_storeu_ps(sl + 16, _mm512_permutex2var_ps(n0, od, n1));
+    }
+}
+
+static void pairs_from(const float *sl, size_t ns, float *nat) {
+    const __m512i lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(8));
+    for (size_t k = 0; k < ns; k++, nat += 32, sl += 32) {
+        const __m512 e = _mm512_loadu_ps(sl), o = _mm512_loadu_ps(sl + 16);
+        _mm512_storeu_ps(nat, _mm512_permutex2var_ps(e, lo, o));
+        _mm512_storeu_ps(nat + 16, _mm512_permutex2var_ps(e, hi, o));
+    }
+}
+
+/* acc_layout's whole slices for pv_pairs (attn__dec_dot.acc_whole's form) */
+static void pairs_whole_acc(float *acc, size_t ns, float *accp, int to_slices) {
+    if (to_slices)
+        pairs_to(acc, ns, accp, 32, 1.0f);
+    else
+        pairs_from(accp, ns, acc);
+}
+
 /* The position of natural dim d in a layout of sw-dim slices whose dim e
  * sits at pos[e] (a table: the layouts' functions are called once per
  * batch, not per element). */
@@ -465,10 +498,20 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
             const int32_t r0 = r / DR * DR, R = rows - r0 < DR ? rows - r0 : DR;
             const float *q = a[h].q + (size_t)r * D;
             float *blk = qp + (size_t)h * head_floats + (size_t)r0 * qs + (size_t)(r - r0) * sw;
-            /* shifts, not a division by sw per element: that division cost
-             * ~10 % of a 256-key, L2-resident decode of 8 heads (/tmp driver) */
+            /* whole slices with vector code (bf16: pairs_to; else the
+             * slices are the natural order), then the tail by shifts, not
+             * a division by sw per element: that division cost ~10 % of a
+             * 256-key, L2-resident decode of 8 heads (/tmp driver) */
             const unsigned sw_log2 = pairs ? 5 : 4;
-            for (size_t d = 0; d < qs; d++) {
+            const size_t nw = D / sw;
+            const float mul = e4m3 ? 0x1p8f : 1.0f;
+            if (pairs)
+                pairs_to(q, nw, blk, (size_t)R * sw, mul);
+            else
+                for (size_t k = 0; k < nw; k++)
+                    _mm512_storeu_ps(blk + k * (size_t)R * sw,
+                                     _mm512_mul_ps(_mm512_loadu_ps(q + 16 * k), _mm512_set1_ps(mul)));
+            for (size_t d = nw * sw; d < qs; d++) {
                 const size_t pos = pairs ? pair_pos(d) : d;
                 blk[(pos >> sw_log2) * (size_t)R * sw + (pos & (sw - 1))] =
                     d >= D ? 0.0f : e4m3 ? q[d] * 0x1p8f : q[d];
@@ -476,7 +519,7 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
         }
         if (pairs || dot)
             acc_layout(a[h].acc, D, accp + (size_t)h * head_floats, qs, rows, 1, sw, apos,
-                       dot ? dot->acc_whole : NULL);
+                       dot ? dot->acc_whole : pairs_whole_acc);
     }
     dec_qk_fn qk = qk_f32;
     dec_pv_fn pv = pv_block_f32;
@@ -630,7 +673,7 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
     if (pairs || dot)
         for (int32_t h = 0; h < nh; h++)
             acc_layout(a[h].acc, D, accp + (size_t)h * head_floats, qs, rows, 0, sw, apos,
-                       dot ? dot->acc_whole : NULL);
+                       dot ? dot->acc_whole : pairs_whole_acc);
 }
 
 static void decode_heads(const attn_tile_args *a, int32_t n, attn_dtype kdt,
