@@ -60,16 +60,20 @@ static size_t gqa_head(const run_ctx *c, int32_t kv_head, int32_t j) {
     return (size_t)kv_head + (size_t)j * (size_t)c->p->num_kv_heads;
 }
 
-static void gqa_load_q(const run_ctx *c, int32_t req, int32_t tok0, int32_t n_tok,
-                       int32_t kv_head, float *q) {
+static uint32_t gqa_load_q(const run_ctx *c, int32_t req, int32_t tok0, int32_t n_tok,
+                           int32_t kv_head, float *q) {
     const size_t D = (size_t)c->p->head_dim;
+    uint32_t mb = 0;
     for (int32_t t = 0; t < n_tok; t++)
         for (int32_t j = 0; j < c->g; j++) {
             size_t tok = (size_t)c->p->qsl[req] + (size_t)(tok0 + t);
             size_t e = (tok * (size_t)c->hq + gqa_head(c, kv_head, j)) * D;
-            c->load_q((const unsigned char *)c->t->q + e * c->q_es, 0, 1, 1, (int32_t)D,
-                      c->q_mul, q + ((size_t)t * (size_t)c->g + (size_t)j) * D);
+            const uint32_t b = c->load_q((const unsigned char *)c->t->q + e * c->q_es, 0, 1, 1,
+                                         (int32_t)D, c->q_mul,
+                                         q + ((size_t)t * (size_t)c->g + (size_t)j) * D);
+            mb = b > mb ? b : mb;
         }
+    return mb;
 }
 
 static void gqa_store(const run_ctx *c, int32_t req, int32_t tok0, int32_t n_tok,
@@ -108,29 +112,10 @@ static void split_scale(double scale, float *mul, int32_t *e) {
     *mul = (float)ldexp(scale, -*e);
 }
 
-static int32_t normalise_q(float *q, size_t n) {
-    /* The largest |q| as an integer max over the bit patterns (for
-     * non-negative floats the order is the same; NaNs count as 0, as
-     * fmaxf would drop them): exact in any order, so it vectorises.  A
-     * scalar fmaxf scan (an out-of-line call per element) was ~3 % of an
-     * fp32 prefill. */
-    uint32_t mb = 0;
-    /* (Sanitizer builds keep clang from vectorising: not worth a warning.) */
-#if defined(__clang__)
-#pragma clang diagnostic push
-#pragma clang diagnostic ignored "-Wpass-failed"
-#endif
-#pragma omp simd reduction(max : mb)
-    for (size_t i = 0; i < n; i++) {
-        uint32_t b;
-        memcpy(&b, &q[i], sizeof b);
-        b &= 0x7fffffffu;
-        b = b > 0x7f800000u ? 0u : b;
-        mb = b > mb ? b : mb;
-    }
-#if defined(__clang__)
-#pragma clang diagnostic pop
-#endif
+/* q (n floats) scaled down by a power of two if its largest |element|
+ * (mb: its bit pattern, NaNs counted as 0, as load_q returns it) is
+ * above 2^32; returns that power's exponent (0: q untouched). */
+static int32_t normalise_q(float *q, size_t n, uint32_t mb) {
     float mx;
     memcpy(&mx, &mb, sizeof mx);
     if (!(mx > 0x1p32f) || !isfinite(mx)) return 0;
@@ -155,12 +140,12 @@ static int32_t load_rows(const run_ctx *c, float *q, int32_t req, int32_t tok0, 
     const int32_t D = c->p->head_dim, rows = n_tok * c->g;
 #ifndef ATTN_INJECT_gqa_map
     const size_t e0 = row_elem(c, req, tok0, kv_head);
-    c->load_q((const unsigned char *)c->t->q + e0 * c->q_es, (size_t)c->hq * (size_t)D, n_tok,
-              c->g, D, c->q_mul, q);
+    const uint32_t mb = c->load_q((const unsigned char *)c->t->q + e0 * c->q_es,
+                                  (size_t)c->hq * (size_t)D, n_tok, c->g, D, c->q_mul, q);
 #else
-    gqa_load_q(c, req, tok0, n_tok, kv_head, q);
+    const uint32_t mb = gqa_load_q(c, req, tok0, n_tok, kv_head, q);
 #endif
-    int32_t qk_exp = c->q_exp + normalise_q(q, (size_t)rows * (size_t)D);
+    int32_t qk_exp = c->q_exp + normalise_q(q, (size_t)rows * (size_t)D, mb);
     if (qk_exp > 254) qk_exp = 254; /* far beyond fp32 either way; keeps 2^qk_exp two floats */
     return qk_exp;
 }

@@ -1244,6 +1244,47 @@ Test(isa, tables_start_from_ref) {
 #endif
 }
 
+/* load_q's answer is what the executor's scaling of huge q rows acts on
+ * (normalise_q): every table this CPU runs, each q dtype, must return the
+ * largest |element| it wrote, NaNs counted as 0, as its fp32 bits.  Rows
+ * of 111 elements (no multiple of any vector: the masked tails count),
+ * the largest in a tail, a NaN beside it.  Without it huge q rows would
+ * not be scaled, which the output oracles cannot always see (logits that
+ * large leave elements unjudged). */
+Test(isa, load_q_reports_its_maximum) {
+    const attn_kernels *tabs[8] = {attn__kernels_ref()};
+    int nt = 1;
+    for (int k = 0; k < N_SIMD && nt < 8; k++)
+        if (k_simd[k].cpu()) tabs[nt++] = k_simd[k].get();
+    const attn_dtype dts[3] = {ATTN_DTYPE_F32, ATTN_DTYPE_BF16, ATTN_DTYPE_F16};
+    enum { N_TOK = 3, G = 3, HD = 37, W = G * HD, TS = 130 };
+    for (int di = 0; di < 3; di++) {
+        const attn_dtype dt = dts[di];
+        /* f16 tops out at 65504: its largest is 2^15 */
+        const float big = dt == ATTN_DTYPE_F16 ? -0x1p15f : -0x1p40f;
+        unsigned char src[N_TOK * TS * 4];
+        for (int i = 0; i < N_TOK * TS; i++) {
+            float v = (float)((i * 37) % 29 - 14) / 16.0f; /* exact in every dtype */
+            if (i == TS + W - 1) v = big;                 /* token 1's last element */
+            if (i == TS + W - 2) v = NAN;
+            if (dt == ATTN_DTYPE_F32) memcpy(src + 4 * i, &v, 4);
+            else {
+                const uint16_t h = dt == ATTN_DTYPE_BF16 ? attn__f32_to_bf16(v) : attn__f32_to_f16(v);
+                memcpy(src + 2 * i, &h, 2);
+            }
+        }
+        for (int t = 0; t < nt; t++) {
+            float dst[N_TOK * W];
+            const uint32_t mb = tabs[t]->load_q[dt](src, TS, N_TOK, G, HD, 0.5f, dst);
+            const float want = -0.5f * big;
+            uint32_t wb;
+            memcpy(&wb, &want, 4);
+            cr_assert_eq(mb, wb, "%s, q %s: load_q returned 0x%08x, the largest |element| is %g (0x%08x)",
+                         tabs[t]->name, attn_dtype_name(dt), (unsigned)mb, (double)want, (unsigned)wb);
+        }
+    }
+}
+
 /* ATTN_PRECISION_EXACT on the paths that round by default (the
  * avx512bf16 table under tune "amd": bf16 prefill, fp8 decode): the
  * builder says it does not round, and the output holds the fp32 tolerance

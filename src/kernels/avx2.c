@@ -470,32 +470,41 @@ void attn_tile_fp8e5m2__avx2(const attn_tile_args *a) { tile(ATTN_DTYPE_FP8_E5M2
 
 /* --------------------------------------------------------- load_q, store */
 
-INLINE void load_q(attn_dtype dt, const void *src, size_t token_stride, int32_t n_tok, int32_t g,
-                   int32_t head_dim, float scale, float *dst) {
+INLINE uint32_t load_q(attn_dtype dt, const void *src, size_t token_stride, int32_t n_tok, int32_t g,
+                       int32_t head_dim, float scale, float *dst) {
     const size_t width = (size_t)g * (size_t)head_dim, es = attn__dtype_size(dt);
     const __m256 sc = _mm256_set1_ps(scale);
+    const __m256i abs = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
+    __m256i mb = _mm256_setzero_si256(); /* |x| bits, NaN as 0 (signed compares: all >= 0) */
     for (int32_t t = 0; t < n_tok; t++) {
         const unsigned char *s = (const unsigned char *)src + (size_t)t * token_stride * es;
         float *d = dst + (size_t)t * width;
         for (size_t i = 0; i < width; i += 8) {
+            /* (past width load8 reads zeros, which leave the maximum alone) */
             const __m256 x = _mm256_mul_ps(load8(dt, s + i * es, width - i), sc);
+            const __m256i b = _mm256_and_si256(_mm256_castps_si256(x), abs);
+            mb = _mm256_max_epi32(mb, _mm256_andnot_si256(_mm256_cmpgt_epi32(b, inf), b));
             if (width - i >= 8) _mm256_storeu_ps(d + i, x);
             else _mm256_maskstore_ps(d + i, lanes(width - i), x);
         }
     }
+    uint32_t m[8], r = 0;
+    _mm256_storeu_si256((__m256i *)m, mb);
+    for (int k = 0; k < 8; k++) r = m[k] > r ? m[k] : r;
+    return r;
 }
 
-void attn_load_q_f32__avx2(const void *src, size_t ts, int32_t n_tok, int32_t g, int32_t hd,
+uint32_t attn_load_q_f32__avx2(const void *src, size_t ts, int32_t n_tok, int32_t g, int32_t hd,
                            float scale, float *dst) {
-    load_q(ATTN_DTYPE_F32, src, ts, n_tok, g, hd, scale, dst);
+    return load_q(ATTN_DTYPE_F32, src, ts, n_tok, g, hd, scale, dst);
 }
-void attn_load_q_bf16__avx2(const void *src, size_t ts, int32_t n_tok, int32_t g, int32_t hd,
+uint32_t attn_load_q_bf16__avx2(const void *src, size_t ts, int32_t n_tok, int32_t g, int32_t hd,
                             float scale, float *dst) {
-    load_q(ATTN_DTYPE_BF16, src, ts, n_tok, g, hd, scale, dst);
+    return load_q(ATTN_DTYPE_BF16, src, ts, n_tok, g, hd, scale, dst);
 }
-void attn_load_q_f16__avx2(const void *src, size_t ts, int32_t n_tok, int32_t g, int32_t hd,
+uint32_t attn_load_q_f16__avx2(const void *src, size_t ts, int32_t n_tok, int32_t g, int32_t hd,
                            float scale, float *dst) {
-    load_q(ATTN_DTYPE_F16, src, ts, n_tok, g, hd, scale, dst);
+    return load_q(ATTN_DTYPE_F16, src, ts, n_tok, g, hd, scale, dst);
 }
 
 /* 8 fp32 -> dt at p, `left` of them.  bf16: RNE with NaN quieted, the

@@ -308,10 +308,12 @@ void attn_flash_fp8e5m2__avx512(const attn_tile_args *a) {
 
 /* --------------------------------------------------------------- load_q */
 
-INLINE void load_q(attn_dtype dt, const void *src, size_t token_stride, int32_t n_tok, int32_t g,
-                   int32_t head_dim, float scale, float *dst) {
+INLINE uint32_t load_q(attn_dtype dt, const void *src, size_t token_stride, int32_t n_tok, int32_t g,
+                       int32_t head_dim, float scale, float *dst) {
     const size_t width = (size_t)g * (size_t)head_dim, es = attn__dtype_size(dt);
     const __m512 sc = _mm512_set1_ps(scale);
+    const __m512i abs = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+    __m512i mb = _mm512_setzero_si512(); /* |x| bits, NaN as 0 */
     for (int32_t t = 0; t < n_tok; t++) {
         const unsigned char *s = (const unsigned char *)src + (size_t)t * token_stride * es;
         float *d = dst + (size_t)t * width;
@@ -324,22 +326,26 @@ INLINE void load_q(attn_dtype dt, const void *src, size_t token_stride, int32_t 
              * group multiplied by the scale a second time. */
             if (m != 0xffff) x = _mm512_mul_ps(x, sc);
 #endif
+            /* (lanes past width loaded as zeros: the maximum stays) */
+            const __m512i b = _mm512_and_si512(_mm512_castps_si512(x), abs);
+            mb = _mm512_mask_max_epu32(mb, _mm512_cmple_epu32_mask(b, inf), mb, b);
             _mm512_mask_storeu_ps(d + i, m, x);
         }
     }
+    return (uint32_t)_mm512_reduce_max_epu32(mb);
 }
 
-void attn_load_q_f32__avx512(const void *src, size_t ts, int32_t n_tok, int32_t g, int32_t hd,
+uint32_t attn_load_q_f32__avx512(const void *src, size_t ts, int32_t n_tok, int32_t g, int32_t hd,
                              float scale, float *dst) {
-    load_q(ATTN_DTYPE_F32, src, ts, n_tok, g, hd, scale, dst);
+    return load_q(ATTN_DTYPE_F32, src, ts, n_tok, g, hd, scale, dst);
 }
-void attn_load_q_bf16__avx512(const void *src, size_t ts, int32_t n_tok, int32_t g, int32_t hd,
+uint32_t attn_load_q_bf16__avx512(const void *src, size_t ts, int32_t n_tok, int32_t g, int32_t hd,
                               float scale, float *dst) {
-    load_q(ATTN_DTYPE_BF16, src, ts, n_tok, g, hd, scale, dst);
+    return load_q(ATTN_DTYPE_BF16, src, ts, n_tok, g, hd, scale, dst);
 }
-void attn_load_q_f16__avx512(const void *src, size_t ts, int32_t n_tok, int32_t g, int32_t hd,
+uint32_t attn_load_q_f16__avx512(const void *src, size_t ts, int32_t n_tok, int32_t g, int32_t hd,
                              float scale, float *dst) {
-    load_q(ATTN_DTYPE_F16, src, ts, n_tok, g, hd, scale, dst);
+    return load_q(ATTN_DTYPE_F16, src, ts, n_tok, g, hd, scale, dst);
 }
 
 /* ---------------------------------------------------------------- store */

@@ -120,8 +120,11 @@ typedef void (*attn_tile_heads_fn)(const attn_tile_args *a, int32_t n);
 
 /* Load the item's query rows into fp32 and multiply by scale.
  * src points at token 0, head 0 of the group; token t's g*head_dim
- * contiguous elements start at src + t * token_stride (elements). */
-typedef void (*attn_load_q_fn)(const void *src, size_t token_stride, int32_t n_tok,
+ * contiguous elements start at src + t * token_stride (elements).
+ * Returns the largest |element| written as its fp32 bit pattern, NaNs
+ * counted as 0: the executor's normalisation of huge q (executor.c,
+ * normalise_q) would otherwise read every row again. */
+typedef uint32_t (*attn_load_q_fn)(const void *src, size_t token_stride, int32_t n_tok,
                                int32_t g, int32_t head_dim, float scale, float *dst);
 
 /* Normalise and store: out_row = v_scale * acc * e^(m - M) / (l * e^(m - M)

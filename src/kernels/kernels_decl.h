@@ -26,7 +26,7 @@
 
 /* The signatures of the table entries, for the prototypes below. */
 #define ATTN__DECL_LOAD_Q(name)                                                          \
-    void name(const void *src, size_t token_stride, int32_t n_tok, int32_t g,            \
+    uint32_t name(const void *src, size_t token_stride, int32_t n_tok, int32_t g,            \
               int32_t head_dim, float scale, float *dst)
 #define ATTN__DECL_STORE(name)                                                           \
     void name(const float *acc, const float *m, const float *l, int32_t n_tok, int32_t g, \

@@ -76,30 +76,38 @@ static inline void from_f32(attn_dtype dt, void *base, size_t idx, float v) {
 
 /* --------------------------------------------------------------- load_q */
 
-static inline void load_q(attn_dtype dt, const void *src, size_t token_stride,
-                          int32_t n_tok, int32_t g, int32_t head_dim, float scale,
-                          float *dst) {
+static inline uint32_t load_q(attn_dtype dt, const void *src, size_t token_stride,
+                              int32_t n_tok, int32_t g, int32_t head_dim, float scale,
+                              float *dst) {
     size_t width = (size_t)g * (size_t)head_dim; /* one token's group of heads */
+    uint32_t mb = 0;
     for (int32_t t = 0; t < n_tok; t++) {
         float *d = dst + (size_t)t * width;
         to_f32(dt, src, (size_t)t * token_stride, (int32_t)width, d);
         /* Scale after converting: q*scale is rounded once in fp32, the same
          * value every twin must produce. */
-        for (size_t i = 0; i < width; i++) d[i] *= scale;
+        for (size_t i = 0; i < width; i++) {
+            d[i] *= scale;
+            uint32_t b;
+            memcpy(&b, &d[i], sizeof b);
+            b &= 0x7fffffffu;
+            if (b <= 0x7f800000u && b > mb) mb = b; /* (NaN: above inf's pattern) */
+        }
     }
+    return mb;
 }
 
-void attn_load_q_f32__ref(const void *src, size_t token_stride, int32_t n_tok, int32_t g,
+uint32_t attn_load_q_f32__ref(const void *src, size_t token_stride, int32_t n_tok, int32_t g,
                           int32_t head_dim, float scale, float *dst) {
-    load_q(ATTN_DTYPE_F32, src, token_stride, n_tok, g, head_dim, scale, dst);
+    return load_q(ATTN_DTYPE_F32, src, token_stride, n_tok, g, head_dim, scale, dst);
 }
-void attn_load_q_bf16__ref(const void *src, size_t token_stride, int32_t n_tok, int32_t g,
+uint32_t attn_load_q_bf16__ref(const void *src, size_t token_stride, int32_t n_tok, int32_t g,
                            int32_t head_dim, float scale, float *dst) {
-    load_q(ATTN_DTYPE_BF16, src, token_stride, n_tok, g, head_dim, scale, dst);
+    return load_q(ATTN_DTYPE_BF16, src, token_stride, n_tok, g, head_dim, scale, dst);
 }
-void attn_load_q_f16__ref(const void *src, size_t token_stride, int32_t n_tok, int32_t g,
+uint32_t attn_load_q_f16__ref(const void *src, size_t token_stride, int32_t n_tok, int32_t g,
                           int32_t head_dim, float scale, float *dst) {
-    load_q(ATTN_DTYPE_F16, src, token_stride, n_tok, g, head_dim, scale, dst);
+    return load_q(ATTN_DTYPE_F16, src, token_stride, n_tok, g, head_dim, scale, dst);
 }
 
 /* ----------------------------------------------------------------- tile */
