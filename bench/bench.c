@@ -397,13 +397,18 @@ static void write_bench_md(FILE *f, const bench_limits *L, const char *tune, con
  * bf16 rate): the cold B=8 rows of the three caches run in rounds, the
  * order rotating each round, so that the machine's bandwidth phases fall
  * on all three alike; the ratio is of the medians over the rounds.  The
- * rows' own lines above stay as they were measured. */
+ * rows' own lines above stay as they were measured.  Each round also reads
+ * the fp8 cache's layout plainly (limits_paged_read: the walk of the fp8
+ * decode path, 64 keys a step, no arithmetic): bf16's time over that
+ * read's is the ratio no fp8 kernel can pass on this machine that moment. */
 #define FP8_ROUNDS 3
 #define FP8_TARGET 1.8
+#define FP8_STEP_KEYS 64 /* the dot path's keys per step (avx512_decode.c, DEC8_DOUBLE_DT) */
 typedef struct fp8_cmp {
     int threads, ran;
     double bf16_ms[FP8_ROUNDS], ms[2][FP8_ROUNDS]; /* [e4m3, e5m2][round] */
-    double ratio[2];
+    double read_ms[FP8_ROUNDS];                     /* the plain read of the fp8 layout */
+    double ratio[2], ceiling;                       /* ceiling 0: no limits measured */
 } fp8_cmp;
 
 static double median3(const double *x) {
@@ -411,7 +416,9 @@ static double median3(const double *x) {
     return fmax(fmin(a, b), fmin(fmax(a, b), c));
 }
 
-static void fp8_against_bf16(const engine_host *const *E, fp8_cmp *out) {
+static void fp8_against_bf16(const engine_host *const *E, const bench_limits *L, fp8_cmp *out) {
+    /* the fp8 row's K and V: B=8 x 4096 keys x Hkv 8 x D 128, one byte each */
+    const double fp8_bytes = 2.0 * 8 * 4096 * 8 * 128;
     static const row_spec bf = {"decode8", ROW_DECODE, 8, AG_BF16, 8, 16, 1};
     static const row_spec e4 = {"fp8", ROW_DECODE, 8, AG_FP8_E4M3, 8, 16, 1};
     static const row_spec e5 = {"fp8", ROW_DECODE, 8, AG_FP8_E5M2, 8, 16, 1};
@@ -421,7 +428,7 @@ static void fp8_against_bf16(const engine_host *const *E, fp8_cmp *out) {
         memset(c, 0, sizeof *c);
         c->threads = t;
         c->ran = 1;
-        for (int k = 0; k < FP8_ROUNDS; k++)
+        for (int k = 0; k < FP8_ROUNDS; k++) {
             for (int j = 0; j < 3; j++) {
                 const int w = (j + k) % 3; /* bf16 first, then second, then last */
                 row_result r;
@@ -434,7 +441,11 @@ static void fp8_against_bf16(const engine_host *const *E, fp8_cmp *out) {
                 if (w == 0) c->bf16_ms[k] = r.sec * 1e3;
                 else c->ms[w - 1][k] = r.sec * 1e3;
             }
+            const double gbs = limits_paged_read(L, 1, 16, FP8_STEP_KEYS, t, 2);
+            c->read_ms[k] = gbs > 0 ? fp8_bytes / (gbs * 1e6) : 0;
+        }
         for (int d = 0; d < 2; d++) c->ratio[d] = median3(c->bf16_ms) / median3(c->ms[d]);
+        c->ceiling = median3(c->read_ms) > 0 ? median3(c->bf16_ms) / median3(c->read_ms) : 0;
     }
 }
 
@@ -444,9 +455,12 @@ static void write_fp8_cmp(FILE *f, const fp8_cmp *c, int n) {
     if (f) fprintf(f, "\n## fp8 decode against bf16\n\nCold decode B=8 kv 4096 (Hq 32, Hkv 8, D 128): "
                "the bf16, e4m3 and e5m2 rows in %d rounds, their order rotating; ms are each "
                "round's median batch, the rate ratio is bf16's median over the rounds divided "
-               "by the fp8 row's.  Target (issue 25): %.1fx.\n\n| threads | cache | ms per round "
+               "by the fp8 row's.  Target (issue 25): %.1fx.  Ceiling: bf16's median over the "
+               "median of a plain read of the fp8 layout in the same rounds (the paged read "
+               "above, 1-byte elements, %d keys a step), the ratio a kernel with no arithmetic "
+               "would reach.\n\n| threads | cache | ms per round "
                "| bf16 ms per round | rate vs bf16 | verdict |\n|---:|---|---|---|---:|---|\n",
-            FP8_ROUNDS, FP8_TARGET);
+            FP8_ROUNDS, FP8_TARGET, FP8_STEP_KEYS);
     if (!f)
         printf("\nfp8 decode against bf16 (cold B=8, %d rotating rounds; target %.1fx the bf16 "
                "rate):\n", FP8_ROUNDS, FP8_TARGET);
@@ -465,6 +479,15 @@ static void write_fp8_cmp(FILE *f, const fp8_cmp *c, int n) {
                 printf("  %s %d thr  %s ms  (bf16 %s ms)  %.2fx  %s\n", dn[d], c[i].threads, a, b,
                    c[i].ratio[d], v);
         }
+        if (c[i].ceiling <= 0) continue; /* no limits measured (BENCH_NO_LIMITS) */
+        char r[64];
+        snprintf(r, sizeof r, "%.2f %.2f %.2f", c[i].read_ms[0], c[i].read_ms[1], c[i].read_ms[2]);
+        if (f)
+            fprintf(f, "| %d | plain read of the fp8 layout (ceiling) | %s | | %.2fx | |\n",
+                    c[i].threads, r, c[i].ceiling);
+        else
+            printf("  ceiling %d thr: a plain read of the fp8 layout %s ms, %.2fx the bf16 rate\n",
+                   c[i].threads, r, c[i].ceiling);
     }
 }
 
@@ -532,7 +555,7 @@ static int cmd_bench(const char *engine, const char *outdir) {
     fp8_cmp cmp[2];
     const int do_fp8 = !bench_skip_row(&fp8_probe);
     if (do_fp8) {
-        fp8_against_bf16(E, cmp);
+        fp8_against_bf16(E, &L, cmp);
         write_fp8_cmp(NULL, cmp, bench_threads_max());
     }
 

@@ -265,6 +265,13 @@ double limits_read_bw(const bench_limits *L, int threads, int reps) {
     return L->buf ? read_bw(L->buf, L->buf_bytes, threads, reps) : 0;
 }
 
+double limits_paged_read(const bench_limits *L, size_t es, int bs, int chunk, int threads,
+                         int reps) {
+    return L->buf ? paged_read_bw((const unsigned char *)L->buf, L->buf_bytes, es, bs, chunk,
+                                  threads, reps, paged_walk_0)
+                  : 0;
+}
+
 int limits_measure(bench_limits *L, const char *tune, size_t read_pf) {
     memset(L, 0, sizeof *L);
     g_read_pf = read_pf ? read_pf : 1024;

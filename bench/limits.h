@@ -45,5 +45,10 @@ void limits_free(bench_limits *L);
 double limits_fma_peak(int threads, long iters);
 double limits_bf16_peak(int threads, long iters);
 double limits_read_bw(const bench_limits *L, int threads, int reps);
+/* GB/s of the paged K/V read (the paged rows above, no arithmetic) for a
+ * cache of es-byte elements in blocks of bs keys, walked `chunk` keys per
+ * step, over L->buf; 0 without the buffer.  The ceiling of a decode row of
+ * that cache, measured next to it (bench.c: the fp8 rounds). */
+double limits_paged_read(const bench_limits *L, size_t es, int bs, int chunk, int threads, int reps);
 
 #endif /* AG_BENCH_LIMITS_H */
