@@ -34,7 +34,8 @@ typedef struct attn_work_item {
     int32_t piece;        /* 0..num_pieces-1 */
     int32_t num_pieces;   /* 1 = not split */
     int32_t reduction;    /* index into the reductions, -1 when not split */
-    int32_t thread;       /* owner in the static partition */
+    int32_t thread;       /* owner in the static partition: the thread that starts it
+                           * (an idle thread may take it over: executor.c) */
 } attn_work_item;
 
 typedef struct attn_reduction {

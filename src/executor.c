@@ -315,6 +315,23 @@ static void run_heads(const run_ctx *c, int32_t thread, size_t i, size_t n, size
     for (size_t h = 0; h < n; h++) item_finish(c, &p->items[p->thread_items[i + h]], &a[h]);
 }
 
+/* The next unclaimed unit of plan thread pt's list (an item, or a decode
+ * run: run_length) through the list's cursor cur, claimed by
+ * compare-and-swap; returns its first entry and sets *n, or SIZE_MAX when
+ * the list is done. */
+static size_t claim(const run_ctx *c, size_t *cur, int32_t pt, size_t *n) {
+    const size_t end = c->p->item_start[pt + 1];
+    size_t i = __atomic_load_n(cur, __ATOMIC_RELAXED);
+    while (i < end) {
+        const size_t k = run_length(c, i, end);
+        if (__atomic_compare_exchange_n(cur, &i, i + k, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+            *n = k;
+            return i;
+        }
+    }
+    return SIZE_MAX;
+}
+
 static void run_reduction(run_ctx *c, int32_t thread, const attn_reduction *rd) {
     const attn_plan *p = c->p;
     const int32_t D = p->head_dim, n_tok = rd->tok1 - rd->tok0, rows = n_tok * c->g;
@@ -480,8 +497,17 @@ attn_status attn_run(const attn_plan *p, const attn_layer_desc *layer, const att
         memset(c.scratch + r->offset, 0, r->size);
     }
 
-    /* Plan threads are iterated, not assumed: if OpenMP grants fewer
-     * threads, each takes several plan threads' lists (same results). */
+    /* The plan's lists are where each thread starts, not all it does: a
+     * thread runs its own lists, then goes on with the unclaimed entries
+     * of the others' (claim), so a core that runs slower (a busy neighbour
+     * on a shared host, or a cost estimate off) does not hold the others
+     * back.  Every thread works in its own regions, which are sized alike
+     * for every item (layout.c), and an item's result does not depend on
+     * the thread that ran it.  If OpenMP grants fewer threads than the
+     * plan has, the lists are shared out the same way, and the merges
+     * below are iterated over the plan's threads. */
+    size_t cursor[ATTN_MAX_THREADS];
+    for (int32_t pt = 0; pt < p->num_threads; pt++) cursor[pt] = p->item_start[pt];
 #pragma omp parallel num_threads(p->num_threads)
     {
         int nth = 1, tid = 0;
@@ -489,16 +515,18 @@ attn_status attn_run(const attn_plan *p, const attn_layer_desc *layer, const att
         nth = omp_get_num_threads();
         tid = omp_get_thread_num();
 #endif
-        for (int32_t pt = tid; pt < p->num_threads; pt += nth)
-            for (size_t i = p->item_start[pt], end = p->item_start[pt + 1]; i < end;) {
-                const size_t n = run_length(&c, i, end);
+        for (int32_t k = 0; k < p->num_threads; k++) { /* its own list, then the next ones */
+            const int32_t pt = (tid + k) % p->num_threads;
+            const size_t end = p->item_start[pt + 1];
+            size_t i, n;
+            while ((i = claim(&c, &cursor[pt], pt, &n)) != SIZE_MAX) {
                 if (n > 1)
-                    run_heads(&c, pt, i, n, end);
+                    run_heads(&c, tid, i, n, end);
                 else
-                    run_item(&c, pt, &p->items[p->thread_items[i]],
+                    run_item(&c, tid, &p->items[p->thread_items[i]],
                              i + 1 < end ? &p->items[p->thread_items[i + 1]] : NULL);
-                i += n;
             }
+        }
 #ifndef ATTN_INJECT_no_merge_barrier
         /* every piece published before any reduction reads it */
 #pragma omp barrier
