@@ -133,18 +133,12 @@ INLINE void qk_block(int R, attn_dtype kdt, int FULL, int NTA, int ADDR, const f
     const size_t sw = kdt == ATTN_DTYPE_BF16 ? 32 : 16;
     __m512 u[DR][DT / 4];
     for (int32_t i0 = 0; i0 < n; i0 += 4) {
+        /* the next chunk's K rows of these 4 keys (pk), one line per
+         * slice and key (f16: every line twice), spread through the slice
+         * loop */
         const unsigned char *kr[4];
-        UNROLL
-        for (int j = 0; j < 4; j++)
-            kr[j] = (const unsigned char *)krow[i0 + j < n ? i0 + j : n - 1];
-        /* the next chunk's K rows of these 4 keys, one line per slice and
-         * key (f16: every line twice), spread through the slice loop; keys
-         * with nothing to prefetch re-touch their own row (no branch) */
         const char *pk[4];
-        UNROLL
-        for (int j = 0; j < 4; j++)
-            pk[j] = kpf && i0 + j < DT && kpf[i0 + j] ? (const char *)kpf[i0 + j]
-                                                          : (const char *)kr[j];
+        dec_group_rows(krow, kpf, i0, n, kr, pk);
         __m512 c[DR][4];
         UNROLL
         for (int r = 0; r < R; r++)

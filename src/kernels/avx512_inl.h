@@ -240,6 +240,21 @@ INLINE __m512 fold16(__m512 u0, __m512 u1, __m512 u2, __m512 u3) {
     return _mm512_add_ps(_mm512_shuffle_f32x4(x1, x2, 0x88), _mm512_shuffle_f32x4(x1, x2, 0xDD));
 }
 
+/* Keys i0 .. i0 + 3 of a decode step's Q.K group (both decode Q.K
+ * kernels): their K rows kr (past n: key n - 1 again, whose lanes the
+ * softmax masks) and the rows pk to prefetch beside them, kpf's entries,
+ * or the key's own row where there is nothing to prefetch (so the
+ * prefetch needs no branch). */
+INLINE void dec_group_rows(const void *const *krow, const void *const *kpf, int32_t i0, int32_t n,
+                           const unsigned char **kr, const char **pk) {
+    UNROLL
+    for (int j = 0; j < 4; j++) {
+        kr[j] = (const unsigned char *)krow[i0 + j < n ? i0 + j : n - 1];
+        pk[j] = kpf && i0 + j < ATTN__AVX512_DEC_KEYS && kpf[i0 + j] ? (const char *)kpf[i0 + j]
+                                                                      : (const char *)kr[j];
+    }
+}
+
 /* The raw dots of R (<= 4) rows with keys [0, n) of a decode step, from
  * u[r][g] = fold4 of keys 4g .. 4g + 3, into s (row stride
  * ATTN__AVX512_DEC_KEYS).  Groups past n were not computed: they fold as

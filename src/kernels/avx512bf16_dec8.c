@@ -149,12 +149,7 @@ INLINE void qk8_block(int R, int FULL, int e5m2, const uint16_t *qb, size_t nc, 
     for (int32_t i0 = 0; i0 < n; i0 += 4) {
         const unsigned char *kr[4];
         const char *pk[4];
-        UNROLL
-        for (int j = 0; j < 4; j++) {
-            kr[j] = (const unsigned char *)krow[i0 + j < n ? i0 + j : n - 1];
-            pk[j] = kpf && i0 + j < DK && kpf[i0 + j] ? (const char *)kpf[i0 + j]
-                                                       : (const char *)kr[j];
-        }
+        dec_group_rows(krow, kpf, i0, n, kr, pk);
         __m512 c[DR][4];
         UNROLL
         for (int r = 0; r < R; r++)
