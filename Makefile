@@ -76,25 +76,35 @@ CFLAGS_ALL += $(ISA_DEFINES)
 # The harness and the adapters it drives engines through (engines/engines.def);
 # mk/engines.mk adds ggml's adapter (ENGINE_SRC) once its headers are fetched.
 include mk/engines.mk
-HAR_SRC := $(filter-out harness/main.c,$(wildcard harness/*.c)) engines/registry.c \
+HAR_SRC := $(wildcard harness/case/*.c harness/judge/*.c harness/host/*.c) \
+           $(filter-out harness/cli/main.c,$(wildcard harness/cli/*.c)) engines/registry.c \
            $(wildcard engines/attnguard/*.c) $(ENGINE_SRC)
-CLI_SRC := harness/main.c
-TEST_SRC := $(wildcard tests/*.c)
+CLI_SRC := harness/cli/main.c
+# Two suites: the engine's (tests/engine/, with the fixture that drives
+# src/ over a harness problem) and the harness's (tests/harness/).
+ENGINE_TEST_SRC := $(wildcard tests/engine/*.c) tests/fixture.c
+HARNESS_TEST_SRC := $(wildcard tests/harness/*.c)
+TEST_SRC := $(ENGINE_TEST_SRC) $(HARNESS_TEST_SRC)
 
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 HAR_OBJ := $(HAR_SRC:%.c=$(B)/obj/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(B)/obj/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(B)/obj/%.o)
+ENGINE_TEST_OBJ := $(ENGINE_TEST_SRC:%.c=$(B)/obj/%.o)
+HARNESS_TEST_OBJ := $(HARNESS_TEST_SRC:%.c=$(B)/obj/%.o)
 
 LIB := $(B)/libattn.a
 HARLIB := $(B)/libattnharness.a
 CLI := $(B)/attnguard
-TESTBIN := $(B)/tests/attn_tests
+ENGINE_TESTBIN := $(B)/tests/engine_tests
+HARNESS_TESTBIN := $(B)/tests/harness_tests
+TESTBINS := $(ENGINE_TESTBIN) $(HARNESS_TESTBIN)
 
-.PHONY: all test clean deps check-clang test-suites test-cases test-debug test-debug-run
+.PHONY: all test clean deps check-clang test-suites test-engine test-harness test-cases test-debug \
+        test-debug-run
 .DEFAULT_GOAL := all
 
-all: $(LIB) $(HARLIB) $(CLI) $(TESTBIN)
+all: $(LIB) $(HARLIB) $(CLI) $(TESTBINS)
 
 # Rebuild everything of a configuration when its flags change.
 $(B)/.flags: FORCE
@@ -117,9 +127,13 @@ $(HARLIB): $(HAR_OBJ)
 $(CLI): $(CLI_OBJ) $(HARLIB) $(LIB)
 	$(CC) $(CFLAGS_ALL) -o $@ $(CLI_OBJ) $(HARLIB) $(LIB) $(LDLIBS_ALL)
 
-$(TESTBIN): $(TEST_OBJ) $(HARLIB) $(LIB)
+$(ENGINE_TESTBIN): $(ENGINE_TEST_OBJ) $(HARLIB) $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -o $@ $(TEST_OBJ) $(HARLIB) $(LIB) -lcriterion $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) -o $@ $(ENGINE_TEST_OBJ) $(HARLIB) $(LIB) -lcriterion $(LDLIBS_ALL)
+
+$(HARNESS_TESTBIN): $(HARNESS_TEST_OBJ) $(HARLIB) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -o $@ $(HARNESS_TEST_OBJ) $(HARLIB) $(LIB) -lcriterion $(LDLIBS_ALL)
 
 # ---- dependencies (Debian 12 package names) ----
 # `make deps` is the only step that installs anything (.ci/deps.sh: apt-get
@@ -150,7 +164,8 @@ JUNIT ?=
 NPROC := $(shell nproc 2>/dev/null || echo 1)
 TEST_STEPS = 'deps!=bash .ci/deps.sh --check $(DEPS_PKGS)' \
     'build!=$(MAKE) --no-print-directory -j$(NPROC) all $(RP_BINS) && echo "library, CLI, suites and replay drivers up to date in $(B)/"' \
-    'suites&=$(MAKE) --no-print-directory test-suites' \
+    'engine-suite&=$(MAKE) --no-print-directory test-engine' \
+    'harness-suite&=$(MAKE) --no-print-directory test-harness' \
     'cases&=$(MAKE) --no-print-directory test-cases' \
     'regress=$(MAKE) --no-print-directory regress' \
     'readme=$(MAKE) --no-print-directory readme-example' \
@@ -167,17 +182,20 @@ TEST_ENV := $(if $(SANITIZER),LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.sup
 CRITERION_ARGS = --jobs $(CRITERION_JOBS) --short-filename \
     $(if $(STEP_XML),--verbose --xml='$(STEP_XML)')
 
-test-suites: $(TESTBIN)
-	$(TEST_ENV) $(TESTBIN) $(CRITERION_ARGS)
+test-suites: test-engine test-harness
+test-engine: $(ENGINE_TESTBIN)
+	$(TEST_ENV) $(ENGINE_TESTBIN) $(CRITERION_ARGS)
+test-harness: $(HARNESS_TESTBIN)
+	$(TEST_ENV) $(HARNESS_TESTBIN) $(CRITERION_ARGS)
 
-# The death tests (tests/test_debug.c, suite debug) again against an
+# The death tests (tests/engine/test_debug.c, suite debug) again against an
 # ATTN_DEBUG engine: invariants must abort.  Their own binary, so the debug
 # build compiles no other test file.
 DEATH_TESTBIN := $(B)/tests/attn_death_tests
 test-debug:
 	@$(MAKE) --no-print-directory DEBUG=1 test-debug-run
 
-$(DEATH_TESTBIN): $(B)/obj/tests/test_debug.o $(HARLIB) $(LIB)
+$(DEATH_TESTBIN): $(B)/obj/tests/engine/test_debug.o $(HARLIB) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(HARLIB) $(LIB) -lcriterion $(LDLIBS_ALL)
 

@@ -10,10 +10,10 @@
 #include "rows.h"
 #include "util.h"
 
-#include "../harness/compare.h"
-#include "../harness/problem.h"
-#include "../harness/ref.h"
-#include "../harness/session.h"
+#include "../harness/judge/compare.h"
+#include "../harness/case/problem.h"
+#include "../harness/judge/ref_problem.h"
+#include "../harness/host/session.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -209,7 +209,7 @@ static int reference_rows(const problem *p, const int32_t *tok, int n, double *o
     }
     qsl[n] = n;
     ref_input in;
-    problem_ref_input(p, 0, &in);
+    ref_input_of_problem(p, 0, &in);
     in.num_reqs = n;
     in.query_start_loc = qsl;
     in.seq_lens = seq;

@@ -10,7 +10,7 @@
 #ifndef AG_BENCH_ROWS_H
 #define AG_BENCH_ROWS_H
 
-#include "../harness/engine_host.h"
+#include "../harness/host/engine_host.h"
 
 #include <stddef.h>
 

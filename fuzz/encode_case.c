@@ -11,8 +11,8 @@
  * Used by `make corpus` (mk/fuzz.mk) and by people reading a crash file.
  * Owns nothing else; the byte grammar lives in harness/case_bytes.c.
  */
-#include "../harness/case.h"
-#include "../harness/case_bytes.h"
+#include "../harness/case/case.h"
+#include "../harness/case/case_bytes.h"
 
 #include <stdio.h>
 #include <string.h>

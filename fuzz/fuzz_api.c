@@ -23,13 +23,13 @@
  * crash), and after destroying everything the counting allocator must be
  * balanced (no leak).  A violation fires ORACLE_BAD_INPUT.
  */
-#include "../harness/case.h"
+#include "../harness/case/case.h"
 #include "../src/attn_plan_inspect.h"
-#include "../harness/case_bytes.h"
-#include "../harness/oracles.h"
+#include "../harness/case/case_bytes.h"
+#include "../harness/judge/oracles.h"
 #include "fuzz_common.h"
-#include "../harness/problem.h"
-#include "../engines/attnguard/fixture.h"
+#include "../harness/case/problem.h"
+#include "../tests/fixture.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -12,9 +12,9 @@
  * arithmetic, so no product can overflow into a small number.  The case's
  * `expect` is dropped for the reason given in fuzz_plan.c.
  */
-#include "../harness/case.h"
-#include "../harness/case_bytes.h"
-#include "../harness/oracles.h"
+#include "../harness/case/case.h"
+#include "../harness/case/case_bytes.h"
+#include "../harness/judge/oracles.h"
 #include "fuzz_common.h"
 
 #include <stddef.h>

@@ -5,8 +5,8 @@
 #ifndef ATTN_FUZZ_COMMON_H
 #define ATTN_FUZZ_COMMON_H
 
-#include "../harness/case.h"
-#include "../harness/engine_host.h"
+#include "../harness/case/case.h"
+#include "../harness/host/engine_host.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -9,9 +9,9 @@
  * that its mutated-away defect no longer deserves, and the defect model in
  * oracles.c judges every status the engine returns anyway.
  */
-#include "../harness/case.h"
-#include "../harness/case_bytes.h"
-#include "../harness/oracles.h"
+#include "../harness/case/case.h"
+#include "../harness/case/case_bytes.h"
+#include "../harness/judge/oracles.h"
 #include "fuzz_common.h"
 
 #include <stddef.h>

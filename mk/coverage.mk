@@ -31,10 +31,11 @@ COV_TARGETS := $(FUZZ_ALL)
 
 COV_LIB_OBJ := $(LIB_SRC:%.c=$(COV_B)/obj/%.o)
 COV_HAR_OBJ := $(HAR_SRC:%.c=$(COV_B)/obj/%.o)
-COV_TEST_OBJ := $(TEST_SRC:%.c=$(COV_B)/obj/%.o)
+COV_ENGINE_TEST_OBJ := $(ENGINE_TEST_SRC:%.c=$(COV_B)/obj/%.o)
+COV_HARNESS_TEST_OBJ := $(HARNESS_TEST_SRC:%.c=$(COV_B)/obj/%.o)
 COV_REPLAYS := $(COV_TARGETS:%=$(COV_B)/bin/replay_%)
 COV_CLI := $(COV_B)/bin/attnguard
-COV_TESTBIN := $(COV_B)/bin/attn_tests
+COV_TESTBINS := $(COV_B)/bin/engine_tests $(COV_B)/bin/harness_tests
 
 $(foreach f,$(ISA_SRC),$(if $(call isa_flags_of,$f),$(eval $(COV_B)/obj/$(f:.c=.o): ISA_FLAGS := $(call isa_flags_of,$f))))
 $(foreach f,$(filter src/kernels/%,$(LIB_SRC)),$(eval $(COV_B)/obj/$(f:.c=.o): ISA_FLAGS += -DATTN_KERNEL_SIDE=1))
@@ -55,20 +56,27 @@ $(COV_B)/libattn.a: $(COV_LIB_OBJ)
 $(COV_B)/libattnharness.a: $(COV_HAR_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
+$(COV_B)/libfixture.a: $(FZ_FIX_SRC:%.c=$(COV_B)/obj/%.o)
+	rm -f $@ && ar rcs $@ $^
+
 $(COV_REPLAYS): $(COV_B)/bin/replay_%: $(COV_B)/obj/fuzz/%.o $(COV_B)/obj/fuzz/replay.o \
-                $(COV_B)/libattnharness.a $(COV_B)/libattn.a
+                $(COV_B)/libfixture.a $(COV_B)/libattnharness.a $(COV_B)/libattn.a
 	@mkdir -p $(@D)
 	$(COV_CC) -o $@ $^ $(COV_LDLIBS)
 
-$(COV_CLI): $(COV_B)/obj/harness/main.o $(COV_B)/libattnharness.a $(COV_B)/libattn.a
+$(COV_CLI): $(COV_B)/obj/harness/cli/main.o $(COV_B)/libattnharness.a $(COV_B)/libattn.a
 	@mkdir -p $(@D)
 	$(COV_CC) -o $@ $^ $(COV_LDLIBS)
 
-$(COV_TESTBIN): $(COV_TEST_OBJ) $(COV_B)/libattnharness.a $(COV_B)/libattn.a
+$(COV_B)/bin/engine_tests: $(COV_ENGINE_TEST_OBJ) $(COV_B)/libattnharness.a $(COV_B)/libattn.a
 	@mkdir -p $(@D)
 	$(COV_CC) -o $@ $^ -lcriterion $(COV_LDLIBS)
 
-coverage-build: $(COV_REPLAYS) $(COV_CLI) $(if $(filter 1,$(COVERAGE_TESTS)),$(COV_TESTBIN))
+$(COV_B)/bin/harness_tests: $(COV_HARNESS_TEST_OBJ) $(COV_B)/libattnharness.a $(COV_B)/libattn.a
+	@mkdir -p $(@D)
+	$(COV_CC) -o $@ $^ -lcriterion $(COV_LDLIBS)
+
+coverage-build: $(COV_REPLAYS) $(COV_CLI) $(if $(filter 1,$(COVERAGE_TESTS)),$(COV_TESTBINS))
 
 coverage:
 	@$(MAKE) --no-print-directory coverage-build
@@ -76,5 +84,6 @@ coverage:
 	    COVERAGE_TESTS='$(COVERAGE_TESTS)' COVERAGE_ISAS='$(COVERAGE_ISAS)' \
 	    COV_TOOLS_SUFFIX='$(COV_TOOLS_SUFFIX)' bash scripts/coverage.sh
 
--include $(COV_LIB_OBJ:.o=.d) $(COV_HAR_OBJ:.o=.d) $(COV_TEST_OBJ:.o=.d) \
-    $(COV_TARGETS:%=$(COV_B)/obj/fuzz/%.d) $(COV_B)/obj/fuzz/replay.d $(COV_B)/obj/harness/main.d
+-include $(COV_LIB_OBJ:.o=.d) $(COV_HAR_OBJ:.o=.d) $(COV_ENGINE_TEST_OBJ:.o=.d) \
+    $(COV_HARNESS_TEST_OBJ:.o=.d) \
+    $(COV_TARGETS:%=$(COV_B)/obj/fuzz/%.d) $(COV_B)/obj/fuzz/replay.d $(COV_B)/obj/harness/cli/main.d

@@ -71,14 +71,19 @@ FZ_CFLAGS = $(CSTD) -g $(WARN) -fno-strict-aliasing $(ISA_DEFINES) $(ENGINE_CFLA
 ifneq ($(FZ_OSS),1)
 FZ_COV := -fsanitize=fuzzer-no-link
 $(FZ_B)/obj/harness/%.o: FZ_COV :=
-$(FZ_B)/obj/harness/case_bytes.o: FZ_COV := -fsanitize=fuzzer-no-link
+$(FZ_B)/obj/harness/case/case_bytes.o: FZ_COV := -fsanitize=fuzzer-no-link
 $(FZ_B)/obj/src/kernels/%.o: FZ_COV := -fsanitize-coverage=inline-8bit-counters,pc-table
 # ggml's mask builder loops over every cell of every query row: edges only.
 $(FZ_B)/obj/engines/ggml/ggml_cache.o: FZ_COV := -fsanitize-coverage=inline-8bit-counters,pc-table
 endif
 
+# fuzz_api drives attnguard's own API over harness problems with the
+# engine tests' fixture (tests/fixture.c), linked from an archive of its
+# own so that no other target pulls it in.
+FZ_FIX_SRC := tests/fixture.c
 FZ_LIB_OBJ := $(LIB_SRC:%.c=$(FZ_B)/obj/%.o)
 FZ_HAR_OBJ := $(HAR_SRC:%.c=$(FZ_B)/obj/%.o)
+FZ_FIX_OBJ := $(FZ_FIX_SRC:%.c=$(FZ_B)/obj/%.o)
 FZ_TGT_OBJ := $(FUZZ_ALL:%=$(FZ_B)/obj/fuzz/%.o)
 
 # A mutant differs from the normal build only in the sources that mention
@@ -94,9 +99,10 @@ fz_affected = $(shell for s in $1; do d=$(FZ_NORMAL)/obj/$${s%.c}.d; \
     if [ ! -f "$$d" ] || grep -sqw 'ATTN_INJECT_$(INJECT)' $$s $$(grep -o '[^ :\\]*\.[ch]' "$$d"); \
     then echo $$s; fi; done)
 fz_objs = $(foreach s,$1,$(if $(filter $s,$2),$(FZ_B),$(FZ_NORMAL))/obj/$(s:.c=.o))
-FZ_INJECT_SRC := $(call fz_affected,$(LIB_SRC) $(HAR_SRC) $(FUZZ_ALL:%=fuzz/%.c))
+FZ_INJECT_SRC := $(call fz_affected,$(LIB_SRC) $(HAR_SRC) $(FZ_FIX_SRC) $(FUZZ_ALL:%=fuzz/%.c))
 FZ_LIB_OBJ := $(call fz_objs,$(LIB_SRC),$(FZ_INJECT_SRC))
 FZ_HAR_OBJ := $(call fz_objs,$(HAR_SRC),$(FZ_INJECT_SRC))
+FZ_FIX_OBJ := $(call fz_objs,$(FZ_FIX_SRC),$(FZ_INJECT_SRC))
 FZ_TGT_OBJ := $(call fz_objs,$(FUZZ_ALL:%=fuzz/%.c),$(FZ_INJECT_SRC))
 endif
 endif
@@ -147,11 +153,16 @@ $(FZ_B)/libattnharness.a: $(FZ_HAR_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
+$(FZ_B)/libfixture.a: $(FZ_FIX_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
 # Linked with the C++ driver: the fuzzing engine's runtime is C++.
-$(FUZZ_ALL:%=$(FZ_OUT)/%): $(FZ_OUT)/%: $(FZ_B)/libattnharness.a $(FZ_B)/libattn.a $(FZ_TGT_OBJ)
+$(FUZZ_ALL:%=$(FZ_OUT)/%): $(FZ_OUT)/%: $(FZ_B)/libfixture.a $(FZ_B)/libattnharness.a \
+    $(FZ_B)/libattn.a $(FZ_TGT_OBJ)
 	@mkdir -p $(@D)
 	$(FZ_LD) $(FZ_LDFLAGS) $(FZ_OPENMP) -o $@ $(filter %/fuzz/$*.o,$(FZ_TGT_OBJ)) \
-	    $(FZ_B)/libattnharness.a $(FZ_B)/libattn.a $(FZ_ENGINE) -lm
+	    $(FZ_B)/libfixture.a $(FZ_B)/libattnharness.a $(FZ_B)/libattn.a $(FZ_ENGINE) -lm
 
 $(FZ_OUT)/%.options: fuzz/%.options
 	@mkdir -p $(@D)
@@ -169,9 +180,14 @@ $(FZ_OUT)/%_seed_corpus.zip: $(FZ_OUT)/% FORCE
 # ---- replay drivers: the current CC/SANITIZER configuration ($(B)) ----
 RP_BINS := $(FUZZ_ALL:%=$(B)/replay/replay_%)
 
-$(RP_BINS): $(B)/replay/replay_%: $(B)/obj/fuzz/%.o $(B)/obj/fuzz/replay.o $(HARLIB) $(LIB)
+$(RP_BINS): $(B)/replay/replay_%: $(B)/obj/fuzz/%.o $(B)/obj/fuzz/replay.o $(B)/libfixture.a \
+    $(HARLIB) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL)
+
+$(B)/libfixture.a: $(FZ_FIX_SRC:%.c=$(B)/obj/%.o)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
 
 # Each target's whole corpus, with the limits of its .options file; a
 # finding aborts its replay and fails make.  The per-input lines go to a
@@ -215,5 +231,5 @@ corpus: $(B)/tools/encode_case
 	done
 	@echo "corpus: $$(ls corpus/cases/*.case | wc -l) cases -> $(FUZZ_ALL:%=corpus/%/)"
 
--include $(FZ_LIB_OBJ:.o=.d) $(FZ_HAR_OBJ:.o=.d) $(FUZZ_ALL:%=$(FZ_B)/obj/fuzz/%.d) \
+-include $(FZ_LIB_OBJ:.o=.d) $(FZ_HAR_OBJ:.o=.d) $(FZ_FIX_OBJ:.o=.d) $(FUZZ_ALL:%=$(FZ_B)/obj/fuzz/%.d) \
     $(FUZZ_ALL:%=$(B)/obj/fuzz/%.d) $(B)/obj/fuzz/replay.d $(B)/obj/fuzz/encode_case.d

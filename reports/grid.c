@@ -35,12 +35,12 @@
  *                    [--check-baseline] [--quiet]
  * Exit: 0 every judged cell passes, 1 some cell failed, 2 usage or setup.
  */
-#include "../harness/case.h"
-#include "../harness/compare.h"
-#include "../harness/engine_host.h"
-#include "../harness/oracles.h"
-#include "../harness/problem.h"
-#include "../harness/session.h"
+#include "../harness/case/case.h"
+#include "../harness/judge/compare.h"
+#include "../harness/host/engine_host.h"
+#include "../harness/judge/oracles.h"
+#include "../harness/case/problem.h"
+#include "../harness/host/session.h"
 #include "grid_cells.h"
 #include "naive.h"
 

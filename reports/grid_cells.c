@@ -19,7 +19,8 @@
  */
 #include "grid_cells.h"
 
-#include "../harness/problem.h"
+#include "../harness/case/problem.h"
+#include "../harness/case/rng.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -52,7 +53,7 @@ static const float fp8_scales[][2] = {{1.0f, 1.0f}, {0.5f, 2.0f}, {3.0f, 0.25f}}
 
 /* ------------------------------------------------------------ utilities */
 
-static uint64_t mix(uint64_t *s) { return problem_rng_next(s); }
+static uint64_t mix(uint64_t *s) { return rng_next(s); }
 
 void grid_deal(int *out, int n, int k, uint64_t *rng) {
     for (int i = 0; i < n; i++) out[i] = i % k;

@@ -8,7 +8,7 @@
 #ifndef AG_REPORT_GRID_CELLS_H
 #define AG_REPORT_GRID_CELLS_H
 
-#include "../harness/case.h"
+#include "../harness/case/case.h"
 
 #include <stdint.h>
 

@@ -89,17 +89,21 @@ for isa in "${isas[@]}"; do
 done
 echo "coverage: replayed $inputs inputs (corpora x ${#isas[@]} kernel tables), $findings finding(s)"
 
-if [ "$COVERAGE_TESTS" = 1 ] && [ -x "$bin/attn_tests" ]; then
-    if "$bin/attn_tests" --jobs 2 --short-filename >"$COV_B/logs/tests.log" 2>&1; then
-        echo "coverage: Criterion: $(tail -n 1 "$COV_B/logs/tests.log")"
-    else
-        echo "coverage: Criterion suites reported failures: $(tail -n 1 "$COV_B/logs/tests.log")"
-    fi
+if [ "$COVERAGE_TESTS" = 1 ]; then
+    for suite in engine harness; do
+        t="$bin/${suite}_tests" log="$COV_B/logs/${suite}_tests.log"
+        [ -x "$t" ] || continue
+        if "$t" --jobs 2 --short-filename >"$log" 2>&1; then
+            echo "coverage: Criterion ($suite): $(tail -n 1 "$log")"
+        else
+            echo "coverage: Criterion $suite suite reported failures: $(tail -n 1 "$log")"
+        fi
+    done
 fi
 
 "$profdata" merge -sparse -o "$COV_B/merged.profdata" "$raw"/*.profraw
 objs=(-object "$bin/attnguard")
-for b in "$bin"/replay_* "$bin/attn_tests"; do
+for b in "$bin"/replay_* "$bin/engine_tests" "$bin/harness_tests"; do
     [ -x "$b" ] && objs+=(-object "$b")
 done
 first=${objs[1]}

@@ -1,0 +1,54 @@
+/*
+ * engine_host.h — the harness's side of the adapter ABI: which engine this
+ * process drives (chosen once: --engine, $ATTNGUARD_ENGINE, else the first
+ * built-in), its capabilities and variants, and whether a case needs a
+ * capability the engine lacks (such cases are skipped and counted, never
+ * judged).
+ */
+#ifndef AG_ENGINE_HOST_H
+#define AG_ENGINE_HOST_H
+
+#include "../../include/attnguard/engine.h"
+#include "../case/case.h"
+
+#define ENGINE_HOST_MAX_VARIANTS 16
+
+typedef struct engine_host {
+    const ag_engine *e;
+    void *ctx;                      /* from e->open */
+    ag_caps caps;
+    int n_variants;                 /* >= 1; variants[0] is the default ("") */
+    const char *variants[ENGINE_HOST_MAX_VARIANTS];
+} engine_host;
+
+/* Open an engine of one's own (the report grid and the benchmarks drive
+ * several side by side): a built-in name or an adapter path, with process
+ * options (may be NULL).  0, or -1 with a message. */
+int engine_host_open(engine_host *h, const char *name, const char *options, char *err,
+                     size_t cap);
+void engine_host_close(engine_host *h);
+
+/* Choose the process's engine (the one check_case drives) before its first use: a built-in name or a path to an
+ * adapter object (ag_engine_find), with its process options (may be NULL).
+ * Returns 0, or -1 with a message (no such engine, or open refused: e.g.
+ * ggml is not installed, with the command that installs it). */
+int engine_host_select(const char *name, const char *options, char *err, size_t cap);
+/* The selected engine, opened on first use ($ATTNGUARD_ENGINE and
+ * $ATTNGUARD_ENGINE_OPTIONS when none was selected); NULL with a message
+ * when it cannot be opened. */
+const engine_host *engine_host_current(char *err, size_t cap);
+
+/* 1 when a valid case needs something the engine does not declare (a
+ * dtype, GQA, a window shape, soft cap, ALiBi slopes, sinks, scale, a
+ * physical block order, non-causal or mixed-causality batches, fp8
+ * scales, a size beyond its limits, engine options meant for another
+ * engine); `why` then names the capability.  0 otherwise. */
+int engine_host_unsupported(const engine_host *E, const case_spec *c, char *why, size_t cap);
+
+/* Counts of skipped cases by reason, for the summaries of `check` and the
+ * fuzz targets: record one, and print "N skipped: reason (k), ..." (nothing
+ * when none was skipped). */
+void engine_host_count_skip(const char *why);
+void engine_host_print_skips(FILE *f, const char *prefix);
+
+#endif /* AG_ENGINE_HOST_H */

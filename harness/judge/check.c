@@ -1,0 +1,693 @@
+/*
+ * check.c — check_case: one case through the harness's engine and every
+ * applicable oracle.  The defect model and the engine's answers to create
+ * and plan (bad input, mixed heads), the plan's region table and each
+ * layer's needs (sizing), then guarded runs of every layer compared with
+ * the fp64 reference (scratch bounds, differential), with every code path
+ * the engine offers (its variants) as the primary path, and for some inputs
+ * the metamorphic runs (split off/on/fixed, another thread count, permuted
+ * physical blocks, a bitwise rerun with other junk in the scratch).
+ *
+ * Memory: every buffer the engine reads or writes is guarded (guard.c) and
+ * placed as the case says (its last byte, or its first, against an
+ * inaccessible page): q, the engine's K/V caches, the batch arrays, slopes
+ * and sinks (all read-only while the engine runs), the output and the
+ * scratch (exactly the planned size, redzones between declared regions).
+ *
+ * Cost: every input of the fuzz targets comes through here.  Nothing is
+ * kept across calls (a stale buffer could hide a bug) but nothing is done
+ * twice either: one problem, one reference per layer and error model, one
+ * set of guarded inputs, one output guard for every run.
+ */
+#include "guard.h"
+#include "oracles.h"
+#include "ref.h"
+#include "../case/rng.h"
+#include "sizing_model.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Inputs cheaper than this many multiply-adds (all layers) run every
+ * engine variant as the primary path; dearer ones one variant, chosen by
+ * the seed. */
+#define CHECK_CHEAP_MACS ((uint64_t)1 << 18)
+/* Distinct rounding models one input's runs may declare (fp32, and what
+ * the variants round to); a run beyond them reuses the fp32 model's
+ * points, which is stricter, never looser. */
+#define CHECK_MODELS 4
+
+
+static oracle_id skip(finding *f, const char *why) {
+    oracle_clean(f);
+    snprintf(f->skipped, sizeof f->skipped, "%.190s", why);
+    return ORACLE_NONE;
+}
+
+/* ------------------------------------------------------------ inputs */
+
+/* Guarded, read-only copies of what the engine reads (K/V excepted: each
+ * run writes them through its own group, see run_config). */
+typedef struct run_inputs {
+    guard q[CASE_MAX_LAYERS];
+    guard slopes[CASE_MAX_LAYERS], sinks[CASE_MAX_LAYERS];
+    guard qsl, seq, causal, bt;
+    ag_layer layers[CASE_MAX_LAYERS];   /* pointing at the guarded slopes and sinks */
+    ag_batch batch;
+    int64_t *slots;                     /* problem row i -> the engine's slot */
+    guard k, v;                         /* the engine's caches, written by the first run's
+                                           group (the ABI: the layout depends only on the
+                                           KV spec, never on options or threads) */
+    int caches;                         /* 1 once k and v hold the rows */
+} run_inputs;
+
+static void inputs_free(run_inputs *in) {
+    for (int l = 0; l < CASE_MAX_LAYERS; l++) {
+        guard_free(&in->q[l]);
+        guard_free(&in->slopes[l]);
+        guard_free(&in->sinks[l]);
+    }
+    guard_free(&in->qsl);
+    guard_free(&in->seq);
+    guard_free(&in->causal);
+    guard_free(&in->bt);
+    guard_free(&in->k);
+    guard_free(&in->v);
+    free(in->slots);
+    memset(in, 0, sizeof *in);
+}
+
+static int copy_ro(guard *g, const char *label, const void *src, size_t bytes, int head) {
+    if (guard_init_placed(g, label, bytes, head) != 0) return -1;
+    g->oracle = oracle_name(ORACLE_INPUT_BOUNDS);
+    if (bytes) memcpy(g->buf, src, bytes);
+    guard_arm(g);
+    return guard_set_readonly(g, 1);
+}
+
+/* The problem's inputs in guarded memory; with permute, the cache blocks
+ * move to permuted physical ids (slot mapping and block table alike). */
+static int inputs_init(run_inputs *in, const problem *p, int permute) {
+    const case_spec *c = &p->c;
+    const int head = c->place == CASE_PLACE_HEAD;
+    memset(in, 0, sizeof *in);
+    const size_t nr = (size_t)c->num_reqs, cells = nr * (size_t)p->bt_stride;
+    const int32_t nb = p->num_blocks, bs = c->block_size;
+    int32_t *perm = malloc((size_t)nb * sizeof *perm);
+    int32_t *bt = malloc(cells * sizeof *bt);
+    in->slots = malloc((size_t)nb * (size_t)bs * sizeof *in->slots);
+    if (!perm || !bt || !in->slots) goto fail_tmp;
+    for (int32_t i = 0; i < nb; i++) perm[i] = i;
+    if (permute) {
+        uint64_t s = c->seed ^ 0x7065726d75746521ull;
+        for (int32_t i = nb - 1; i > 0; i--) {
+            int32_t j = (int32_t)(rng_next(&s) % (uint64_t)(i + 1));
+            int32_t t = perm[i];
+            perm[i] = perm[j];
+            perm[j] = t;
+        }
+        if (nb > 1 && perm[0] == 0) {   /* make sure block 0 moves at least */
+            perm[0] = perm[1];
+            perm[1] = 0;
+        }
+    }
+    for (size_t i = 0; i < cells; i++) bt[i] = perm[p->block_table[i]];
+    for (int64_t i = 0; i < (int64_t)nb * bs; i++)
+        in->slots[i] = (int64_t)perm[i / bs] * bs + i % bs;
+    for (int32_t l = 0; l < c->num_layers; l++) {
+        const size_t qb = problem_out_elems(p, l) * ag_dtype_size(c->q_dtype);
+        if (copy_ro(&in->q[l], "q", p->q[l], qb, head)) goto fail_tmp;
+        in->layers[l] = p->layers[l];
+        const size_t hb = (size_t)p->layers[l].num_heads * sizeof(float);
+        if (p->layers[l].alibi_slopes) {
+            if (copy_ro(&in->slopes[l], "alibi_slopes", p->layers[l].alibi_slopes, hb, head))
+                goto fail_tmp;
+            in->layers[l].alibi_slopes = (const float *)in->slopes[l].buf;
+        }
+        if (p->layers[l].sinks) {
+            if (copy_ro(&in->sinks[l], "sinks", p->layers[l].sinks, hb, head)) goto fail_tmp;
+            in->layers[l].sinks = (const float *)in->sinks[l].buf;
+        }
+    }
+    if (copy_ro(&in->qsl, "query_start_loc", p->qsl, (nr + 1) * sizeof(int32_t), head) ||
+        copy_ro(&in->seq, "seq_lens", p->seq_lens, nr * sizeof(int32_t), head) ||
+        copy_ro(&in->causal, "causal", p->causal, nr, head) ||
+        copy_ro(&in->bt, "block_table", bt, cells * sizeof(int32_t), head))
+        goto fail_tmp;
+    in->batch = p->batch;
+    in->batch.query_start_loc = (const int32_t *)in->qsl.buf;
+    in->batch.seq_lens = (const int32_t *)in->seq.buf;
+    in->batch.causal = in->causal.buf;
+    in->batch.block_table = (const int32_t *)in->bt.buf;
+    free(perm);
+    free(bt);
+    return 0;
+fail_tmp:
+    free(perm);
+    free(bt);
+    inputs_free(in);
+    return -1;
+}
+
+/* ---------------------------------------------------------------- runs */
+
+enum cfg_role { ROLE_PRIMARY, ROLE_VARIANT, ROLE_BITWISE };
+
+typedef struct run_cfg {
+    int32_t threads;
+    ag_plan_opts opts;
+    int permuted;
+    enum cfg_role role;
+    unsigned char junk;     /* fill of every scratch region before each run */
+    const char *options;    /* the group's engine options */
+    const char *what;       /* for messages */
+} run_cfg;
+
+typedef struct run_ctx {
+    const problem *p;
+    const engine_host *E;
+    run_inputs in;          /* the problem's inputs */
+    run_inputs perm;        /* the same logical KV in permuted physical blocks */
+    guard out;              /* one output guard for every run (same shape) */
+    size_t out_bytes;
+    /* per layer, the reference under each rounding model a run declared */
+    oracle_ref ref[CASE_MAX_LAYERS][CHECK_MODELS];
+    unsigned char *base[CASE_MAX_LAYERS];   /* outputs of the first primary run */
+    int have_base;
+    const char *base_options;               /* the options that run used */
+    check_report *rep;                      /* may be NULL */
+} run_ctx;
+
+static oracle_id check_guard(guard *g, const char *what, int32_t l, finding *f) {
+    guard_violation v;
+    if (!guard_check(g, &v)) return oracle_clean(f);
+    char d[400];
+    guard_format_violation(&v, d, sizeof d);
+    if (l < 0) return oracle_found(f, ORACLE_SCRATCH_BOUNDS, "%s; write_kv, %s", d, what);
+    return oracle_found(f, ORACLE_SCRATCH_BOUNDS, "%s; layers.%d, %s", d, (int)l, what);
+}
+
+/* The engine's K and V caches for group `grp`, written from the problem's
+ * rows through write_kv and then made read-only.  1: the engine refused
+ * (*res says why, or nothing when it ran out of memory), -1 no memory. */
+static int caches_init(run_ctx *x, void *grp, run_inputs *in, const char *what, finding *f,
+                       oracle_id *res) {
+    guard *k = &in->k, *v = &in->v;
+    if (in->caches) return 0;
+    const problem *p = x->p;
+    const ag_engine *e = x->E->e;
+    const int head = p->c.place == CASE_PLACE_HEAD;
+    ag_msg msg;
+    size_t bytes = 0;
+    ag_status st = e->kv_cache_bytes(grp, p->num_blocks, &bytes, &msg);
+    if (st != AG_OK) {
+        *res = oracle_found(f, ORACLE_BAD_INPUT, "%s: kv_cache_bytes refused %d blocks of a valid case: "
+                     "%s %s: %s", what, (int)p->num_blocks, ag_status_name(st), msg.code,
+                     msg.text);
+        return 1;
+    }
+    if (guard_init_placed(k, "k_cache", bytes, head) || guard_init_placed(v, "v_cache", bytes, head))
+        return -1;
+    k->oracle = v->oracle = oracle_name(ORACLE_INPUT_BOUNDS);
+    guard_arm(k);
+    guard_arm(v);
+    st = e->write_kv(grp, k->buf, v->buf, p->num_blocks, p->k_rows, p->v_rows,
+                     (int32_t)(p->row_elems / ((size_t)p->c.num_kv_heads * (size_t)p->c.head_dim)),
+                     in->slots, &msg);
+    if (st != AG_OK) {
+        *res = oracle_found(f, ORACLE_BAD_INPUT, "%s: write_kv refused the rows of a valid case: %s %s: "
+                     "%s", what, ag_status_name(st), msg.code, msg.text);
+        return 1;
+    }
+    if ((*res = check_guard(k, what, -1, f)) || (*res = check_guard(v, what, -1, f))) return 1;
+    if (guard_set_readonly(k, 1) || guard_set_readonly(v, 1)) return -1;
+    in->caches = 1;
+    return 0;
+}
+
+/* How far into region i the kernels wrote: one past the last byte that no
+ * longer holds the junk fill (0: nothing written; a kernel that happened to
+ * write the fill byte itself makes this an underestimate, never an over). */
+static size_t written_extent(const guard *g, size_t i, unsigned char junk) {
+    const unsigned char *b = g->buf + g->regions[i].offset;
+    size_t n = g->regions[i].size;
+    while (n && b[n - 1] == junk) n--;
+    return n;
+}
+
+/* The kernels' real footprint in every region after running layer l,
+ * against what the engine's extents() claims the layer needs and what the
+ * design's formulas give (sizing_model.c): a kernel that writes past either
+ * claim means the claim is wrong, and with it every plan-only sizing check
+ * that trusts it. */
+static oracle_id check_written(run_ctx *x, void *plan, const guard *sg, int32_t l,
+                               unsigned char junk, const char *what, finding *f) {
+    const engine_host *E = x->E;
+    const problem *p = x->p;
+    const size_t n = sg->num_regions;
+    size_t *ext = NULL;
+    if ((E->caps.flags & AG_CAP_EXTENTS) && E->e->extents && n) {
+        ext = malloc(n * sizeof *ext);
+        ag_msg m;
+        if (ext && E->e->extents(plan, l, ext, n, &m) != AG_OK) {
+            free(ext);
+            ext = NULL;
+        }
+    }
+    ag_plan_shape sh;
+    const int have_shape = (E->caps.flags & AG_CAP_SHAPE) && E->e->plan_shape &&
+                           E->e->plan_shape(plan, &sh) == AG_OK;
+    const int32_t hkv = p->group.num_kv_heads, g = hkv > 0 ? p->layers[l].num_heads / hkv : 0;
+    oracle_id res = oracle_clean(f);
+    for (size_t i = 0; i < n && !res; i++) {
+        const size_t w = written_extent(sg, i, junk);
+        size_t need;
+        if (ext && w > ext[i])
+            res = oracle_found(f, ORACLE_SIZING, "%s: layers.%d wrote %zu bytes into region %s, but the "
+                        "engine's extents say it needs %zu: its plan-only sizing check cannot be "
+                        "trusted", what, (int)l, w, sg->regions[i].name, ext[i]);
+        else if (have_shape && sizing_model_need(&sh, sg->regions[i].name, g, p->group.head_dim,
+                                                 &need) == 0 && w > need)
+            res = oracle_found(f, ORACLE_SIZING, "%s: layers.%d wrote %zu bytes into region %s, more "
+                        "than the design's formula gives (%zu)", what, (int)l, w,
+                        sg->regions[i].name, need);
+    }
+    free(ext);
+    return res;
+}
+
+static int same_prec(const ag_precision *a, const ag_precision *b) {
+    return a->q_dot == b->q_dot && a->p_dot == b->p_dot && a->acc == b->acc;
+}
+
+/* The reference of layer l under the rounding model `prec` (computed on
+ * first use, then kept for the input's other runs).  0 with *out set, or
+ * -1 (no memory, or the reference refused: *res says which). */
+static int ref_for(run_ctx *x, int32_t l, ag_precision prec, const oracle_ref **out, finding *f,
+                   oracle_id *res) {
+    oracle_ref *slot = x->ref[l];
+    int i = 0;
+    for (; i < CHECK_MODELS && slot[i].val; i++)
+        if (same_prec(&slot[i].prec, &prec)) {
+            *out = &slot[i];
+            return 0;
+        }
+    if (i == CHECK_MODELS) {
+        *out = &slot[0];
+        return 0;
+    }
+    const int rr = oracle_reference(x->p, l, prec, &slot[i]);
+    if (rr == -1)
+        *res = oracle_found(f, ORACLE_BAD_INPUT, "the reference refused layers.%d of a case the defect "
+                     "model calls valid (harness bug)", (int)l);
+    if (rr) return -1;
+    *out = &slot[i];
+    return 0;
+}
+
+/* Create a group for `cf`, write its caches, plan, run every layer in
+ * guarded memory, and judge each output for the config's role. */
+static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
+    const problem *p = x->p;
+    const case_spec *c = &p->c;
+    const ag_engine *e = x->E->e;
+    run_inputs *in = cf->permuted ? &x->perm : &x->in;
+    ag_group grp_desc = p->group;
+    grp_desc.layers = in->layers;
+    grp_desc.num_threads = cf->threads;
+    grp_desc.options = cf->options;
+    void *grp = NULL, *plan = NULL;
+    ag_msg msg;
+    guard sg;
+    memset(&sg, 0, sizeof sg);
+    oracle_id res = oracle_clean(f);
+
+    ag_status st = e->create(x->E->ctx, &grp_desc, &grp, &msg);
+    if (oracle_resource_limit(st, &msg)) return oracle_clean(f);
+    if (st == AG_UNSUPPORTED) return skip(f, msg.text);
+    if (st != AG_OK)
+        return oracle_found(f, ORACLE_BAD_INPUT, "%s: create refused a valid group: %s %s: %s", cf->what,
+                     ag_status_name(st), msg.code, msg.text);
+    ag_group_info gi;
+    memset(&gi, 0, sizeof gi);
+    /* an engine that says nothing of its rounding is held to fp32 (AG_F32 = 0) */
+    if (e->group_info && e->group_info(grp, &gi) != AG_OK) memset(&gi, 0, sizeof gi);
+    check_report *rep = cf->role == ROLE_PRIMARY && !x->have_base ? x->rep : NULL;
+    if (rep) {
+        snprintf(rep->kernels, sizeof rep->kernels, "%s", gi.kernels);
+        snprintf(rep->detail, sizeof rep->detail, "%s", gi.detail);
+        rep->precision = gi.precision;
+    }
+    if (x->rep) x->rep->runs++;
+    int rc = caches_init(x, grp, in, cf->what, f, &res);
+    if (rc) goto out_group;   /* -1: no memory, nothing to judge */
+    ag_plan_info info;
+    memset(&info, 0, sizeof info);
+    st = e->plan(grp, &in->batch, &cf->opts, &plan, &info, &msg);
+    if (st != AG_OK) {
+        if (st == AG_UNSUPPORTED) skip(f, msg.text);
+        else if (!oracle_resource_limit(st, &msg))
+            res = oracle_found(f, ORACLE_BAD_INPUT, "%s: plan refused a valid batch: %s %s: %s",
+                        cf->what, ag_status_name(st), msg.code, msg.text);
+        plan = NULL;
+        goto out_group;
+    }
+    if (rep) {
+        rep->scratch_bytes = info.scratch_bytes;
+        rep->num_regions = info.num_regions;
+    }
+    if (guard_init_regions(&sg, "scratch", info.regions, info.num_regions, info.scratch_bytes,
+                           info.scratch_align) == 0) {
+        sg.oracle = oracle_name(ORACLE_SCRATCH_BOUNDS);
+    } else {
+        /* A malformed table is a sizing finding; a failed mmap is nobody's. */
+        res = oracle_check_sizing(x->E, plan, &info, p, f);
+        goto out_plan;
+    }
+
+    for (int32_t l = 0; l < c->num_layers && res == ORACLE_NONE; l++) {
+        guard_fill_regions(&sg, cf->junk);
+        guard_arm(&sg);
+        guard_fill_regions(&x->out, 0xFF);   /* NaN: an unwritten element fails */
+        guard_arm(&x->out);
+        ag_run_args a;
+        memset(&a, 0, sizeof a);
+        a.q = in->q[l].buf;
+        a.k_cache = in->k.buf;
+        a.v_cache = in->v.buf;
+        a.batch = &in->batch;
+        a.num_tokens = p->num_tokens;
+        a.scratch = sg.buf;
+        a.scratch_bytes = info.scratch_bytes;
+        a.out = x->out.buf;
+        st = e->run(plan, l, &a, &msg);
+        /* Bounds first: a write outside the regions explains anything else. */
+        if ((res = check_guard(&sg, cf->what, l, f)) || (res = check_guard(&x->out, cf->what, l, f)))
+            break;
+        if (info.num_regions && (res = check_written(x, plan, &sg, l, cf->junk, cf->what, f)))
+            break;
+        if (oracle_resource_limit(st, &msg)) break;   /* nothing to judge */
+        if (st == AG_INTERNAL) {
+            res = oracle_found(f, ORACLE_ENGINE_CHECK, "%s: the engine's own check failed running "
+                        "layers.%d: %s: %s", cf->what, (int)l, msg.code, msg.text);
+            break;
+        }
+        if (st != AG_OK) {
+            res = oracle_found(f, ORACLE_BAD_INPUT, "%s: run refused layers.%d of a valid case: %s %s: %s",
+                        cf->what, (int)l, ag_status_name(st), msg.code, msg.text);
+            break;
+        }
+        const oracle_ref *view;
+        if (ref_for(x, l, gi.precision, &view, f, &res)) break;
+        if (cf->role == ROLE_BITWISE) {
+            if (x->have_base)
+                res = oracle_check_agree(p, l, x->base[l], x->out.buf, NULL, 1, cf->what, f);
+            continue;
+        }
+        res = oracle_check_differential(p, l, x->out.buf, view,
+                                        rep ? &rep->layers[l].cmp : NULL, f);
+        if (rep) rep->layers[l].judged = 1;
+        if (res && cf->role == ROLE_VARIANT) {
+            /* the same comparison, named for the variant that broke it */
+            char d[sizeof f->detail];
+            snprintf(d, sizeof d, "%s", f->detail);
+            res = oracle_found(f, ORACLE_INVARIANCE, "%s (the case's own configuration passed): %s",
+                        cf->what, d);
+        }
+        if (!res && cf->role == ROLE_PRIMARY && x->base[l] && !x->have_base)
+            memcpy(x->base[l], x->out.buf, x->out_bytes);
+    }
+    if (!res && cf->role == ROLE_PRIMARY && !x->have_base) {
+        x->have_base = 1;
+        x->base_options = cf->options;
+    }
+    guard_free(&sg);
+out_plan:
+    e->plan_destroy(plan);
+out_group:
+    e->destroy(grp);
+    return res;
+}
+
+static const char *split_name(int32_t m) {
+    switch (m) {
+    case AG_SPLIT_AUTO: return "auto";
+    case AG_SPLIT_OFF: return "off";
+    case AG_SPLIT_ON: return "on";
+    case AG_SPLIT_FIXED: return "fixed";
+    default: return "?";
+    }
+}
+
+static oracle_id check_runs(const problem *p, const engine_host *E, unsigned what, finding *f,
+                            check_report *rep) {
+    const case_spec *c = &p->c;
+    const uint32_t caps = E->caps.flags;
+    run_ctx x;
+    memset(&x, 0, sizeof x);
+    x.p = p;
+    x.E = E;
+    x.rep = rep;
+    oracle_id res = oracle_clean(f);
+    if (c->num_layers < 1) return res;
+    x.out_bytes = problem_out_elems(p, 0) * ag_dtype_size(c->out_dtype);
+    if (inputs_init(&x.in, p, 0) != 0 ||
+        guard_init_placed(&x.out, "out", x.out_bytes, c->place == CASE_PLACE_HEAD) != 0)
+        goto done;   /* no memory: nothing to judge */
+    x.out.oracle = oracle_name(ORACLE_SCRATCH_BOUNDS);
+    for (int32_t l = 0; l < c->num_layers; l++) {
+        x.base[l] = malloc(x.out_bytes ? x.out_bytes : 1);
+        if (!x.base[l]) goto done;
+    }
+    const ag_plan_opts own = {c->split, c->split_count, GUARD_REDZONE};
+
+    /* The primary path: the case's own options, or every engine variant
+     * when the input is cheap, or one chosen by the seed.  Only the first
+     * variant run uses the case's thread count; the others sweep the
+     * variants' kernels on one thread.  The thread split is the plan's and
+     * is the same for every variant, and the threads variant below checks
+     * it once more; but a run on a worker pool costs a wake-up and, on a
+     * loaded machine, barrier spins while a worker waits for a core (ggml:
+     * 13 variants at 2-4 threads cost most of fuzz_attention's time). */
+    if (c->options[0] || E->n_variants <= 1) {
+        run_cfg base = {c->threads, own, 0, ROLE_PRIMARY, 0xFF, c->options[0] ? c->options : NULL,
+                        "case config"};
+        res = run_config(&x, &base, f);
+    } else {
+        const int n = E->n_variants;
+        const int k = case_cost(c) < CHECK_CHEAP_MACS ? n : 1;
+        const int first = k == n ? 0 : (int)(c->seed % (uint64_t)n);
+        for (int j = 0; j < k && !res; j++) {
+            const int i = (first + j) % n;
+            const int32_t threads = j == 0 ? c->threads : 1;
+            char desc[96];
+            snprintf(desc, sizeof desc, "case config, %s%s%s",
+                     E->variants[i][0] ? "variant " : "",
+                     E->variants[i][0] ? E->variants[i] : "default variant",
+                     threads != c->threads ? ", 1 thread" : "");
+            run_cfg v = {threads, own, 0, ROLE_PRIMARY, 0xFF,
+                         E->variants[i][0] ? E->variants[i] : NULL, desc};
+            res = run_config(&x, &v, f);
+        }
+    }
+    if (res || f->skipped[0] || !(what & CHECK_INVARIANCE)) goto done;
+
+    if ((caps & AG_CAP_PAGED) && inputs_init(&x.perm, p, 1) != 0) goto done;
+    const char *opt = c->options[0] ? c->options : NULL;
+    int32_t alt_threads = c->threads == 1 ? 3 : 1;
+    char tdesc[64];
+    snprintf(tdesc, sizeof tdesc, "threads %d (case: %d)", (int)alt_threads, (int)c->threads);
+    const run_cfg variants[] = {
+        {c->threads, {AG_SPLIT_OFF, 0, GUARD_REDZONE}, 0, ROLE_VARIANT, 0xFF, opt, "split off"},
+        {c->threads, {AG_SPLIT_ON, 0, GUARD_REDZONE}, 0, ROLE_VARIANT, 0xFF, opt, "split on"},
+        {c->threads, {AG_SPLIT_FIXED, 3, GUARD_REDZONE}, 0, ROLE_VARIANT, 0xFF, opt,
+         "split fixed 3"},
+        {alt_threads, own, 0, ROLE_VARIANT, 0xFF, opt, tdesc},
+        {c->threads, own, 1, ROLE_VARIANT, 0xFF, opt, "permuted physical blocks"},
+        /* Same input, same threads, other junk in the scratch regions: a
+         * read of scratch nobody wrote shows up as a bitwise difference. */
+        {c->threads, own, 0, ROLE_BITWISE, 0x3C, opt, "rerun with the same input and threads"},
+    };
+    for (size_t i = 0; i < sizeof variants / sizeof variants[0] && !res; i++) {
+        const run_cfg *v = &variants[i];
+        if (i < 3) {   /* the split variants */
+            if (!(caps & AG_CAP_SPLIT_KV)) continue;
+            if (v->opts.split == (int32_t)c->split &&
+                (v->opts.split != AG_SPLIT_FIXED || v->opts.split_count == c->split_count))
+                continue;   /* the case's own config: adds nothing */
+        }
+        if (v->permuted && !(caps & AG_CAP_PAGED)) continue;
+        if (v->role == ROLE_BITWISE && (!(caps & AG_CAP_BITWISE) || !x.have_base)) continue;
+        run_cfg vv = *v;
+        if (vv.role == ROLE_BITWISE) vv.options = x.base_options;   /* the same code path */
+        res = run_config(&x, &vv, f);
+        if (!res) f->skipped[0] = '\0';   /* a variant's skip is not the case's */
+    }
+done:
+    for (int l = 0; l < CASE_MAX_LAYERS; l++) {
+        for (int i = 0; i < CHECK_MODELS; i++) oracle_ref_free(&x.ref[l][i]);
+        free(x.base[l]);
+    }
+    guard_free(&x.out);
+    inputs_free(&x.perm);
+    inputs_free(&x.in);
+    return res;
+}
+
+/* ------------------------------------------------------------- check_case */
+
+/* The window pair every layer shares, else (-1, -1) (DESIGN §3). */
+static void group_window(const problem *p, int32_t *left, int32_t *right) {
+    *left = *right = -1;
+    for (int32_t l = 0; l < p->group.num_layers; l++)
+        if (p->layers[l].window_left != p->layers[0].window_left ||
+            p->layers[l].window_right != p->layers[0].window_right)
+            return;
+    if (p->group.num_layers > 0) {
+        *left = p->layers[0].window_left;
+        *right = p->layers[0].window_right;
+    }
+}
+
+/* The largest |logit| (scale * <q, k>, or <q, k> itself when the scale is
+ * below 1 or a soft cap bounds the scaled one) any layer of a materialized
+ * problem could form, as an upper bound: scale * D * max|q| * max|k|.  Used against an engine's declared
+ * max_abs_logit only, so a bound, not the exact maximum, is what's needed. */
+static double max_logit_bound(const problem *p) {
+    const case_spec *c = &p->c;
+    const ag_dtype kd = c->kv_dtype;
+    double kmax = 0;
+    for (size_t i = 0; i < p->row_elems; i++) {
+        const double a = fabs(ref_load(p->k_rows, i, kd));
+        if (a > kmax) kmax = a;
+    }
+    double worst = 0;
+    for (int32_t l = 0; l < p->group.num_layers; l++) {
+        const ag_layer *L = &p->layers[l];
+        const size_t nq = (size_t)p->num_tokens * (size_t)L->num_heads * (size_t)c->head_dim;
+        double qmax = 0;
+        for (size_t i = 0; i < nq; i++) {
+            const double a = fabs(ref_load(p->q[l], i, c->q_dtype));
+            if (a > qmax) qmax = a;
+        }
+        double scale = L->scale != 0 ? fabs((double)L->scale) : 1 / sqrt((double)c->head_dim);
+        if (kd == AG_FP8_E4M3 || kd == AG_FP8_E5M2) scale *= fabs((double)L->k_scale);
+        /* A soft cap saturates an infinite scaled logit to +-cap (tanh), so
+         * there only <q, k> itself must stay finite. */
+        if (L->softcap > 0) scale = 1;
+        const double b = (double)c->head_dim * qmax * kmax * (scale > 1 ? scale : 1);
+        if (b > worst || b != b) worst = b;
+    }
+    return worst;
+}
+
+oracle_id check_case(const case_spec *c, unsigned what, finding *f) {
+    return check_case_report(c, what, f, NULL);
+}
+
+oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check_report *rep) {
+    finding scratch_f;
+    if (!f) f = &scratch_f;
+    oracle_clean(f);
+    if (rep) memset(rep, 0, sizeof *rep);
+    if (!c) return ORACLE_NONE;
+    guard_install_fault_handler();
+    char err[AG_MSG_TEXT_LEN + 64];
+    const engine_host *E = engine_host_current(err, sizeof err);
+    if (!E) return skip(f, err);
+    const ag_engine *e = E->e;
+    if (rep) snprintf(rep->engine, sizeof rep->engine, "%s", e->name);
+
+    case_defects d;
+    oracle_case_defects(c, &d);
+    if (d.unexpressible) return ORACLE_NONE;
+    oracle_id res;
+    if ((res = oracle_check_expect(c, &d, f))) return res;
+    /* A case that needs what the engine lacks is skipped even when it is
+     * also defective: an engine may stop at the feature it cannot express
+     * before it reaches the defect, and that says nothing either way. */
+    char why[128];
+    if (engine_host_unsupported(E, c, why, sizeof why)) return skip(f, why);
+
+    problem p;
+    char msg[256];
+    const int run = (what & (CHECK_RUN | CHECK_INVARIANCE)) != 0;
+    if ((run ? problem_init(&p, c, ORACLE_MAX_BYTES, msg, sizeof msg)
+             : problem_init_descriptions(&p, c, ORACLE_MAX_BYTES, msg, sizeof msg)) != 0)
+        return oracle_clean(f);
+    if (rep) {
+        rep->num_layers = p.group.num_layers;
+        for (int32_t l = 0; l < p.group.num_layers; l++) {
+            rep->layers[l].window_left = p.layers[l].window_left;
+            rep->layers[l].window_right = p.layers[l].window_right;
+        }
+        group_window(&p, &rep->group_window_left, &rep->group_window_right);
+    }
+
+    void *grp = NULL, *plan = NULL;
+    ag_msg m;
+    memset(&m, 0, sizeof m);
+    ag_status st = e->create(E->ctx, &p.group, &grp, &m);
+    res = oracle_check_status(&d, DEFECT_CREATE, st, &m, E->caps.flags, st != AG_OK && grp, f);
+    if (st != AG_OK) grp = NULL;   /* never free what was not handed out */
+    if (res || st != AG_OK) goto out;
+
+    /* problem.c replaces a block table beyond its input cap by a
+     * one-column stand-in; the engine's verdict on that says nothing. */
+    if (p.unmaterialized_reason && strstr(p.unmaterialized_reason, "block table")) goto out;
+
+    ag_plan_opts po = {c->split, c->split_count, 0};
+    ag_plan_info info;
+    memset(&info, 0, sizeof info);
+    st = e->plan(grp, &p.batch, &po, &plan, &info, &m);
+    res = oracle_check_status(&d, DEFECT_BUILD, st, &m, E->caps.flags, st != AG_OK && plan, f);
+    if (st != AG_OK) plan = NULL;
+    if (res || st != AG_OK) goto out;
+
+    if ((what & CHECK_PLAN) && (res = oracle_check_sizing(E, plan, &info, &p, f))) goto out;
+    e->plan_destroy(plan);
+    plan = NULL;
+
+    /* Sizing again with every single-tile row split: the case's own policy
+     * often plans no reduction at all, and reduction slots are where the
+     * historical sizing bugs lived.  Cheap: no kernels. */
+    if ((what & CHECK_PLAN) && (int32_t)c->split != AG_SPLIT_ON && (E->caps.flags & AG_CAP_SPLIT_KV)) {
+        ag_plan_opts on = {AG_SPLIT_ON, 0, 0};
+        st = e->plan(grp, &p.batch, &on, &plan, &info, &m);
+        if (st != AG_OK) {
+            plan = NULL;
+            if (!oracle_resource_limit(st, &m))
+                res = oracle_found(f, ORACLE_BAD_INPUT,
+                            "the batch planned with split %s but was refused with split on: "
+                            "%s %s: %s", split_name(c->split), ag_status_name(st), m.code, m.text);
+            goto out;
+        }
+        if ((res = oracle_check_sizing(E, plan, &info, &p, f))) goto out;
+        e->plan_destroy(plan);
+        plan = NULL;
+    }
+    e->destroy(grp);
+    grp = NULL;
+
+    if ((what & (CHECK_RUN | CHECK_INVARIANCE)) && p.materialized) {
+        const double bound = E->caps.max_abs_logit > 0 ? max_logit_bound(&p) : 0;
+        if (E->caps.max_abs_logit > 0 && !(bound < (double)E->caps.max_abs_logit)) {
+            /* one text per engine, so the skip summary counts them as one reason */
+            char w[128];
+            snprintf(w, sizeof w, "max_abs_logit (logits that could pass %.3g)",
+                     (double)E->caps.max_abs_logit);
+            res = skip(f, w);
+        } else {
+            res = check_runs(&p, E, what | CHECK_RUN, f, rep);
+        }
+    }
+
+out:
+    if (plan) e->plan_destroy(plan);
+    if (grp) e->destroy(grp);
+    problem_free(&p);
+    return res;
+}

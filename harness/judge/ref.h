@@ -1,0 +1,99 @@
+/*
+ * ref.h — the naive reference: DESIGN §2 in double precision, straight
+ * loops, gathering K/V through the block table, and the interval each
+ * output element may take under an engine's declared rounding.  Shares
+ * no code with src/ (it uses only ag_dtype of the adapter ABI).
+ */
+#ifndef ATTN_REF_H
+#define ATTN_REF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../include/attnguard/engine.h"
+
+typedef struct ref_input {
+    int32_t num_reqs;
+    const int32_t *query_start_loc;   /* [num_reqs + 1], prefix sums, q_len >= 1 */
+    const int32_t *seq_lens;          /* [num_reqs], >= q_len */
+    const uint8_t *causal;            /* [num_reqs]: 1 causal (query i at seq_len - q_len + i),
+                                         0 non-causal (query i at position i) */
+    const int32_t *block_table;       /* [num_reqs][block_table_stride] */
+    int32_t block_table_stride;
+    int32_t num_blocks;               /* physical blocks; every block id used is < num_blocks */
+    int32_t num_heads, num_kv_heads, head_dim, block_size;
+    int32_t window_left, window_right;/* -1 unbounded; visible: p - left <= k <= p + right,
+                                         and k <= p for causal requests, k < seq_len always */
+    double softcap, scale;            /* 0 = off / 0 = 1/sqrt(head_dim) */
+    const float *alibi_slopes;        /* [num_heads] or NULL: s += slope_h * (k - p) */
+    const float *sinks;               /* [num_heads] or NULL */
+    const void *q; ag_dtype q_dtype;  /* [tokens][num_heads][head_dim] */
+    const void *k_rows, *v_rows;      /* slot-major rows [num_blocks * block_size]
+                                         [num_kv_heads][head_dim]: token k of request r is row
+                                         block_table[r][k / bs] * bs + k % bs */
+    ag_dtype kv_dtype;
+    double k_scale, v_scale;          /* fp8 KV: value = decode(code) * scale; ignored (1)
+                                         for other dtypes */
+} ref_input;
+
+/* out: [tokens][num_heads][head_dim] doubles, the exact attention of §2
+ * for the decoded inputs (fp8 times its scale).  Returns 0, or -1 on
+ * inconsistent input (a NULL array, a count or window out of range, q_len
+ * < 1, seq_len < q_len, a block id outside [0, num_blocks), a size that
+ * overflows) or no memory; out is then unspecified. */
+int ref_attention(const ref_input *in, double *out);
+
+/* How an engine may round (filled by compare.c, cmp_error_model; every
+ * figure is derived there and in docs/tolerances.md).  Per key, with
+ * ms = scale ||q||_2 ||k||_2 (>= scale sum_d |q_d k_d|), sc = max(scale, 1),
+ * qm = max_d |q_d| and |.|_1 the sum of magnitudes, the logit before the
+ * cap, x = scale <q, k>, is off by at most
+ *     rel ms + (qabs sc + kflush scale qm) |k|_1 + kflush scale |q|_1,
+ * the last term only for keys with elements in (0, 2^-126).
+ * Each exp is within a factor e^(+-uexp); each weight, rounded to the
+ * p_dot type, within a factor e^(+-wrel) or wabs of the running max;
+ * V elements within vflush; the P.V sums round by uacc per step
+ * (absolutely by accabs) and overflow at accmax; everything else is fp32
+ * (unit u). */
+typedef struct ref_model {
+    double rel, qabs, kflush;
+    double qmax;     /* |q_d| sc at or above this overflows the q_dot type: row unjudged */
+    double uexp, wrel, wabs, vflush;
+    double uacc, accabs, accmax;
+    double u;        /* fp32 unit roundoff, 2^-24 */
+    double fmax;     /* fp32 overflow threshold: a decoded K/V value at or above it
+                        is infinite in every fp32 engine */
+} ref_model;
+
+/* ref_attention, plus lo/hi (out's shape): the interval every value an
+ * engine rounding as `model` describes can produce, before the final
+ * conversion to the output dtype (compare.c adds that).  An element gets
+ * lo = -inf, hi = +inf (unjudged) where such an engine may overflow or a
+ * NaN/inf input reaches it.  Ordinary rows get out +- a closed-form bound
+ * (ref_range.c); rows whose weights may move by more than 1/8 of their
+ * sum (huge scales) get the exact range over their logit intervals.
+ * Returns 0, -1 as ref_attention. */
+int ref_attention_range(const ref_input *in, ref_model model, double *out, double *lo,
+                        double *hi);
+
+/* The least and greatest value of
+ *     sum_k w_k v_k / (sum_k w_k + [sink] e^sink),  w_k = e^s_k, a_k <= s_k <= b_k,
+ * over n >= 1 keys (ref_range.c).  Exact up to double rounding: a ratio
+ * of this kind is extremal where every key sits at an end of its interval,
+ * high for the keys whose value exceeds the optimum and low for the rest,
+ * so sorting by v and trying each split finds it.  a_k may be -inf (the
+ * key may vanish).  The keys are reordered; their a, b and v are kept. */
+typedef struct ref_range_key {
+    double a, b, v;         /* the caller's: logit interval and value */
+    double sm, sn, sd;      /* scratch (a partial sum kept per position) */
+} ref_range_key;
+void ref_softmax_range(ref_range_key *keys, int32_t n, int has_sink, double sink, double *lo,
+                       double *hi);
+
+/* Element `index` of a typed buffer, decoded by the reference's own code:
+ * f32, bf16, f16, fp8 e4m3fn (no infinities, S.1111.111 NaN, max 448) and
+ * fp8 e5m2 (IEEE-like, max 57344); fp8 without its scale.  NaN for a
+ * dtype outside ag_dtype. */
+double ref_load(const void *base, size_t index, ag_dtype dtype);
+
+#endif /* ATTN_REF_H */
