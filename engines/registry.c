@@ -1,8 +1,8 @@
 /*
  * registry.c — finding an adapter by name: the built-in ones listed in
  * engines.def, or a shared object that exports AG_ENGINE_ENTRY (a user's
- * own engine, loaded without rebuilding attnguard).  Also the ABI's small
- * shared helpers (status and dtype names, dtype sizes).
+ * own engine, loaded without rebuilding attnguard).  The ABI's names and
+ * sizes are engines/abi.c's.
  */
 #include "../include/attnguard/engine.h"
 
@@ -85,20 +85,4 @@ const ag_engine *ag_engine_find(const char *name, ag_msg *msg) {
 int ag_engine_list(const char **names, int cap) {
     for (int i = 0; names && i < N_BUILTIN && i < cap; i++) names[i] = k_builtin[i].name;
     return N_BUILTIN;
-}
-
-const char *ag_status_name(ag_status st) {
-    static const char *const k[AG_STATUS_COUNT] = {"AG_OK", "AG_REFUSED", "AG_UNSUPPORTED",
-                                                   "AG_INTERNAL"};
-    return (unsigned)st < AG_STATUS_COUNT ? k[st] : "AG_?";
-}
-
-const char *ag_dtype_name(ag_dtype d) {
-    static const char *const k[AG_DTYPE_COUNT] = {"f32", "bf16", "f16", "fp8e4m3", "fp8e5m2"};
-    return (unsigned)d < AG_DTYPE_COUNT ? k[d] : NULL;
-}
-
-size_t ag_dtype_size(ag_dtype d) {
-    static const size_t k[AG_DTYPE_COUNT] = {4, 2, 2, 1, 1};
-    return (unsigned)d < AG_DTYPE_COUNT ? k[d] : 0;
 }

@@ -27,7 +27,7 @@ FUZZ_DEFINE_LSAN_SUPPRESSIONS
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case_spec c;
     case_decode(data, size, &c);
-    c.expect = ATTN_OK;
+    c.expect = AG_R_NONE;
     if (fuzz_common_skip(&c)) return 0;
     finding f;
     if (check_case(&c, CHECK_PLAN, &f) != ORACLE_NONE) oracle_fire(&f);

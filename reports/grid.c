@@ -505,7 +505,8 @@ static int listed(const char *list, const char *word) {
 static void pick_variants(engine_run *er, const char *list) {
     er->n_var = 0;
     for (int i = 0; i < er->h.n_variants; i++) {
-        const char *v = er->h.variants[i];
+        /* the default variant runs without options, as a group without them does */
+        const char *v = i == 0 ? "" : er->h.variants[i].options;
         if (!list || listed(list, v[0] ? v : "default")) er->var[er->n_var++] = v;
     }
 }
@@ -558,7 +559,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "report_grid: engine %s has none of the variants '%s'; it has:",
                     er->name, variants_arg);
             for (int v = 0; v < er->h.n_variants; v++)
-                fprintf(stderr, " %s", er->h.variants[v][0] ? er->h.variants[v] : "default");
+                fprintf(stderr, " %s", v ? er->h.variants[v].options : "default");
             fputc('\n', stderr);
             return 2;
         }

@@ -139,10 +139,10 @@ void grid_cell_case(const grid_cell *ce, uint64_t seed, case_spec *c) {
     }
     c->blocks = (case_blocks)(ce->id % 2 ? CASE_BLOCKS_SHUFFLED : CASE_BLOCKS_CONTIGUOUS);
     c->threads = ce->threads;
-    c->split = (attn_split_mode)splits[ce->split];
+    c->split = splits[ce->split];
     c->split_count = 3;
     c->seed = seed * 1000003u + (uint64_t)ce->id;
-    c->expect = ATTN_OK;
+    c->expect = AG_R_NONE;
     uint64_t rng = c->seed ^ 0x5eedu;
     make_batch(ce, c, &rng);
 }

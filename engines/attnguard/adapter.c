@@ -3,10 +3,11 @@
  * adapter 1, and the one every harness path uses by default.
  *
  * Owns: the translation between ag_* descriptions and attn_* ones, the
- * mapping of attn statuses onto ag statuses (the attn status name travels
- * in msg.code, so the harness's defect model can judge it exactly), and the
- * engine options ("isa=<table> tune=<profile>").  Adds no behaviour: every
- * check and every byte of scratch is the engine's.
+ * mapping of attn statuses onto ag statuses and refusal kinds (the attn
+ * status name travels on in msg.code), the engine's limits as the ABI
+ * states them, and the engine options ("isa=<table> tune=<profile>") as a
+ * variant list.  Adds no behaviour: every check and every byte of scratch
+ * is the engine's.
  */
 #include "../../include/attnguard/engine.h"
 #include "../../src/attn.h"
@@ -19,9 +20,14 @@
 
 #define MAX_VARIANTS 12
 
+_Static_assert(AG_REGION_SUM - AG_REGION_Q == ATTN_REGION_SUM - ATTN_REGION_Q &&
+                   AG_REGION_FLAGS - AG_REGION_Q == ATTN_REGION_FLAGS - ATTN_REGION_Q,
+               "attn_region_kind and ag_region_kind list the split-KV regions alike");
+
 typedef struct ctx {
     int n_variants;
-    char variants[MAX_VARIANTS][40];
+    ag_variant variants[MAX_VARIANTS];
+    char words[MAX_VARIANTS][40];   /* what variants[i].options points at */
 } ctx;
 
 typedef struct grp {
@@ -48,6 +54,7 @@ __attribute__((format(printf, 3, 4)))
 #endif
 static ag_status say(ag_msg *msg, ag_status st, const char *fmt, ...) {
     if (!msg) return st;
+    msg->refusal = AG_R_NONE;
     msg->code[0] = '\0';
     va_list ap;
     va_start(ap, fmt);
@@ -56,9 +63,40 @@ static ag_status say(ag_msg *msg, ag_status st, const char *fmt, ...) {
     return st;
 }
 
-/* attn status -> ag status; the engine's message and status name travel on. */
+/* The ABI's kind of refusal for each attn status (attn.h's list). */
+static ag_refusal refusal_of(attn_status st) {
+    switch (st) {
+    case ATTN_E_NULL_ARG: return AG_R_NULL;
+    case ATTN_E_NO_MEMORY: return AG_R_RESOURCE;
+    case ATTN_E_OVERFLOW: return AG_R_OVERFLOW;
+    case ATTN_E_MIXED_HEADS: return AG_R_MIXED_HEADS;
+    case ATTN_E_BAD_HEADS: return AG_R_HEADS;
+    case ATTN_E_BAD_HEAD_DIM: return AG_R_HEAD_DIM;
+    case ATTN_E_BAD_BLOCK_SIZE: return AG_R_BLOCK_SIZE;
+    case ATTN_E_BAD_WINDOW: return AG_R_WINDOW;
+    case ATTN_E_BAD_LAYER: return AG_R_LAYER;
+    case ATTN_E_BAD_DTYPE: return AG_R_DTYPE;
+    case ATTN_E_BAD_THREADS: return AG_R_THREADS;
+    case ATTN_E_BAD_BATCH: return AG_R_BATCH;
+    case ATTN_E_BAD_SEQ_LEN: return AG_R_LENGTH;
+    case ATTN_E_BAD_BLOCK_TABLE: return AG_R_BLOCK_ID;
+    case ATTN_E_BAD_OPTION: return AG_R_PLAN_OPTION;
+    case ATTN_E_LAYER_MISMATCH:
+    case ATTN_E_TENSOR_MISMATCH: return AG_R_MISMATCH;
+    case ATTN_E_SCRATCH_TOO_SMALL:
+    case ATTN_E_SCRATCH_ALIGN: return AG_R_SCRATCH;
+    case ATTN_E_BAD_SLOT: return AG_R_SLOT;
+    case ATTN_E_BAD_ISA: return AG_R_OPTIONS;
+    case ATTN_E_TOO_LARGE: return AG_R_RESOURCE;
+    default: return AG_R_NONE;   /* ATTN_OK, ATTN_E_INTERNAL: no refusal */
+    }
+}
+
+/* attn status -> ag status and refusal kind; the engine's message and
+ * status name travel on. */
 static ag_status from_attn(attn_status st, const attn_error *err, ag_msg *msg) {
     if (msg) {
+        msg->refusal = refusal_of(st);
         if (st == ATTN_OK) {
             msg->code[0] = msg->text[0] = '\0';
         } else {
@@ -71,24 +109,68 @@ static ag_status from_attn(attn_status st, const attn_error *err, ag_msg *msg) {
     return AG_REFUSED;
 }
 
+/* A refusal the adapter itself makes (before the engine sees the input),
+ * named as the engine would name it. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static ag_status refuse(ag_msg *msg, attn_status st, const char *fmt, ...) {
+    if (msg) {
+        msg->refusal = refusal_of(st);
+        snprintf(msg->code, sizeof msg->code, "%s", attn_status_name(st));
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg->text, sizeof msg->text, fmt, ap);
+        va_end(ap);
+    }
+    return st == ATTN_E_NO_MEMORY ? AG_INTERNAL : AG_REFUSED;
+}
+
 static int is_dtype(ag_dtype d) { return d == AG_F32 || d == AG_BF16 || d == AG_F16; }
 static int is_fp8(ag_dtype d) { return d == AG_FP8_E4M3 || d == AG_FP8_E5M2; }
 
 /* ------------------------------------------------------------ process */
 
+/* One variant: the words `isa=<isa>` and/or `tune=<tune>` (either may be NULL). */
+static void add_variant(ctx *c, ag_variant_kind kind, const char *isa, const char *tune) {
+    if (c->n_variants >= MAX_VARIANTS) return;
+    snprintf(c->words[c->n_variants], sizeof c->words[0], "%s%s%s%s%s", isa ? "isa=" : "",
+             isa ? isa : "", isa && tune ? " " : "", tune ? "tune=" : "", tune ? tune : "");
+    c->variants[c->n_variants].options = c->words[c->n_variants];
+    c->variants[c->n_variants].kind = kind;
+    c->n_variants++;
+}
+
+/* The variants: the default (the table and profile a group without
+ * options gets here, $ATTN_ISA / $ATTN_TUNE included, named explicitly),
+ * every other kernel table this CPU runs, and the other tuning profile. */
 static ag_status op_open(const char *options, void **out, ag_msg *msg) {
     (void)options;
     ctx *c = calloc(1, sizeof *c);
     if (!c) return say(msg, AG_INTERNAL, "out of memory");
-    /* The default first, then every other kernel table this CPU runs, then
-     * the other tuning profile on the default table. */
+    /* What the builder resolves for a group with no options: a one-layer
+     * group built once, so that a bad $ATTN_ISA or $ATTN_TUNE is said here,
+     * once, instead of as a refusal of every case. */
+    const attn_layer_desc one = {.name = "probe", .num_heads = 1, .window = -1};
+    const attn_group_desc probe = {.layers = &one, .num_layers = 1,
+                                   .kv = {1, 8, 1, ATTN_DTYPE_F32}, .q_dtype = ATTN_DTYPE_F32,
+                                   .out_dtype = ATTN_DTYPE_F32, .num_threads = 1};
+    attn_builder *b;
+    attn_error err;
+    if (attn_builder_create(&probe, &b, &err) != ATTN_OK) {
+        free(c);
+        return say(msg, AG_UNSUPPORTED, "attnguard: the default configuration is refused "
+                   "(check $ATTN_ISA and $ATTN_TUNE): %s", err.message);
+    }
+    attn_builder_info bi;
+    attn_builder_get_info(b, &bi, NULL);
+    add_variant(c, AG_VARIANT_DEFAULT, bi.isa, bi.tune);
     const char *isas[8];
-    int n = attn_isa_available(isas, 8);
-    c->variants[c->n_variants++][0] = '\0';
-    for (int i = 0; i < n && i < 8 && i < n - 1; i++)   /* the best (last) is the default */
-        snprintf(c->variants[c->n_variants++], sizeof c->variants[0], "isa=%s", isas[i]);
-    snprintf(c->variants[c->n_variants++], sizeof c->variants[0], "tune=intel");
-    snprintf(c->variants[c->n_variants++], sizeof c->variants[0], "tune=amd");
+    const int n = attn_isa_available(isas, 8);
+    for (int i = 0; i < n && i < 8; i++)
+        if (strcmp(isas[i], bi.isa) != 0) add_variant(c, AG_VARIANT_KERNELS, isas[i], NULL);
+    add_variant(c, AG_VARIANT_TUNING, NULL, strcmp(bi.tune, "amd") ? "amd" : "intel");
+    attn_builder_destroy(b);
     *out = c;
     return say(msg, AG_OK, "%s", "");
 }
@@ -101,20 +183,23 @@ static void op_caps(void *c, ag_caps *out) {
     out->abi_version = AG_ENGINE_ABI_VERSION;
     out->flags = AG_CAP_GQA | AG_CAP_WINDOW | AG_CAP_SOFTCAP | AG_CAP_ALIBI |
                  AG_CAP_ALIBI_STANDARD | AG_CAP_SINKS | AG_CAP_SCALE | AG_CAP_PAGED |
-                 AG_CAP_SHARED_BLOCKS | AG_CAP_NONCAUSAL | AG_CAP_SPLIT_KV | AG_CAP_REGIONS |
-                 AG_CAP_REDZONE | AG_CAP_EXTENTS | AG_CAP_BITWISE | AG_CAP_SHAPE |
-                 AG_CAP_ATTN_CODES | AG_CAP_WINDOW_LR | AG_CAP_MIXED_CAUSAL | AG_CAP_KV_SCALES;
+                 AG_CAP_SHARED_BLOCKS | AG_CAP_NONCAUSAL | AG_CAP_SPLIT_KV | AG_CAP_REDZONE |
+                 AG_CAP_BITWISE | AG_CAP_WINDOW_LR | AG_CAP_MIXED_CAUSAL | AG_CAP_KV_SCALES;
     const uint32_t t = AG_DTYPE_BIT(AG_F32) | AG_DTYPE_BIT(AG_BF16) | AG_DTYPE_BIT(AG_F16);
     out->q_dtypes = out->out_dtypes = t;
     out->kv_dtypes = t | AG_DTYPE_BIT(AG_FP8_E4M3) | AG_DTYPE_BIT(AG_FP8_E5M2);
+    out->max_heads = ATTN_MAX_HEADS;
     out->max_head_dim = ATTN_MAX_HEAD_DIM;
     out->max_threads = ATTN_MAX_THREADS;
     out->max_block_size = ATTN_MAX_BLOCK_SIZE;
+    out->max_seq_len = ATTN_MAX_SEQ_LEN;
+    out->max_splits = ATTN_MAX_SPLITS;
+    out->max_alibi_slope = (float)ATTN_MAX_ALIBI_SLOPE;
 }
 
-static int op_variants(void *cp, const char **names, int cap) {
+static int op_variants(void *cp, ag_variant *out, int cap) {
     const ctx *c = cp;
-    for (int i = 0; names && i < c->n_variants && i < cap; i++) names[i] = c->variants[i];
+    for (int i = 0; out && i < c->n_variants && i < cap; i++) out[i] = c->variants[i];
     return c->n_variants;
 }
 
@@ -125,8 +210,8 @@ static ag_status parse_options(const char *opt, grp *g, ag_msg *msg) {
     if (!opt) return AG_OK;
     char buf[128];
     if (strlen(opt) >= sizeof buf)
-        return say(msg, AG_REFUSED, "options: '%.40s...' longer than %zu bytes", opt,
-                   sizeof buf - 1);
+        return refuse(msg, ATTN_E_BAD_ISA, "options: '%.40s...' longer than %zu bytes", opt,
+                      sizeof buf - 1);
     strcpy(buf, opt);
     char *save = NULL;
     for (char *w = strtok_r(buf, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
@@ -135,30 +220,32 @@ static ag_status parse_options(const char *opt, grp *g, ag_msg *msg) {
         else if (strncmp(w, "tune=", 5) == 0 && strlen(w + 5) < sizeof g->tune)
             strcpy(g->tune, w + 5);
         else
-            return say(msg, AG_REFUSED, "options: unknown or too long option '%.40s' "
-                       "(attnguard knows isa=<table>, tune=<profile>)", w);
+            return refuse(msg, ATTN_E_BAD_ISA, "options: unknown or too long option '%.40s' "
+                          "(attnguard knows isa=<table>, tune=<profile>)", w);
     }
     return AG_OK;
 }
 
 static ag_status op_create(void *cp, const ag_group *in, void **out, ag_msg *msg) {
     (void)cp;
-    if (!in || !out) return say(msg, AG_REFUSED, "create: NULL group or out");
-    if (in->num_layers < 0) return say(msg, AG_REFUSED, "num_layers = %d", (int)in->num_layers);
+    if (!in || !out) return refuse(msg, ATTN_E_NULL_ARG, "create: NULL group or out");
+    if (in->num_layers < 0)
+        return refuse(msg, ATTN_E_BAD_LAYER, "num_layers = %d", (int)in->num_layers);
     if (in->num_layers > 0 && !in->layers)
-        return say(msg, AG_REFUSED, "layers is NULL with num_layers = %d", (int)in->num_layers);
+        return refuse(msg, ATTN_E_NULL_ARG, "layers is NULL with num_layers = %d",
+                      (int)in->num_layers);
     if (!(is_dtype(in->kv_dtype) || is_fp8(in->kv_dtype)) || !is_dtype(in->q_dtype) ||
         !is_dtype(in->out_dtype)) {
         /* an enum value outside ag_dtype is the caller's error, fp8 q/out a missing feature */
         const int known = (unsigned)in->kv_dtype < AG_DTYPE_COUNT &&
                           (unsigned)in->q_dtype < AG_DTYPE_COUNT &&
                           (unsigned)in->out_dtype < AG_DTYPE_COUNT;
-        ag_status st = say(msg, known ? AG_UNSUPPORTED : AG_REFUSED,
-                           "dtypes q %d, kv %d, out %d: attnguard takes f32, bf16, f16 (and "
-                           "fp8 for the KV cache)",
-                           (int)in->q_dtype, (int)in->kv_dtype, (int)in->out_dtype);
-        if (!known && msg) snprintf(msg->code, sizeof msg->code, "ATTN_E_BAD_DTYPE");
-        return st;
+        if (known)
+            return say(msg, AG_UNSUPPORTED, "dtypes q %s, kv %s, out %s: attnguard takes f32, "
+                       "bf16, f16 (and fp8 for the KV cache)", ag_dtype_name(in->q_dtype),
+                       ag_dtype_name(in->kv_dtype), ag_dtype_name(in->out_dtype));
+        return refuse(msg, ATTN_E_BAD_DTYPE, "dtypes q %d, kv %d, out %d: outside ag_dtype",
+                      (int)in->q_dtype, (int)in->kv_dtype, (int)in->out_dtype);
     }
     grp *g = calloc(1, sizeof *g);
     if (!g) return say(msg, AG_INTERNAL, "out of memory");
@@ -191,11 +278,9 @@ static ag_status op_create(void *cp, const ag_group *in, void **out, ag_msg *msg
         if (is_fp8(in->kv_dtype) && !(ks > 0 && vs > 0)) {
             free(g->layers);
             free(g);
-            ag_status st2 = say(msg, AG_REFUSED, "layers.%d: k_scale = %g, v_scale = %g: an fp8 "
-                                "cache's scales must be finite and > 0", (int)l, (double)ks,
-                                (double)vs);
-            if (msg) snprintf(msg->code, sizeof msg->code, "ATTN_E_BAD_LAYER");
-            return st2;
+            return refuse(msg, ATTN_E_BAD_LAYER, "layers.%d: k_scale = %g, v_scale = %g: an fp8 "
+                          "cache's scales must be finite and > 0", (int)l, (double)ks,
+                          (double)vs);
         }
         d->k_scale = is_fp8(in->kv_dtype) ? ks : 1.0f;
         d->v_scale = is_fp8(in->kv_dtype) ? vs : 1.0f;
@@ -257,13 +342,14 @@ static ag_status op_group_info(void *gp, ag_group_info *out) {
 static ag_status op_kv_cache_bytes(void *gp, int32_t num_blocks, size_t *bytes, ag_msg *msg) {
     const grp *g = gp;
     const attn_kv_desc *kv = &g->g.kv;
-    if (num_blocks < 1) return say(msg, AG_REFUSED, "num_blocks = %d", (int)num_blocks);
+    if (num_blocks < 1) return refuse(msg, ATTN_E_BAD_BLOCK_TABLE, "num_blocks = %d", (int)num_blocks);
     size_t n;
     if (__builtin_mul_overflow((size_t)num_blocks, (size_t)kv->num_kv_heads, &n) ||
         __builtin_mul_overflow(n, (size_t)kv->block_size, &n) ||
         __builtin_mul_overflow(n, (size_t)kv->head_dim, &n) ||
         __builtin_mul_overflow(n, attn_dtype_size(kv->dtype), &n))
-        return say(msg, AG_REFUSED, "a cache of %d blocks overflows size_t", (int)num_blocks);
+        return refuse(msg, ATTN_E_OVERFLOW, "a cache of %d blocks overflows size_t",
+                      (int)num_blocks);
     *bytes = n;
     return say(msg, AG_OK, "%s", "");
 }
@@ -283,7 +369,7 @@ static ag_status op_write_kv(void *gp, void *k_cache, void *v_cache, int32_t num
 static ag_status op_plan(void *gp, const ag_batch *in, const ag_plan_opts *opts, void **out,
                          ag_plan_info *info, ag_msg *msg) {
     const grp *g = gp;
-    if (!in || !out || !info) return say(msg, AG_REFUSED, "plan: NULL batch, out or info");
+    if (!in || !out || !info) return refuse(msg, ATTN_E_NULL_ARG, "plan: NULL batch, out or info");
     attn_batch b;
     memset(&b, 0, sizeof b);
     b.num_reqs = in->num_reqs;
@@ -328,6 +414,11 @@ static ag_status op_plan(void *gp, const ag_batch *in, const ag_plan_opts *opts,
         snprintf(p->regions[i].name, sizeof p->regions[i].name, "%s", reg[i].name);
         p->regions[i].offset = reg[i].offset;
         p->regions[i].size = reg[i].size;
+        /* attn_region_kind lists Q .. SUM in the ABI's order */
+        p->regions[i].kind = AG_REGION_Q + (int32_t)reg[i].kind;
+        p->regions[i].owner = reg[i].owner_kind == ATTN_OWNER_THREAD ? AG_OWNER_THREAD
+                                                                      : AG_OWNER_REDUCTION;
+        p->regions[i].index = reg[i].owner;
     }
     p->num_regions = n;
 #ifdef ATTN_INJECT_adapter_scratch_short
@@ -391,8 +482,8 @@ static ag_status op_plan_shape(void *pp, ag_plan_shape *out) {
 static ag_status op_extents(void *pp, int32_t layer, size_t *need, size_t count, ag_msg *msg) {
     const plan *p = pp;
     if (layer < 0 || layer >= p->g->num_layers)
-        return say(msg, AG_REFUSED, "layer %d outside the group's %d", (int)layer,
-                   (int)p->g->num_layers);
+        return refuse(msg, ATTN_E_LAYER_MISMATCH, "layer %d outside the group's %d", (int)layer,
+                      (int)p->g->num_layers);
     attn_error err;
     attn_status st = attn_plan_layer_extents(p->p, &p->g->layers[layer], p->g->g.kv.head_dim,
                                              need, count, &err);
@@ -402,10 +493,10 @@ static ag_status op_extents(void *pp, int32_t layer, size_t *need, size_t count,
 static ag_status op_run(void *pp, int32_t layer, const ag_run_args *a, ag_msg *msg) {
     const plan *p = pp;
     const grp *g = p->g;
-    if (!a) return say(msg, AG_REFUSED, "run: NULL args");
+    if (!a) return refuse(msg, ATTN_E_NULL_ARG, "run: NULL args");
     if (layer < 0 || layer >= g->num_layers)
-        return say(msg, AG_REFUSED, "layer %d outside the group's %d", (int)layer,
-                   (int)g->num_layers);
+        return refuse(msg, ATTN_E_LAYER_MISMATCH, "layer %d outside the group's %d", (int)layer,
+                      (int)g->num_layers);
     attn_tensors t;
     memset(&t, 0, sizeof t);
     t.q = a->q;
@@ -431,23 +522,23 @@ static ag_status op_run(void *pp, int32_t layer, const ag_run_args *a, ag_msg *m
 }
 
 static const ag_engine k_engine = {
-    AG_ENGINE_ABI_VERSION,
-    "attnguard",
-    "attnguard's own CPU engine (src/): paged KV, split-KV, region-table scratchpad",
-    op_open,
-    op_close,
-    op_caps,
-    op_variants,
-    op_create,
-    op_destroy,
-    op_group_info,
-    op_kv_cache_bytes,
-    op_write_kv,
-    op_plan,
-    op_plan_destroy,
-    op_extents,
-    op_run,
-    op_plan_shape,
+    .abi_version = AG_ENGINE_ABI_VERSION,
+    .name = "attnguard",
+    .summary = "attnguard's own CPU engine (src/): paged KV, split-KV, region-table scratchpad",
+    .open = op_open,
+    .close = op_close,
+    .caps = op_caps,
+    .variants = op_variants,
+    .create = op_create,
+    .destroy = op_destroy,
+    .group_info = op_group_info,
+    .kv_cache_bytes = op_kv_cache_bytes,
+    .write_kv = op_write_kv,
+    .plan = op_plan,
+    .plan_destroy = op_plan_destroy,
+    .extents = op_extents,
+    .run = op_run,
+    .plan_shape = op_plan_shape,
 };
 
 const ag_engine *ag_engine_attnguard(void);

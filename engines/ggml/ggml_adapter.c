@@ -38,7 +38,7 @@ static void gg_caps(void *ctx, ag_caps *out) {
         .abi_version = AG_ENGINE_ABI_VERSION,
         .flags = AG_CAP_GQA | AG_CAP_WINDOW | AG_CAP_WINDOW_LR | AG_CAP_SOFTCAP |
                  AG_CAP_ALIBI_STANDARD | AG_CAP_SCALE | AG_CAP_PAGED | AG_CAP_SHARED_BLOCKS |
-                 AG_CAP_NONCAUSAL | AG_CAP_MIXED_CAUSAL | AG_CAP_EXTENTS | AG_CAP_BITWISE |
+                 AG_CAP_NONCAUSAL | AG_CAP_MIXED_CAUSAL | AG_CAP_BITWISE |
                  (lib->base.ggml_flash_attn_ext_add_sinks ? AG_CAP_SINKS : 0),
         .q_dtypes = AG_DTYPE_BIT(AG_F32),
         .kv_dtypes = AG_DTYPE_BIT(AG_F32) | AG_DTYPE_BIT(AG_F16) | AG_DTYPE_BIT(AG_BF16),
@@ -51,15 +51,18 @@ static void gg_caps(void *ctx, ag_caps *out) {
     };
 }
 
-static int gg_variants(void *ctx, const char **names, int cap) {
+/* Every CPU backend this machine runs, best score first (the one a group
+ * without options gets). */
+static int gg_variants(void *ctx, ag_variant *out, int cap) {
     const agg_lib *lib = ctx;
-    for (int i = 0; i < lib->nvar && i < cap; i++) names[i] = lib->var[i].option;
+    for (int i = 0; out && i < lib->nvar && i < cap; i++)
+        out[i] = (ag_variant){lib->var[i].option, i == 0 ? AG_VARIANT_DEFAULT : AG_VARIANT_KERNELS};
     return lib->nvar;
 }
 
 static ag_status gg_create(void *ctx, const ag_group *group, void **grp, ag_msg *msg) {
     gg_group *g = calloc(1, sizeof *g);
-    if (!g) return agg_fail(msg, AG_INTERNAL, "ENOMEM", "group");
+    if (!g) return agg_fail(msg, AG_INTERNAL, AG_R_RESOURCE, "ENOMEM", "group");
     g->lib = ctx;
     ag_status st = agg_group_variant(ctx, group ? group->options : NULL, &g->v, msg);
     if (st == AG_OK) st = ggc_group(group, g, msg);
@@ -168,14 +171,14 @@ static ag_status gg_plan_make(void *grp, const ag_batch *batch, const ag_plan_op
     (void)opts; /* ggml splits the keys itself (one chunk per thread for a lone query row) */
     const int nnode = g->nl > 0 ? g->nl : 1;
     gg_plan *P = calloc(1, sizeof *P + (size_t)nnode * sizeof(gg_node));
-    if (!P) return agg_fail(msg, AG_INTERNAL, "ENOMEM", "plan");
+    if (!P) return agg_fail(msg, AG_INTERNAL, AG_R_RESOURCE, "ENOMEM", "plan");
     P->g = g, P->T = T, P->T_pad = T, P->n_kv = n_kv, P->nnode = nnode;
 #ifdef GGML_KQ_MASK_PAD /* older ggml reads mask rows up to this padding */
     P->T_pad = GGML_PAD(T, GGML_KQ_MASK_PAD);
 #endif
     const size_t cells = (size_t)P->T_pad * (size_t)n_kv;
     if (cells > ((size_t)1 << 30) / (size_t)g->nmask) {
-        agg_fail(msg, AG_UNSUPPORTED, "GGML_TOO_LARGE", "%d mask(s) of %d rows x %d cells "
+        agg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "GGML_TOO_LARGE", "%d mask(s) of %d rows x %d cells "
                  "exceed 2 GiB", (int)g->nmask, (int)P->T_pad, (int)n_kv);
         gg_plan_destroy(P);
         return AG_UNSUPPORTED;
@@ -188,12 +191,12 @@ static ag_status gg_plan_make(void *grp, const ag_batch *batch, const ag_plan_op
     P->built = calloc((size_t)g->nmask, 1);
     if (!P->built || copy_batch(P, batch) != 0) {
         gg_plan_destroy(P);
-        return agg_fail(msg, AG_INTERNAL, "ENOMEM", "mask flags or batch copy");
+        return agg_fail(msg, AG_INTERNAL, AG_R_RESOURCE, "ENOMEM", "mask flags or batch copy");
     }
     agg_catch caught;
     if (setjmp(caught.env)) {
         gg_plan_destroy(P);
-        return agg_fail(msg, AG_INTERNAL, "GGML_ASSERT", "%s", caught.text);
+        return agg_fail(msg, AG_INTERNAL, AG_R_NONE, "GGML_ASSERT", "%s", caught.text);
     }
     agg_catch_arm(g->lib, &caught);
     size_t mem = (size_t)nnode * (10 * f->ggml_tensor_overhead() +
@@ -219,7 +222,7 @@ static ag_status gg_plan_make(void *grp, const ag_batch *batch, const ag_plan_op
 static ag_status gg_extents(void *plan, int32_t layer, size_t *need, size_t count, ag_msg *msg) {
     const gg_plan *P = plan;
     if (layer < 0 || layer >= P->g->nl || !need || count < 1)
-        return agg_fail(msg, AG_REFUSED, "GGML_BAD_LAYER", "extents: layer %d of %d, count %zu",
+        return agg_fail(msg, AG_REFUSED, AG_R_MISMATCH, "GGML_BAD_LAYER", "extents: layer %d of %d, count %zu",
                         (int)layer, (int)P->g->nl, count);
     need[0] = P->node[layer].cp.work_size;  /* ggml_graph_plan of this layer's own graph */
     return AG_OK;
@@ -228,11 +231,11 @@ static ag_status gg_extents(void *plan, int32_t layer, size_t *need, size_t coun
 static ag_status gg_run(void *plan, int32_t layer, const ag_run_args *a, ag_msg *msg) {
     gg_plan *P = plan;
     if (layer < 0 || layer >= P->g->nl)
-        return agg_fail(msg, AG_REFUSED, "GGML_BAD_LAYER", "run: layer %d outside 0..%d",
+        return agg_fail(msg, AG_REFUSED, AG_R_MISMATCH, "GGML_BAD_LAYER", "run: layer %d outside 0..%d",
                         (int)layer, (int)P->g->nl - 1);
     gg_node *n = &P->node[layer];
     if (!a || !a->q || !a->k_cache || !a->v_cache || !a->out || a->num_tokens != P->T)
-        return agg_fail(msg, AG_REFUSED, "GGML_BAD_ARGS",
+        return agg_fail(msg, AG_REFUSED, AG_R_NULL, "GGML_BAD_ARGS",
                         "run: a buffer is NULL or num_tokens %d is not the plan's %d",
                         a ? (int)a->num_tokens : -1, (int)P->T);
     size_t need = n->cp.work_size;
@@ -241,13 +244,13 @@ static ag_status gg_run(void *plan, int32_t layer, const ag_run_args *a, ag_msg 
 #endif
     if (n->cp.work_size > 0 && (!a->scratch || a->scratch_bytes < need ||
                                 (uintptr_t)a->scratch % 64 != 0))
-        return agg_fail(msg, AG_REFUSED, "GGML_BAD_SCRATCH",
+        return agg_fail(msg, AG_REFUSED, AG_R_SCRATCH, "GGML_BAD_SCRATCH",
                         "run: scratch %zu bytes at %p; layer %d needs %zu, 64-byte aligned",
                         a->scratch_bytes, a->scratch, (int)layer, n->cp.work_size);
     const int c = P->g->nl ? P->g->layers[layer].mask : 0;
     const size_t cells = (size_t)P->T_pad * (size_t)P->n_kv;
     if (!P->masks && !(P->masks = malloc((size_t)P->g->nmask * cells * sizeof(ggml_fp16_t))))
-        return agg_fail(msg, AG_INTERNAL, "ENOMEM", "masks: %d x %zu cells", (int)P->g->nmask, cells);
+        return agg_fail(msg, AG_INTERNAL, AG_R_RESOURCE, "ENOMEM", "masks: %d x %zu cells", (int)P->g->nmask, cells);
     if (!P->built[c]) {
         ggc_fill_mask(P, &P->b, c, P->masks + (size_t)c * cells);
         P->built[c] = 1;
@@ -263,7 +266,7 @@ static ag_status gg_run(void *plan, int32_t layer, const ag_run_args *a, ag_msg 
     enum ggml_status s = P->g->v->cpu.ggml_graph_compute(n->gf, &cp);
     agg_pool_put(P->g->v, cp.threadpool);
     if (s != GGML_STATUS_SUCCESS)
-        return agg_fail(msg, AG_INTERNAL, "GGML_STATUS", "ggml_graph_compute returned %d", (int)s);
+        return agg_fail(msg, AG_INTERNAL, AG_R_NONE, "GGML_STATUS", "ggml_graph_compute returned %d", (int)s);
     return AG_OK;
 }
 

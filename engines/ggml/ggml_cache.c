@@ -18,7 +18,7 @@ ag_status ggc_kv_cache_bytes(void *grp, int32_t num_blocks, size_t *bytes, ag_ms
     size_t cells = (size_t)num_blocks * (size_t)g->bs;
     if (num_blocks < 1 || cells / (size_t)g->bs != (size_t)num_blocks ||
         cells > SIZE_MAX / row_bytes(g))
-        return agg_fail(msg, AG_REFUSED, "GGML_BAD_BLOCKS", "num_blocks %d", (int)num_blocks);
+        return agg_fail(msg, AG_REFUSED, AG_R_BLOCK_ID, "GGML_BAD_BLOCKS", "num_blocks %d", (int)num_blocks);
     *bytes = cells * row_bytes(g);
     return AG_OK;
 }
@@ -30,12 +30,12 @@ ag_status ggc_write_kv(void *grp, void *k_cache, void *v_cache, int32_t num_bloc
     const size_t rb = row_bytes(g);
     const int64_t cells = (int64_t)num_blocks * g->bs;
     if (!k_cache || !v_cache || !k_rows || !v_rows || !slot_mapping || num_tokens < 1)
-        return agg_fail(msg, AG_REFUSED, "GGML_BAD_ARGS", "write_kv: %d rows, a buffer is NULL",
+        return agg_fail(msg, AG_REFUSED, AG_R_NULL, "GGML_BAD_ARGS", "write_kv: %d rows, a buffer is NULL",
                         (int)num_tokens);
     for (int32_t i = 0; i < num_tokens; i++) {
         int64_t s = slot_mapping[i];
         if (s < -1 || s >= cells)
-            return agg_fail(msg, AG_REFUSED, "GGML_BAD_SLOT",
+            return agg_fail(msg, AG_REFUSED, AG_R_SLOT, "GGML_BAD_SLOT",
                             "slot_mapping[%d] = %lld outside -1..%lld", (int)i, (long long)s,
                             (long long)cells - 1);
         if (s < 0) continue;

@@ -59,11 +59,11 @@ static ag_status check_layer(const ag_group *in, int32_t l, gg_group *g, ag_msg 
     char nb[32];
     const char *n = lname(in, l, nb, sizeof nb);
     if (L->window_left < -1 || L->window_right < -1)
-        return agg_fail(msg, AG_REFUSED, "GGML_BAD_WINDOW", "%s: window (%d, %d): each >= -1", n,
+        return agg_fail(msg, AG_REFUSED, AG_R_WINDOW, "GGML_BAD_WINDOW", "%s: window (%d, %d): each >= -1", n,
                         (int)L->window_left, (int)L->window_right);
     if (!(L->softcap >= 0.0f) || !isfinite(L->softcap) || !(L->scale >= 0.0f) ||
         !isfinite(L->scale))
-        return agg_fail(msg, AG_REFUSED, "GGML_BAD_SCALE",
+        return agg_fail(msg, AG_REFUSED, AG_R_LAYER, "GGML_BAD_SCALE",
                         "%s: softcap %g and scale %g must be finite and >= 0", n,
                         (double)L->softcap, (double)L->scale);
     /* k_scale / v_scale: the ABI has only fp8 caches read them, and ggml
@@ -78,20 +78,20 @@ static ag_status check_layer(const ag_group *in, int32_t l, gg_group *g, ag_msg 
         float want;
         o->max_bias = alibi_max_bias(L->alibi_slopes, g->hq, &bad, &want);
         if (o->max_bias == 0.0f)
-            return agg_fail(msg, AG_UNSUPPORTED, "GGML_ALIBI_SLOPES",
+            return agg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "GGML_ALIBI_SLOPES",
                             "%s: alibi_slopes[%d] = %.9g is not ggml's slope set for %d heads "
                             "(nearest set has %.9g): ggml takes only max_bias", n, (int)bad,
                             (double)L->alibi_slopes[bad], (int)g->hq, (double)want);
     }
     if (L->sinks) {
         if (!g->lib->base.ggml_flash_attn_ext_add_sinks)
-            return agg_fail(msg, AG_UNSUPPORTED, "GGML_NO_SINKS",
+            return agg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "GGML_NO_SINKS",
                             "%s: sinks: this ggml has no ggml_flash_attn_ext_add_sinks", n);
         o->sinks = malloc((size_t)g->hq * sizeof(float));
-        if (!o->sinks) return agg_fail(msg, AG_INTERNAL, "ENOMEM", "%s: sinks copy", n);
+        if (!o->sinks) return agg_fail(msg, AG_INTERNAL, AG_R_RESOURCE, "ENOMEM", "%s: sinks copy", n);
         for (int32_t h = 0; h < g->hq; h++) {
             if (!isfinite(L->sinks[h]))
-                return agg_fail(msg, AG_REFUSED, "GGML_BAD_SINK", "%s: sinks[%d] = %g", n,
+                return agg_fail(msg, AG_REFUSED, AG_R_LAYER, "GGML_BAD_SINK", "%s: sinks[%d] = %g", n,
                                 (int)h, (double)L->sinks[h]);
             o->sinks[h] = L->sinks[h];
         }
@@ -114,33 +114,45 @@ static ag_status check_heads(const ag_group *in, ag_msg *msg) {
         snprintf(list + u, sizeof list - u, "%s%s=%d", i ? ", " : "", lname(in, i, nb, sizeof nb),
                  (int)in->layers[i].num_heads);
     }
-    return agg_fail(msg, AG_REFUSED, "GGML_MIXED_HEADS",
+    return agg_fail(msg, AG_REFUSED, AG_R_MIXED_HEADS, "GGML_MIXED_HEADS",
                     "all layers of one group must share num_heads (ggml sizes its flash-attention "
                     "work buffer by it): %s", list);
 }
 
 ag_status ggc_group(const ag_group *in, gg_group *g, ag_msg *msg) {
     if (!in || in->num_layers < 0 || (in->num_layers > 0 && !in->layers))
-        return agg_fail(msg, AG_REFUSED, "GGML_BAD_GROUP", "group or group.layers missing");
-    if (in->num_kv_heads < 1 || in->head_dim < 1 || in->block_size < 1 || in->num_threads < 1 ||
-        in->num_threads > GGML_MAX_N_THREADS)
-        return agg_fail(msg, AG_REFUSED, "GGML_BAD_GROUP",
-                        "num_kv_heads %d, head_dim %d, block_size %d must be >= 1, num_threads "
-                        "%d in 1..%d", (int)in->num_kv_heads, (int)in->head_dim,
-                        (int)in->block_size, (int)in->num_threads, GGML_MAX_N_THREADS);
+        return agg_fail(msg, AG_REFUSED, AG_R_NULL, "GGML_BAD_GROUP", "group or group.layers missing");
+    if (in->num_kv_heads < 1)
+        return agg_fail(msg, AG_REFUSED, AG_R_HEADS, "GGML_BAD_GROUP", "num_kv_heads = %d",
+                        (int)in->num_kv_heads);
+    if (in->head_dim < 1)
+        return agg_fail(msg, AG_REFUSED, AG_R_HEAD_DIM, "GGML_BAD_GROUP", "head_dim = %d",
+                        (int)in->head_dim);
+    if (in->block_size < 1)
+        return agg_fail(msg, AG_REFUSED, AG_R_BLOCK_SIZE, "GGML_BAD_GROUP", "block_size = %d",
+                        (int)in->block_size);
+    if (in->num_threads < 1 || in->num_threads > GGML_MAX_N_THREADS)
+        return agg_fail(msg, AG_REFUSED, AG_R_THREADS, "GGML_BAD_GROUP",
+                        "num_threads = %d, outside 1..%d", (int)in->num_threads,
+                        GGML_MAX_N_THREADS);
+    if ((unsigned)in->q_dtype >= AG_DTYPE_COUNT || (unsigned)in->kv_dtype >= AG_DTYPE_COUNT ||
+        (unsigned)in->out_dtype >= AG_DTYPE_COUNT)
+        return agg_fail(msg, AG_REFUSED, AG_R_DTYPE, "GGML_DTYPE",
+                        "dtypes q %d, kv %d, out %d: outside ag_dtype", (int)in->q_dtype,
+                        (int)in->kv_dtype, (int)in->out_dtype);
     if (in->q_dtype != AG_F32 || in->out_dtype != AG_F32)
-        return agg_fail(msg, AG_UNSUPPORTED, "GGML_DTYPE",
+        return agg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "GGML_DTYPE",
                         "q_dtype %d, out_dtype %d: ggml's CPU flash attention reads q and writes "
                         "out as f32 (AG_F32) only", (int)in->q_dtype, (int)in->out_dtype);
     if (in->kv_dtype != AG_F32 && in->kv_dtype != AG_F16 && in->kv_dtype != AG_BF16)
-        return agg_fail(msg, AG_UNSUPPORTED, "GGML_DTYPE",
+        return agg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "GGML_DTYPE",
                         "kv_dtype %d: the adapter maps f32, f16 and bf16 caches only",
                         (int)in->kv_dtype);
     ag_status st = check_heads(in, msg);
     if (st != AG_OK) return st;
     g->hq = in->num_layers > 0 ? in->layers[0].num_heads : in->model_num_heads;
     if (g->hq < 1 || g->hq % in->num_kv_heads != 0)
-        return agg_fail(msg, AG_REFUSED, "GGML_BAD_HEADS",
+        return agg_fail(msg, AG_REFUSED, AG_R_HEADS, "GGML_BAD_HEADS",
                         "num_heads %d must be a positive multiple of num_kv_heads %d%s",
                         (int)g->hq, (int)in->num_kv_heads,
                         in->num_layers ? "" : " (model_num_heads of an empty group)");
@@ -152,7 +164,7 @@ ag_status ggc_group(const ag_group *in, gg_group *g, ag_msg *msg) {
     g->nl = in->num_layers;
     g->layers = calloc((size_t)(g->nl > 0 ? g->nl : 1), sizeof *g->layers);
     g->cls = calloc((size_t)(g->nl > 0 ? g->nl : 1), sizeof *g->cls);
-    if (!g->layers || !g->cls) return agg_fail(msg, AG_INTERNAL, "ENOMEM", "group records");
+    if (!g->layers || !g->cls) return agg_fail(msg, AG_INTERNAL, AG_R_RESOURCE, "ENOMEM", "group records");
     for (int32_t l = 0; l < g->nl; l++)
         if ((st = check_layer(in, l, g, msg)) != AG_OK) return st;
     if (g->nl == 0) g->cls[g->nmask++] = (gg_mask_class){-1, -1, 0};
@@ -178,14 +190,14 @@ ag_status ggc_batch(const gg_group *g, const ag_batch *b, int32_t *T, int32_t *n
                     ag_msg *msg) {
     if (!b || b->num_reqs < 1 || !b->query_start_loc || !b->seq_lens || !b->block_table ||
         b->block_table_stride < 1 || b->num_blocks < 1)
-        return agg_fail(msg, AG_REFUSED, "GGML_BAD_BATCH",
+        return agg_fail(msg, AG_REFUSED, AG_R_BATCH, "GGML_BAD_BATCH",
                         "batch: num_reqs, block_table_stride, num_blocks >= 1 and its arrays "
                         "are required");
     if (b->query_start_loc[0] != 0)
-        return agg_fail(msg, AG_REFUSED, "GGML_BAD_BATCH", "query_start_loc[0] = %d, not 0",
+        return agg_fail(msg, AG_REFUSED, AG_R_BATCH, "GGML_BAD_BATCH", "query_start_loc[0] = %d, not 0",
                         (int)b->query_start_loc[0]);
     unsigned char *seen = calloc((size_t)b->num_blocks, 1);
-    if (!seen) return agg_fail(msg, AG_INTERNAL, "ENOMEM", "block bitmap");
+    if (!seen) return agg_fail(msg, AG_INTERNAL, AG_R_RESOURCE, "ENOMEM", "block bitmap");
     ag_status st = AG_OK;
     int64_t maxb = -1;
     for (int32_t r = 0; r < b->num_reqs && st == AG_OK; r++) {
@@ -193,26 +205,27 @@ ag_status ggc_batch(const gg_group *g, const ag_batch *b, int32_t *T, int32_t *n
         int64_t seq = b->seq_lens[r], nblk = (seq + g->bs - 1) / g->bs;
         const int32_t *bt = b->block_table + (size_t)r * (size_t)b->block_table_stride;
         if (q_len < 1 || seq < q_len || (b->causal && b->causal[r] > 1))
-            st = agg_fail(msg, AG_REFUSED, "GGML_BAD_BATCH",
+            st = agg_fail(msg, AG_REFUSED, q_len >= 1 && seq < q_len ? AG_R_LENGTH : AG_R_BATCH,
+                          "GGML_BAD_BATCH",
                           "request %d: q_len %lld, seq_len %lld, causal %d (need 1 <= q_len <= "
                           "seq_len, causal 0 or 1)", (int)r, (long long)q_len, (long long)seq,
                           b->causal ? b->causal[r] : 1);
         else if (nblk > b->block_table_stride)
-            st = agg_fail(msg, AG_REFUSED, "GGML_BAD_BATCH",
+            st = agg_fail(msg, AG_REFUSED, AG_R_BLOCK_ID, "GGML_BAD_BATCH",
                           "request %d: seq_len %lld needs %lld blocks, block_table_stride %d",
                           (int)r, (long long)seq, (long long)nblk, (int)b->block_table_stride);
         else if (any_alibi(g) && seq - 1 > GGC_ALIBI_MAX_DIST)
-            st = agg_fail(msg, AG_UNSUPPORTED, "GGML_ALIBI_RANGE",
+            st = agg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "GGML_ALIBI_RANGE",
                           "request %d: seq_len %lld: ALiBi distances up to %lld, f16 mask holds "
                           "|k - p| <= %d exactly", (int)r, (long long)seq, (long long)(seq - 1),
                           GGC_ALIBI_MAX_DIST);
         for (int64_t j = 0; j < nblk && st == AG_OK; j++) {
             if (bt[j] < 0 || bt[j] >= b->num_blocks)
-                st = agg_fail(msg, AG_REFUSED, "GGML_BAD_BLOCK",
+                st = agg_fail(msg, AG_REFUSED, AG_R_BLOCK_ID, "GGML_BAD_BLOCK",
                               "block_table[%d][%lld] = %d outside 0..%d", (int)r, (long long)j,
                               (int)bt[j], (int)b->num_blocks - 1);
             else if (seen[bt[j]] == (unsigned char)(r % 255 + 1))
-                st = agg_fail(msg, AG_UNSUPPORTED, "GGML_BLOCK_TWICE",
+                st = agg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "GGML_BLOCK_TWICE",
                               "block_table[%d]: block %d twice; ggml's mask sees each cache cell "
                               "once per query row", (int)r, (int)bt[j]);
             else {
@@ -227,7 +240,7 @@ ag_status ggc_batch(const gg_group *g, const ag_batch *b, int32_t *T, int32_t *n
     if (st != AG_OK) return st;
     int64_t cells = (maxb + 1) * (int64_t)g->bs;
     if (cells > INT32_MAX)
-        return agg_fail(msg, AG_UNSUPPORTED, "GGML_TOO_LARGE", "%lld cache cells",
+        return agg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "GGML_TOO_LARGE", "%lld cache cells",
                         (long long)cells);
     *T = b->query_start_loc[b->num_reqs];
     *n_kv = (int32_t)cells;

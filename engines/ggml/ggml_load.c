@@ -25,8 +25,10 @@
 #define AG_GGML_DEFAULT_DIR "build/engines/ggml/lib"
 #endif
 
-ag_status agg_fail(ag_msg *msg, ag_status st, const char *code, const char *fmt, ...) {
+ag_status agg_fail(ag_msg *msg, ag_status st, ag_refusal kind, const char *code,
+                   const char *fmt, ...) {
     if (msg) {
+        msg->refusal = st == AG_OK ? AG_R_NONE : kind;
         snprintf(msg->code, sizeof msg->code, "%s", code);
         va_list ap;
         va_start(ap, fmt);
@@ -202,14 +204,14 @@ ag_status agg_load(const char *options, agg_lib **out, ag_msg *msg) {
     char dir[AGG_PATH_LEN], tried[4 * AGG_PATH_LEN + 16];
     int o = option(options, "dir", keys, dir, sizeof dir);
     if (o < 0)
-        return agg_fail(msg, AG_REFUSED, "GGML_OPTION",
+        return agg_fail(msg, AG_REFUSED, AG_R_OPTIONS, "GGML_OPTION",
                         "unknown engine option '%s' (ggml's engine options: dir=<folder of "
                         "libggml-base.so>)", dir);
     agg_lib *lib = calloc(1, sizeof *lib);
-    if (!lib) return agg_fail(msg, AG_INTERNAL, "ENOMEM", "out of memory loading ggml");
+    if (!lib) return agg_fail(msg, AG_INTERNAL, AG_R_RESOURCE, "ENOMEM", "out of memory loading ggml");
     if (!find_dir(o ? dir : NULL, lib->dir, sizeof lib->dir, tried, sizeof tried)) {
         free(lib);
-        return agg_fail(msg, AG_UNSUPPORTED, "GGML_NOT_FOUND",
+        return agg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "GGML_NOT_FOUND",
                         "no libggml-base.so in %s: run `make engines` (or set GGML_DIR to your "
                         "own ggml build)", tried);
     }
@@ -218,14 +220,14 @@ ag_status agg_load(const char *options, agg_lib **out, ag_msg *msg) {
     lib->base_handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     const char *missing = lib->base_handle ? load_base(lib->base_handle, &lib->base) : NULL;
     if (!lib->base_handle || missing) {
-        agg_fail(msg, AG_UNSUPPORTED, "GGML_LOAD", "%s: %s", path,
+        agg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "GGML_LOAD", "%s: %s", path,
                  missing ? missing : dlerror());
         free(lib);
         return AG_UNSUPPORTED;
     }
     scan_variants(lib);
     if (lib->nvar == 0) {
-        agg_fail(msg, AG_UNSUPPORTED, "GGML_NO_CPU_VARIANT",
+        agg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "GGML_NO_CPU_VARIANT",
                  "no libggml-cpu*.so in %s loads and scores > 0 on this CPU", lib->dir);
         free(lib);
         return AG_UNSUPPORTED;
@@ -309,7 +311,7 @@ ag_status agg_group_variant(const agg_lib *lib, const char *options, const agg_v
     char name[64];
     int o = option(options, "cpu", keys, name, sizeof name);
     if (o < 0)
-        return agg_fail(msg, AG_REFUSED, "GGML_OPTION",
+        return agg_fail(msg, AG_REFUSED, AG_R_OPTIONS, "GGML_OPTION",
                         "unknown group option '%s' (ggml's group options: cpu=<variant>)", name);
     if (o == 0) {
         *v = &lib->var[0];
@@ -321,7 +323,7 @@ ag_status agg_group_variant(const agg_lib *lib, const char *options, const agg_v
             return AG_OK;
         }
     }
-    return agg_fail(msg, AG_REFUSED, "GGML_VARIANT",
+    return agg_fail(msg, AG_REFUSED, AG_R_OPTIONS, "GGML_VARIANT",
                     "group option cpu=%s: no such CPU variant runnable here (%d in %s, best %s)",
                     name, lib->nvar, lib->dir, lib->var[0].name);
 }

@@ -96,9 +96,10 @@ void agg_pool_put(const agg_variant *v, struct ggml_threadpool *tp);
 ag_status agg_group_variant(const agg_lib *lib, const char *options, const agg_variant **v,
                             ag_msg *msg);
 
-/* Writes msg (when not NULL) and returns st. */
-ag_status agg_fail(ag_msg *msg, ag_status st, const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+/* Writes msg (when not NULL: the refusal kind, ggml's own code, the
+ * text) and returns st. */
+ag_status agg_fail(ag_msg *msg, ag_status st, ag_refusal kind, const char *code,
+                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 /* GGML_ASSERT during graph construction: ggml calls its abort callback
  * before abort(); while a catcher is armed on this thread the callback

@@ -278,9 +278,10 @@ static void run_shape(const ag_engine *e, void *ctx, const char *opt, const shap
         {"local", s->hq, s->wl, s->wr, s->softcap, s->scale, s->alibi ? w.slopes : NULL,
          s->sinks ? w.sinks : NULL, 1, 1},
         {"global", s->hq, -1, -1, 0, s->scale, NULL, NULL, 1, 1}};
-    ag_group g = {L, 2, s->hkv, s->d, s->bs, AG_F32, kv, AG_F32, s->hq, s->threads, opt};
+    ag_group g = {L, 2, s->hkv, s->d, s->bs, AG_F32, kv, AG_F32, s->hq, s->threads, opt, NULL};
     void *grp = NULL, *plan = NULL, *kc = NULL, *vc = NULL;
-    ag_msg msg = {{0}, {0}};
+    ag_msg msg;
+    memset(&msg, 0, sizeof msg);
     ag_plan_info info;
     ag_plan_opts po = {0};
     make_batch(&w);
@@ -317,16 +318,17 @@ static void refusals(const ag_engine *e, void *ctx) {
         {"unknown option", &alibi_ok, 1, AG_F32, "threads=3", AG_REFUSED},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
-        ag_group g = {c[i].l, c[i].n, 8, 128, 16, c[i].q, AG_F16, AG_F32, 48, 1, c[i].opt};
+        ag_group g = {c[i].l, c[i].n, 8, 128, 16, c[i].q, AG_F16, AG_F32, 48, 1, c[i].opt, NULL};
         void *grp = NULL;
-        ag_msg msg = {{0}, {0}};
+        ag_msg msg;
+    memset(&msg, 0, sizeof msg);
         ag_status st = e->create(ctx, &g, &grp, &msg);
         verdict(st == c[i].want, "refuse %-28s -> %d %s: %s", c[i].what, (int)st, msg.code,
                 msg.text);
         if (grp) e->destroy(grp);
     }
     /* batches: a block outside the cache, a block twice, ALiBi beyond f16's integers */
-    ag_group g = {&alibi_ok, 1, 8, 64, 16, AG_F32, AG_F32, AG_F32, 8, 1, NULL};
+    ag_group g = {&alibi_ok, 1, 8, 64, 16, AG_F32, AG_F32, AG_F32, 8, 1, NULL, NULL};
     void *grp = NULL, *plan = NULL;
     ag_msg msg;
     if (e->create(ctx, &g, &grp, &msg) != AG_OK) {
@@ -356,13 +358,16 @@ static void refusals(const ag_engine *e, void *ctx) {
 int main(int argc, char **argv) {
     const ag_engine *e = ag_engine_ggml();
     void *ctx = NULL;
-    ag_msg msg = {{0}, {0}};
+    ag_msg msg;
+    memset(&msg, 0, sizeof msg);
     if (e->open(NULL, &ctx, &msg) != AG_OK) {
         printf("FAIL ggml adapter open: %s %s\n0 passed, 1 failed\n", msg.code, msg.text);
         return 1;
     }
+    ag_variant vars[64];
     const char *names[64];
-    int nv = e->variants(ctx, names, 64);
+    int nv = e->variants(ctx, vars, 64);
+    for (int v = 0; v < nv && v < 64; v++) names[v] = vars[v].options;
     /* argv[1]: only variants whose option contains it (e.g. zen4) */
     for (int v = 0; v < nv && v < 64; v++) {
         if (argc > 1 && !strstr(names[v], argv[1])) continue;

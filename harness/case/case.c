@@ -4,9 +4,9 @@
  * struct equality.
  *
  * Owns: what "the same case" means (case_equal) and the derived values every
- * consumer must compute alike.  The text form lives in case_text.c, the fuzz
- * bytes in case_bytes.c; what a value means to the engine lives in the
- * defect model (defects.c).
+ * consumer must compute alike, the names of the text keys and where a
+ * text set them.  The text form lives in case_text.c, the fuzz bytes in
+ * case_bytes.c; what is valid lives in validity.c.
  */
 #include "case.h"
 
@@ -39,10 +39,10 @@ void case_default(case_spec *c) {
     c->kv_len[0] = 37;
     c->blocks = CASE_BLOCKS_CONTIGUOUS;
     c->threads = 1;
-    c->split = ATTN_SPLIT_AUTO;
+    c->split = AG_SPLIT_AUTO;
     c->split_count = 0;
     c->seed = 1;
-    c->expect = ATTN_OK;
+    c->expect = AG_R_NONE;
     c->options[0] = '\0';
 }
 
@@ -176,8 +176,8 @@ int case_equal(const case_spec *a, const case_spec *b) {
         if (a->values[t].dist != b->values[t].dist || !feq(a->values[t].amp, b->values[t].amp))
             return 0;
     /* split_count means something only for FIXED and raw (invalid) modes. */
-    if (a->split != ATTN_SPLIT_AUTO && a->split != ATTN_SPLIT_OFF &&
-        a->split != ATTN_SPLIT_ON && a->split_count != b->split_count)
+    if (a->split != AG_SPLIT_AUTO && a->split != AG_SPLIT_OFF && a->split != AG_SPLIT_ON &&
+        a->split_count != b->split_count)
         return 0;
     int32_t nl = a->num_layers;
     if (nl < 0) nl = 0;
@@ -192,4 +192,31 @@ int case_equal(const case_spec *a, const case_spec *b) {
             a->causal[r] != b->causal[r])
             return 0;
     return 1;
+}
+
+/* ------------------------------------------------------------ keys, lines */
+
+#define CASE_KEY_NAME_OF(id, name) name,
+static const char *const k_key_names[CASE_KEY_COUNT] = {CASE_KEYS(CASE_KEY_NAME_OF)};
+#undef CASE_KEY_NAME_OF
+
+const char *case_key_name(case_key k) {
+    return (unsigned)k < CASE_KEY_COUNT ? k_key_names[k] : "?";
+}
+
+int32_t case_line(const case_spec *c, case_key k, int32_t index) {
+    if (k == CASE_KEY_LAYER)
+        return index >= 0 && index < CASE_MAX_LAYERS ? c->lines.layer[index] : 0;
+    if ((unsigned)k >= CASE_KEY_COUNT) return 0;
+    if (c->lines.key[k]) return c->lines.key[k];
+    /* the shorthand that set the field */
+    switch (k) {
+    case CASE_KEY_Q_DTYPE: case CASE_KEY_KV_DTYPE: case CASE_KEY_OUT_DTYPE:
+        return c->lines.key[CASE_KEY_DTYPE];
+    case CASE_KEY_Q_VALUES: case CASE_KEY_K_VALUES: case CASE_KEY_V_VALUES:
+        return c->lines.key[CASE_KEY_VALUES];
+    case CASE_KEY_OPTIONS: return c->lines.key[CASE_KEY_ISA];
+    case CASE_KEY_CAUSAL: return c->lines.key[CASE_KEY_REQUESTS];   /* a request's suffix */
+    default: return 0;
+    }
 }

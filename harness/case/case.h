@@ -6,17 +6,18 @@
  *
  * A case may be deliberately invalid (zero heads, seq_len < q_len, ...):
  * the struct stores raw values and the engine is expected to refuse them
- * with `expect`.  Parsing validates syntax and harness limits only.
+ * with `expect`.  Parsing validates syntax and harness limits only; what
+ * is valid is validity.h's one model.
  *
- * Dtypes are the adapter ABI's (include/attnguard/engine.h); an expected
- * refusal is named in attnguard's status vocabulary (src/attn.h), which the
- * defect model (harness/defects.c) speaks.
+ * Everything engine-facing is in the adapter ABI's terms
+ * (include/attnguard/engine.h): dtypes, the split policy, and the expected
+ * refusal (an ag_refusal kind).  Engine options are the engine's own words
+ * (its ag_variant list says which exist).
  */
 #ifndef AG_CASE_H
 #define AG_CASE_H
 
 #include "../../include/attnguard/engine.h"
-#include "../../src/attn.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -25,9 +26,34 @@
 #define CASE_MAX_LAYERS 64
 #define CASE_MAX_REQS   256
 #define CASE_MAX_LIST   4096   /* explicit ALiBi slopes and sinks, all layers together */
+#define CASE_MAX_HEADS  4096   /* the most heads of a layer the harness forms slopes and
+                                  sinks for (more is a value the engine must refuse) */
 #define CASE_NAME_LEN   64
 #define CASE_OPTIONS_LEN 64
 #define CASE_WINDOW_UNSET (-2) /* window_left/right not given: `window` decides */
+
+/* The keys of the text form, in their canonical print order: the one list
+ * the parser, the printer and the messages that name a line read. */
+#define CASE_KEYS(X)                                                                          \
+    X(NAME, "name") X(EXPECT, "expect") X(MODEL_HEADS, "model_num_heads")                     \
+    X(KV_HEADS, "kv_heads") X(HEAD_DIM, "head_dim") X(BLOCK_SIZE, "block_size")               \
+    X(Q_DTYPE, "q_dtype") X(KV_DTYPE, "kv_dtype") X(OUT_DTYPE, "out_dtype") X(DTYPE, "dtype") \
+    X(CAUSAL, "causal") X(THREADS, "threads") X(SPLIT, "split") X(SEED, "seed")               \
+    X(BLOCKS, "blocks") X(LAST_FULL, "last_block_full") X(PLACE, "place")                     \
+    X(Q_VALUES, "q_values") X(K_VALUES, "k_values") X(V_VALUES, "v_values")                   \
+    X(VALUES, "values") X(OPTIONS, "options") X(ISA, "isa") X(REQUESTS, "requests")           \
+    X(LAYERS, "layers") X(LAYER, "layer")
+#define CASE_KEY_ENUM(id, name) CASE_KEY_##id,
+typedef enum case_key { CASE_KEYS(CASE_KEY_ENUM) CASE_KEY_COUNT } case_key;
+#undef CASE_KEY_ENUM
+
+/* Where the text form set each field: 1-based line numbers, 0 when the
+ * case did not come from a text or the key was absent.  Not part of what
+ * the case is (case_equal ignores it); messages about a field name it. */
+typedef struct case_lines {
+    int32_t key[CASE_KEY_COUNT];   /* CASE_KEY_LAYER: unused (per layer below) */
+    int32_t layer[CASE_MAX_LAYERS]; /* the layer.<i> lines */
+} case_lines;
 
 typedef enum case_blocks {
     CASE_BLOCKS_CONTIGUOUS = 0, /* request r's blocks follow each other */
@@ -104,11 +130,13 @@ typedef struct case_spec {
     uint8_t place;                      /* case_place */
     case_values values[CASE_T_COUNT];   /* q, k, v */
     int32_t threads;
-    attn_split_mode split;
-    int32_t split_count;                /* ATTN_SPLIT_FIXED */
+    int32_t split;                      /* ag_split; raw values outside it are invalid */
+    int32_t split_count;                /* AG_SPLIT_FIXED */
     uint64_t seed;                      /* values, sinks, block shuffle */
-    attn_status expect;                 /* ATTN_OK, or the status the engine must return */
-    char options[CASE_OPTIONS_LEN];     /* engine options ("isa=avx2 tune=amd"); "" = default */
+    int32_t expect;                     /* 0 (AG_R_NONE): every stage succeeds; else the
+                                           ag_refusal kind the engine must answer with */
+    char options[CASE_OPTIONS_LEN];     /* engine words ("isa=avx2 tune=amd"); "" = default */
+    case_lines lines;                   /* where the text set each field */
     int32_t list_len;                   /* used entries of list */
     float list[CASE_MAX_LIST];          /* explicit slopes and sinks */
 } case_spec;
@@ -130,8 +158,16 @@ void case_print(FILE *f, const case_spec *c);
 /* Same into a buffer; returns the length that would have been written. */
 size_t case_format(char *buf, size_t cap, const case_spec *c);
 
-/* Struct equality on every field that matters (name included). */
+/* Struct equality on every field that matters (name included; the line
+ * numbers are not part of a case). */
 int case_equal(const case_spec *a, const case_spec *b);
+
+/* The text key of k ("kv_heads", ...; "layer" for layer.<i>). */
+const char *case_key_name(case_key k);
+/* The line of the case's text that set key k (layer: layer.<index>), or
+ * the line of the shorthand that set it (`dtype` for q_dtype, `values`
+ * for k_values, `causal` for a request's flag, ...); 0 when none did. */
+int32_t case_line(const case_spec *c, case_key k, int32_t index);
 
 /* Resolved window of layer l for the engine: (left, right), -1 unbounded.
  * window_left/right when set, else `window` W as (W-1, W-1), else (-1, -1).

@@ -23,19 +23,19 @@
  * Field order:
  *     kv_heads  num_layers  { heads window attr [softcap] [scale] } x layers
  *     model_num_heads  head_dim  block_size  dtypes  causal  threads  split
- *     blocks  num_reqs  { kv_len q_len } x reqs  seed  isa  expect  name
+ *     blocks  num_reqs  { kv_len q_len } x reqs  seed  options  expect  name
  * attr is one byte: bits 0-2 == 7 -> alibi, bits 3-5 == 7 -> sinks, bit 6 ->
  * a softcap follows, bit 7 -> a scale follows.  dtypes is one byte (0xFF +
  * three int8 for raw values); split is an escaped code (0xFD: FIXED n,
  * 0xFE: raw int8 mode + int16 count); seed is b < 0xFD, or 0xFD/0xFE/0xFF +
- * 2/4/8 bytes; expect is OK unless 0xFF k; name is empty unless its length
- * byte is >= 0xF0.
+ * 2/4/8 bytes; options and name are empty unless their length byte is
+ * >= 0xF0; expect is ok unless 0xFF k (k-th refusal kind).
  *
  * Extension block (after name; absent bytes read as 0 = "as the base
  * says", so inputs older than the block keep their meaning): a budget byte,
  * a flags byte, then the blocks the flags name (per-request causal flags;
  * per layer (left, right), fp8 scales, explicit slope / sink lists; q/k/v
- * values; an fp8 kv dtype; a tune option).  X_* and XL_* spell the bits
+ * values; an fp8 kv dtype; a byte kept for old inputs).  X_* and XL_* spell the bits
  * out.  A budget other than 0 or >= 0xF8 caps kv lengths so that case_cost
  * fits 2^16..2^22 multiply-adds: random inputs stay cheap to run.
  *
@@ -54,7 +54,13 @@
 
 enum { ESC_WIDE = 0xFD, ESC_RAW = 0xFE, ESC_BAD = 0xFF };
 
-#define SEQ_HI ((int32_t)(1 << 28) + 1)   /* just past ATTN_MAX_SEQ_LEN */
+/* The generator's reach.  Lengths go just past 2^28 keys and the third
+ * invalid value of a dimension just past 1024 (4096 for block sizes, 256
+ * for threads): beyond the limits engines here declare, so that their
+ * refusals are drawn too. */
+#define SEQ_LIM ((int32_t)1 << 28)
+#define SEQ_HI (SEQ_LIM + 1)
+#define SPLITS_HI 65
 
 /* ----------------------------------------------------------- reader/writer */
 
@@ -314,7 +320,7 @@ static int32_t m_dim(unsigned b, const fctx *x) {
 }
 static int32_t b_dim(unsigned k, const fctx *x) {
     (void)x;
-    static const int32_t t[3] = {0, -1, ATTN_MAX_HEAD_DIM + 1};
+    static const int32_t t[3] = {0, -1, 1025};
     return t[k % 3];
 }
 
@@ -325,7 +331,7 @@ static int32_t m_bs(unsigned b, const fctx *x) {
 }
 static int32_t b_bs(unsigned k, const fctx *x) {
     (void)x;
-    static const int32_t t[3] = {0, -1, ATTN_MAX_BLOCK_SIZE + 1};
+    static const int32_t t[3] = {0, -1, 4097};
     return t[k % 3];
 }
 
@@ -345,7 +351,7 @@ static int32_t m_threads(unsigned b, const fctx *x) {
 }
 static int32_t b_threads(unsigned k, const fctx *x) {
     (void)x;
-    static const int32_t t[3] = {0, -1, ATTN_MAX_THREADS + 1};
+    static const int32_t t[3] = {0, -1, 257};
     return t[k % 3];
 }
 
@@ -415,11 +421,11 @@ static int32_t b_q(unsigned k, const fctx *x) {
 static int32_t m_expect(unsigned b, const fctx *x) {
     (void)x;
     (void)b;
-    return ATTN_OK;
+    return AG_R_NONE;
 }
 static int32_t b_expect(unsigned k, const fctx *x) {
     (void)x;
-    return (int32_t)(k % ATTN_STATUS_COUNT);
+    return (int32_t)(k % AG_R_COUNT);
 }
 
 static const ispec S_KVH = {"kv_heads", m_kvh, b_kvh, -2, 1 << 20};
@@ -435,7 +441,7 @@ static const ispec S_BLOCKS = {"blocks", m_blocks, m_blocks, 0, CASE_BLOCKS_COUN
 static const ispec S_REQS = {"num_reqs", m_reqs, b_reqs, 0, CASE_MAX_REQS};
 static const ispec S_KV = {"kv_len", m_kv, b_kv, -1, SEQ_HI};
 static const ispec S_Q = {"q_len", m_q, b_q, -1, SEQ_HI};
-static const ispec S_EXPECT = {"expect", m_expect, b_expect, 0, ATTN_STATUS_COUNT - 1};
+static const ispec S_EXPECT = {"expect", m_expect, b_expect, 0, AG_R_COUNT - 1};
 
 static const float softcap_tab[8] = {30.0f, 50.0f, 5.0f, 1.0f, 0.5f, 20.0f, 10.0f, 2.0f};
 static const float scale_tab[8] = {0.125f, 0.0883883476f, 1.0f, 0.5f,
@@ -505,7 +511,7 @@ static void wr_dtypes(writer *w, const case_spec *c) {
     for (int i = 0; i < 3; i++) wr_u8(w, (uint8_t)(int8_t)v[i]);
 }
 
-/* split: small codes, 0xFD FIXED n (n in -1..ATTN_MAX_SPLITS+1), 0xFE raw
+/* split: small codes, 0xFD FIXED n (n in -1..SPLITS_HI), 0xFE raw
  * int8 mode + int16 count, 0xFF k invalid.  AUTO/OFF/ON carry count 0. */
 typedef struct split_v {
     int32_t mode, count;
@@ -513,26 +519,26 @@ typedef struct split_v {
 
 static split_v split_norm(int32_t mode, int32_t count) {
     split_v s = {mode, count};
-    if (mode == ATTN_SPLIT_AUTO || mode == ATTN_SPLIT_OFF || mode == ATTN_SPLIT_ON) s.count = 0;
+    if (mode == AG_SPLIT_AUTO || mode == AG_SPLIT_OFF || mode == AG_SPLIT_ON) s.count = 0;
     return s;
 }
 
 static split_v split_small(unsigned b) {
     static const int8_t t[16][2] = {
-        {ATTN_SPLIT_AUTO, 0},  {ATTN_SPLIT_AUTO, 0},  {ATTN_SPLIT_AUTO, 0},
-        {ATTN_SPLIT_OFF, 0},   {ATTN_SPLIT_OFF, 0},   {ATTN_SPLIT_ON, 0},
-        {ATTN_SPLIT_ON, 0},    {ATTN_SPLIT_ON, 0},    {ATTN_SPLIT_FIXED, 2},
-        {ATTN_SPLIT_FIXED, 3}, {ATTN_SPLIT_FIXED, 4}, {ATTN_SPLIT_FIXED, 1},
-        {ATTN_SPLIT_FIXED, 8}, {ATTN_SPLIT_AUTO, 0},  {ATTN_SPLIT_ON, 0},
-        {ATTN_SPLIT_FIXED, 5},
+        {AG_SPLIT_AUTO, 0},  {AG_SPLIT_AUTO, 0},  {AG_SPLIT_AUTO, 0},
+        {AG_SPLIT_OFF, 0},   {AG_SPLIT_OFF, 0},   {AG_SPLIT_ON, 0},
+        {AG_SPLIT_ON, 0},    {AG_SPLIT_ON, 0},    {AG_SPLIT_FIXED, 2},
+        {AG_SPLIT_FIXED, 3}, {AG_SPLIT_FIXED, 4}, {AG_SPLIT_FIXED, 1},
+        {AG_SPLIT_FIXED, 8}, {AG_SPLIT_AUTO, 0},  {AG_SPLIT_ON, 0},
+        {AG_SPLIT_FIXED, 5},
     };
     return split_norm(t[b % 16][0], t[b % 16][1]);
 }
 
 static split_v split_bad(unsigned k) {
     static const int32_t t[5][2] = {
-        {ATTN_SPLIT_FIXED, 0}, {ATTN_SPLIT_FIXED, ATTN_MAX_SPLITS + 1}, {4, 0}, {-1, 0},
-        {ATTN_SPLIT_FIXED, -1},
+        {AG_SPLIT_FIXED, 0}, {AG_SPLIT_FIXED, SPLITS_HI}, {4, 0}, {-1, 0},
+        {AG_SPLIT_FIXED, -1},
     };
     return split_norm(t[k % 5][0], t[k % 5][1]);
 }
@@ -543,8 +549,8 @@ static void rd_split(reader *r, case_spec *c) {
     if (b < ESC_WIDE) {
         s = split_small(b);
     } else if (b == ESC_WIDE) {
-        s = split_norm(ATTN_SPLIT_FIXED,
-                       clamp64((int16_t)(uint16_t)rd_le(r, 2), -1, ATTN_MAX_SPLITS + 1));
+        s = split_norm(AG_SPLIT_FIXED,
+                       clamp64((int16_t)(uint16_t)rd_le(r, 2), -1, SPLITS_HI));
     } else if (b == ESC_RAW) {
         int32_t mode = (int8_t)(uint8_t)rd_u8(r);
         int32_t count = (int16_t)(uint16_t)rd_le(r, 2);
@@ -552,7 +558,7 @@ static void rd_split(reader *r, case_spec *c) {
     } else {
         s = split_bad(rd_u8(r));
     }
-    c->split = (attn_split_mode)s.mode;
+    c->split = s.mode;
     c->split_count = s.count;
 }
 
@@ -571,7 +577,7 @@ static void wr_split(writer *w, const case_spec *c) {
             wr_u8(w, k);
             return;
         }
-    if (v.mode == ATTN_SPLIT_FIXED && v.count >= -1 && v.count <= ATTN_MAX_SPLITS + 1) {
+    if (v.mode == AG_SPLIT_FIXED && v.count >= -1 && v.count <= SPLITS_HI) {
         wr_u8(w, ESC_WIDE);
         wr_le(w, (uint16_t)(int16_t)v.count, 2);
         return;
@@ -611,14 +617,6 @@ static void wr_seed(writer *w, uint64_t s) {
     }
 }
 
-/* isa: mostly the engine default; a few named tables and one unknown name. */
-#define ISA_SLOTS 32
-static const char *isa_of(unsigned b) {
-    static const char *const named[5] = {"ref", "avx2", "avx512", "avx512bf16", "sse9"};
-    unsigned i = b % ISA_SLOTS;
-    return i < ISA_SLOTS - 5 ? "" : named[i - (ISA_SLOTS - 5)];
-}
-
 /* name: empty unless the length byte is >= 0xF0 (1..15 chars), 0xFF + n
  * (n % 64 chars).  Bytes that are not printable text become letters. */
 static char name_char(unsigned ch) {
@@ -626,27 +624,44 @@ static char name_char(unsigned ch) {
     return (char)('a' + ch % 26);
 }
 
-static void rd_name(reader *r, case_spec *c) {
-    unsigned b = rd_u8(r);
-    size_t len = 0;
-    if (b == ESC_BAD) len = rd_u8(r) % CASE_NAME_LEN;
-    else if (b >= 0xF0) len = b - 0xEF;
-    for (size_t i = 0; i < len; i++) c->name[i] = name_char(rd_u8(r));
-    c->name[len] = '\0';
+/* Engine options: the same, and a blank may separate words (one, never
+ * first or last: the form the text parser keeps). */
+static char option_char(unsigned ch, size_t i, char prev) {
+    if (ch == ' ' && i > 0 && prev != ' ') return ' ';
+    return name_char(ch);
 }
 
-static void wr_name(writer *w, const char *name) {
-    size_t len = strnlen(name, CASE_NAME_LEN);
-    if (len >= CASE_NAME_LEN) {
-        wr_fail(w, "name is not NUL-terminated within %d bytes", CASE_NAME_LEN);
+/* A text field of at most cap - 1 characters (name, options). */
+static void rd_text(reader *r, char *dst, size_t cap, int words) {
+    unsigned b = rd_u8(r);
+    size_t len = 0;
+    if (b == ESC_BAD) len = rd_u8(r) % cap;
+    else if (b >= 0xF0) len = b - 0xEF;
+    for (size_t i = 0; i < len; i++) {
+        const unsigned ch = rd_u8(r);
+        dst[i] = words ? option_char(ch, i, i ? dst[i - 1] : 0) : name_char(ch);
+    }
+    while (words && len && dst[len - 1] == ' ') len--;
+    dst[len] = '\0';
+}
+
+static void rd_name(reader *r, case_spec *c) { rd_text(r, c->name, sizeof c->name, 0); }
+
+static void wr_text(writer *w, const char *what, const char *name, size_t cap, int words) {
+    size_t len = strnlen(name, cap);
+    if (len >= cap) {
+        wr_fail(w, "%s is not NUL-terminated within %zu bytes", what, cap);
         return;
     }
-    for (size_t i = 0; i < len; i++)
-        if (name_char((unsigned char)name[i]) != name[i]) {
-            wr_fail(w, "name: character 0x%02x at %zu is not printable text (or is '#')",
-                    (unsigned char)name[i], i);
+    for (size_t i = 0; i < len; i++) {
+        const unsigned ch = (unsigned char)name[i];
+        if ((words ? option_char(ch, i, i ? name[i - 1] : 0) : name_char(ch)) != name[i] ||
+            (words && ch == ' ' && i + 1 == len)) {
+            wr_fail(w, "%s: character 0x%02x at %zu is not printable text (or is '#', or a "
+                    "blank out of place)", what, ch, i);
             return;
         }
+    }
     if (len == 0) {
         wr_u8(w, 0);
     } else if (len <= 15) {
@@ -658,6 +673,8 @@ static void wr_name(writer *w, const char *name) {
     for (size_t i = 0; i < len; i++) wr_u8(w, (unsigned char)name[i]);
 }
 
+static void wr_name(writer *w, const char *name) { wr_text(w, "name", name, CASE_NAME_LEN, 0); }
+
 /* ------------------------------------------------------- extension block */
 
 /* Everything after `name`.  A missing byte reads as 0 and every 0 means
@@ -668,7 +685,8 @@ enum {
     X_LAYERS = 1u << 1,    /* one attribute byte per layer (+ its fields) follows */
     X_VALUES = 1u << 2,    /* q, k, v value distributions follow */
     X_KV_FP8 = 1u << 3,    /* a kv dtype byte follows */
-    X_TUNE = 1u << 4,      /* a tune option byte follows */
+    X_OLD = 1u << 4,       /* a byte follows that inputs made before options were text
+                              used; read and dropped, never written */
     X_LAST_FULL = 1u << 5, /* last_block_full */
     X_PLACE_HEAD = 1u << 6 /* place = head; bit 7 is unused (written 0) */
 };
@@ -806,16 +824,11 @@ static void wr_values(writer *w, const case_values *v, const char *name) {
     wr_le(w, bits, 4);
 }
 
-/* The tune option: mostly none, the two profiles, one unknown name. */
-static const char *tune_of(unsigned b) {
-    static const char *const t[8] = {"", "intel", "amd", "", "", "", "", ""};
-    return b == 0xFF ? "zen9" : t[b % 8];
-}
 
 /* A request the cap may shorten: a valid one (invalid ones stay as drawn);
  * in the first round only rows of several query tokens. */
 static int shrinkable(int32_t q, int32_t kv, int round) {
-    return q >= 1 && kv >= q && kv <= ATTN_MAX_SEQ_LEN && (round > 0 || q > 1);
+    return q >= 1 && kv >= q && kv <= SEQ_LIM && (round > 0 || q > 1);
 }
 
 static void apply_cap(case_spec *c, const int32_t *q0, const int32_t *k0, int32_t cap,
@@ -879,7 +892,7 @@ static void rd_source(reader *r, case_spec *c, case_layer *L, unsigned kind, int
     const int32_t n = L->num_heads;
     if (kind == XS_STANDARD) {
         *src = CASE_SRC_STANDARD;
-    } else if (kind == XS_LIST && n >= 1 && n <= ATTN_MAX_HEADS &&
+    } else if (kind == XS_LIST && n >= 1 && n <= CASE_MAX_HEADS &&
                c->list_len + n <= CASE_MAX_LIST) {
         /* no room (or no valid head count): the base attribute stands */
         *off = (uint16_t)c->list_len;
@@ -918,12 +931,7 @@ static void rd_ext(reader *r, case_spec *c, fctx *x) {
         if (t == 1) c->kv_dtype = AG_FP8_E4M3;
         else if (t == 2) c->kv_dtype = AG_FP8_E5M2;
     }
-    if (f & X_TUNE) {
-        const char *tune = tune_of(rd_u8(r));
-        size_t n = strlen(c->options);
-        if (tune[0])
-            snprintf(c->options + n, sizeof c->options - n, "%stune=%s", n ? " " : "", tune);
-    }
+    if (f & X_OLD) (void)rd_u8(r);
     shrink_to_budget(c, budget);
 }
 
@@ -968,40 +976,14 @@ void case_decode(const uint8_t *data, size_t size, case_spec *out) {
     }
     for (int t = 0; t < CASE_T_COUNT; t++) c.values[t].amp = 1.0f;
     c.seed = rd_seed(&r);
-    const char *isa = isa_of(rd_u8(&r));
-    if (isa[0]) snprintf(c.options, sizeof c.options, "isa=%s", isa);
-    c.expect = (attn_status)rd_int(&r, &S_EXPECT, &x);
+    rd_text(&r, c.options, sizeof c.options, 1);
+    c.expect = rd_int(&r, &S_EXPECT, &x);
     rd_name(&r, &c);
     rd_ext(&r, &c, &x);
     *out = c;
 }
 
 /* -------------------------------------------------------------- encode */
-
-/* options as the base isa byte and the tune byte: "", "isa=X", "tune=Y" or
- * "isa=X tune=Y" with names the decoder produces; -1 otherwise. */
-static int split_options(const char *o, unsigned *isa_b, unsigned *tune_b) {
-    char isa[CASE_OPTIONS_LEN] = "", tune[CASE_OPTIONS_LEN] = "";
-    if (strnlen(o, CASE_OPTIONS_LEN) >= CASE_OPTIONS_LEN) return -1;
-    if (strncmp(o, "isa=", 4) == 0) {
-        size_t n = strcspn(o + 4, " ");
-        memcpy(isa, o + 4, n);
-        isa[n] = '\0';
-        o += 4 + n;
-        if (*o == ' ') o++;
-        else if (*o) return -1;
-        if (!isa[0]) return -1;
-    }
-    if (strncmp(o, "tune=", 5) == 0) {
-        snprintf(tune, sizeof tune, "%s", o + 5);
-        if (!tune[0]) return -1;
-    } else if (*o) {
-        return -1;
-    }
-    for (*isa_b = 0; *isa_b < ISA_SLOTS && strcmp(isa_of(*isa_b), isa) != 0; (*isa_b)++) {}
-    for (*tune_b = 0; *tune_b < 256 && strcmp(tune_of(*tune_b), tune) != 0; (*tune_b)++) {}
-    return *isa_b < ISA_SLOTS && *tune_b < 256 ? 0 : -1;
-}
 
 static int is_one(float f) { return same_float(f, 1.0f); }
 
@@ -1018,7 +1000,7 @@ static unsigned layer_ext(const case_layer *L) {
 static void wr_source_list(writer *w, const case_spec *c, int32_t l, int alibi) {
     const case_layer *L = &c->layers[l];
     const int32_t n = L->num_heads, off = alibi ? L->alibi_off : L->sinks_off;
-    if (n < 1 || n > ATTN_MAX_HEADS || off + n > c->list_len || c->list_len > CASE_MAX_LIST) {
+    if (n < 1 || n > CASE_MAX_HEADS || off + n > c->list_len || c->list_len > CASE_MAX_LIST) {
         wr_fail(w, "layer.%d: %s list (heads %d at offset %d of %d) is not decodable", (int)l,
                 alibi ? "alibi" : "sinks", (int)n, (int)off, (int)c->list_len);
         return;
@@ -1028,7 +1010,7 @@ static void wr_source_list(writer *w, const case_spec *c, int32_t l, int alibi) 
 
 /* The extension block, or nothing when every field has its base value.
  * ctx: the decoder's view so far (the window maps read the previous layer). */
-static void wr_ext(writer *w, const case_spec *c, case_spec *ctx, unsigned tune_b) {
+static void wr_ext(writer *w, const case_spec *c, case_spec *ctx) {
     const int32_t bc = base_causal(c);
     unsigned f = 0, raw_causal = 0;
     for (int32_t r = 0; r < c->num_reqs; r++) {
@@ -1040,7 +1022,6 @@ static void wr_ext(writer *w, const case_spec *c, case_spec *ctx, unsigned tune_
     for (int t = 0; t < CASE_T_COUNT; t++)
         if (c->values[t].dist != CASE_DIST_UNIFORM || !is_one(c->values[t].amp)) f |= X_VALUES;
     if (kv_by_ext(c)) f |= X_KV_FP8;
-    if (tune_b) f |= X_TUNE;
     if (c->last_block_full > 1 || c->place >= CASE_PLACE_COUNT) {
         wr_fail(w, "last_block_full = %d / place = %d is not decodable", (int)c->last_block_full,
                 (int)c->place);
@@ -1090,7 +1071,6 @@ static void wr_ext(writer *w, const case_spec *c, case_spec *ctx, unsigned tune_
         wr_values(w, &c->values[t], names[t]);
     }
     if (f & X_KV_FP8) wr_u8(w, c->kv_dtype == AG_FP8_E4M3 ? 1 : 2);
-    if (f & X_TUNE) wr_u8(w, tune_b);
 }
 
 
@@ -1162,14 +1142,10 @@ size_t case_encode(const case_spec *c, uint8_t *buf, size_t cap, char *errbuf, s
         wr_int(&w, &S_Q, &x, c->q_len[q]);
     }
     wr_seed(&w, c->seed);
-    unsigned isa_b = 0, tune_b = 0;
-    if (split_options(c->options, &isa_b, &tune_b))
-        wr_fail(&w, "options = \"%s\" are not decodable (isa=<%s> tune=<%s>, in that order)",
-                c->options, "ref|avx2|avx512|avx512bf16|sse9", "intel|amd|zen9");
-    wr_u8(&w, isa_b);
-    wr_int(&w, &S_EXPECT, &x, (int32_t)c->expect);
+    wr_text(&w, "options", c->options, CASE_OPTIONS_LEN, 1);
+    wr_int(&w, &S_EXPECT, &x, c->expect);
     wr_name(&w, c->name);
-    wr_ext(&w, c, &ctx, tune_b);
+    wr_ext(&w, c, &ctx);
 
 out:
     if (w.failed) return 0;

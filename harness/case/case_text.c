@@ -163,21 +163,16 @@ static int parse_name_of(const char *s, const char *const *names, int n, int *ou
     return -1;
 }
 
-/* The status whose name, without "ATTN_E_" (or "ATTN_"), matches s. */
-static int parse_status(const char *s, attn_status *out) {
-    if (strcasecmp(s, "ok") == 0) { *out = ATTN_OK; return 0; }
-    for (int st = 1; st < (int)ATTN_STATUS_COUNT; st++) {
-        const char *full = attn_status_name((attn_status)st);
-        if (!full) continue;
-        const char *tail = full;
-        if (strncmp(tail, "ATTN_E_", 7) == 0) tail += 7;
-        else if (strncmp(tail, "ATTN_", 5) == 0) tail += 5;
-        if (strcasecmp(s, tail) == 0 || strcasecmp(s, full) == 0) {
-            *out = (attn_status)st;
-            return 0;
-        }
+/* `ok`, or the name of a refusal kind of the ABI (ag_refusal_name). */
+static int parse_expect(const char *s, int32_t *out) {
+    if (strcmp(s, "ok") == 0) {
+        *out = AG_R_NONE;
+        return 0;
     }
-    return -1;
+    const int k = ag_refusal_parse(s);
+    if (k <= AG_R_NONE) return -1;
+    *out = k;
+    return 0;
 }
 
 /* Names and option words: printable, no whitespace, no '#', fit the field. */
@@ -439,23 +434,24 @@ static void relayout_lists(case_spec *c, float *old /* CASE_MAX_LIST */) {
 
 /* ------------------------------------------------------------------ parse */
 
+/* The scalar keys are case.h's list (CASE_KEYS); K_* are its values. */
 enum {
-    K_NAME, K_EXPECT, K_MODEL_HEADS, K_KV_HEADS, K_HEAD_DIM, K_BLOCK_SIZE, K_Q_DTYPE,
-    K_KV_DTYPE, K_OUT_DTYPE, K_DTYPE, K_CAUSAL, K_THREADS, K_SPLIT, K_SEED, K_BLOCKS,
-    K_LAST_FULL, K_PLACE, K_Q_VALUES, K_K_VALUES, K_V_VALUES, K_VALUES, K_OPTIONS, K_ISA,
-    K_REQUESTS, K_LAYERS, K_COUNT
-};
-static const char *const key_names[K_COUNT] = {
-    "name", "expect", "model_num_heads", "kv_heads", "head_dim", "block_size", "q_dtype",
-    "kv_dtype", "out_dtype", "dtype", "causal", "threads", "split", "seed", "blocks",
-    "last_block_full", "place", "q_values", "k_values", "v_values", "values", "options", "isa",
-    "requests", "layers",
+    K_NAME = CASE_KEY_NAME, K_EXPECT = CASE_KEY_EXPECT, K_MODEL_HEADS = CASE_KEY_MODEL_HEADS,
+    K_KV_HEADS = CASE_KEY_KV_HEADS, K_HEAD_DIM = CASE_KEY_HEAD_DIM,
+    K_BLOCK_SIZE = CASE_KEY_BLOCK_SIZE, K_Q_DTYPE = CASE_KEY_Q_DTYPE,
+    K_KV_DTYPE = CASE_KEY_KV_DTYPE, K_OUT_DTYPE = CASE_KEY_OUT_DTYPE, K_DTYPE = CASE_KEY_DTYPE,
+    K_CAUSAL = CASE_KEY_CAUSAL, K_THREADS = CASE_KEY_THREADS, K_SPLIT = CASE_KEY_SPLIT,
+    K_SEED = CASE_KEY_SEED, K_BLOCKS = CASE_KEY_BLOCKS, K_LAST_FULL = CASE_KEY_LAST_FULL,
+    K_PLACE = CASE_KEY_PLACE, K_Q_VALUES = CASE_KEY_Q_VALUES, K_K_VALUES = CASE_KEY_K_VALUES,
+    K_V_VALUES = CASE_KEY_V_VALUES, K_VALUES = CASE_KEY_VALUES, K_OPTIONS = CASE_KEY_OPTIONS,
+    K_ISA = CASE_KEY_ISA, K_REQUESTS = CASE_KEY_REQUESTS, K_LAYERS = CASE_KEY_LAYERS,
+    K_COUNT = CASE_KEY_LAYER   /* layer.<i> lines are parsed apart */
 };
 
 static int parse_split(const char *v, case_spec *c) {
-    if (strcmp(v, "auto") == 0) { c->split = ATTN_SPLIT_AUTO; c->split_count = 0; return 0; }
-    if (strcmp(v, "off") == 0) { c->split = ATTN_SPLIT_OFF; c->split_count = 0; return 0; }
-    if (strcmp(v, "on") == 0) { c->split = ATTN_SPLIT_ON; c->split_count = 0; return 0; }
+    if (strcmp(v, "auto") == 0) { c->split = AG_SPLIT_AUTO; c->split_count = 0; return 0; }
+    if (strcmp(v, "off") == 0) { c->split = AG_SPLIT_OFF; c->split_count = 0; return 0; }
+    if (strcmp(v, "on") == 0) { c->split = AG_SPLIT_ON; c->split_count = 0; return 0; }
     if (strncmp(v, "raw:", 4) == 0) {
         char tmp[64];
         if (strlen(v + 4) >= sizeof(tmp)) return -1;
@@ -465,13 +461,13 @@ static int parse_split(const char *v, case_spec *c) {
         *colon = '\0';
         int32_t m, n;
         if (parse_i32(tmp, &m) || parse_i32(colon + 1, &n)) return -1;
-        c->split = (attn_split_mode)m;
+        c->split = m;
         c->split_count = n;
         return 0;
     }
     int32_t n;
     if (parse_i32(v, &n)) return -1;
-    c->split = ATTN_SPLIT_FIXED;
+    c->split = AG_SPLIT_FIXED;
     c->split_count = n;
     return 0;
 }
@@ -488,7 +484,7 @@ static int parse_scalar(int k, char *v, case_spec *c, pending *pd) {
     int32_t b;
     switch (k) {
     case K_NAME: return parse_word(v, c->name, sizeof(c->name));
-    case K_EXPECT: return parse_status(v, &c->expect);
+    case K_EXPECT: return parse_expect(v, &c->expect);
     case K_MODEL_HEADS: return parse_i32(v, &c->model_num_heads);
     case K_KV_HEADS: return parse_i32(v, &c->num_kv_heads);
     case K_HEAD_DIM: return parse_i32(v, &c->head_dim);
@@ -559,18 +555,20 @@ static int parse_line(char *s, case_spec *c, pending *pd, pstate *ps, char *errb
         snprintf(lkey, sizeof(lkey), "layer.%d", (int)idx);
         if (parse_layer(val, c, &c->layers[idx], errbuf, errlen, line, lkey)) return -1;
         ps->have_layer[idx] = 1;
+        c->lines.layer[idx] = line;
         ps->layer_lines++;
         return 0;
     }
     int k = -1;
     for (int i = 0; i < K_COUNT; i++)
-        if (strcmp(key, key_names[i]) == 0) k = i;
+        if (strcmp(key, case_key_name((case_key)i)) == 0) k = i;
     if (k < 0) return perr(errbuf, errlen, line, key, "unknown key");
     if (ps->seen[k]) return perr(errbuf, errlen, line, key, "duplicate key");
     if ((k == K_ISA && ps->seen[K_OPTIONS]) || (k == K_OPTIONS && ps->seen[K_ISA]))
         return perr(errbuf, errlen, line, key, "conflicts with '%s' on line %d",
                     k == K_ISA ? "options" : "isa", ps->seen[k == K_ISA ? K_OPTIONS : K_ISA]);
     ps->seen[k] = line;
+    c->lines.key[k] = line;
     if (k == K_REQUESTS) return parse_requests(val, c, ps->flags, errbuf, errlen, line);
     if (k == K_LAYERS) {
         if (strcmp(val, "none") != 0)
@@ -754,26 +752,20 @@ static void sb_dtype(sbuf *sb, const char *key, ag_dtype d) {
     else sb_printf(sb, "%s = %d\n", key, (int)d);
 }
 
-static void sb_status(sbuf *sb, attn_status st) {
-    if (st == ATTN_OK) {
-        sb_printf(sb, "expect = ok\n");
-        return;
-    }
-    const char *full = attn_status_name(st);
-    const char *tail = full ? full : "?";
-    if (strncmp(tail, "ATTN_E_", 7) == 0) tail += 7;
-    else if (strncmp(tail, "ATTN_", 5) == 0) tail += 5;
-    sb_printf(sb, "expect = ");
-    for (const char *q = tail; *q; q++) sb_printf(sb, "%c", tolower((unsigned char)*q));
-    sb_printf(sb, "\n");
+static void sb_expect(sbuf *sb, int32_t kind) {
+    if (kind == AG_R_NONE) sb_printf(sb, "expect = ok\n");
+    else if (kind > AG_R_NONE && kind < AG_R_COUNT)
+        sb_printf(sb, "expect = %s\n", ag_refusal_name((ag_refusal)kind));
+    else sb_printf(sb, "expect = ok  # the bytes named refusal kind %d, which does not exist\n",
+                   (int)kind);
 }
 
 static void sb_split(sbuf *sb, const case_spec *c) {
     switch (c->split) {
-    case ATTN_SPLIT_AUTO: sb_printf(sb, "split = auto\n"); break;
-    case ATTN_SPLIT_OFF: sb_printf(sb, "split = off\n"); break;
-    case ATTN_SPLIT_ON: sb_printf(sb, "split = on\n"); break;
-    case ATTN_SPLIT_FIXED: sb_printf(sb, "split = %" PRId32 "\n", c->split_count); break;
+    case AG_SPLIT_AUTO: sb_printf(sb, "split = auto\n"); break;
+    case AG_SPLIT_OFF: sb_printf(sb, "split = off\n"); break;
+    case AG_SPLIT_ON: sb_printf(sb, "split = on\n"); break;
+    case AG_SPLIT_FIXED: sb_printf(sb, "split = %" PRId32 "\n", c->split_count); break;
     default:
         sb_printf(sb, "split = raw:%d:%" PRId32 "\n", (int)c->split, c->split_count);
         break;
@@ -856,7 +848,7 @@ size_t case_format(char *buf, size_t cap, const case_spec *c) {
     if (!c) return 0;
     /* empty strings print as "key =" (no trailing blank) and parse back as "" */
     sb_printf(&sb, "name =%s%s\n", c->name[0] ? " " : "", c->name);
-    sb_status(&sb, c->expect);
+    sb_expect(&sb, c->expect);
     sb_printf(&sb, "model_num_heads = %" PRId32 "\n", c->model_num_heads);
     sb_printf(&sb, "kv_heads = %" PRId32 "\n", c->num_kv_heads);
     sb_printf(&sb, "head_dim = %" PRId32 "\n", c->head_dim);

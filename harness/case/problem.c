@@ -19,6 +19,7 @@
  */
 #include "problem.h"
 #include "rng.h"
+#include "validity.h"
 #include "values.h"
 
 #include <math.h>
@@ -37,65 +38,16 @@ static uint64_t stream_state(uint64_t seed, uint64_t purpose) {
 
 /* -------------------------------------------------------------- validity */
 
-static int window_ok(int32_t w) { return w >= -1 && w <= ATTN_MAX_SEQ_LEN; }
-
-static int layer_valid(const case_spec *c, const case_layer *L) {
-    const int32_t hkv = c->num_kv_heads;
-    if (L->num_heads <= 0 || L->num_heads > ATTN_MAX_HEADS) return 0;
-    if (hkv <= 0 || L->num_heads % hkv != 0) return 0;
-    if (L->window < -1 || L->window == 0) return 0;
-    int32_t lw, rw;
-    case_layer_window(L, &lw, &rw);
-    if (!window_ok(lw) || !window_ok(rw)) return 0;
-    if (!isfinite(L->softcap) || L->softcap < 0) return 0;
-    if (!isfinite(L->scale) || L->scale < 0) return 0;
-    if (!isfinite(L->k_scale) || !(L->k_scale > 0) || !isfinite(L->v_scale) ||
-        !(L->v_scale > 0))
-        return 0;
-    if (L->alibi >= CASE_SRC_COUNT || L->sinks >= CASE_SRC_COUNT) return 0;
-    if (L->alibi == CASE_SRC_LIST && (int32_t)L->alibi_off + L->num_heads > c->list_len) return 0;
-    if (L->sinks == CASE_SRC_LIST && (int32_t)L->sinks_off + L->num_heads > c->list_len) return 0;
-    for (int32_t h = 0; h < L->num_heads; h++)
-        if ((L->alibi == CASE_SRC_LIST && !(fabs((double)c->list[L->alibi_off + h]) <=
-                                            ATTN_MAX_ALIBI_SLOPE)) ||
-            (L->sinks == CASE_SRC_LIST && !isfinite(c->list[L->sinks_off + h])))
-            return 0;
-    return 1;
-}
-
-/* The reason the engine must refuse (or cannot be given) this case, or NULL.
- * Mixed head counts are NOT a reason: each layer is valid on its own, so
- * the buffers are built and a test can run a layer against its own plan. */
+/* Why the case cannot be materialized (the first of its defects, by the
+ * one validity model, for an engine without limits), or NULL.  Mixed head
+ * counts are not a reason: each layer is valid on its own, so the buffers
+ * are built and a test can run a layer against its own plan. */
 static const char *case_invalid_reason(const case_spec *c) {
-    if (c->num_layers < 0 || c->num_layers > CASE_MAX_LAYERS) return "layer count";
-    if (c->num_kv_heads <= 0 || c->num_kv_heads > ATTN_MAX_HEADS) return "kv_heads";
-    if (c->num_layers == 0 && (c->model_num_heads <= 0 || c->model_num_heads > ATTN_MAX_HEADS ||
-                               c->model_num_heads % c->num_kv_heads != 0))
-        return "model_num_heads";
-    for (int32_t l = 0; l < c->num_layers; l++)
-        if (!layer_valid(c, &c->layers[l])) return "layer";
-    if (c->head_dim <= 0 || c->head_dim > ATTN_MAX_HEAD_DIM) return "head_dim";
-    if (c->block_size <= 0 || c->block_size > ATTN_MAX_BLOCK_SIZE) return "block_size";
-    if (!ag_dtype_size(c->q_dtype) || !ag_dtype_size(c->kv_dtype) || !ag_dtype_size(c->out_dtype))
-        return "dtype";
-    if (c->threads < 1 || c->threads > ATTN_MAX_THREADS) return "threads";
-    if (c->num_reqs < 1 || c->num_reqs > CASE_MAX_REQS) return "num_reqs";
-    int64_t tokens = 0;
-    for (int32_t r = 0; r < c->num_reqs; r++) {
-        if (c->q_len[r] < 1) return "q_len";
-        if (c->kv_len[r] < c->q_len[r] || c->kv_len[r] > ATTN_MAX_SEQ_LEN) return "kv_len";
-        if (c->causal[r] > 1) return "causal";
-        tokens += c->q_len[r];
-    }
-    if (tokens > INT32_MAX) return "num_tokens";
-    switch (c->split) {
-    case ATTN_SPLIT_AUTO: case ATTN_SPLIT_OFF: case ATTN_SPLIT_ON: break;
-    case ATTN_SPLIT_FIXED:
-        if (c->split_count < 1 || c->split_count > ATTN_MAX_SPLITS) return "split";
-        break;
-    default: return "split";
-    }
-    if ((unsigned)c->blocks >= CASE_BLOCKS_COUNT) return "blocks";
+    case_defects d;
+    validity_defects(c, NULL, &d);
+    if (d.unexpressible) return "layer or request count";
+    for (int i = 0; i < d.n; i++)
+        if (d.d[i].kind != AG_R_MIXED_HEADS) return case_key_name(d.d[i].key);
     return NULL;
 }
 
@@ -191,7 +143,7 @@ static int layer_arrays(problem *p, int32_t l) {
     const case_layer *L = &c->layers[l];
     ag_layer *d = &p->layers[l];
     const int32_t H = L->num_heads;
-    if (H <= 0 || H > ATTN_MAX_HEADS) return 0;
+    if (H <= 0 || H > CASE_MAX_HEADS) return 0;
     if (L->alibi == CASE_SRC_STANDARD ||
         (L->alibi == CASE_SRC_LIST && (int32_t)L->alibi_off + H <= c->list_len)) {
         if (!(p->alibi[l] = malloc((size_t)H * sizeof(float)))) return -1;

@@ -50,7 +50,11 @@ int engine_host_open(engine_host *h, const char *name, const char *options, char
     h->e = e;
     e->caps(h->ctx, &h->caps);
     int n = e->variants ? e->variants(h->ctx, h->variants, ENGINE_HOST_MAX_VARIANTS) : 0;
-    if (n < 1) h->variants[0] = "", n = 1;
+    if (n < 1) {
+        h->variants[0].options = "";
+        h->variants[0].kind = AG_VARIANT_DEFAULT;
+        n = 1;
+    }
     h->n_variants = n < ENGINE_HOST_MAX_VARIANTS ? n : ENGINE_HOST_MAX_VARIANTS;
     return 0;
 }
@@ -90,8 +94,8 @@ static int lacks(char *why, size_t cap, const char *fmt, ...) {
 /* The slopes of a layer equal the standard set for its head count. */
 static int slopes_standard(const case_spec *c, const case_layer *L) {
     if (L->alibi == CASE_SRC_STANDARD) return 1;
-    if (L->alibi != CASE_SRC_LIST || L->num_heads <= 0 || L->num_heads > 4096) return 0;
-    float std[4096];
+    if (L->alibi != CASE_SRC_LIST || L->num_heads <= 0 || L->num_heads > CASE_MAX_HEADS) return 0;
+    float std[CASE_MAX_HEADS];
     case_alibi_standard(L->num_heads, std);
     return memcmp(std, c->list + L->alibi_off, (size_t)L->num_heads * sizeof(float)) == 0;
 }
@@ -101,56 +105,66 @@ static int lacks_dtype(uint32_t set, ag_dtype d) {
 }
 
 int engine_host_unsupported(const engine_host *E, const case_spec *c, char *why, size_t cap) {
+    return engine_host_unsupported_at(E, c, why, cap, NULL, NULL);
+}
+
+/* `lacks` at key k (layer l). */
+#define LACKS_AT(k, l, ...) (at(key, index, (k), (l)), lacks(why, cap, __VA_ARGS__))
+
+static void at(case_key *key, int32_t *index, case_key k, int32_t l) {
+    if (key) *key = k;
+    if (index) *index = l;
+}
+
+int engine_host_unsupported_at(const engine_host *E, const case_spec *c, char *why, size_t cap,
+                               case_key *key, int32_t *index) {
     const ag_caps *k = &E->caps;
     const uint32_t f = k->flags;
     /* a dtype outside the enum is a defect for the engine to refuse, not a
      * missing capability */
     if (lacks_dtype(k->q_dtypes, c->q_dtype))
-        return lacks(why, cap, "q dtype %s", ag_dtype_name(c->q_dtype));
+        return LACKS_AT(CASE_KEY_Q_DTYPE, -1, "q dtype %s", ag_dtype_name(c->q_dtype));
     if (lacks_dtype(k->kv_dtypes, c->kv_dtype))
-        return lacks(why, cap, "kv dtype %s", ag_dtype_name(c->kv_dtype));
+        return LACKS_AT(CASE_KEY_KV_DTYPE, -1, "kv dtype %s", ag_dtype_name(c->kv_dtype));
     if (lacks_dtype(k->out_dtypes, c->out_dtype))
-        return lacks(why, cap, "out dtype %s", ag_dtype_name(c->out_dtype));
-    if (k->max_head_dim && c->head_dim > k->max_head_dim)
-        return lacks(why, cap, "head_dim %d > %d", (int)c->head_dim, (int)k->max_head_dim);
-    if (k->max_threads && c->threads > k->max_threads)
-        return lacks(why, cap, "threads %d > %d", (int)c->threads, (int)k->max_threads);
-    if (k->max_block_size && c->block_size > k->max_block_size)
-        return lacks(why, cap, "block_size %d > %d", (int)c->block_size, (int)k->max_block_size);
-    if (c->options[0] && strcmp(E->e->name, "attnguard") != 0)
-        return lacks(why, cap, "options '%s' (attnguard's)", c->options);
+        return LACKS_AT(CASE_KEY_OUT_DTYPE, -1, "out dtype %s", ag_dtype_name(c->out_dtype));
+    char word[64];
+    const validity_engine ve = engine_host_validity(E);
+    if (validity_foreign_options(c, &ve, word, sizeof word))
+        return LACKS_AT(CASE_KEY_OPTIONS, -1, "%s (another engine's)", word);
     const int fp8 = c->kv_dtype == AG_FP8_E4M3 || c->kv_dtype == AG_FP8_E5M2;
     for (int32_t l = 0; l < c->num_layers; l++) {
         const case_layer *L = &c->layers[l];
-        if (L->num_heads != c->num_kv_heads && !(f & AG_CAP_GQA)) return lacks(why, cap, "GQA");
+        if (L->num_heads != c->num_kv_heads && !(f & AG_CAP_GQA)) return LACKS_AT(CASE_KEY_LAYER, l, "GQA");
         int32_t lw, rw;
         case_layer_window(L, &lw, &rw);
         if ((lw != -1 || rw != -1) && !(f & (AG_CAP_WINDOW | AG_CAP_WINDOW_LR)))
-            return lacks(why, cap, "sliding window");
-        if (lw != rw && !(f & AG_CAP_WINDOW_LR)) return lacks(why, cap, "(left, right) window");
-        if (L->softcap != 0 && !(f & AG_CAP_SOFTCAP)) return lacks(why, cap, "soft cap");
-        if (L->scale != 0 && !(f & AG_CAP_SCALE)) return lacks(why, cap, "scale");
+            return LACKS_AT(CASE_KEY_LAYER, l, "sliding window");
+        if (lw != rw && !(f & AG_CAP_WINDOW_LR)) return LACKS_AT(CASE_KEY_LAYER, l, "(left, right) window");
+        if (L->softcap != 0 && !(f & AG_CAP_SOFTCAP)) return LACKS_AT(CASE_KEY_LAYER, l, "soft cap");
+        if (L->scale != 0 && !(f & AG_CAP_SCALE)) return LACKS_AT(CASE_KEY_LAYER, l, "scale");
         if (L->alibi != CASE_SRC_NONE && !(f & AG_CAP_ALIBI) &&
             !((f & AG_CAP_ALIBI_STANDARD) && slopes_standard(c, L)))
-            return lacks(why, cap, L->alibi == CASE_SRC_LIST ? "ALiBi slopes outside the standard set"
+            return LACKS_AT(CASE_KEY_LAYER, l, "%s", L->alibi == CASE_SRC_LIST ? "ALiBi slopes outside the standard set"
                                                             : "ALiBi");
-        if (L->sinks != CASE_SRC_NONE && !(f & AG_CAP_SINKS)) return lacks(why, cap, "sinks");
+        if (L->sinks != CASE_SRC_NONE && !(f & AG_CAP_SINKS)) return LACKS_AT(CASE_KEY_LAYER, l, "sinks");
         if (fp8 && (L->k_scale != 1.0f || L->v_scale != 1.0f) && !(f & AG_CAP_KV_SCALES))
-            return lacks(why, cap, "fp8 k_scale/v_scale");
+            return LACKS_AT(CASE_KEY_LAYER, l, "fp8 k_scale/v_scale");
     }
     if (c->blocks != CASE_BLOCKS_CONTIGUOUS && !(f & AG_CAP_PAGED))
-        return lacks(why, cap, "paged blocks in any order");
+        return LACKS_AT(CASE_KEY_BLOCKS, -1, "paged blocks in any order");
     if (c->blocks == CASE_BLOCKS_REPEATED && !(f & AG_CAP_SHARED_BLOCKS))
-        return lacks(why, cap, "blocks shared between requests");
+        return LACKS_AT(CASE_KEY_BLOCKS, -1, "blocks shared between requests");
     int any_nc = 0, mixed = 0;
     for (int32_t r = 0; r < c->num_reqs && r < CASE_MAX_REQS; r++) {
         any_nc |= c->causal[r] == 0;
         mixed |= c->causal[r] != c->causal[0];
     }
-    if (any_nc && !(f & AG_CAP_NONCAUSAL)) return lacks(why, cap, "non-causal requests");
+    if (any_nc && !(f & AG_CAP_NONCAUSAL)) return LACKS_AT(CASE_KEY_CAUSAL, -1, "non-causal requests");
     if (mixed && !(f & AG_CAP_MIXED_CAUSAL))
-        return lacks(why, cap, "causal and non-causal requests in one batch");
+        return LACKS_AT(CASE_KEY_CAUSAL, -1, "causal and non-causal requests in one batch");
     if (why && cap) why[0] = '\0';
+    at(key, index, CASE_KEY_COUNT, -1);
     return 0;
 }
 

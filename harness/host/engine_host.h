@@ -10,6 +10,7 @@
 
 #include "../../include/attnguard/engine.h"
 #include "../case/case.h"
+#include "../case/validity.h"
 
 #define ENGINE_HOST_MAX_VARIANTS 16
 
@@ -17,9 +18,16 @@ typedef struct engine_host {
     const ag_engine *e;
     void *ctx;                      /* from e->open */
     ag_caps caps;
-    int n_variants;                 /* >= 1; variants[0] is the default ("") */
-    const char *variants[ENGINE_HOST_MAX_VARIANTS];
+    int n_variants;                 /* >= 1; variants[0] is the default */
+    ag_variant variants[ENGINE_HOST_MAX_VARIANTS];
 } engine_host;
+
+/* What the defect model knows of the engine: its declarations (the result
+ * points into E). */
+static inline validity_engine engine_host_validity(const engine_host *E) {
+    validity_engine v = {&E->caps, E->variants, E->n_variants};
+    return v;
+}
 
 /* Open an engine of one's own (the report grid and the benchmarks drive
  * several side by side): a built-in name or an adapter path, with process
@@ -38,12 +46,17 @@ int engine_host_select(const char *name, const char *options, char *err, size_t 
  * when it cannot be opened. */
 const engine_host *engine_host_current(char *err, size_t cap);
 
-/* 1 when a valid case needs something the engine does not declare (a
- * dtype, GQA, a window shape, soft cap, ALiBi slopes, sinks, scale, a
- * physical block order, non-causal or mixed-causality batches, fp8
- * scales, a size beyond its limits, engine options meant for another
- * engine); `why` then names the capability.  0 otherwise. */
+/* 1 when a case needs something the engine does not declare (a dtype,
+ * GQA, a window shape, soft cap, ALiBi slopes, sinks, scale, a physical
+ * block order, non-causal or mixed-causality batches, fp8 scales, engine
+ * options meant for another engine); `why` then names the capability.  0
+ * otherwise.  A value past a limit the engine declares is not a missing
+ * capability but a defect the engine must refuse (validity.h). */
 int engine_host_unsupported(const engine_host *E, const case_spec *c, char *why, size_t cap);
+/* The same, also saying which key of the case needs it (*index: the layer
+ * for CASE_KEY_LAYER, else -1); key and index may be NULL. */
+int engine_host_unsupported_at(const engine_host *E, const case_spec *c, char *why, size_t cap,
+                               case_key *key, int32_t *index);
 
 /* Counts of skipped cases by reason, for the summaries of `check` and the
  * fuzz targets: record one, and print "N skipped: reason (k), ..." (nothing

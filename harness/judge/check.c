@@ -47,6 +47,18 @@ static oracle_id skip(finding *f, const char *why) {
     return ORACLE_NONE;
 }
 
+/* Keeps the first reason a run did not happen (finding.not_run). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void not_run(finding *f, const char *fmt, ...) {
+    if (f->not_run[0]) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->not_run, sizeof f->not_run, fmt, ap);
+    va_end(ap);
+}
+
 /* ------------------------------------------------------------ inputs */
 
 /* Guarded, read-only copies of what the engine reads (K/V excepted: each
@@ -249,7 +261,7 @@ static oracle_id check_written(run_ctx *x, void *plan, const guard *sg, int32_t 
     const problem *p = x->p;
     const size_t n = sg->num_regions;
     size_t *ext = NULL;
-    if ((E->caps.flags & AG_CAP_EXTENTS) && E->e->extents && n) {
+    if (E->e->extents && n) {
         ext = malloc(n * sizeof *ext);
         ag_msg m;
         if (ext && E->e->extents(plan, l, ext, n, &m) != AG_OK) {
@@ -258,8 +270,7 @@ static oracle_id check_written(run_ctx *x, void *plan, const guard *sg, int32_t 
         }
     }
     ag_plan_shape sh;
-    const int have_shape = (E->caps.flags & AG_CAP_SHAPE) && E->e->plan_shape &&
-                           E->e->plan_shape(plan, &sh) == AG_OK;
+    const int have_shape = E->e->plan_shape && E->e->plan_shape(plan, &sh) == AG_OK;
     const int32_t hkv = p->group.num_kv_heads, g = hkv > 0 ? p->layers[l].num_heads / hkv : 0;
     oracle_id res = oracle_clean(f);
     for (size_t i = 0; i < n && !res; i++) {
@@ -269,7 +280,7 @@ static oracle_id check_written(run_ctx *x, void *plan, const guard *sg, int32_t 
             res = oracle_found(f, ORACLE_SIZING, "%s: layers.%d wrote %zu bytes into region %s, but the "
                         "engine's extents say it needs %zu: its plan-only sizing check cannot be "
                         "trusted", what, (int)l, w, sg->regions[i].name, ext[i]);
-        else if (have_shape && sizing_model_need(&sh, sg->regions[i].name, g, p->group.head_dim,
+        else if (have_shape && sizing_model_need(&sh, &sg->regions[i], g, p->group.head_dim,
                                                  &need) == 0 && w > need)
             res = oracle_found(f, ORACLE_SIZING, "%s: layers.%d wrote %zu bytes into region %s, more "
                         "than the design's formula gives (%zu)", what, (int)l, w,
@@ -326,7 +337,10 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
     oracle_id res = oracle_clean(f);
 
     ag_status st = e->create(x->E->ctx, &grp_desc, &grp, &msg);
-    if (oracle_resource_limit(st, &msg)) return oracle_clean(f);
+    if (oracle_resource_limit(st, &msg)) {
+        not_run(f, "%s: create answered %s (%s)", cf->what, msg.code, msg.text);
+        return oracle_clean(f);
+    }
     if (st == AG_UNSUPPORTED) return skip(f, msg.text);
     if (st != AG_OK)
         return oracle_found(f, ORACLE_BAD_INPUT, "%s: create refused a valid group: %s %s: %s", cf->what,
@@ -343,13 +357,16 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
     }
     if (x->rep) x->rep->runs++;
     int rc = caches_init(x, grp, in, cf->what, f, &res);
+    if (rc < 0) not_run(f, "%s: no memory for the guarded caches", cf->what);
     if (rc) goto out_group;   /* -1: no memory, nothing to judge */
     ag_plan_info info;
     memset(&info, 0, sizeof info);
     st = e->plan(grp, &in->batch, &cf->opts, &plan, &info, &msg);
     if (st != AG_OK) {
         if (st == AG_UNSUPPORTED) skip(f, msg.text);
-        else if (!oracle_resource_limit(st, &msg))
+        else if (oracle_resource_limit(st, &msg))
+            not_run(f, "%s: plan answered %s (%s)", cf->what, msg.code, msg.text);
+        else
             res = oracle_found(f, ORACLE_BAD_INPUT, "%s: plan refused a valid batch: %s %s: %s",
                         cf->what, ag_status_name(st), msg.code, msg.text);
         plan = NULL;
@@ -389,7 +406,11 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
             break;
         if (info.num_regions && (res = check_written(x, plan, &sg, l, cf->junk, cf->what, f)))
             break;
-        if (oracle_resource_limit(st, &msg)) break;   /* nothing to judge */
+        if (oracle_resource_limit(st, &msg)) {   /* nothing to judge */
+            not_run(f, "%s: run of layers.%d answered %s (%s)", cf->what, (int)l, msg.code,
+                    msg.text);
+            break;
+        }
         if (st == AG_INTERNAL) {
             res = oracle_found(f, ORACLE_ENGINE_CHECK, "%s: the engine's own check failed running "
                         "layers.%d: %s: %s", cf->what, (int)l, msg.code, msg.text);
@@ -483,13 +504,12 @@ static oracle_id check_runs(const problem *p, const engine_host *E, unsigned wha
         for (int j = 0; j < k && !res; j++) {
             const int i = (first + j) % n;
             const int32_t threads = j == 0 ? c->threads : 1;
+            /* the default variant runs with no options, as production does */
+            const char *opt = i == 0 ? NULL : E->variants[i].options;
             char desc[96];
-            snprintf(desc, sizeof desc, "case config, %s%s%s",
-                     E->variants[i][0] ? "variant " : "",
-                     E->variants[i][0] ? E->variants[i] : "default variant",
-                     threads != c->threads ? ", 1 thread" : "");
-            run_cfg v = {threads, own, 0, ROLE_PRIMARY, 0xFF,
-                         E->variants[i][0] ? E->variants[i] : NULL, desc};
+            snprintf(desc, sizeof desc, "case config, %s%s%s", opt ? "variant " : "",
+                     opt ? opt : "default variant", threads != c->threads ? ", 1 thread" : "");
+            run_cfg v = {threads, own, 0, ROLE_PRIMARY, 0xFF, opt, desc};
             res = run_config(&x, &v, f);
         }
     }
@@ -592,6 +612,7 @@ oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check
     finding scratch_f;
     if (!f) f = &scratch_f;
     oracle_clean(f);
+    f->not_run[0] = '\0';
     if (rep) memset(rep, 0, sizeof *rep);
     if (!c) return ORACLE_NONE;
     guard_install_fault_handler();
@@ -602,7 +623,8 @@ oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check
     if (rep) snprintf(rep->engine, sizeof rep->engine, "%s", e->name);
 
     case_defects d;
-    oracle_case_defects(c, &d);
+    const validity_engine ve = engine_host_validity(E);
+    validity_defects(c, &ve, &d);
     if (d.unexpressible) return ORACLE_NONE;
     oracle_id res;
     if ((res = oracle_check_expect(c, &d, f))) return res;
@@ -614,10 +636,15 @@ oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check
 
     problem p;
     char msg[256];
-    const int run = (what & (CHECK_RUN | CHECK_INVARIANCE)) != 0;
+    /* inputs only for a case this engine must run (a defective one is
+     * judged on its refusal alone) */
+    const int run = (what & (CHECK_RUN | CHECK_INVARIANCE)) != 0 && d.n == 0;
     if ((run ? problem_init(&p, c, ORACLE_MAX_BYTES, msg, sizeof msg)
-             : problem_init_descriptions(&p, c, ORACLE_MAX_BYTES, msg, sizeof msg)) != 0)
-        return oracle_clean(f);
+             : problem_init_descriptions(&p, c, ORACLE_MAX_BYTES, msg, sizeof msg)) != 0) {
+        oracle_clean(f);
+        not_run(f, "%s", msg);
+        return ORACLE_NONE;
+    }
     if (rep) {
         rep->num_layers = p.group.num_layers;
         for (int32_t l = 0; l < p.group.num_layers; l++) {
@@ -632,18 +659,24 @@ oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check
     memset(&m, 0, sizeof m);
     ag_status st = e->create(E->ctx, &p.group, &grp, &m);
     res = oracle_check_status(&d, DEFECT_CREATE, st, &m, E->caps.flags, st != AG_OK && grp, f);
+    if (oracle_resource_limit(st, &m)) not_run(f, "create answered %s (%s)", m.code, m.text);
     if (st != AG_OK) grp = NULL;   /* never free what was not handed out */
     if (res || st != AG_OK) goto out;
 
     /* problem.c replaces a block table beyond its input cap by a
      * one-column stand-in; the engine's verdict on that says nothing. */
-    if (p.unmaterialized_reason && strstr(p.unmaterialized_reason, "block table")) goto out;
+    if (p.unmaterialized_reason && strstr(p.unmaterialized_reason, "block table")) {
+        not_run(f, "%s (over the harness's cap of %zu bytes of inputs)",
+                p.unmaterialized_reason, (size_t)ORACLE_MAX_BYTES);
+        goto out;
+    }
 
     ag_plan_opts po = {c->split, c->split_count, 0};
     ag_plan_info info;
     memset(&info, 0, sizeof info);
     st = e->plan(grp, &p.batch, &po, &plan, &info, &m);
-    res = oracle_check_status(&d, DEFECT_BUILD, st, &m, E->caps.flags, st != AG_OK && plan, f);
+    res = oracle_check_status(&d, DEFECT_PLAN, st, &m, E->caps.flags, st != AG_OK && plan, f);
+    if (oracle_resource_limit(st, &m)) not_run(f, "plan answered %s (%s)", m.code, m.text);
     if (st != AG_OK) plan = NULL;
     if (res || st != AG_OK) goto out;
 
@@ -672,6 +705,9 @@ oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check
     e->destroy(grp);
     grp = NULL;
 
+    if ((what & (CHECK_RUN | CHECK_INVARIANCE)) && !p.materialized)
+        not_run(f, "inputs not formed: %s (the harness's cap: %zu bytes)",
+                p.unmaterialized_reason ? p.unmaterialized_reason : "?", (size_t)ORACLE_MAX_BYTES);
     if ((what & (CHECK_RUN | CHECK_INVARIANCE)) && p.materialized) {
         const double bound = E->caps.max_abs_logit > 0 ? max_logit_bound(&p) : 0;
         if (E->caps.max_abs_logit > 0 && !(bound < (double)E->caps.max_abs_logit)) {

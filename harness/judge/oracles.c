@@ -96,35 +96,40 @@ void oracle_fire(const finding *f) {
 }
 
 oracle_id oracle_check_expect(const case_spec *c, const case_defects *d, finding *f) {
-    if (c->expect == ATTN_OK || d->unexpressible) return oracle_clean(f);
-    if (oracle_defects_allow(d, DEFECT_CREATE | DEFECT_BUILD, c->expect)) return oracle_clean(f);
+    if (c->expect == AG_R_NONE || d->unexpressible) return oracle_clean(f);
+    if (validity_allows(d, DEFECT_CREATE | DEFECT_PLAN, c->expect)) return oracle_clean(f);
     char list[600];
-    oracle_defects_format(d, DEFECT_CREATE | DEFECT_BUILD, list, sizeof list);
+    validity_format(d, DEFECT_CREATE | DEFECT_PLAN, list, sizeof list);
     return oracle_found(f, ORACLE_BAD_INPUT,
                  "case '%s' expects %s, which none of its defects deserves: the case is wrong; "
-                 "defects %s", c->name, attn_status_name(c->expect), list);
+                 "defects %s", c->name, ag_refusal_name((ag_refusal)c->expect), list);
 }
 
 int oracle_resource_limit(ag_status st, const ag_msg *msg) {
-    if (!msg) return 0;
-    return (st == AG_INTERNAL && strcmp(msg->code, "ATTN_E_NO_MEMORY") == 0) ||
-           (st == AG_REFUSED && strcmp(msg->code, "ATTN_E_TOO_LARGE") == 0);
+    return msg && (st == AG_INTERNAL || st == AG_REFUSED) && msg->refusal == AG_R_RESOURCE;
 }
 
-/* 1 if `code` names a status some defect of this stage deserves. */
-static int code_listed(const case_defects *d, unsigned stage_mask, const char *code) {
-    for (int i = 0; i < d->n; i++)
-        if ((d->d[i].stage & stage_mask) && strcmp(attn_status_name(d->d[i].status), code) == 0)
-            return 1;
-    return 0;
+/* "mixed_heads (ATTN_E_MIXED_HEADS)": the kind an answer named, and the
+ * engine's own code for it. */
+static const char *answer_name(ag_status got, const ag_msg *msg, char *buf, size_t cap) {
+    const char *code = msg ? msg->code : "";
+    if (!msg || msg->refusal == AG_R_NONE)
+        snprintf(buf, cap, "%s%s%s%s", ag_status_name(got), code[0] ? " (" : "", code,
+                 code[0] ? ")" : "");
+    else
+        snprintf(buf, cap, "%s%s%s%s", ag_refusal_name((ag_refusal)msg->refusal),
+                 code[0] ? " (" : "", code, code[0] ? ")" : "");
+    return buf;
 }
 
 oracle_id oracle_check_status(const case_defects *d, defect_stage stage, ag_status got,
                               const ag_msg *msg, uint32_t caps, int handed_out, finding *f) {
-    const int exact = (caps & AG_CAP_ATTN_CODES) != 0;
-    char list[600];
+    const int32_t kind = msg ? msg->refusal : AG_R_NONE;
+    const int exact = kind != AG_R_NONE;
+    char list[600], said[AG_MSG_CODE_LEN + 48];
     const char *where = stage == DEFECT_CREATE ? "create" : "plan";
-    const char *code = msg ? msg->code : "", *text = msg ? msg->text : "";
+    const char *text = msg ? msg->text : "";
+    answer_name(got, msg, said, sizeof said);
     const int refused = got == AG_REFUSED || got == AG_UNSUPPORTED;
     oracle_clean(f);
     if (oracle_resource_limit(got, msg)) return ORACLE_NONE;   /* the environment */
@@ -132,10 +137,9 @@ oracle_id oracle_check_status(const case_defects *d, defect_stage stage, ag_stat
         return oracle_found(f, d->mixed && stage == DEFECT_CREATE ? ORACLE_MIXED_HEADS : ORACLE_BAD_INPUT,
                      "%s returned %s but wrote its out-parameter (a handle was handed back)",
                      where, ag_status_name(got));
-    /* A defect that does not bind this engine (attnguard's own limits for
-     * an engine without its codes, a split option for one that ignores
-     * the hint) allows either answer; an accepted input is then judged on
-     * what the engine computes. */
+    /* A defect that does not bind this engine (a split option for one that
+     * ignores the hint) allows either answer; an accepted input is then
+     * judged on what the engine computes. */
     int any = 0, loose = 0;
     for (int i = 0; i < d->n; i++) {
         if (d->d[i].stage != stage) continue;
@@ -146,39 +150,37 @@ oracle_id oracle_check_status(const case_defects *d, defect_stage stage, ag_stat
         /* An engine may validate each layer's own fields (and the KV spec,
          * dtypes, threads) before agreement: any of those statuses is as
          * good as the dedicated one. */
-        if (refused && (!exact || strcmp(code, "ATTN_E_MIXED_HEADS") == 0 ||
-                        code_listed(d, stage, code)))
-            return ORACLE_NONE;
-        oracle_defects_format(d, stage, list, sizeof list);
+        if (refused && (!exact || validity_allows(d, stage, kind))) return ORACLE_NONE;
+        validity_format(d, stage, list, sizeof list);
         if (got == AG_OK)
             return oracle_found(f, ORACLE_MIXED_HEADS,
                          "a group whose layers disagree on num_heads was accepted (create "
-                         "succeeded); want a refusal (ATTN_E_MIXED_HEADS); defects %s", list);
+                         "succeeded); want a refusal (mixed_heads); defects %s", list);
         return oracle_found(f, ORACLE_MIXED_HEADS,
-                     "a mixed group was answered %s %s (\"%s\"), want a refusal with "
-                     "ATTN_E_MIXED_HEADS or one of %s", ag_status_name(got), code, text, list);
+                     "a mixed group was answered %s (\"%s\"), want a refusal as mixed_heads or "
+                     "as one of %s", said, text, list);
     }
     if (got == AG_OK) {
         if (!any) return ORACLE_NONE;
-        oracle_defects_format(d, stage, list, sizeof list);
+        validity_format(d, stage, list, sizeof list);
         return oracle_found(f, ORACLE_BAD_INPUT, "%s accepted a defective input: %s", where, list);
     }
-    oracle_defects_format(d, stage, list, sizeof list);
+    validity_format(d, stage, list, sizeof list);
     if (got == AG_INTERNAL)
-        return oracle_found(f, ORACLE_BAD_INPUT, "%s failed inside the engine: %s %s (\"%s\"); defects %s",
-                     where, ag_status_name(got), code, text, list);
+        return oracle_found(f, ORACLE_BAD_INPUT, "%s failed inside the engine: %s (\"%s\"); "
+                            "defects %s", where, said, text, list);
     if (!any) {
         if (loose) return ORACLE_NONE;
         if (got == AG_UNSUPPORTED) {
             snprintf(f->skipped, sizeof f->skipped, "%.190s", text[0] ? text : "unsupported");
             return ORACLE_NONE;
         }
-        return oracle_found(f, ORACLE_BAD_INPUT, "%s refused a valid input with %s (\"%s\")", where,
-                     code[0] ? code : ag_status_name(got), text);
+        return oracle_found(f, ORACLE_BAD_INPUT, "%s refused a valid input as %s (\"%s\")", where,
+                            said, text);
     }
-    if (!exact || code_listed(d, stage, code)) return ORACLE_NONE;
-    return oracle_found(f, ORACLE_BAD_INPUT, "%s returned %s (\"%s\"), not listed for the defects %s",
-                 where, code[0] ? code : ag_status_name(got), text, list);
+    if (!exact || validity_allows(d, stage, kind)) return ORACLE_NONE;
+    return oracle_found(f, ORACLE_BAD_INPUT, "%s refused as %s (\"%s\"), which answers none of "
+                        "the defects %s", where, said, text, list);
 }
 
 /* ---------------------------------------------------------------- sizing */
@@ -203,7 +205,7 @@ oracle_id oracle_check_sizing(const engine_host *E, void *plan, const ag_plan_in
     }
     /* The harness's own derivation of every region's needs, per layer. */
     ag_plan_shape sh;
-    if (n && (E->caps.flags & AG_CAP_SHAPE) && E->e->plan_shape &&
+    if (n && E->e->plan_shape &&
         E->e->plan_shape(plan, &sh) == AG_OK) {
         const int32_t hkv = p->group.num_kv_heads;
         for (int32_t l = 0; l < p->group.num_layers; l++) {
@@ -211,7 +213,7 @@ oracle_id oracle_check_sizing(const engine_host *E, void *plan, const ag_plan_in
             if (hkv < 1 || L->num_heads % hkv) continue;
             for (size_t i = 0; i < n; i++) {
                 size_t need;
-                if (sizing_model_need(&sh, reg[i].name, L->num_heads / hkv, p->group.head_dim,
+                if (sizing_model_need(&sh, &reg[i], L->num_heads / hkv, p->group.head_dim,
                                       &need) != 0 || need <= reg[i].size)
                     continue;
                 return oracle_found(f, ORACLE_SIZING,
@@ -223,7 +225,7 @@ oracle_id oracle_check_sizing(const engine_host *E, void *plan, const ag_plan_in
             }
         }
     }
-    if (!(E->caps.flags & AG_CAP_EXTENTS) || !E->e->extents) return ORACLE_NONE;
+    if (!E->e->extents) return ORACLE_NONE;
     /* Without a table the engine states one need: the whole scratch. */
     const size_t m = n ? n : 1;
     size_t *ext = malloc(m * sizeof *ext);

@@ -36,6 +36,9 @@ typedef struct finding {
     char detail[1024];
     char skipped[200];   /* ORACLE_NONE and not empty: the case was not judged, because the
                             engine lacks what it needs (names the capability) */
+    char not_run[200];   /* ORACLE_NONE, no skip, and not empty: the first reason a guarded
+                            run did not happen or stopped (a resource refusal, an input over
+                            the harness's cap): what the case did not get judged on */
 } finding;
 
 /* What check_case runs. */
@@ -43,8 +46,7 @@ enum {
     CHECK_PLAN = 1u,        /* builder + plan: mixed-heads, bad-input, sizing (no kernels) */
     CHECK_RUN = 2u,         /* guarded runs of every layer: scratch-bounds, differential */
     CHECK_INVARIANCE = 4u,  /* extra runs: split off/on/fixed, 1 vs N threads, permuted blocks,
-                               every other usable kernel twin (attn_isa_available), and a
-                               bitwise rerun with other junk in the scratch regions */
+                               and a bitwise rerun with other junk in the scratch regions */
     CHECK_ALL = 7u
 };
 
@@ -102,21 +104,24 @@ oracle_id oracle_clean(finding *f);
 oracle_id oracle_check_expect(const case_spec *c, const case_defects *d, finding *f);
 
 /* One stage's answer against the model: `got` and `msg` from the engine's
- * create (stage DEFECT_CREATE) or plan (DEFECT_BUILD).  A refusal is
- * AG_REFUSED or AG_UNSUPPORTED; with `exact` (the engine names refusals in
- * attnguard's vocabulary, AG_CAP_ATTN_CODES) msg->code must also be a
- * status one of the stage's defects deserves.  A mixed group judged at
- * create is the mixed-heads oracle (refused with ATTN_E_MIXED_HEADS or a
- * status of one of its other group defects, and no handle handed back:
- * handed_out != 0 is a finding); everything else is the bad-input oracle.
- * Running out of memory (AG_INTERNAL, code ATTN_E_NO_MEMORY) is never a
- * finding; AG_UNSUPPORTED for a valid input is a skip (f->skipped). */
+ * create (stage DEFECT_CREATE) or plan (DEFECT_PLAN).  A refusal is
+ * AG_REFUSED or AG_UNSUPPORTED; when the engine names its kind
+ * (msg->refusal != AG_R_NONE) that kind must answer one of the stage's
+ * defects.  A mixed group judged at create is the mixed-heads oracle
+ * (refused as AG_R_MIXED_HEADS or as one of its other group defects, and no
+ * handle handed back: handed_out != 0 is a finding); everything else is the
+ * bad-input oracle.  A resource refusal (AG_R_RESOURCE) is never a
+ * finding; AG_UNSUPPORTED for a valid input is a skip (f->skipped).
+ * caps: the engine's AG_CAP_* flags (a defect binds only engines with its
+ * `binds` bits). */
 oracle_id oracle_check_status(const case_defects *d, defect_stage stage, ag_status got,
                               const ag_msg *msg, uint32_t caps, int handed_out, finding *f);
 
 /* Sizing: the plan's region table is sorted, 8-byte aligned, disjoint and
- * inside the scratchpad, and for every layer the engine's extents (needs
- * computed without running, AG_CAP_EXTENTS) fit the sized regions. */
+ * inside the scratchpad; every region of a kind the design sizes fits what
+ * the harness derives for each layer (with plan_shape); and for every layer
+ * the engine's extents (needs computed without running, when it has the
+ * entry point) fit the sized regions. */
 oracle_id oracle_check_sizing(const engine_host *E, void *plan, const ag_plan_info *info,
                               const problem *p, finding *f);
 
@@ -153,8 +158,8 @@ oracle_id oracle_check_agree(const problem *p, int32_t l, const void *base, cons
                              const oracle_ref *ref, int bitwise, const char *what, finding *f);
 
 /* 1 when an engine's answer says only that the environment's limits were
- * reached: out of memory (AG_INTERNAL, ATTN_E_NO_MEMORY) or a plan over the
- * byte limit the caller set (ATTN_E_TOO_LARGE).  Never a finding. */
+ * reached (AG_R_RESOURCE: out of memory, or a plan over the engine's own
+ * byte budget).  Never a finding. */
 int oracle_resource_limit(ag_status st, const ag_msg *msg);
 
 /* Print the finding's line and abort from the oracle's own frame. */

@@ -1,6 +1,7 @@
 /*
  * sizing_model.c — see sizing_model.h.  All partial results and softmax
- * state are fp32 (DESIGN §2), and so are the kernels' tiles of K and V.
+ * state are fp32 (docs/design.md, section 2), and so are the kernels'
+ * tiles of K and V.
  *
  *   per thread, rows = thread_tokens x g:
  *     q, acc   rows x D x 4        state  rows x 2 x 4
@@ -11,46 +12,36 @@
  */
 #include "sizing_model.h"
 
-#include <stdlib.h>
-#include <string.h>
-
 static int mul(size_t *acc, size_t f) { return __builtin_mul_overflow(*acc, f, acc); }
 
-/* "t12.scores" -> 't', 12, "scores"; 0 ok. */
-static int split_name(const char *name, char *owner, unsigned long *idx, const char **kind) {
-    if ((name[0] != 't' && name[0] != 'r') || name[1] < '0' || name[1] > '9') return -1;
-    char *end;
-    *idx = strtoul(name + 1, &end, 10);
-    if (*end != '.') return -1;
-    *owner = name[0];
-    *kind = end + 1;
-    return 0;
-}
-
-int sizing_model_need(const ag_plan_shape *sh, const char *name, int32_t g, int32_t D,
+int sizing_model_need(const ag_plan_shape *sh, const ag_region *r, int32_t g, int32_t D,
                       size_t *need) {
-    char owner;
-    unsigned long idx;
-    const char *kind;
-    if (!sh || g < 1 || D < 1 || split_name(name, &owner, &idx, &kind)) return -1;
-    size_t x = 4;
+    if (!sh || !r || g < 1 || D < 1) return -1;
+    size_t x = 4, rows, S;
     int ov = 0;
-    if (owner == 't') {
-        const size_t rows = (size_t)sh->thread_tokens * (size_t)g;
-        if (!strcmp(kind, "q") || !strcmp(kind, "acc")) ov = mul(&x, rows) || mul(&x, (size_t)D);
-        else if (!strcmp(kind, "state")) ov = mul(&x, rows) || mul(&x, 2);
-        else if (!strcmp(kind, "scores")) ov = mul(&x, rows) || mul(&x, (size_t)sh->kv_tile);
-        else if (!strcmp(kind, "kv")) ov = mul(&x, 2) || mul(&x, (size_t)sh->kv_tile) ||
-                                           mul(&x, (size_t)D);
-        else return -1;
-    } else {
-        if (idx >= sh->num_reductions || !sh->red_tokens || !sh->red_pieces) return -1;
-        const size_t S = (size_t)sh->red_pieces[idx];
-        const size_t rows = (size_t)sh->red_tokens[idx] * (size_t)g;
-        if (!strcmp(kind, "flags")) x = S;
-        else if (!strcmp(kind, "partial")) ov = mul(&x, S) || mul(&x, rows) || mul(&x, (size_t)D);
-        else if (!strcmp(kind, "max") || !strcmp(kind, "sum")) ov = mul(&x, S) || mul(&x, rows);
-        else return -1;
+    switch (r->kind) {
+    case AG_REGION_Q: case AG_REGION_ACC: case AG_REGION_STATE: case AG_REGION_SCORES:
+    case AG_REGION_KV:
+        if (r->owner != AG_OWNER_THREAD) return -1;
+        rows = (size_t)sh->thread_tokens * (size_t)g;
+        if (r->kind == AG_REGION_Q || r->kind == AG_REGION_ACC)
+            ov = mul(&x, rows) || mul(&x, (size_t)D);
+        else if (r->kind == AG_REGION_STATE) ov = mul(&x, rows) || mul(&x, 2);
+        else if (r->kind == AG_REGION_SCORES) ov = mul(&x, rows) || mul(&x, (size_t)sh->kv_tile);
+        else ov = mul(&x, 2) || mul(&x, (size_t)sh->kv_tile) || mul(&x, (size_t)D);
+        break;
+    case AG_REGION_FLAGS: case AG_REGION_PARTIAL: case AG_REGION_MAX: case AG_REGION_SUM:
+        if (r->owner != AG_OWNER_REDUCTION || r->index < 0 ||
+            (size_t)r->index >= sh->num_reductions || !sh->red_tokens || !sh->red_pieces)
+            return -1;
+        S = (size_t)sh->red_pieces[r->index];
+        rows = (size_t)sh->red_tokens[r->index] * (size_t)g;
+        if (r->kind == AG_REGION_FLAGS) x = S;
+        else if (r->kind == AG_REGION_PARTIAL) ov = mul(&x, S) || mul(&x, rows) || mul(&x, (size_t)D);
+        else ov = mul(&x, S) || mul(&x, rows);
+        break;
+    default:
+        return -1;
     }
     if (ov) return 1;
     *need = x;

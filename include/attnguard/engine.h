@@ -1,13 +1,15 @@
 /*
  * attnguard/engine.h — the adapter ABI: what a CPU attention engine
  * implements so that attnguard's oracles, fuzz targets, reports and
- * benchmarks can drive it.  Version AG_ENGINE_ABI_VERSION.
+ * benchmarks can drive it.  Version AG_ENGINE_ABI_VERSION (2).
  *
  * Owns: the description types the harness hands to an engine (group,
- * layer, batch, run arguments), what the engine hands back (capabilities,
- * plan information, region table, messages), the table of entry points
+ * layer, batch, run arguments, an allocator), what the engine hands back
+ * (capabilities and limits, variants, plan information, a typed region
+ * table, messages with a refusal kind), the table of entry points
  * (ag_engine) and the lookup of adapters by name.  Clean as C11 and C++17;
- * no attnguard engine type appears here.
+ * no type of any engine appears here: this header is the only door between
+ * the harness and an engine.
  *
  * The life of one attention group, as a serving engine lives it:
  *
@@ -30,14 +32,24 @@
  * mprotect them); `out` and the scratch are the only writable memory the
  * engine gets, the scratch at exactly the planned size, ending flush against
  * an inaccessible page, with poisoned gaps between the regions the engine
- * declares.  An engine may keep its own private allocations (graphs, thread
- * pools) but must not keep pointers to harness buffers beyond one call.
+ * declares.  An engine whose work buffers are internal (it allocates them
+ * itself) takes them from group.alloc when that is not NULL, so the harness
+ * can guard them one level down.  An engine must not keep pointers to
+ * harness buffers beyond one call.
  *
  * Errors: every entry point returns an ag_status.  AG_REFUSED is a valid
  * "no" to caller input (a mixed-head group, a block id outside the cache);
  * AG_UNSUPPORTED is an input the engine declares it cannot express (the
  * harness skips such cases and counts them); AG_INTERNAL is the engine's
- * own failure.  `msg` may be NULL; when not, it is always written.
+ * own failure.  Beside the status, msg.refusal says in this ABI's neutral
+ * vocabulary which kind of input was refused (the harness judges that
+ * kind), msg.code keeps the engine's own name for it as text, and msg.text
+ * names the offending value and where it came from.  `msg` may be NULL;
+ * when not, it is always written.
+ *
+ * Optional entry points (variants, group_info, extents, plan_shape,
+ * internal_needs) are present exactly when they are not NULL; no
+ * capability flag repeats them.  The table only grows at its end.
  */
 #ifndef ATTNGUARD_ENGINE_H
 #define ATTNGUARD_ENGINE_H
@@ -49,13 +61,13 @@
 extern "C" {
 #endif
 
-#define AG_ENGINE_ABI_VERSION 1
+#define AG_ENGINE_ABI_VERSION 2
 
 typedef enum ag_status {
     AG_OK = 0,
-    AG_REFUSED = 1,      /* caller input refused (msg says which value, where) */
+    AG_REFUSED = 1,      /* caller input refused (msg.refusal says which kind) */
     AG_UNSUPPORTED = 2,  /* a feature the engine does not have */
-    AG_INTERNAL = 3,     /* the engine failed (a bug, or out of memory: msg.code says) */
+    AG_INTERNAL = 3,     /* the engine failed (a bug; or out of memory: AG_R_RESOURCE) */
     AG_STATUS_COUNT
 } ag_status;
 
@@ -70,18 +82,52 @@ typedef enum ag_dtype {
 
 #define AG_DTYPE_BIT(d) (1u << (unsigned)(d))
 
+/* The kinds of refusal a harness judges.  An engine names the kind of the
+ * first defect it met; AG_R_NONE says "not classified" (the harness then
+ * judges only that a refusal came, not which).  A value beyond a limit the
+ * engine declares (ag_caps) may be refused with the field's kind or with
+ * AG_R_LIMIT. */
+typedef enum ag_refusal {
+    AG_R_NONE = 0,
+    AG_R_MIXED_HEADS,    /* the group's layers disagree on the query-head count */
+    AG_R_HEADS,          /* a head count below 1, or Hq not a multiple of Hkv */
+    AG_R_HEAD_DIM,       /* head_dim below 1 */
+    AG_R_BLOCK_SIZE,     /* block_size below 1 */
+    AG_R_WINDOW,         /* a window side below -1 */
+    AG_R_LAYER,          /* soft cap, scale, ALiBi slope, sink or fp8 k/v scale: not finite,
+                            negative, or zero where that has no meaning */
+    AG_R_DTYPE,          /* a dtype outside ag_dtype */
+    AG_R_THREADS,        /* num_threads below 1 */
+    AG_R_OPTIONS,        /* group.options: a word whose key the engine knows with a value
+                            its variants do not offer on this CPU */
+    AG_R_PLAN_OPTION,    /* ag_plan_opts: a split mode or count outside the enum or range */
+    AG_R_BATCH,          /* num_reqs, query_start_loc, q_len below 1, a causal flag not 0/1 */
+    AG_R_LENGTH,         /* seq_len below q_len */
+    AG_R_BLOCK_ID,       /* a block table entry outside the cache, or the stride too small */
+    AG_R_SLOT,           /* write_kv: a slot outside the cache */
+    AG_R_LIMIT,          /* beyond a limit the engine declares in ag_caps */
+    AG_R_OVERFLOW,       /* a size the input implies overflows the engine's size type */
+    AG_R_RESOURCE,       /* the environment: out of memory, or a plan over the engine's own
+                            byte budget; never a finding */
+    AG_R_MISMATCH,       /* run: a layer, tensor or batch other than the plan's */
+    AG_R_SCRATCH,        /* run: scratch smaller than planned, or misaligned */
+    AG_R_NULL,           /* a required pointer is NULL */
+    AG_R_COUNT
+} ag_refusal;
+
 #define AG_MSG_CODE_LEN 48
 #define AG_MSG_TEXT_LEN 320
 #define AG_REGION_NAME_LEN 48
 
 /* What an entry point says besides its status. */
 typedef struct ag_msg {
-    char code[AG_MSG_CODE_LEN];  /* the engine's own status name ("ATTN_E_MIXED_HEADS",
+    int32_t refusal;             /* ag_refusal when the status is not AG_OK, else AG_R_NONE */
+    char code[AG_MSG_CODE_LEN];  /* the engine's own name for it ("ATTN_E_MIXED_HEADS",
                                     "GGML_ASSERT") or "" */
     char text[AG_MSG_TEXT_LEN];  /* names the offending value and where it came from */
 } ag_msg;
 
-/* ---- capabilities ---- */
+/* ---- capabilities: what the engine computes ---- */
 enum {
     AG_CAP_GQA = 1u << 0,            /* Hq a multiple of Hkv, Hq > Hkv */
     AG_CAP_WINDOW = 1u << 1,         /* windows with left == right (one W: W-1 keys each way;
@@ -97,16 +143,9 @@ enum {
     AG_CAP_NONCAUSAL = 1u << 10,     /* non-causal (encoder) requests */
     AG_CAP_MIXED_CAUSAL = 1u << 11,  /* causal and non-causal requests in one batch */
     AG_CAP_SPLIT_KV = 1u << 12,      /* honours ag_plan_opts.split */
-    AG_CAP_REGIONS = 1u << 13,       /* the plan declares a region table */
-    AG_CAP_REDZONE = 1u << 14,       /* the plan leaves ag_plan_opts.redzone between regions */
-    AG_CAP_EXTENTS = 1u << 15,       /* extents(): a layer's needs without running it */
-    AG_CAP_BITWISE = 1u << 16,       /* same input, same threads: bitwise the same output */
-    AG_CAP_KV_SCALES = 1u << 17,     /* per-layer k_scale / v_scale on fp8 caches */
-    AG_CAP_SHAPE = 1u << 19,         /* plan_shape(): the schedule facts below, so the harness
-                                        can derive every region's size on its own */
-    AG_CAP_ATTN_CODES = 1u << 18     /* msg.code names refusals in attnguard's status
-                                        vocabulary (src/attn.h), so the harness judges
-                                        WHICH refusal, not only that one came */
+    AG_CAP_REDZONE = 1u << 13,       /* the plan leaves ag_plan_opts.redzone between regions */
+    AG_CAP_BITWISE = 1u << 14,       /* same input, same threads: bitwise the same output */
+    AG_CAP_KV_SCALES = 1u << 15      /* per-layer k_scale / v_scale on fp8 caches */
 };
 
 typedef struct ag_caps {
@@ -115,15 +154,43 @@ typedef struct ag_caps {
     uint32_t q_dtypes;         /* AG_DTYPE_BIT(...) sets, per tensor */
     uint32_t kv_dtypes;
     uint32_t out_dtypes;
-    int32_t max_head_dim;      /* 0: no limit */
-    int32_t max_threads;       /* 0: no limit */
-    int32_t max_block_size;    /* 0: no limit */
+    /* Limits, 0 = none.  A group or batch beyond a declared limit is input
+     * the engine must refuse (AG_REFUSED, with the field's kind or
+     * AG_R_LIMIT); the harness holds it to that. */
+    int32_t max_heads;         /* query or KV heads of a layer */
+    int32_t max_head_dim;
+    int32_t max_block_size;
+    int32_t max_threads;
+    int32_t max_seq_len;       /* keys of a request, and each side of a window */
+    int32_t max_splits;        /* ag_plan_opts.split_count */
+    float max_alibi_slope;     /* |slope| */
     float max_abs_logit;       /* 0: no limit.  Else the engine holds <q, k> and, without a
                                   soft cap, scale * <q, k> in a type that overflows at this
                                   magnitude (FLT_MAX: fp32 without rescaling) and makes no
                                   promise for inputs that could reach it: the harness skips
                                   them (a documented limit, not a finding) */
 } ag_caps;
+
+/* ---- variants: every code path the engine offers on this CPU ---- */
+typedef enum ag_variant_kind {
+    AG_VARIANT_DEFAULT = 0,    /* the path group.options == NULL takes */
+    AG_VARIANT_KERNELS,        /* another kernel table / CPU backend */
+    AG_VARIANT_TUNING,         /* another tuning profile of the same kernels */
+    AG_VARIANT_LAYOUT,         /* another mapping of the batch onto the engine */
+    AG_VARIANT_PRECISION,      /* another rounding policy */
+    AG_VARIANT_KIND_COUNT
+} ag_variant_kind;
+
+/* One code path, selected by group.options words.  The list's first entry
+ * is the default; its words name it explicitly (may be "").  Together the
+ * entries spell every word the engine accepts in group.options on this
+ * CPU: a word "key=value" whose key appears in the list but not with that
+ * value is refused (AG_R_OPTIONS); a key no entry uses belongs to another
+ * engine. */
+typedef struct ag_variant {
+    const char *options;       /* space-separated "key=value" words; static or ctx-owned */
+    int32_t kind;              /* ag_variant_kind */
+} ag_variant;
 
 /* How an engine rounds on purpose, so that the harness judges it by a
  * bound derived for that rounding (never by a looser fixed tolerance).
@@ -134,9 +201,18 @@ typedef struct ag_precision {
     ag_dtype acc;              /* P.V accumulates in this type */
 } ag_precision;
 
+/* An allocator of the harness's, for engines whose work buffers are
+ * internal: every block it returns ends flush against an inaccessible page
+ * and every request is logged.  alloc may return NULL (out of memory). */
+typedef struct ag_allocator {
+    void *(*alloc)(void *ctx, size_t bytes, size_t align);
+    void (*free)(void *ctx, void *ptr);
+    void *ctx;
+} ag_allocator;
+
 /* ---- one attention group ----
- * Everything a group points at (layers, names, slopes, sinks, options)
- * stays valid and unchanged from create until destroy. */
+ * Everything a group points at (layers, names, slopes, sinks, options,
+ * the allocator) stays valid and unchanged from create until destroy. */
 typedef struct ag_layer {
     const char *name;          /* for messages; NULL: "layers.<index>" */
     int32_t num_heads;         /* this layer's query heads */
@@ -159,7 +235,8 @@ typedef struct ag_group {
     ag_dtype q_dtype, kv_dtype, out_dtype;
     int32_t model_num_heads;   /* the model-wide count (a fallback for empty groups) */
     int32_t num_threads;
-    const char *options;       /* engine-specific, space separated "key=value"; NULL: none */
+    const char *options;       /* engine words (see ag_variant); NULL: the default variant */
+    const ag_allocator *alloc; /* NULL, or where internal work buffers must come from */
 } ag_group;
 
 /* ---- one batch ---- */
@@ -175,25 +252,53 @@ typedef struct ag_batch {
     int32_t num_blocks;              /* physical blocks in each cache */
 } ag_batch;
 
-enum { AG_SPLIT_AUTO = 0, AG_SPLIT_OFF = 1, AG_SPLIT_ON = 2, AG_SPLIT_FIXED = 3 };
+typedef enum ag_split { AG_SPLIT_AUTO = 0, AG_SPLIT_OFF = 1, AG_SPLIT_ON = 2, AG_SPLIT_FIXED = 3 }
+    ag_split;
 
 typedef struct ag_plan_opts {
-    int32_t split;             /* AG_SPLIT_*: a hint, honoured with AG_CAP_SPLIT_KV */
+    int32_t split;             /* ag_split: a hint, honoured with AG_CAP_SPLIT_KV */
     int32_t split_count;       /* AG_SPLIT_FIXED */
     size_t redzone;            /* bytes the harness wants between regions (AG_CAP_REDZONE) */
 } ag_plan_opts;
 
+/* What a scratch region holds.  The kinds Q .. SUM follow the split-KV
+ * layout of the design (docs/design.md, section 1): with plan_shape the
+ * harness derives each one's size from the design's formulas on its own. */
+typedef enum ag_region_kind {
+    AG_REGION_OTHER = 0,       /* engine-specific: bounds are checked, size is the engine's */
+    AG_REGION_Q,               /* per thread: fp32 query rows */
+    AG_REGION_ACC,             /* per thread: fp32 output accumulators */
+    AG_REGION_STATE,           /* per thread: running max and sum per row */
+    AG_REGION_SCORES,          /* per thread: fp32 logits of one KV tile */
+    AG_REGION_KV,              /* per thread: one K and one V tile in fp32 */
+    AG_REGION_FLAGS,           /* per reduction: one completion byte per piece */
+    AG_REGION_PARTIAL,         /* per reduction: fp32 unnormalised outputs, per piece */
+    AG_REGION_MAX,             /* per reduction: fp32 maxima, per piece and row */
+    AG_REGION_SUM,             /* per reduction: fp32 sums, per piece and row */
+    AG_REGION_KIND_COUNT
+} ag_region_kind;
+
+typedef enum ag_region_owner {
+    AG_OWNER_PLAN = 0,         /* the whole plan */
+    AG_OWNER_THREAD,           /* index = a thread of the plan's partition */
+    AG_OWNER_REDUCTION         /* index = a reduction of the plan */
+} ag_region_owner;
+
 typedef struct ag_region {
-    char name[AG_REGION_NAME_LEN];   /* e.g. "t1.scores", "r3.partial" */
+    char name[AG_REGION_NAME_LEN];   /* for messages: "t1.scores", "r3.partial" */
     size_t offset;             /* from the scratch start; multiple of 8 */
     size_t size;               /* bytes the kernels may touch */
+    int32_t kind;              /* ag_region_kind */
+    int32_t owner;             /* ag_region_owner */
+    int32_t index;             /* the owner's index */
 } ag_region;
 
 typedef struct ag_plan_info {
     size_t scratch_bytes;      /* exact size the harness allocates (may be 0) */
     size_t scratch_align;      /* power of two the scratch start must honour */
-    const ag_region *regions;  /* AG_CAP_REGIONS: sorted by offset, valid while the plan lives */
-    size_t num_regions;
+    const ag_region *regions;  /* NULL, or the layout: sorted by offset, valid while the
+                                  plan lives */
+    size_t num_regions;        /* 0: the scratch has no declared layout */
 } ag_plan_info;
 
 typedef struct ag_run_args {
@@ -207,11 +312,9 @@ typedef struct ag_run_args {
     void *out;                 /* [num_tokens][layer heads][head_dim], out_dtype */
 } ag_run_args;
 
-/* The schedule facts behind a split-KV region table whose regions follow
- * the naming of DESIGN §1 (per thread "t<i>.q|acc|state|scores|kv", per
- * reduction "r<i>.flags|partial|max|sum"): with them the harness derives
- * what each region must hold from the design's formulas, independently of
- * the engine's own sizing code (AG_CAP_SHAPE). */
+/* The schedule facts behind a split-KV region table (the kinds Q .. SUM):
+ * with them the harness derives what each region must hold from the
+ * design's formulas, independently of the engine's own sizing code. */
 typedef struct ag_plan_shape {
     int32_t thread_tokens;     /* most query tokens a thread's regions hold at once */
     int32_t kv_tile;           /* keys per kernel tile */
@@ -239,13 +342,14 @@ typedef struct ag_engine {
     ag_status (*open)(const char *options, void **ctx, ag_msg *msg);
     void (*close)(void *ctx);
     void (*caps)(void *ctx, ag_caps *out);
-    /* Option strings for `group.options` that select every alternative code
-     * path this CPU can run (kernel tables, tuning profiles), the default
-     * first; returns how many exist (at most cap are written).  NULL: one. */
-    int (*variants)(void *ctx, const char **names, int cap);
+    /* Optional: every code path this CPU runs, the default first (see
+     * ag_variant); returns how many exist, writing at most cap.  NULL: one
+     * default path and no option words. */
+    int (*variants)(void *ctx, ag_variant *out, int cap);
 
     ag_status (*create)(void *ctx, const ag_group *group, void **grp, ag_msg *msg);
     void (*destroy)(void *grp);
+    /* Optional (NULL: the harness holds the engine to fp32 arithmetic). */
     ag_status (*group_info)(void *grp, ag_group_info *out);
 
     /* Bytes of one cache (K or V) of num_blocks blocks in the engine's
@@ -264,13 +368,22 @@ typedef struct ag_engine {
     ag_status (*plan)(void *grp, const ag_batch *batch, const ag_plan_opts *opts, void **plan,
                       ag_plan_info *info, ag_msg *msg);
     void (*plan_destroy)(void *plan);
-    /* AG_CAP_EXTENTS: the bytes layer `layer` would touch in each region
+    /* Optional: the bytes layer `layer` would touch in each region
      * (need[num_regions]; or need[0] = total scratch when the plan has no
      * regions), computed without running it. */
     ag_status (*extents)(void *plan, int32_t layer, size_t *need, size_t count, ag_msg *msg);
     ag_status (*run)(void *plan, int32_t layer, const ag_run_args *args, ag_msg *msg);
-    /* AG_CAP_SHAPE (may be NULL otherwise); arrays valid while the plan lives. */
+    /* Optional: the schedule facts of a plan whose regions are of the
+     * kinds Q .. SUM; arrays valid while the plan lives. */
     ag_status (*plan_shape)(void *plan, ag_plan_shape *out);
+    /* Optional, for engines with internal work buffers (group.alloc): the
+     * sizes of the buffers a run of `layer` must request, derived by the
+     * adapter from the operation's documented shapes (not from the
+     * engine's code): sizes[*count], at most cap written, *count the total.
+     * The harness compares them with what the engine asked its allocator
+     * for. */
+    ag_status (*internal_needs)(void *plan, int32_t layer, size_t *sizes, size_t cap,
+                                size_t *count, ag_msg *msg);
 } ag_engine;
 
 /* A shared object that carries an adapter exports this symbol. */
@@ -285,9 +398,15 @@ const ag_engine *ag_engine_find(const char *name, ag_msg *msg);
 /* Built-in adapter names; returns the count (names may be NULL). */
 int ag_engine_list(const char **names, int cap);
 
-const char *ag_status_name(ag_status st);   /* "AG_OK", ...; "AG_?" */
-const char *ag_dtype_name(ag_dtype d);      /* "f32", "bf16", "f16", "fp8e4m3", "fp8e5m2"; NULL */
-size_t ag_dtype_size(ag_dtype d);           /* bytes per element; 0 outside the enum */
+/* Names of the ABI's enumerations, for messages, case files and reports;
+ * values outside an enumeration get "?" (ag_dtype_name: NULL). */
+const char *ag_status_name(ag_status st);          /* "AG_OK", ... */
+const char *ag_dtype_name(ag_dtype d);             /* "f32", "bf16", "f16", "fp8e4m3", ... */
+size_t ag_dtype_size(ag_dtype d);                  /* bytes per element; 0 outside the enum */
+const char *ag_refusal_name(ag_refusal r);         /* "none", "mixed_heads", "heads", ... */
+int ag_refusal_parse(const char *name);            /* the kind named, or -1 */
+const char *ag_region_kind_name(ag_region_kind k); /* "other", "q", "acc", ... */
+const char *ag_variant_kind_name(ag_variant_kind k); /* "default", "kernels", ... */
 
 #ifdef __cplusplus
 }

@@ -52,7 +52,7 @@ static const float *ct_list(const case_spec *c, uint16_t off) { return c->list +
 Test(case_text, every_scalar_key) {
     case_spec c;
     ct_parse_rt("name = every-key\n"
-                "expect = bad_heads\n"
+                "expect = heads\n"
                 "model_num_heads = 24\n"
                 "kv_heads = 3\n"
                 "head_dim = 80\n"
@@ -75,7 +75,7 @@ Test(case_text, every_scalar_key) {
                 "layer.0 = heads=24\n",
                 &c);
     cr_assert_str_eq(c.name, "every-key");
-    cr_assert_eq(c.expect, ATTN_E_BAD_HEADS);
+    cr_assert_eq(c.expect, AG_R_HEADS);
     cr_assert_eq(c.model_num_heads, 24);
     cr_assert_eq(c.num_kv_heads, 3);
     cr_assert_eq(c.head_dim, 80);
@@ -85,7 +85,7 @@ Test(case_text, every_scalar_key) {
     cr_assert_eq(c.out_dtype, AG_F16);
     cr_assert(c.causal[0] == 0 && c.causal[1] == 0);
     cr_assert_eq(c.threads, 3);
-    cr_assert(c.split == ATTN_SPLIT_FIXED && c.split_count == 5);
+    cr_assert(c.split == AG_SPLIT_FIXED && c.split_count == 5);
     cr_assert_eq(c.seed, 0xabc);
     cr_assert_eq(c.blocks, CASE_BLOCKS_REPEATED);
     cr_assert_eq(c.last_block_full, 1);

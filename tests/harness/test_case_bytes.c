@@ -17,6 +17,7 @@
 
 #include "../../harness/case/case.h"
 #include "../../harness/case/case_bytes.h"
+#include "../../harness/case/validity.h"
 
 #include <glob.h>
 #include <math.h>
@@ -155,7 +156,9 @@ Test(case_bytes, encode_refuses_outside_domain) {
     case_default(&c);
     uint8_t buf[CASE_BYTES_MAX];
     char err[256];
-    snprintf(c.options, sizeof c.options, "isa=avx9000");
+    snprintf(c.options, sizeof c.options, "isa=avx9000 tune=x");   /* any words encode */
+    cr_assert_gt(case_encode(&c, buf, sizeof buf, err, sizeof err), 0);
+    snprintf(c.options, sizeof c.options, "isa=a\tb");   /* but only the parser's form */
     cr_assert_eq(case_encode(&c, buf, sizeof buf, err, sizeof err), 0);
     cr_assert(strstr(err, "options") != NULL, "message names the field: %s", err);
     case_default(&c);
@@ -283,47 +286,19 @@ Test(case_bytes, budget_caps_cost) {
 
 /* ------------------------------------------------------- distribution */
 
-/* What the engine must refuse (mirrors DESIGN §2/§3 and the ABI, not the
- * engine or harness/defects.c). */
+/* What an engine with typical limits must refuse, by the harness's one
+ * validity model (case/validity.c): a decode is invalid when it carries a
+ * defect other than the layers' disagreement (counted apart, cb_mixed). */
+static const ag_caps cb_caps = {.max_heads = 1024, .max_head_dim = 1024, .max_block_size = 4096,
+                                .max_threads = 256, .max_seq_len = 1 << 28, .max_splits = 64};
+
 static int cb_invalid(const case_spec *c) {
-    int32_t hkv = c->num_kv_heads;
-    if (hkv <= 0 || hkv > ATTN_MAX_HEADS) return 1;
-    if (c->num_layers == 0 && (c->model_num_heads <= 0 || c->model_num_heads > ATTN_MAX_HEADS ||
-                               c->model_num_heads % hkv))
-        return 1;
-    const int fp8 = c->kv_dtype == AG_FP8_E4M3 || c->kv_dtype == AG_FP8_E5M2;
-    for (int32_t l = 0; l < c->num_layers; l++) {
-        const case_layer *L = &c->layers[l];
-        if (L->num_heads <= 0 || L->num_heads > ATTN_MAX_HEADS || L->num_heads % hkv) return 1;
-        if (L->window_left == CASE_WINDOW_UNSET && L->window_right == CASE_WINDOW_UNSET) {
-            if (L->window < -1 || L->window == 0 || L->window > (1 << 28)) return 1;
-        } else {
-            int32_t lw, rw;
-            case_layer_window(L, &lw, &rw);
-            if (lw < -1 || rw < -1 || lw > (1 << 28) || rw > (1 << 28)) return 1;
-        }
-        if (!isfinite(L->softcap) || L->softcap < 0 || !isfinite(L->scale) || L->scale < 0)
-            return 1;
-        if (fp8 && (!isfinite(L->k_scale) || !(L->k_scale > 0) || !isfinite(L->v_scale) ||
-                    !(L->v_scale > 0)))
-            return 1;
-    }
-    if (c->head_dim <= 0 || c->head_dim > ATTN_MAX_HEAD_DIM) return 1;
-    if (c->block_size <= 0 || c->block_size > ATTN_MAX_BLOCK_SIZE) return 1;
-    if ((unsigned)c->q_dtype >= AG_DTYPE_COUNT || (unsigned)c->kv_dtype >= AG_DTYPE_COUNT ||
-        (unsigned)c->out_dtype >= AG_DTYPE_COUNT)
-        return 1;
-    if (c->threads < 1 || c->threads > ATTN_MAX_THREADS) return 1;
-    if ((unsigned)c->split > ATTN_SPLIT_FIXED) return 1;
-    if (c->split == ATTN_SPLIT_FIXED && (c->split_count < 1 || c->split_count > ATTN_MAX_SPLITS))
-        return 1;
-    if (c->num_reqs < 1) return 1;
-    for (int32_t r = 0; r < c->num_reqs; r++)
-        if (c->q_len[r] < 1 || c->kv_len[r] < c->q_len[r] || c->kv_len[r] > (1 << 28) ||
-            c->causal[r] > 1)
-            return 1;
-    if (strstr(c->options, "isa=sse9") || strstr(c->options, "tune=zen9")) return 1;
-    return 0;
+    const validity_engine e = {&cb_caps, NULL, 0};
+    case_defects d;
+    validity_defects(c, &e, &d);
+    for (int i = 0; i < d.n; i++)
+        if (d.d[i].kind != AG_R_MIXED_HEADS) return 1;
+    return d.unexpressible;
 }
 
 static int cb_mixed(const case_spec *c) {
@@ -385,7 +360,7 @@ Test(case_bytes, distribution) {
     uint8_t in[MAXLEN + 1];
     int invalid = 0, mixed = 0, model_diff = 0, forced = 0, multi = 0, windowed = 0, expect = 0;
     int nvalid = 0, tail = 0, values = 0, mcausal = 0, fp8 = 0, pairs = 0, lists = 0;
-    int std_odd = 0, scales = 0, last_full = 0, head = 0, tune = 0, big = 0;
+    int std_odd = 0, scales = 0, last_full = 0, head = 0, opts = 0, big = 0;
     uint64_t *costs = malloc(N * sizeof *costs);
     cr_assert_not_null(costs);
     for (int i = 0; i < N; i++) {
@@ -398,12 +373,12 @@ Test(case_bytes, distribution) {
         if (c.num_layers > 1) multi++;
         mixed += cb_mixed(&c);
         if (c.num_layers > 0 && c.model_num_heads != c.layers[0].num_heads) model_diff++;
-        if (c.split == ATTN_SPLIT_ON || c.split == ATTN_SPLIT_FIXED) forced++;
+        if (c.split == AG_SPLIT_ON || c.split == AG_SPLIT_FIXED) forced++;
         if (c.num_layers > 0 && c.layers[0].window > 0) windowed++;
-        if (c.expect != ATTN_OK) expect++;
+        if (c.expect != AG_R_NONE) expect++;
         last_full += c.last_block_full;
         head += c.place == CASE_PLACE_HEAD;
-        tune += strstr(c.options, "tune=") != NULL;
+        opts += c.options[0] != '\0';
         if (bad || cb_mixed(&c)) continue;
         costs[nvalid++] = case_cost(&c);
         big += case_cost(&c) > ((uint64_t)1 << 22);
@@ -426,7 +401,7 @@ Test(case_bytes, distribution) {
             "  invalid %.1f%%, multi-layer %.1f%%, mixed-head groups %.1f%%,\n"
             "  model_num_heads != layer heads %.1f%%, splits forced %.1f%%,\n"
             "  layer 0 windowed %.1f%%, expect != ok %.2f%%,\n"
-            "  last_block_full %.1f%%, place head %.1f%%, tune option %.1f%%;\n"
+            "  last_block_full %.1f%%, place head %.1f%%, engine options %.1f%%;\n"
             "  of the %d valid single-head-count cases: tail shapes %.1f%%,\n"
             "  non-default values %.1f%%, mixed causal %.1f%%, fp8 kv %.1f%%,\n"
             "  (left, right) windows %.1f%%, explicit lists %.1f%%,\n"
@@ -434,7 +409,7 @@ Test(case_bytes, distribution) {
             "  cost (case_cost) median %.3g, p90 %.3g, above 2^22 %.1f%%\n",
             N, MAXLEN, 100.0 * invalid / N, 100.0 * multi / N, 100.0 * mixed / N,
             100.0 * model_diff / N, 100.0 * forced / N, 100.0 * windowed / N,
-            100.0 * expect / N, 100.0 * last_full / N, 100.0 * head / N, 100.0 * tune / N,
+            100.0 * expect / N, 100.0 * last_full / N, 100.0 * head / N, 100.0 * opts / N,
             nvalid, v * tail, v * values, v * mcausal, v * fp8, v * pairs, v * lists,
             v * std_odd, v * scales, median, p90, v * big);
     cr_assert(invalid > N / 5 && invalid < N * 30 / 100, "invalid share %d/%d", invalid, N);

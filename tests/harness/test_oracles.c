@@ -20,12 +20,10 @@
 #include <criterion/criterion.h>
 
 #include "../../harness/case/case.h"
-#include "../../src/attn_plan_inspect.h"
+#include "../../harness/case/problem.h"
 #include "../../harness/judge/guard.h"
 #include "../../harness/judge/oracles.h"
-#include "../../harness/case/problem.h"
-#include "../../src/attn.h"
-#include "../../src/attn_plan_inspect.h"
+#include "../../harness/judge/sizing_model.h"
 
 #include <math.h>
 #include <signal.h>
@@ -184,6 +182,13 @@ static case_spec small_case(void) {
     return c;
 }
 
+/* The defect model's view of an engine with typical limits (the split
+ * count's among them) and no option words. */
+static const ag_caps caps_typical = {.max_heads = 1024, .max_head_dim = 1024,
+                                     .max_block_size = 4096, .max_threads = 256,
+                                     .max_seq_len = 1 << 28, .max_splits = 64};
+static const validity_engine caps_view = {&caps_typical, NULL, 0};
+
 static void expect_none(const case_spec *c, unsigned what) {
     finding f;
     oracle_id id = check_case(c, what, &f);
@@ -202,7 +207,7 @@ Test(check_case, valid_small_cases_are_clean) {
     c.q_len[1] = 5; c.kv_len[1] = 33;
     c.q_len[2] = 1; c.kv_len[2] = 2;
     c.threads = 2;
-    c.split = ATTN_SPLIT_FIXED;
+    c.split = AG_SPLIT_FIXED;
     c.split_count = 4;
     c.blocks = CASE_BLOCKS_SHUFFLED;
     expect_none(&c, CHECK_ALL);
@@ -217,7 +222,7 @@ Test(check_case, valid_small_cases_are_clean) {
     c.layers[0].alibi = 1;
     c.q_dtype = c.kv_dtype = AG_BF16;
     c.out_dtype = AG_F16;
-    c.split = ATTN_SPLIT_ON;
+    c.split = AG_SPLIT_ON;
     c.threads = 3;
     expect_none(&c, CHECK_ALL);
 
@@ -238,14 +243,14 @@ Test(check_case, refusals_by_the_normal_engine_are_clean) {
     c.num_layers = 2;
     c.layers[1] = c.layers[0];
     c.layers[1].num_heads = 8;
-    c.expect = ATTN_E_MIXED_HEADS;
+    c.expect = AG_R_MIXED_HEADS;
     expect_none(&c, CHECK_ALL);
-    c.expect = ATTN_OK;   /* expect is optional: the model still knows */
+    c.expect = AG_R_NONE;   /* expect is optional: the model still knows */
     expect_none(&c, CHECK_ALL);
 
     c = small_case();
     c.layers[0].window = 0;
-    c.expect = ATTN_E_BAD_WINDOW;
+    c.expect = AG_R_WINDOW;
     expect_none(&c, CHECK_ALL);
 
     c = small_case();
@@ -264,14 +269,14 @@ Test(check_case, refusals_by_the_normal_engine_are_clean) {
 Test(check_case, wrong_expect_is_bad_input) {
     case_spec c = small_case();
     c.layers[0].window = 0;
-    c.expect = ATTN_E_BAD_HEADS;   /* the defect is the window */
+    c.expect = AG_R_HEADS;   /* the defect is the window */
     finding f;
     cr_assert_eq(check_case(&c, CHECK_PLAN, &f), ORACLE_BAD_INPUT);
-    cr_assert(strstr(f.detail, "ATTN_E_BAD_HEADS") && strstr(f.detail, "ATTN_E_BAD_WINDOW"), "%s",
+    cr_assert(strstr(f.detail, "expects heads") && strstr(f.detail, "window ("), "%s",
               f.detail);
 
     c = small_case();
-    c.expect = ATTN_E_BAD_SEQ_LEN;  /* a valid case expecting a refusal */
+    c.expect = AG_R_LENGTH;  /* a valid case expecting a refusal */
     cr_assert_eq(check_case(&c, CHECK_PLAN, &f), ORACLE_BAD_INPUT);
 }
 
@@ -280,25 +285,25 @@ Test(check_case, wrong_expect_is_bad_input) {
 Test(oracles, defect_model_lists_statuses) {
     case_spec c = small_case();
     case_defects d;
-    oracle_case_defects(&c, &d);
+    validity_defects(&c, &caps_view, &d);
     cr_assert_eq(d.n, 0);
     c.layers[0].num_heads = 5;   /* not a multiple of 2 KV heads */
     c.q_len[0] = 0;
-    c.split = ATTN_SPLIT_FIXED;
+    c.split = AG_SPLIT_FIXED;
     c.split_count = 99;
-    oracle_case_defects(&c, &d);
-    cr_assert(oracle_defects_allow(&d, DEFECT_CREATE, ATTN_E_BAD_HEADS));
-    cr_assert(oracle_defects_allow(&d, DEFECT_BUILD, ATTN_E_BAD_BATCH));
-    cr_assert(oracle_defects_allow(&d, DEFECT_BUILD, ATTN_E_BAD_OPTION));
-    cr_assert(!oracle_defects_allow(&d, DEFECT_CREATE, ATTN_E_BAD_BATCH));
+    validity_defects(&c, &caps_view, &d);
+    cr_assert(validity_allows(&d, DEFECT_CREATE, AG_R_HEADS));
+    cr_assert(validity_allows(&d, DEFECT_PLAN, AG_R_BATCH));
+    cr_assert(validity_allows(&d, DEFECT_PLAN, AG_R_PLAN_OPTION));
+    cr_assert(!validity_allows(&d, DEFECT_CREATE, AG_R_BATCH));
     cr_assert(!d.mixed);
 }
 
 /* More defects than the list holds: 64 layers whose head counts do not
  * divide the KV heads, and one late layer with a bad soft cap.  An engine
  * that checks each layer's fields before the head counts answers that
- * layer's ATTN_E_BAD_LAYER first; it must be listed (fuzz_plan found the
- * list full of ATTN_E_BAD_HEADS at 48). */
+ * layer's AG_R_LAYER first; it must be listed (fuzz_plan found the
+ * list full of AG_R_HEADS at 48). */
 Test(oracles, defect_model_lists_every_kind) {
     case_spec c = small_case();
     c.num_layers = CASE_MAX_LAYERS;
@@ -309,55 +314,59 @@ Test(oracles, defect_model_lists_every_kind) {
     }
     c.layers[CASE_MAX_LAYERS - 3].softcap = -1.0f;
     case_defects d;
-    oracle_case_defects(&c, &d);
+    validity_defects(&c, &caps_view, &d);
     cr_assert_geq(d.n, 2);
-    cr_assert(oracle_defects_allow(&d, DEFECT_CREATE, ATTN_E_BAD_HEADS));
-    cr_assert(oracle_defects_allow(&d, DEFECT_CREATE, ATTN_E_BAD_WINDOW));
-    cr_assert(oracle_defects_allow(&d, DEFECT_CREATE, ATTN_E_BAD_LAYER));
-    cr_assert(!oracle_defects_allow(&d, DEFECT_CREATE, ATTN_E_BAD_BATCH));
+    cr_assert(validity_allows(&d, DEFECT_CREATE, AG_R_HEADS));
+    cr_assert(validity_allows(&d, DEFECT_CREATE, AG_R_WINDOW));
+    cr_assert(validity_allows(&d, DEFECT_CREATE, AG_R_LAYER));
+    cr_assert(!validity_allows(&d, DEFECT_CREATE, AG_R_BATCH));
 }
 
-/* One stage's answer as attnguard's adapter would give it for status st
- * (exact = 1: codes in attnguard's vocabulary), judged by the oracle. */
-static oracle_id chk(const case_defects *d, defect_stage stage, attn_status st, int handed,
+/* One stage's answer from an engine that names its refusals: `kind` with
+ * status `as` (AG_REFUSED for a refusal, AG_INTERNAL for a failure),
+ * judged by the oracle for an engine honouring the split hint. */
+#define K_OK (-1)        /* the stage succeeded */
+#define K_INTERNAL (-2)  /* the engine failed (no refusal kind) */
+static oracle_id chk(const case_defects *d, defect_stage stage, int kind, int handed,
                      finding *f) {
     ag_msg m;
     memset(&m, 0, sizeof m);
     ag_status as = AG_OK;
-    if (st != ATTN_OK) {
-        snprintf(m.code, sizeof m.code, "%s", attn_status_name(st));
+    if (kind != K_OK) {
+        m.refusal = kind == K_INTERNAL ? AG_R_NONE : kind;
+        snprintf(m.code, sizeof m.code, "ENGINE_CODE");
         snprintf(m.text, sizeof m.text, "x");
-        as = st == ATTN_E_NO_MEMORY || st == ATTN_E_INTERNAL ? AG_INTERNAL : AG_REFUSED;
+        as = kind == K_INTERNAL || kind == AG_R_RESOURCE ? AG_INTERNAL : AG_REFUSED;
     }
-    return oracle_check_status(d, stage, as, &m, AG_CAP_ATTN_CODES | AG_CAP_SPLIT_KV, handed, f);
+    return oracle_check_status(d, stage, as, &m, AG_CAP_SPLIT_KV, handed, f);
 }
 
 Test(oracles, status_checks_fire) {
     case_spec c = small_case();
     case_defects d;
     finding f;
-    oracle_case_defects(&c, &d);
+    validity_defects(&c, &caps_view, &d);
     /* a refusal of a valid case */
-    cr_assert_eq(chk(&d, DEFECT_CREATE, ATTN_E_BAD_WINDOW, 0, &f), ORACLE_BAD_INPUT);
+    cr_assert_eq(chk(&d, DEFECT_CREATE, AG_R_WINDOW, 0, &f), ORACLE_BAD_INPUT);
     cr_assert(strstr(f.detail, "refused a valid input"), "%s", f.detail);
-    cr_assert_eq(chk(&d, DEFECT_BUILD, ATTN_E_INTERNAL, 0, &f), ORACLE_BAD_INPUT);
-    cr_assert_eq(chk(&d, DEFECT_BUILD, ATTN_OK, 0, &f), ORACLE_NONE);
-    cr_assert_eq(chk(&d, DEFECT_BUILD, ATTN_E_NO_MEMORY, 0, &f), ORACLE_NONE);
+    cr_assert_eq(chk(&d, DEFECT_PLAN, K_INTERNAL, 0, &f), ORACLE_BAD_INPUT);
+    cr_assert_eq(chk(&d, DEFECT_PLAN, K_OK, 0, &f), ORACLE_NONE);
+    cr_assert_eq(chk(&d, DEFECT_PLAN, AG_R_RESOURCE, 0, &f), ORACLE_NONE);
 
     /* a defective batch accepted */
     c.kv_len[0] = 0;
-    oracle_case_defects(&c, &d);
-    cr_assert_eq(chk(&d, DEFECT_CREATE, ATTN_OK, 0, &f), ORACLE_NONE);
-    cr_assert_eq(chk(&d, DEFECT_BUILD, ATTN_OK, 0, &f), ORACLE_BAD_INPUT);
-    cr_assert_eq(chk(&d, DEFECT_BUILD, ATTN_E_BAD_SEQ_LEN, 0, &f), ORACLE_NONE);
-    cr_assert_eq(chk(&d, DEFECT_BUILD, ATTN_E_BAD_HEADS, 0, &f), ORACLE_BAD_INPUT);
+    validity_defects(&c, &caps_view, &d);
+    cr_assert_eq(chk(&d, DEFECT_CREATE, K_OK, 0, &f), ORACLE_NONE);
+    cr_assert_eq(chk(&d, DEFECT_PLAN, K_OK, 0, &f), ORACLE_BAD_INPUT);
+    cr_assert_eq(chk(&d, DEFECT_PLAN, AG_R_LENGTH, 0, &f), ORACLE_NONE);
+    cr_assert_eq(chk(&d, DEFECT_PLAN, AG_R_HEADS, 0, &f), ORACLE_BAD_INPUT);
     /* refused, but the handle was written anyway */
-    cr_assert_eq(chk(&d, DEFECT_BUILD, ATTN_E_BAD_SEQ_LEN, 1, &f), ORACLE_BAD_INPUT);
+    cr_assert_eq(chk(&d, DEFECT_PLAN, AG_R_LENGTH, 1, &f), ORACLE_BAD_INPUT);
 }
 
-/* An engine without attnguard's codes is judged on refusing, not on which
- * refusal; AG_UNSUPPORTED for a valid input is a skip, never a pass of a
- * defective one. */
+/* An engine that does not name its refusals (AG_R_NONE) is judged on
+ * refusing, not on which refusal; AG_UNSUPPORTED for a valid input is a
+ * skip, never a pass of a defective one. */
 Test(oracles, status_checks_without_codes) {
     case_spec c = small_case();
     case_defects d;
@@ -365,19 +374,19 @@ Test(oracles, status_checks_without_codes) {
     ag_msg m;
     memset(&m, 0, sizeof m);
     snprintf(m.code, sizeof m.code, "GGML_SOMETHING");
-    oracle_case_defects(&c, &d);
+    validity_defects(&c, &caps_view, &d);
     cr_assert_eq(oracle_check_status(&d, DEFECT_CREATE, AG_REFUSED, &m, 0, 0, &f),
                  ORACLE_BAD_INPUT);
     cr_assert_eq(oracle_check_status(&d, DEFECT_CREATE, AG_UNSUPPORTED, &m, 0, 0, &f),
                  ORACLE_NONE);
     cr_assert(f.skipped[0], "a valid input the engine cannot express is a skip");
     c.kv_len[0] = 0;
-    oracle_case_defects(&c, &d);
-    cr_assert_eq(oracle_check_status(&d, DEFECT_BUILD, AG_REFUSED, &m, 0, 0, &f), ORACLE_NONE);
-    cr_assert_eq(oracle_check_status(&d, DEFECT_BUILD, AG_UNSUPPORTED, &m, 0, 0, &f),
+    validity_defects(&c, &caps_view, &d);
+    cr_assert_eq(oracle_check_status(&d, DEFECT_PLAN, AG_REFUSED, &m, 0, 0, &f), ORACLE_NONE);
+    cr_assert_eq(oracle_check_status(&d, DEFECT_PLAN, AG_UNSUPPORTED, &m, 0, 0, &f),
                  ORACLE_NONE);
-    cr_assert_eq(oracle_check_status(&d, DEFECT_BUILD, AG_OK, &m, 0, 0, &f), ORACLE_BAD_INPUT);
-    cr_assert_eq(oracle_check_status(&d, DEFECT_BUILD, AG_INTERNAL, &m, 0, 0, &f),
+    cr_assert_eq(oracle_check_status(&d, DEFECT_PLAN, AG_OK, &m, 0, 0, &f), ORACLE_BAD_INPUT);
+    cr_assert_eq(oracle_check_status(&d, DEFECT_PLAN, AG_INTERNAL, &m, 0, 0, &f),
                  ORACLE_BAD_INPUT);
 }
 
@@ -390,79 +399,84 @@ Test(oracles, mixed_heads_fires_when_accepted) {
     c.num_kv_heads = 8;
     case_defects d;
     finding f;
-    oracle_case_defects(&c, &d);
+    validity_defects(&c, &caps_view, &d);
     cr_assert(d.mixed);
-    cr_assert_eq(chk(&d, DEFECT_CREATE, ATTN_OK, 0, &f), ORACLE_MIXED_HEADS);
+    cr_assert_eq(chk(&d, DEFECT_CREATE, K_OK, 0, &f), ORACLE_MIXED_HEADS);
     cr_assert(strstr(f.detail, "48") && strstr(f.detail, "64"), "%s", f.detail);
-    cr_assert_eq(chk(&d, DEFECT_CREATE, ATTN_E_MIXED_HEADS, 0, &f), ORACLE_NONE);
-    cr_assert_eq(chk(&d, DEFECT_CREATE, ATTN_E_BAD_WINDOW, 0, &f), ORACLE_MIXED_HEADS);
-    cr_assert_eq(chk(&d, DEFECT_CREATE, ATTN_E_MIXED_HEADS, 1, &f), ORACLE_MIXED_HEADS);
+    cr_assert_eq(chk(&d, DEFECT_CREATE, AG_R_MIXED_HEADS, 0, &f), ORACLE_NONE);
+    cr_assert_eq(chk(&d, DEFECT_CREATE, AG_R_WINDOW, 0, &f), ORACLE_MIXED_HEADS);
+    cr_assert_eq(chk(&d, DEFECT_CREATE, AG_R_MIXED_HEADS, 1, &f), ORACLE_MIXED_HEADS);
     /* a layer's own defect may be reported before the disagreement */
     c.layers[1].window = 0;
-    oracle_case_defects(&c, &d);
-    cr_assert_eq(chk(&d, DEFECT_CREATE, ATTN_E_BAD_WINDOW, 0, &f), ORACLE_NONE);
+    validity_defects(&c, &caps_view, &d);
+    cr_assert_eq(chk(&d, DEFECT_CREATE, AG_R_WINDOW, 0, &f), ORACLE_NONE);
 }
 
-/* The seed bug at the adapter level: an engine that plans a group from its
- * first layer (48 heads) while every layer runs with its own count (64):
- * create accepts the mixed group, extents asks attnguard's kernel-side
- * footprint for the layer's own head count. */
+/* The seed bug at the adapter level, as docs/design.md section 1 works it
+ * out: a plan whose split-KV slot is sized for the model-wide 48 heads
+ * (g = 6 per KV head, two pieces, head_dim 128) and a layer run with its
+ * own 64 (g = 8).  A fake
+ * engine states the plan's typed regions, its schedule facts and, for the
+ * second path, extents computed for the layer's own head count. */
 typedef struct seedbug {
-    attn_layer_desc l[2];
-    attn_builder *b;
-    attn_plan *p;
+    ag_region reg[9];
+    int32_t red_tokens[1], red_pieces[1];
 } seedbug;
 
+static ag_status sb_shape(void *plan, ag_plan_shape *out) {
+    seedbug *x = plan;
+    out->thread_tokens = 1;
+    out->kv_tile = 16;
+    out->num_reductions = 1;
+    out->red_tokens = x->red_tokens;
+    out->red_pieces = x->red_pieces;
+    return AG_OK;
+}
+
+/* what layer `layer` writes: the design's formula with its own head count */
 static ag_status sb_extents(void *plan, int32_t layer, size_t *need, size_t count, ag_msg *m) {
     seedbug *x = plan;
     (void)m;
-    return attn_plan_layer_extents(x->p, &x->l[layer], 128, need, count, NULL) == ATTN_OK
-               ? AG_OK
-               : AG_INTERNAL;
+    ag_plan_shape sh;
+    sb_shape(plan, &sh);
+    const int32_t g = layer == 0 ? 6 : 8;
+    for (size_t i = 0; i < count; i++)
+        if (sizing_model_need(&sh, &x->reg[i], g, 128, &need[i]) != 0) need[i] = 0;
+    return AG_OK;
 }
 
 Test(oracles, sizing_fires_for_plan_with_fewer_heads) {
     seedbug x;
     memset(&x, 0, sizeof x);
-    x.l[0].name = "layers.0";
-    x.l[0].num_heads = 48;
-    x.l[0].window = -1;
-    x.l[1] = x.l[0];
-    x.l[1].name = "layers.1";
-    x.l[1].num_heads = 64;
-    attn_group_desc g;
-    memset(&g, 0, sizeof g);
-    g.layers = &x.l[0];
-    g.num_layers = 1;
-    g.kv.num_kv_heads = 8;
-    g.kv.head_dim = 128;
-    g.kv.block_size = 16;
-    g.model_num_heads = 48;
-    g.num_threads = 2;
-    cr_assert_eq(attn_builder_create(&g, &x.b, NULL), ATTN_OK);
-    int32_t qsl[2] = {0, 1}, seq[1] = {100}, bt[7] = {0, 1, 2, 3, 4, 5, 6};
-    attn_batch batch = {1, qsl, seq, bt, 7, 7, 1, NULL};
-    attn_plan_opts o = {ATTN_SPLIT_FIXED, 2, 0};
-    cr_assert_eq(attn_builder_build(x.b, &batch, &o, &x.p, NULL), ATTN_OK);
-    const attn_region *reg;
-    size_t n, bytes;
-    cr_assert_eq(attn_plan_regions(x.p, &reg, &n, NULL), ATTN_OK);
-    cr_assert_eq(attn_plan_scratch_size(x.p, &bytes, NULL), ATTN_OK);
-    ag_region *ar = calloc(n, sizeof *ar);
-    for (size_t i = 0; i < n; i++) {
-        snprintf(ar[i].name, sizeof ar[i].name, "%s", reg[i].name);
-        ar[i].offset = reg[i].offset;
-        ar[i].size = reg[i].size;
+    x.red_tokens[0] = 1;
+    x.red_pieces[0] = 2;
+    static const int32_t kinds[9] = {AG_REGION_Q,     AG_REGION_ACC,     AG_REGION_STATE,
+                                     AG_REGION_SCORES, AG_REGION_KV,     AG_REGION_FLAGS,
+                                     AG_REGION_PARTIAL, AG_REGION_MAX,   AG_REGION_SUM};
+    ag_plan_shape sh;
+    sb_shape(&x, &sh);
+    size_t off = 0;
+    for (int i = 0; i < 9; i++) {
+        ag_region *r = &x.reg[i];
+        r->kind = kinds[i];
+        r->owner = i < 5 ? AG_OWNER_THREAD : AG_OWNER_REDUCTION;
+        snprintf(r->name, sizeof r->name, "%s%d.%s", i < 5 ? "t" : "r", 0,
+                 ag_region_kind_name((ag_region_kind)r->kind));
+        /* the reduction slots sized for g = 6, the threads' for 8 */
+        cr_assert_eq(sizing_model_need(&sh, r, i < 5 ? 8 : 6, 128, &r->size), 0);
+        r->offset = off;
+        off += (r->size + 63) / 64 * 64;
     }
-    ag_plan_info info = {bytes, 64, ar, n};
+    /* design section 1: the partials of one slot, 6144 bytes for g = 6 */
+    cr_assert_eq(x.reg[6].size, 6144);
+    ag_plan_info info = {off, 64, x.reg, 9};
     ag_engine fake;
     memset(&fake, 0, sizeof fake);
     fake.name = "seedbug";
-    fake.extents = sb_extents;
+    fake.plan_shape = sb_shape;
     engine_host E;
     memset(&E, 0, sizeof E);
     E.e = &fake;
-    E.caps.flags = AG_CAP_REGIONS | AG_CAP_EXTENTS;
 
     case_spec c = small_case();
     c.num_kv_heads = 8;
@@ -470,26 +484,31 @@ Test(oracles, sizing_fires_for_plan_with_fewer_heads) {
     c.layers[0].num_heads = 48;
     problem p;
     char msg[128];
-    cr_assert_eq(problem_init_descriptions(&p, &c, ORACLE_MAX_BYTES, msg, sizeof msg), 0);
     finding f;
-    cr_assert_eq(oracle_check_sizing(&E, &x, &info, &p, &f), ORACLE_NONE, "%s", f.detail);
-    problem_free(&p);
-    c.num_layers = 2;
-    c.layers[1] = c.layers[0];
-    c.layers[1].num_heads = 64;
+    for (int path = 0; path < 2; path++) {   /* the design's formula, then extents */
+        fake.plan_shape = path == 0 ? sb_shape : NULL;
+        fake.extents = path == 1 ? sb_extents : NULL;
+        c.num_layers = 1;
+        cr_assert_eq(problem_init_descriptions(&p, &c, ORACLE_MAX_BYTES, msg, sizeof msg), 0);
+        cr_assert_eq(oracle_check_sizing(&E, &x, &info, &p, &f), ORACLE_NONE, "%s", f.detail);
+        problem_free(&p);
+        c.num_layers = 2;
+        c.layers[1] = c.layers[0];
+        c.layers[1].num_heads = 64;
+        cr_assert_eq(problem_init_descriptions(&p, &c, ORACLE_MAX_BYTES, msg, sizeof msg), 0);
+        cr_assert_eq(oracle_check_sizing(&E, &x, &info, &p, &f), ORACLE_SIZING);
+        cr_assert(strstr(f.detail, "layers.1 (64 heads") && strstr(f.detail, "needs 8192") &&
+                      strstr(f.detail, "r0.partial"),
+                  "%s", f.detail);
+        problem_free(&p);
+    }
+    /* a region table that overlaps is a sizing finding of its own */
+    x.reg[1].offset = x.reg[0].offset;
+    c.num_layers = 1;
     cr_assert_eq(problem_init_descriptions(&p, &c, ORACLE_MAX_BYTES, msg, sizeof msg), 0);
     cr_assert_eq(oracle_check_sizing(&E, &x, &info, &p, &f), ORACLE_SIZING);
-    cr_assert(strstr(f.detail, "layers.1 (64 heads)") && strstr(f.detail, "short"), "%s",
-              f.detail);
+    cr_assert(strstr(f.detail, "overlaps"), "%s", f.detail);
     problem_free(&p);
-    /* a region table that overlaps is a sizing finding of its own */
-    if (n >= 2) {
-        ar[1].offset = ar[0].offset;
-        cr_assert_eq(oracle_check_sizing(&E, &x, &info, &p, &f), ORACLE_SIZING);
-    }
-    free(ar);
-    attn_plan_destroy(x.p);
-    attn_builder_destroy(x.b);
 }
 
 Test(oracles, differential_and_invariance_fire) {
@@ -548,31 +567,64 @@ Test(oracles, fire_aborts, .signal = SIGABRT) {
     oracle_fire(&f);
 }
 
-/* A defect binds only the engines it is meant for: attnguard's ATTN_MAX_*
- * limits bind an engine that speaks its codes, a split option one that
- * honours the hint.  Another engine may accept such an input. */
-Test(oracles, defects_bind_by_capability) {
+/* A defect binds only the engines it is meant for: a value past a limit
+ * binds the engine that declares that limit (and may be refused as the
+ * field or as AG_R_LIMIT), a split option an engine that honours the hint.
+ * Another engine may accept such an input. */
+Test(oracles, defects_bind_by_declaration) {
     case_spec c = small_case();
     case_defects d;
     finding f;
     ag_msg m;
     memset(&m, 0, sizeof m);
-    const uint32_t ours = AG_CAP_ATTN_CODES | AG_CAP_SPLIT_KV;
-    c.head_dim = ATTN_MAX_HEAD_DIM + 1;
-    oracle_case_defects(&c, &d);
-    cr_assert_eq(oracle_check_status(&d, DEFECT_CREATE, AG_OK, &m, ours, 0, &f),
-                 ORACLE_BAD_INPUT);
-    cr_assert_eq(oracle_check_status(&d, DEFECT_CREATE, AG_OK, &m, 0, 0, &f), ORACLE_NONE);
+    const ag_caps lim = {.max_head_dim = 256};
+    const validity_engine limited = {&lim, NULL, 0}, open_ended = {NULL, NULL, 0};
+    c.head_dim = 257;
+    validity_defects(&c, &limited, &d);
+    cr_assert_eq(oracle_check_status(&d, DEFECT_CREATE, AG_OK, &m, 0, 0, &f), ORACLE_BAD_INPUT);
+    m.refusal = AG_R_LIMIT;
     cr_assert_eq(oracle_check_status(&d, DEFECT_CREATE, AG_REFUSED, &m, 0, 0, &f), ORACLE_NONE);
+    m.refusal = AG_R_HEAD_DIM;
+    cr_assert_eq(oracle_check_status(&d, DEFECT_CREATE, AG_REFUSED, &m, 0, 0, &f), ORACLE_NONE);
+    m.refusal = AG_R_THREADS;
+    cr_assert_eq(oracle_check_status(&d, DEFECT_CREATE, AG_REFUSED, &m, 0, 0, &f),
+                 ORACLE_BAD_INPUT);
+    m.refusal = AG_R_NONE;
+    validity_defects(&c, &open_ended, &d);
+    cr_assert_eq(d.n, 0, "no limit declared: head_dim 257 is valid");
     c.head_dim = 0;   /* below any engine's contract */
-    oracle_case_defects(&c, &d);
+    validity_defects(&c, &open_ended, &d);
     cr_assert_eq(oracle_check_status(&d, DEFECT_CREATE, AG_OK, &m, 0, 0, &f), ORACLE_BAD_INPUT);
 
     c = small_case();
     c.split = 77;
-    oracle_case_defects(&c, &d);
-    cr_assert_eq(oracle_check_status(&d, DEFECT_BUILD, AG_OK, &m, AG_CAP_SPLIT_KV, 0, &f),
+    validity_defects(&c, &open_ended, &d);
+    cr_assert_eq(oracle_check_status(&d, DEFECT_PLAN, AG_OK, &m, AG_CAP_SPLIT_KV, 0, &f),
                  ORACLE_BAD_INPUT);
-    cr_assert_eq(oracle_check_status(&d, DEFECT_BUILD, AG_OK, &m, AG_CAP_ATTN_CODES, 0, &f),
-                 ORACLE_NONE);
+    cr_assert_eq(oracle_check_status(&d, DEFECT_PLAN, AG_OK, &m, 0, 0, &f), ORACLE_NONE);
+}
+
+/* Engine options: a word whose key the engine's variants use but whose
+ * value they do not is a defect (refused as options); a key no variant
+ * uses belongs to another engine (the case is skipped, not judged). */
+Test(oracles, options_by_the_variant_list) {
+    const ag_variant v[3] = {{"isa=wide tune=a", AG_VARIANT_DEFAULT},
+                             {"isa=narrow", AG_VARIANT_KERNELS},
+                             {"tune=b", AG_VARIANT_TUNING}};
+    const validity_engine e = {NULL, v, 3};
+    case_spec c = small_case();
+    case_defects d;
+    char why[64];
+    snprintf(c.options, sizeof c.options, "isa=narrow tune=a");
+    validity_defects(&c, &e, &d);
+    cr_assert_eq(d.n, 0);
+    cr_assert(!validity_foreign_options(&c, &e, why, sizeof why));
+    snprintf(c.options, sizeof c.options, "isa=huge");
+    validity_defects(&c, &e, &d);
+    cr_assert(d.n == 1 && d.d[0].kind == AG_R_OPTIONS && d.d[0].key == CASE_KEY_OPTIONS);
+    snprintf(c.options, sizeof c.options, "cpu=zen4");
+    validity_defects(&c, &e, &d);
+    cr_assert_eq(d.n, 0, "another engine's word is not a defect of this one");
+    cr_assert(validity_foreign_options(&c, &e, why, sizeof why));
+    cr_assert(strstr(why, "cpu=zen4"), "%s", why);
 }

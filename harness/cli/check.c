@@ -1,0 +1,201 @@
+/*
+ * check.c — `attnguard check [--engine E] FILE.case...`: each case through
+ * the same oracles as the fuzz targets (check_case) against the chosen
+ * engine, one line per layer, one verdict per case, one summary.
+ *
+ * Owns: what a verdict means.  PASS: every oracle ran and none fired (or
+ * the case expected a refusal and got it).  FAIL: an oracle fired, or the
+ * file does not load.  SKIP: the chosen engine lacks a capability that
+ * attnguard's own engine has (counted, not an error).  NOT RUN: the case
+ * cannot be judged as written — it expects success but carries a defect
+ * the engine must refuse, needs what no engine here computes, or stopped
+ * at a resource limit before any output was compared; the line names the
+ * field, its value and its line in the file.  Exit status 0 when every
+ * case passed or was skipped, 1 otherwise, 2 on usage errors.
+ */
+#include "cli.h"
+
+#include "../case/validity.h"
+#include "../host/engine_host.h"
+#include "../judge/oracles.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+enum verdict { V_PASS, V_FAIL, V_SKIP, V_NOT_RUN, V_COUNT };
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void print_window(int32_t l, int32_t r) {
+    if (l == -1 && r == -1) printf("none");
+    else printf("(%d, %d)", (int)l, (int)r);
+}
+
+/* "corpus/cases/x.case line 7 (layer.1)" for key k of c, or the path. */
+static void where(char *buf, size_t cap, const char *path, const case_spec *c, case_key k,
+                  int32_t index) {
+    const int32_t line = case_line(c, k, index);
+    char key[24];
+    if (k == CASE_KEY_LAYER) snprintf(key, sizeof key, "layer.%d", (int)index);
+    else snprintf(key, sizeof key, "%s", case_key_name(k));
+    if (line) snprintf(buf, cap, "%s line %d (%s)", path, (int)line, key);
+    else snprintf(buf, cap, "%s (%s, not set in the file: its default)", path, key);
+}
+
+/* A case that expects success but carries defects cannot be run: name
+ * each (field, value, line) instead of judging the engine's correct
+ * refusal.  1 if it printed such a verdict. */
+static int defective(const char *path, const case_spec *c, const engine_host *E) {
+    if (c->expect != AG_R_NONE) return 0;
+    case_defects d;
+    const validity_engine ve = engine_host_validity(E);
+    validity_defects(c, &ve, &d);
+    if (d.unexpressible) {
+        printf("%s  NOT RUN: more layers or requests than a case holds (%s)\n", c->name, path);
+        return 1;
+    }
+    if (d.n == 0) return 0;
+    for (int i = 0; i < d.n; i++) {
+        char at[160];
+        where(at, sizeof at, path, c, d.d[i].key, d.d[i].index);
+        printf("%s  NOT RUN: %s (%s): the case expects ok, but engine %s must refuse this as %s%s\n",
+               c->name, d.d[i].what, at, E->e->name, ag_refusal_name((ag_refusal)d.d[i].kind),
+               d.d[i].limit ? " (a limit it declares)" : "");
+    }
+    return 1;
+}
+
+/* A case the chosen engine cannot express: a counted skip when attnguard's
+ * own engine can (another engine's gap), else NOT RUN (nothing here can).
+ * Returns V_COUNT when the engine can express it. */
+static enum verdict unsupported(const char *path, const case_spec *c, const engine_host *E,
+                                const engine_host *own) {
+    char why[128];
+    case_key k;
+    int32_t index;
+    if (!engine_host_unsupported_at(E, c, why, sizeof why, &k, &index)) return V_COUNT;
+    char own_why[128];
+    case_key ok;
+    int32_t oi;
+    if (own && engine_host_unsupported_at(own, c, own_why, sizeof own_why, &ok, &oi)) {
+        char at[160];
+        where(at, sizeof at, path, c, ok, oi);
+        printf("%s  NOT RUN: it needs %s (%s), which no engine here computes%s\n", c->name,
+               own_why, at, ok == CASE_KEY_Q_DTYPE || ok == CASE_KEY_OUT_DTYPE
+                                ? " (fp8 is a KV-cache type: docs/design.md, section 2)"
+                                : "");
+        return V_NOT_RUN;
+    }
+    printf("%s  SKIP (%s lacks: %s)\n", c->name, E->e->name, why);
+    engine_host_count_skip(why);
+    return V_SKIP;
+}
+
+static void print_report(const case_spec *c, const check_report *rep) {
+    for (int32_t l = 0; l < rep->num_layers; l++) {
+        const check_layer_report *L = &rep->layers[l];
+        printf("%s layers.%d  heads=%d window=", c->name, (int)l, (int)c->layers[l].num_heads);
+        print_window(L->window_left, L->window_right);
+        if (L->judged)
+            printf("  err_abs=%.3g err_rel=%.3g%s", L->cmp.err_abs, L->cmp.err_rel,
+                   L->cmp.unjudged ? " (some elements unjudged)" : "");
+        printf("\n");
+    }
+    if (!rep->runs) return;
+    printf("%s  engine %s, kernels %s (%s), rounding q %s p %s acc %s, group window ", c->name,
+           rep->engine, rep->kernels[0] ? rep->kernels : "-", rep->detail[0] ? rep->detail : "-",
+           ag_dtype_name(rep->precision.q_dot), ag_dtype_name(rep->precision.p_dot),
+           ag_dtype_name(rep->precision.acc));
+    print_window(rep->group_window_left, rep->group_window_right);
+    printf(", scratch %zu bytes in %zu regions, %d guarded runs\n", rep->scratch_bytes,
+           rep->num_regions, rep->runs);
+}
+
+static enum verdict check_one(const char *path, const engine_host *E, const engine_host *own) {
+    case_spec c;
+    char err[512];
+    if (case_load(path, &c, err, sizeof(err)) != 0) {
+        printf("%s  FAIL: the file does not load: %s\n", path, err);
+        return V_FAIL;
+    }
+    if (defective(path, &c, E)) return V_NOT_RUN;
+    const enum verdict u = unsupported(path, &c, E, own);
+    if (u != V_COUNT) return u;
+    /* Name the case before running it: if the engine crashes, the last
+     * stderr line says which case did it. */
+    fprintf(stderr, "attnguard: running %s (%s)\n", c.name, path);
+    const double t0 = now_seconds();
+    finding f;
+    check_report rep;
+    const oracle_id id = check_case_report(&c, CHECK_ALL, &f, &rep);
+    if (id == ORACLE_NONE && f.skipped[0]) {
+        printf("%s  SKIP (%s lacks: %s)\n", c.name, rep.engine[0] ? rep.engine : "engine",
+               f.skipped);
+        engine_host_count_skip(f.skipped);
+        return V_SKIP;
+    }
+    if (c.expect != AG_R_NONE && id == ORACLE_NONE)
+        printf("%s  expect %s: refused as expected\n", c.name,
+               ag_refusal_name((ag_refusal)c.expect));
+    print_report(&c, &rep);
+    if (id != ORACLE_NONE) {
+        printf("%s  FAIL: ORACLE %s: %s\n", c.name, oracle_name(id), f.detail);
+        return V_FAIL;
+    }
+    int judged = 0;
+    for (int32_t l = 0; l < rep.num_layers; l++) judged |= rep.layers[l].judged;
+    if (c.expect == AG_R_NONE && !judged) {
+        printf("%s  NOT RUN: no output was compared: %s\n", c.name,
+               f.not_run[0] ? f.not_run : rep.num_layers ? "no guarded run happened"
+                                                         : "the group has no layers");
+        return V_NOT_RUN;
+    }
+    printf("%s  PASS\n", c.name);
+    fprintf(stderr, "attnguard: %s took %.2f s\n", c.name, now_seconds() - t0);
+    return V_PASS;
+}
+
+int cli_check(int argc, char **argv) {
+    int i = 0;
+    char err[512];
+    if (i + 1 < argc && strcmp(argv[i], "--engine") == 0) {
+        if (engine_host_select(argv[i + 1], NULL, err, sizeof err) != 0) {
+            fprintf(stderr, "attnguard: %s\n", err);
+            return 2;
+        }
+        i += 2;
+    }
+    if (i >= argc) {
+        cli_usage(stderr);
+        return 2;
+    }
+    const engine_host *E = engine_host_current(err, sizeof err);
+    if (!E) {
+        fprintf(stderr, "attnguard: %s\n", err);
+        return 2;
+    }
+    /* attnguard's own engine: the measure of what "no engine here computes"
+     * means (the selected one, when that is attnguard) */
+    engine_host own_host;
+    const engine_host *own = E;
+    int own_open = 0;
+    if (strcmp(E->e->name, "attnguard") != 0) {
+        own_open = engine_host_open(&own_host, "attnguard", NULL, err, sizeof err) == 0;
+        own = own_open ? &own_host : NULL;
+    }
+    int n[V_COUNT] = {0};
+    for (; i < argc; i++) {
+        n[check_one(argv[i], E, own)]++;
+        fflush(stdout);
+    }
+    if (own_open) engine_host_close(&own_host);
+    printf("%d passed, %d failed, %d skipped, %d not run\n", n[V_PASS], n[V_FAIL], n[V_SKIP],
+           n[V_NOT_RUN]);
+    engine_host_print_skips(stdout, "");
+    return n[V_FAIL] || n[V_NOT_RUN] ? 1 : 0;
+}
