@@ -403,7 +403,7 @@ static void write_bench_md(FILE *f, const bench_limits *L, const char *tune, con
  * read's is the ratio no fp8 kernel can pass on this machine that moment. */
 #define FP8_ROUNDS 3
 #define FP8_TARGET 1.8
-#define FP8_STEP_KEYS 64 /* the dot path's keys per step (avx512_decode.c, DEC8_DOUBLE_DT) */
+#define FP8_STEP_KEYS 64 /* the dot path's keys per step (avx512_decode.c: twice the 16-bit chunk) */
 typedef struct fp8_cmp {
     int threads, ran;
     double bf16_ms[FP8_ROUNDS], ms[2][FP8_ROUNDS]; /* [e4m3, e5m2][round] */

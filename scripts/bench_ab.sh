@@ -16,8 +16,8 @@
 #            moment of the machine, so their ratio stays within ~2 % where
 #            the absolute figures move by 10 %.  For compute-bound rows
 #            (prefill); memory-bound rows would share the bandwidth.
-# Build B with e.g. `make B=build/exp EXTRA_CFLAGS=-DATTN_AVX512_DEC_PF=0
-# build/exp/bench` (the kernels' tuning macros) or from another worktree.
+# Build B from another worktree or commit (its build/bin/bench); the kernels
+# have no compile-time switches to flip (docs/perf-notes.md).
 set -euo pipefail
 
 paired=0

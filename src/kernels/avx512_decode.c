@@ -42,15 +42,6 @@
 #include "mask.h"
 
 #define DR 4              /* rows per Q.K register block */
-#ifndef ATTN_AVX512_DEC_PF
-#define ATTN_AVX512_DEC_PF 1 /* 0: no software prefetch (for measurements) */
-#endif
-#ifndef DEC_PF_DIST
-#define DEC_PF_DIST 1
-#endif
-#ifndef DEC8_DOUBLE_DT
-#define DEC8_DOUBLE_DT 1
-#endif
 #define DEC_SM_MAX 8     /* bounds a profile's sm_keys (the line list on the stack) */
 #define DEC_MAX_ROWS 16   /* larger groups amortise the general tile's transpose */
 #define DEC_MAX_D 256     /* bounds the on-stack copies of q and acc (16 KiB each) */
@@ -93,17 +84,10 @@ static const dec_profile dec_profiles[] = {
 };
 
 /* bf16 slices of 32 dims that are whole (D a multiple of 32, as every
- * usual head size) load K and V rows without a mask: a masked 16-bit load
- * (VMOVDQU16 with a zeroing mask) costs this CPU an extra micro-op on the
- * FMA ports.  Q.K with K in L1 (/tmp driver around qk_bf16, 4 rows, D 128)
- * 35.6-36.4 -> 33.1-34.2 cycles per key.  B=8 bf16 cold decode, 2
- * threads (`BENCH_DTYPE=bf16 scripts/bench_ab.sh 4 decode8`, against the
- * masked loads): block 32 +6.0 to +15.9 %, block 16 0 to +6.0 %; with
- * both builds -falign-loops=64, block 32 +3.7 to +8.3 %, block 16 -2.2 to
- * +1.8 %.  0 keeps the masks (for measurements). */
-#ifndef ATTN_DEC_FULL
-#define ATTN_DEC_FULL 1
-#endif
+ * usual head size) load K and V rows without a mask (the FULL instances
+ * below): a masked 16-bit load (VMOVDQU16 with a zeroing mask) costs an
+ * extra micro-op on the FMA ports, which Q.K and P.V keep busy.  fp32
+ * keeps its masks.  docs/perf-notes.md, "Unmasked whole bf16 slices". */
 
 /* The items this tile takes: one token, few rows, D within the stack
  * copies.  It uses none of the plan's work areas (scores, kv). */
@@ -170,8 +154,8 @@ INLINE void qk_block(int R, attn_dtype kdt, int FULL, int NTA, int ADDR, const f
                 __m512 ke[4], ko[4];
                 UNROLL
                 for (int j = 0; j < 4; j++) {
-                    /* a masked 16-bit load costs an extra micro-op here:
-                     * whole slices load plainly (see ATTN_DEC_FULL) */
+                    /* a masked 16-bit load costs an extra micro-op:
+                     * whole slices load plainly (FULL, see above) */
                     const __m512i w = FULL ? _mm512_loadu_si512(kr[j] + sl * 64)
                                            : _mm512_maskz_loadu_epi16((__mmask32)m, kr[j] + sl * 64);
                     ke[j] = bf16_even(w);
@@ -219,11 +203,11 @@ INLINE void qk_block(int R, attn_dtype kdt, int FULL, int NTA, int ADDR, const f
     }
 QK_FN(qk_f32, ATTN_DTYPE_F32, 0, 0, 0)
 QK_FN(qk_bf16, ATTN_DTYPE_BF16, 0, 0, 0)
-QK_FN(qk_bf16_full, ATTN_DTYPE_BF16, ATTN_DEC_FULL, 0, 0)
+QK_FN(qk_bf16_full, ATTN_DTYPE_BF16, 1, 0, 0)
 QK_FN(qk_f16, ATTN_DTYPE_F16, 0, 0, 0)
 QK_FN(qk_f32_nta, ATTN_DTYPE_F32, 0, 1, 0)
 QK_FN(qk_bf16_nta, ATTN_DTYPE_BF16, 0, 1, 0)
-QK_FN(qk_bf16_full_nta, ATTN_DTYPE_BF16, ATTN_DEC_FULL, 1, 0)
+QK_FN(qk_bf16_full_nta, ATTN_DTYPE_BF16, 1, 1, 0)
 QK_FN(qk_f16_nta, ATTN_DTYPE_F16, 0, 1, 0)
 QK_FN(qk_e4m3s, ATTN__E4M3S, 0, 0, 0)
 QK_FN(qk_e4m3s_full, ATTN__E4M3S, 1, 0, 0)
@@ -303,8 +287,7 @@ INLINE void pv_pairs_rows(int R, int NS, int FULL, int NTA, float *accp, size_t 
         pv_pairs_rows(R_, N_, 0, NTA_, accp, qs, nc, sl0, ml, alpha, p, vrow, vpf, ilo, ihi); \
         break;                                                                            \
     case ((R_) * 4 + (N_)) * 2 + 1:                                                       \
-        pv_pairs_rows(R_, N_, ATTN_DEC_FULL, NTA_, accp, qs, nc, sl0, ml, alpha, p, vrow, vpf, \
-                      ilo, ihi);                                                          \
+        pv_pairs_rows(R_, N_, 1, NTA_, accp, qs, nc, sl0, ml, alpha, p, vrow, vpf, ilo, ihi); \
         break;
 
 #define PV_PAIRS_FN(name_, NTA_)                                                          \
@@ -573,7 +556,7 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
     /* keys per chunk: fp8 rows are half a 16-bit row, so twice the keys
      * make the same bytes per step (and halve the softmax's per-step work) */
     int32_t dt = kdt == ATTN_DTYPE_F32 ? pr->dt_f32 : pr->dt_16;
-    if (es == 1 && DEC8_DOUBLE_DT) dt = 2 * dt <= DT ? 2 * dt : DT;
+    if (es == 1) dt = 2 * dt <= DT ? 2 * dt : DT;
     ATTN_ASSERT(dt % 16 == 0 && dt <= DT);
     const int32_t c_first = a->k0 + (int32_t)((vlo - a->k0) / dt) * dt;
     for (int32_t c0 = c_first; c0 < vhi; c0 += dt) {
@@ -586,7 +569,7 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
             attn__row_ptrs(x, es, row_bytes, c0, n, krow, vrow);
             /* the next step's rows (only keys that will be visible), or NULL */
             int32_t nn = 0;
-            const int64_t pf0 = (int64_t)c0 + DEC_PF_DIST * dt;
+            const int64_t pf0 = (int64_t)c0 + dt; /* one step ahead */
             if (h + 1 < nh) {
                 nn = ihi - ilo;
                 attn__row_ptrs(&a[h + 1], es, row_bytes, c0 + ilo, nn, kpf + ilo, vpf + ilo);
@@ -629,7 +612,7 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
             const int nan_step = e4m3 && e4m3_nan_in(krow, vrow, ilo, ihi, D);
             for (int32_t r0 = 0; r0 < rows; r0 += DR) {
                 const int32_t R = rows - r0 < DR ? rows - r0 : DR;
-                const void *const *kpf_r = r0 == 0 && ATTN_AVX512_DEC_PF ? pf_qk : NULL;
+                const void *const *kpf_r = r0 == 0 ? pf_qk : NULL;
                 if (dot)
                     dot->qk(R, qw + (size_t)h * head_floats + (size_t)r0 * qs, nc, tm64,
                             krow, kpf_r, n, sc + (size_t)r0 * DT);
@@ -639,7 +622,7 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
             }
             float alpha[DEC_MAX_ROWS];
             /* the dot path multiplies bf16 weights: l sums the rounded ones */
-            sm_pf *smp = ATTN_AVX512_DEC_PF && nsm ? &smc : NULL;
+            sm_pf *smp = nsm ? &smc : NULL;
             if (dot) /* (two instances: no test per vector) */
                 softmax_rows_pf(x, rows, dt / 16, rlo, rhi, jh, kp0, sc, DT, x->m, x->l, alpha, smp, 1);
             else
@@ -651,7 +634,7 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
             const int32_t pr_rows = dot ? DR : PR; /* rows per P.V block */
             for (int32_t r0 = 0; r0 < rows; r0 += pr_rows) {
                 const int32_t R = rows - r0 < pr_rows ? rows - r0 : pr_rows;
-                const void *const *pfv = r0 == 0 && ATTN_AVX512_DEC_PF ? pf_pv : NULL;
+                const void *const *pfv = r0 == 0 ? pf_pv : NULL;
                 if (dot)
                     dot->pv(R, acch + (size_t)r0 * qs, qs, nc, tm64, alpha + r0,
                             sc + (size_t)r0 * DT, vrow, pfv, ilo, ihi);
