@@ -39,20 +39,13 @@
 #include "avx512_inl.h"
 #include "mask.h"
 
-#ifndef ATTN_AVX512_SB
-#define ATTN_AVX512_SB 8 /* row blocks per phase group (see the chunk loop) */
-#endif
-#define SB ATTN_AVX512_SB
+#define SB 8 /* row blocks per phase group (see the chunk loop) */
 
 /* Items with more rows than this widen V to fp32 once per chunk (the
  * widening is then shared by many row blocks); smaller (decode) items
  * widen V on the fly inside P.V, which saves a 2 x D x TILE x 4 byte
  * round trip through L1/L2 per chunk. */
 #define WIDEN_V_ROWS 8
-#ifndef ATTN_AVX512_PREFETCH
-#define ATTN_AVX512_PREFETCH 1 /* 0: no software prefetch (for measurements) */
-#endif
-
 
 /* ------------------------------------------------------------- packing */
 
@@ -206,7 +199,7 @@ void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pac
         for (int32_t i = 0; i < TILE; i++) {
             const int64_t k = c1 + i;
             kpf[i] = vpf[i] = NULL;
-            if (!ATTN_AVX512_PREFETCH || k >= k1) continue;
+            if (k >= k1) continue;
             const size_t off = ((size_t)a->blocks[k / a->block_size] * a->block_stride +
                                 a->head_offset + (size_t)(k % a->block_size) * D) * es;
             kpf[i] = (const char *)a->k_cache + off;
