@@ -102,14 +102,10 @@ INLINE __m512 tanh512(__m512 x) {
 /* ------------------------------------------------------------- helpers */
 
 /* One software prefetch: non-temporal (NTA = 1) or to L2 (T1).  A branch
- * on a constant, because _mm_prefetch wants a literal hint.
- * ATTN_NTA_HINT replaces the first hint (for measurements). */
-#ifndef ATTN_NTA_HINT
-#define ATTN_NTA_HINT _MM_HINT_NTA
-#endif
+ * on a constant, because _mm_prefetch wants a literal hint. */
 INLINE void prefetch_hint(const void *p, int NTA) {
     if (NTA)
-        _mm_prefetch((const char *)p, ATTN_NTA_HINT);
+        _mm_prefetch((const char *)p, _MM_HINT_NTA);
     else
         _mm_prefetch((const char *)p, _MM_HINT_T1);
 }
