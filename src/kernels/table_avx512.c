@@ -36,12 +36,10 @@ void attn_tile_f32__avx512(const attn_tile_args *a) {
         attn_decode_f32__avx512(a, 1);
         return;
     }
-#ifndef ATTN_NO_LANES /* -DATTN_NO_LANES: the general tile only (A/B measurements) */
     if (attn_lanes_fits__avx512(a)) {
         attn_lanes_f32__avx512(a);
         return;
     }
-#endif
     attn_flash_f32__avx512(a);
 }
 void attn_tile_bf16__avx512(const attn_tile_args *a) {
@@ -49,12 +47,10 @@ void attn_tile_bf16__avx512(const attn_tile_args *a) {
         attn_decode_bf16__avx512(a, 1);
         return;
     }
-#ifndef ATTN_NO_LANES
     if (attn_lanes_widen_fits__avx512(a)) {
         attn_lanes_widen__avx512(a, ATTN_DTYPE_BF16);
         return;
     }
-#endif
     attn_flash_bf16__avx512(a);
 }
 void attn_tile_f16__avx512(const attn_tile_args *a) {
@@ -62,12 +58,10 @@ void attn_tile_f16__avx512(const attn_tile_args *a) {
         attn_decode_f16__avx512(a, 1);
         return;
     }
-#ifndef ATTN_NO_LANES
     if (attn_lanes_widen_fits__avx512(a)) {
         attn_lanes_widen__avx512(a, ATTN_DTYPE_F16);
         return;
     }
-#endif
     attn_flash_f16__avx512(a);
 }
 void attn_tile_fp8e4m3__avx512(const attn_tile_args *a) {
@@ -75,12 +69,10 @@ void attn_tile_fp8e4m3__avx512(const attn_tile_args *a) {
         attn_decode_fp8e4m3__avx512(a, 1);
         return;
     }
-#ifndef ATTN_NO_LANES
     if (attn_lanes_widen_fits__avx512(a)) {
         attn_lanes_widen__avx512(a, ATTN_DTYPE_FP8_E4M3);
         return;
     }
-#endif
     attn_flash_fp8e4m3__avx512(a);
 }
 void attn_tile_fp8e5m2__avx512(const attn_tile_args *a) {
@@ -88,12 +80,10 @@ void attn_tile_fp8e5m2__avx512(const attn_tile_args *a) {
         attn_decode_fp8e5m2__avx512(a, 1);
         return;
     }
-#ifndef ATTN_NO_LANES
     if (attn_lanes_widen_fits__avx512(a)) {
         attn_lanes_widen__avx512(a, ATTN_DTYPE_FP8_E5M2);
         return;
     }
-#endif
     attn_flash_fp8e5m2__avx512(a);
 }
 
