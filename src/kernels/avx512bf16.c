@@ -19,8 +19,7 @@
  *     q = hi + lo + e with hi = bf16(q), lo = bf16(q - hi), |e| <= 2^-16 |q|:
  *     two VDPBF16PS per pair and a logit error far inside the fp32
  *     tolerance; one rounding of q would cost ~30x that tolerance on
- *     uniform inputs.  -DATTN_BF16_DOT_TERMS=1 builds the one-term variant
- *     for measurement only.
+ *     uniform inputs.
  *   - P.V stays fp32 (V widened exactly, p not rounded).
  *   - Prefill on the AMD tuning profile takes avx512bf16_lanes.c instead,
  *     which rounds q (one term) and the softmax weights to bf16 for twice
@@ -95,17 +94,9 @@ static void pack_pairs(const attn_tile_args *a, const void *const *krow,
     }
 }
 
-/* Q terms per dot: 2 = Q split into bf16 hi + lo (default), 1 = Q rounded
- * to bf16 once.  See the numerics note at the top for why 2 is the
- * default; build with EXTRA_CFLAGS=-DATTN_BF16_DOT_TERMS=1 to measure the
- * single-rounding variant (it fails the harness's fp32 tolerance by design). */
-#ifndef ATTN_BF16_DOT_TERMS
-#define ATTN_BF16_DOT_TERMS 2
-#endif
-#if ATTN_BF16_DOT_TERMS != 1 && ATTN_BF16_DOT_TERMS != 2
-#error "ATTN_BF16_DOT_TERMS must be 1 or 2"
-#endif
-#define TERMS ATTN_BF16_DOT_TERMS
+/* Q terms per dot: Q split into bf16 hi + lo (the numerics note at the
+ * top says why one rounding of Q is not enough). */
+#define TERMS 2
 
 /* qb: per row, TERMS arrays of D2 pairs (hi first, then lo). */
 INLINE void dots_pairs_rows(int R, const uint32_t *qb, size_t D2, const uint32_t *kp, float *s) {
@@ -166,13 +157,11 @@ static void dots_pairs(const attn_tile_args *a, int32_t r0, int32_t R, const voi
             const size_t np = (left + 1) / 2 < 16 ? (left + 1) / 2 : 16;
             const __mmask16 pm = (__mmask16)((1u << np) - 1u);
             _mm512_mask_storeu_epi32(dst + d / 2, pm, pairs);
-#if TERMS == 2
             /* lo = bf16(q - hi): q - hi is exact in fp32 (Sterbenz-like:
              * hi is q rounded to 8 bits), so hi + lo carries 16 bits */
             const __m512 rlo = _mm512_sub_ps(lo, widen16(_mm512_castsi512_si256(pairs)));
             const __m512 rhi = _mm512_sub_ps(hi, widen16(_mm512_extracti64x4_epi64(pairs, 1)));
             _mm512_mask_storeu_epi32(dst + D2 + d / 2, pm, (__m512i)_mm512_cvtne2ps_pbh(rhi, rlo));
-#endif
         }
     }
     const uint32_t *kp = w;
