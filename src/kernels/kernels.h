@@ -226,22 +226,21 @@ enum { ATTN__TUNE_INTEL = 1, ATTN__TUNE_AMD = 2 };
  * they are used.  UNROLL: the loops over those parameters must be fully
  * unrolled, or the compiler keeps the accumulator arrays in memory (a
  * load and a store around every FMA).  GCC and clang spell that
- * differently: clang accepts GCC's spelling but leaves these loops rolled,
- * and with it clang builds ran fp32 prefill at a third of GCC's speed
- * (BENCH_DTYPE=f32 scripts/bench_ab.sh -p 1 prefill, 2026-11-30). */
+ * differently, and clang accepts GCC's spelling but leaves these loops
+ * rolled, so each compiler gets its own (docs/perf-notes.md, "Compilers").
+ * Except in clang's AddressSanitizer builds (the fuzz targets and the
+ * mutant campaign's builds): there the loops stay rolled, and must be
+ * asked to, because clang left to its own heuristics unrolls them anyway
+ * and instrumenting the unrolled blocks multiplies each kernel file's
+ * compile time (docs/perf-notes.md, "Compile-time switches removed").
+ * Those builds check memory accesses, which unrolling does not change. */
 #define INLINE static inline __attribute__((always_inline))
 #if defined(__clang__) && defined(__has_feature)
 #if __has_feature(address_sanitizer)
-/* AddressSanitizer builds with clang (the fuzz targets and the mutant
- * campaign's builds) keep the loops rolled, and must say so: left to its
- * own heuristics clang unrolls them anyway, and instrumenting the result
- * took clang 14 140-200 s per kernel file against 16-19 s rolled.  Those
- * builds check memory accesses, which unrolling does not change. */
-#define ATTN_KEEP_LOOPS_ 1
-#endif
-#endif
-#if defined(ATTN_KEEP_LOOPS_)
 #define UNROLL _Pragma("nounroll")
+#else
+#define UNROLL _Pragma("clang loop unroll(full)")
+#endif
 #elif defined(__clang__)
 #define UNROLL _Pragma("clang loop unroll(full)")
 #else
