@@ -32,11 +32,10 @@
  *        head in turn, so that adjacent pieces of the same blocks are read
  *        back to back.
  *
- * (fp8 on the avx512bf16 table may take a dot-product path instead: this
- * driver with avx512bf16_dec8.c's micro-kernels, attn__dec_dot.)  Numerics
- * of this tile: as the general avx512 tile (fp32 products and sums in another
- * association than the portable kernel; same exp and masking).  Each
- * choice above was measured; the figures: docs/perf-notes.md.
+ * (fp8 on the avx512bf16 table may take a dot-product path: this driver with
+ * avx512bf16_dec8.c's micro-kernels, attn__dec_dot.)  Numerics: as the
+ * general avx512 tile (fp32 products and sums in another association than
+ * the portable kernel; same exp and masking).  Why: docs/perf-notes.md.
  */
 #include "avx512_inl.h"
 #include "mask.h"
@@ -138,10 +137,11 @@ INLINE void qk_block(int R, attn_dtype kdt, int FULL, int NTA, int ADDR, const f
                 UNROLL
                 for (int j = 0; j < 4; j++) {
                     /* the t-th line of the 4 rows.  The division is left in
-                     * on purpose: it paces the prefetches.  A counter
-                     * instead ran -3 to -5 % (fp32, 1 thread, B=8 cold,
-                     * 3 rounds), and a chain of 4-5 dependent multiplies
-                     * per prefetch (an explicit pace) as fast as this. */
+                     * on purpose: it paces the prefetches, which pay on the
+                     * AMD profile only when they arrive spread out; a
+                     * counter in its place was slower, a chain of dependent
+                     * multiplies as fast (docs/perf-notes.md, "Prefetch
+                     * pacing"). */
                     const size_t t = sl * 4 + (size_t)j;
                     const char *line = ADDR ? pk[t / nc] + t % nc * slice_bytes
                                             : pk[j] + sl * slice_bytes;
@@ -477,8 +477,8 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
             float *blk = qp + (size_t)h * head_floats + (size_t)r0 * qs + (size_t)(r - r0) * sw;
             /* whole slices with vector code (bf16: pairs_to; else the
              * slices are the natural order), then the tail by shifts, not
-             * a division by sw per element: that division cost ~10 % of a
-             * 256-key, L2-resident decode of 8 heads (/tmp driver) */
+             * a division by sw per element, whose cost short decodes felt
+             * (docs/perf-notes.md, "Figures moved out of source comments") */
             const unsigned sw_log2 = pairs ? 5 : 4;
             const size_t nw = D / sw;
             const float mul = e4m3 ? 0x1p8f : 1.0f;

@@ -126,10 +126,10 @@ static inline __mmask16 tail_mask(size_t left) {
  * same route).  Why not the shorter recipe of the code at bits 20..26 of
  * an fp32 times 2^120 (7 operations): for the subnormal codes that fp32 is
  * subnormal, and a multiply with a subnormal operand takes a microcode
- * assist on this CPU (Zen 5): B=8 decode with a quarter of the codes
- * subnormal ran at 2.3 times the e5m2 time, and uniform [-1, 1) data has
- * 1.5 % subnormal codes (one vector of 16 in five); VCVTPH2PS takes f16
- * subnormals at full speed. */
+ * assist on some CPUs (Zen 5 among them), so the decode time would depend
+ * on how many codes are subnormal (uniform [-1, 1) data has 1.5 %: one
+ * vector of 16 in five); VCVTPH2PS takes f16 subnormals at full speed
+ * (docs/perf-notes.md, "Figures moved out of source comments"). */
 INLINE __m512 e4m3_16_by(__m128i b, int REBIAS, int NANS) {
     const __m256i x = _mm256_cvtepi8_epi16(b);
     const __m256i h = _mm256_and_si256(_mm256_slli_epi16(x, 7), _mm256_set1_epi16((short)0xbf80));
@@ -291,8 +291,9 @@ static inline void attn__row_ptrs(const attn_tile_args *a, size_t es, size_t row
          * head's, or past the cache), and every later key one off. */
         const int32_t run = bs - slot + 1 < n - i ? bs - slot + 1 : n - i;
 #endif
-        /* 8 addresses per store: the scalar loop cost the decode tile ~5 %
-         * of its time at 16 keys per chunk (perf, L3-resident /tmp driver) */
+        /* 8 addresses per store: a scalar loop runs once per key of every
+         * decode step and took a visible share of a 16-key step
+         * (docs/perf-notes.md, "Figures moved out of source comments") */
         const __m512i step8 = _mm512_set1_epi64((long long)(8 * row_bytes));
         __m512i ko = _mm512_add_epi64(_mm512_set1_epi64((long long)(uintptr_t)kb),
                                       _mm512_mullo_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0),
@@ -481,12 +482,10 @@ static inline void softmax_rows(const attn_tile_args *a, int32_t R, int nvk, con
  * prefetch the first half of the keys whole, pass 1 the second half.
  * Why not each pass its own
  * dims of every key (the loads' order): that asks DRAM for every other
- * 256-byte run of a block, then comes back for the gaps.  Measured on the
- * decode tile (`scripts/bench_ab.sh 4 decode8`, B=8 cold, 2 threads,
- * against the loads' order): fp32 +3.7 to +8.1 %, bf16 +5.6 to +9.3 %.
- * K keeps its order (avx512_decode.c: the same walk for K ran
- * slower).  Items that widen V first prefetch in the widening loop
- * instead (avx512.c). */
+ * 256-byte run of a block, then comes back for the gaps.  K keeps the
+ * loads' order, which ran faster for K (why K and V differ is not known;
+ * docs/perf-notes.md, "Prefetch order").  Items that widen V first
+ * prefetch in the widening loop instead (avx512.c). */
 typedef struct pv_pf {
     int32_t key;  /* the key whose part is next */
     int32_t part; /* 0 .. npass - 1 */
@@ -525,10 +524,11 @@ INLINE void pv_rows(int R, int NVEC, attn_dtype vdt, int NTA, float *acc, size_t
             c[r][v] = _mm512_mul_ps(_mm512_maskz_loadu_ps(v == NVEC - 1 ? tm : 0xffff, ar + 16 * v),
                                     al);
     }
-    /* V of a key first, then row by row (one p broadcast, NVEC FMAs):
-     * measured 1.43 -> 1.57 FMA/cycle for 6 x 4 blocks in L1 against the
-     * per-vector order.  The prefetch test is hoisted out of the key loop
-     * (a target with nothing to prefetch re-touches this key's V row). */
+    /* V of a key first, then row by row (one p broadcast per row, NVEC
+     * FMAs): more FMAs per cycle than the per-vector order
+     * (docs/perf-notes.md, "Figures moved out of source comments").  The
+     * prefetch test is hoisted out of the key loop (a target with nothing
+     * to prefetch re-touches this key's V row). */
     for (int32_t i = ilo; i < ihi; i++) {
         const unsigned char *vr = (const unsigned char *)vrow[i] + dofs * es;
         if (vpf) {

@@ -8,8 +8,9 @@
  *
  * Why: the exact decode tile widens every code to fp32 and spends one FMA
  * per element and query row; at D 128 and 4 rows per KV head that is 64
- * FMAs a key, and fp8 decode ran no faster than bf16 although it reads
- * half the bytes (docs/perf-notes.md).  Here
+ * FMAs a key, which bounds it by its arithmetic, not by the bytes it reads,
+ * so fp8's half-size rows do not make it faster than bf16
+ * (docs/perf-notes.md, "e4m3 in the decode tile").  Here
  *
  *   codes -> bf16: every fp8 code has an exact bf16 image (3 or 2
  *        mantissa bits, exponents well inside bf16's, subnormals

@@ -1,10 +1,9 @@
 /*
- * avx512bf16_lanes.c — the avx512bf16 table's tile for bf16 K/V
- * items with many query rows (prefill): the layout of the fp32 lanes tile
- * (avx512_lanes.c: query rows in the vector lanes, S^T panels, a
- * softmax down the key axis, the accumulator transposed into Ot panels)
- * with both products on VDPBF16PS, which multiplies bf16 pairs and adds
- * them into fp32 lanes:
+ * avx512bf16_lanes.c — the avx512bf16 table's tile for bf16 K/V items with
+ * many query rows (prefill): the layout of the fp32 lanes tile
+ * (avx512_lanes.c: query rows in the vector lanes, S^T panels, a softmax
+ * down the key axis, the accumulator transposed into Ot panels) with both
+ * products on VDPBF16PS (bf16 pairs multiplied, added into fp32 lanes):
  *
  *   Q.K^T  Qt2 panels [D/2][16 NR] hold q rounded to bf16, a pair of dims
  *          per 32-bit lane; per pair of dims, 4 Qt2 loads and 6 broadcast

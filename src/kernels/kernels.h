@@ -113,7 +113,7 @@ typedef void (*attn_tile_fn)(const attn_tile_args *a);
  * (disjoint for every h).  Why: in the paged layout the pieces of one
  * block's KV heads are adjacent, so walking the heads chunk by chunk reads
  * long contiguous runs where one head at a time strides over the others'
- * pieces (src/kernels/avx512_decode.c has the measurements).  A table
+ * pieces (docs/perf-notes.md, "Decode runs").  A table
  * without it leaves the entry NULL, and the plan then keeps its items
  * apart (plan.c, decode_run). */
 typedef void (*attn_tile_heads_fn)(const attn_tile_args *a, int32_t n);

@@ -7,8 +7,9 @@
 #include "cpu.h"
 
 /* rows_target 32: enough rows to amortise the K transpose of a chunk.
- * Not tuned: this machine runs the avx512 tables (whose measurements put
- * their own value at 128); the avx2 table is held to correctness here. */
+ * Not tuned: the tuning was done on machines that run the avx512 tables
+ * (which set their own value, 128: table_avx512.c); the avx2 table is
+ * held to correctness. */
 #define AVX2_ROWS_TARGET 32
 
 /* Every feature the avx2 -m flags (mk/isa.mk) let the compiler use. */

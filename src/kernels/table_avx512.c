@@ -13,12 +13,12 @@
 
 /* rows_target 128: the rows of one prefill item share every K/V chunk,
  * so the item's rows set the flops per K/V byte streamed from L3/DRAM
- * (4 flops per row per key-dim, against 2 x D x es bytes per key).  Measured
- * per core on the development machine (causal rows at the end of a 4096-key
- * context, fp32): 32 rows 91, 64 rows 111, 128 rows 125 GFLOP/s, the last
- * being ~59% of the 212 GFLOP/s FMA peak; the working set (Q and ACC
- * 64 KiB each at D = 128, scores 32 KiB, KV tile 64 KiB) still sits in L2.
- * An L = 2048 prefill with g = 4 still yields 512 items for the threads.
+ * (4 flops per row per key-dim, against 2 x D x es bytes per key), and
+ * the per-core rate rose with them up to 128 rows (docs/perf-notes.md,
+ * "Figures moved out of source comments").  At 128 the working set (Q and
+ * ACC 64 KiB each at D = 128, scores 32 KiB, KV tile 64 KiB) still sits
+ * in L2, and an L = 2048 prefill with g = 4 still yields 512 items for
+ * the threads.
  * Decode items have rows = g regardless.  (The avx512bf16 table shares it:
  * kernels_decl.h.) */
 

@@ -9,24 +9,22 @@
 #include "cpu.h"
 
 /* bf16 items with many rows (prefill): on the AMD tuning profile, those
- * that fit take the lanes tile (avx512bf16_lanes.c), both products on VDPBF16PS
- * with q and the weights rounded to bf16.  Zen 5 retires VDPBF16PS at the
- * rate of FMA (546 vs 273 GFLOP/s per core, `make bench`), so that tile
- * does twice the work per instruction: bf16 prefill (L 2048, D 128) went
- * from 183-190 to 342-359 GFLOP/s on 1 thread, paired runs.  Elsewhere
- * (the INTEL profile, and items the lanes tile does not take) items with
- * more rows than DP_MAX_ROWS take the avx512 flash tile (fp32 FMAs): on a Xeon with
- * AVX512_BF16, VDPBF16PS retired 106 GFLOP/s per core against 212 for fp32
- * FMA, so with Q split in two terms the dot path cost 2x the FMA path's
- * instructions at half the rate per flop (compute-bound prefill ran at 62
- * vs 96 GFLOP/s).
- * Single-token items take the avx512 decode tile (avx512_decode.c):
- * it needs no packing at all and widens bf16 K exactly with one AND and one
- * shift per 32 elements; measured 1 thread, L2-resident bf16 decode (g 4,
- * D 128): 11.4 GB/s on the pairs tile against 20 GB/s there.  What remains
- * for the pairs tile (avx512bf16.c) are
- * short multi-token items (a few query tokens of a small GQA group), where
- * packing bf16 pairs needs half the transposes of the fp32 pack. */
+ * that fit take the lanes tile (avx512bf16_lanes.c), both products on
+ * VDPBF16PS with q and the weights rounded to bf16: where VDPBF16PS
+ * retires at the rate of FMA (Zen 5), each does twice an FMA's work.
+ * Elsewhere (the INTEL profile, and items the lanes
+ * tile does not take) items with more rows than DP_MAX_ROWS take the
+ * avx512 flash tile (fp32 FMAs): where VDPBF16PS retires half the flops of
+ * an FMA (as on the Intel VM the tables were first tuned on), the pairs
+ * tile with Q split in two terms costs twice the FMA path's instructions
+ * at half the rate per flop.
+ * Single-token items take the avx512 decode tile (avx512_decode.c): it
+ * needs no packing at all and widens bf16 K exactly with one AND and one
+ * shift per 32 elements.  What remains for the pairs tile (avx512bf16.c)
+ * are short multi-token items (a few query tokens of a small GQA group),
+ * where packing bf16 pairs needs half the transposes of the fp32 pack.
+ * The figures behind each route: docs/perf-notes.md ("Zen 5 VM", and
+ * "Figures moved out of source comments"). */
 #define DP_MAX_ROWS 8
 
 /* Every feature the avx512bf16 -m flags (mk/isa.mk) let the compiler use
@@ -72,8 +70,8 @@ void attn_tile_heads_bf16__avx512bf16(const attn_tile_args *a, int32_t n) {
 /* fp8 single-token items: the decode tile's dot-product path
  * (avx512bf16_dec8.c: K and V codes as exact bf16 images, q and the
  * weights rounded to bf16) where the builder allows rounding, on the AMD
- * profile, whose NTA walk that path shares.  B=8 cold decode, 1 thread
- * (`make bench`): docs/perf-notes.md. */
+ * profile, whose NTA walk that path shares (why: docs/perf-notes.md,
+ * "Night of 2026-12-01: fp8 decode on VDPBF16PS"). */
 static int dec8(const attn_tile_args *a) {
     return a->round_ok && a->tune == ATTN__TUNE_AMD && attn_decode_fits__avx512(a);
 }
