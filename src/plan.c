@@ -274,11 +274,11 @@ attn_status attn_builder_build(const attn_builder *b, const attn_batch *bt,
     /* Pass 2: items in (request, KV head, tile, piece) order.  Head-major
      * for a request of several tiles: a thread's list keeps index order, so
      * its consecutive items read growing prefixes of one KV head's cache,
-     * which the previous item left in L2 (tile-major, each item read
-     * another head's: fp32 prefill L 2048 at Hkv 32 1-3 % slower,
-     * `scripts/bench_ab.sh -p 4 prefill`).  Single-token tiles (decode,
-     * and a last tile of one token) keep their KV heads adjacent, as decode
-     * runs (head_run) need: they come after the request's other tiles. */
+     * which the previous item left in L2, where tile-major order would
+     * have each item read another head's (docs/perf-notes.md, "Item
+     * order").  Single-token tiles (decode, and a last tile of one token)
+     * keep their KV heads adjacent, as decode runs (head_run) need: they
+     * come after the request's other tiles. */
     size_t ni = 0, nr = 0;
     for (int32_t r = 0; r < bt->num_reqs; r++) {
         int32_t q_len = p->qsl[r + 1] - p->qsl[r], s = p->seq_lens[r], S = pieces[r];

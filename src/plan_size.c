@@ -89,13 +89,13 @@ int32_t attn__request_pieces(const attn_builder *b, const attn_batch *bt,
 
 /* Heads per decode run.  A run reads one chunk's K and V pieces of all its
  * heads back to back: in the paged layout those of one block are adjacent,
- * where one head at a time strides over the others' pieces (measured,
- * pure reads of this layout at D 128, 2 threads: 26-29 GB/s one head at a
- * time, 34-36 GB/s walking 8 heads chunk by chunk).  So: the longest run
- * (a divisor of Hkv, so runs tile the heads) that still leaves 2 units per
- * thread to balance; 1 when the kernel table has no tile_heads or no item
- * has a single token.  singles: the unsplit single-token (request, token)
- * pairs; others: the remaining items. */
+ * where one head at a time strides over the others' pieces, and the
+ * longer contiguous reads stream faster (docs/perf-notes.md, "Decode
+ * runs").  So: the longest run (a divisor of Hkv, so runs tile the heads)
+ * that still leaves 2 units per thread to balance; 1 when the kernel
+ * table has no tile_heads or no item has a single token.  singles: the
+ * unsplit single-token (request, token) pairs; others: the remaining
+ * items. */
 static int32_t head_run(const attn_builder *b, size_t singles, size_t others) {
     if (!b->kern->tile_heads[b->kv_dtype] || singles == 0) return 1;
     const int32_t hkv = b->num_kv_heads;
