@@ -97,6 +97,7 @@ static int input_ok(const ref_input *in, int32_t *max_seq) {
         return 0;
     if ((unsigned)in->q_dtype >= AG_DTYPE_COUNT || (unsigned)in->kv_dtype >= AG_DTYPE_COUNT)
         return 0;
+    if (in->mask && (in->mask_tstride < 0 || in->mask_hstride < 0)) return 0;
     if (is_fp8(in->kv_dtype) && !(in->k_scale > 0 && isfinite(in->k_scale) && in->v_scale > 0 &&
                                   isfinite(in->v_scale)))
         return 0;
@@ -166,21 +167,27 @@ static void gather(const ref_input *in, int32_t r, int32_t kvh, double *kt, doub
 
 /* Buffers of one call. */
 typedef struct work {
-    double *kt, *v, *q, *x, *s, *acc, *bb, *M, *P;
-    ref_ws *ws;   /* the bounds' own (model only) */
+    double *kt, *v, *q, *x, *s, *b, *acc, *bb, *M, *P;
+    double *ktm, *vm;   /* a masked row's visible keys, compacted (mask only) */
+    ref_ws *ws;         /* the bounds' own (model only) */
 } work;
 
 static void work_free(work *w) {
-    free(w->kt), free(w->v), free(w->q), free(w->x), free(w->s), free(w->acc);
-    free(w->bb), free(w->M), free(w->P);
+    free(w->kt), free(w->v), free(w->q), free(w->x), free(w->s), free(w->b), free(w->acc);
+    free(w->bb), free(w->M), free(w->P), free(w->ktm), free(w->vm);
     ref_ws_free(w->ws);
 }
 
-static int work_alloc(work *w, int32_t max_seq, int32_t D, int with_model) {
+static int work_alloc(work *w, int32_t max_seq, int32_t D, int with_model, int masked) {
     memset(w, 0, sizeof *w);
     const size_t kvd = (size_t)max_seq * (size_t)D;
     w->kt = malloc(kvd * sizeof(double));
     w->v = malloc(kvd * sizeof(double));
+    if (masked) {
+        w->ktm = malloc(kvd * sizeof(double));
+        w->vm = malloc(kvd * sizeof(double));
+    }
+    w->b = malloc((size_t)max_seq * sizeof(double));
     w->q = malloc((size_t)D * sizeof(double));
     w->acc = malloc((size_t)D * sizeof(double));
     w->bb = malloc((size_t)D * sizeof(double));
@@ -190,19 +197,18 @@ static int work_alloc(work *w, int32_t max_seq, int32_t D, int with_model) {
     w->s = malloc((size_t)max_seq * sizeof(double));
     if (with_model) w->ws = ref_ws_alloc(max_seq);
     if (!w->kt || !w->v || !w->q || !w->acc || !w->bb || !w->M || !w->P || !w->x || !w->s ||
-        (with_model && !w->ws)) {
+        !w->b || (masked && (!w->ktm || !w->vm)) || (with_model && !w->ws)) {
         work_free(w);
         return -1;
     }
     return 0;
 }
 
-/* The logits of query head h at position p over the visible keys
- * [k0, k0 + n) of the decoded kv: x = scale <q, k> before the cap, s
- * final.  Returns the softmax's shift m (the sink takes part). */
-static double row_logits(const ref_input *in, const ref_kv *kv, int32_t h, int64_t p,
-                         int64_t k0, int64_t n, const double *q, double scale, double *x,
-                         double *s) {
+/* The logits of query head h over the visible keys [k0, k0 + n) of the
+ * decoded kv: x = scale <q, k> before the cap, s final (the cap, then the
+ * additive term b[j]).  Returns the softmax's shift m (the sink takes part). */
+static double row_logits(const ref_input *in, const ref_kv *kv, int32_t h, int64_t k0, int64_t n,
+                         const double *q, double scale, const double *b, double *x, double *s) {
     const size_t seq = (size_t)kv->seq;
     for (int64_t j = 0; j < n; j++) x[j] = 0;
     for (int32_t d = 0; d < in->head_dim; d++) {
@@ -215,8 +221,7 @@ static double row_logits(const ref_input *in, const ref_kv *kv, int32_t h, int64
         x[j] *= scale;
         double t = x[j];
         if (in->softcap > 0) t = in->softcap * tanh(t / in->softcap);
-        if (in->alibi_slopes) t += (double)in->alibi_slopes[h] * (double)(k0 + j - p);
-        s[j] = t;
+        s[j] = t + b[j];
         if (t > m) m = t;
     }
     return m;
@@ -249,8 +254,40 @@ static double row_pv(const ref_input *in, const ref_kv *kv, int32_t h, int64_t k
             P[d] = fabs(acc[d]) > P[d] ? fabs(acc[d]) : P[d];
         }
     }
-    for (int32_t d = 0; d < D; d++) o[d] = acc[d] / l;
+    for (int32_t d = 0; d < D; d++) o[d] = n ? acc[d] / l : 0.0;
     return l;
+}
+
+/* The additive term of each visible key of the row at position p: ALiBi's
+ * slope * (k - p) without a mask. */
+static void row_bias_alibi(const ref_input *in, int32_t h, int64_t p, int64_t k0, int64_t n,
+                           double *b) {
+    const double slope = in->alibi_slopes ? (double)in->alibi_slopes[h] : 0.0;
+    for (int64_t j = 0; j < n; j++) b[j] = slope * (double)(k0 + j - p);
+}
+
+/* With a mask: the row's visible keys in [k0, k1] whose mask is not -inf,
+ * copied from kv into (ktm [D][n'], vm [n'][D]), and their additive terms;
+ * returns n'. */
+static int64_t row_masked(const ref_input *in, const ref_kv *kv, int32_t t, int32_t h,
+                          int64_t k0, int64_t k1, double *ktm, double *vm, double *b) {
+    const float *mrow = in->mask + (int64_t)t * in->mask_tstride + (int64_t)h * in->mask_hstride;
+    const double slope = in->mask_times_slope && in->alibi_slopes ? (double)in->alibi_slopes[h]
+                                                                  : 1.0;
+    const int32_t D = kv->head_dim;
+    int64_t n = 0;
+    for (int64_t k = k0; k <= k1; k++)
+        if (mrow[k] != -INFINITY) b[n++] = slope * (double)mrow[k];
+    int64_t j = 0;
+    for (int64_t k = k0; k <= k1; k++) {
+        if (mrow[k] == -INFINITY) continue;
+        for (int32_t d = 0; d < D; d++) {
+            ktm[(size_t)d * (size_t)n + (size_t)j] = kv->kt[(size_t)d * (size_t)kv->seq + (size_t)k];
+            vm[(size_t)j * (size_t)D + (size_t)d] = kv->v[(size_t)k * (size_t)D + (size_t)d];
+        }
+        j++;
+    }
+    return n;
 }
 
 /* ref_attention, and with a model (then lo/hi non-NULL) ref_attention_range. */
@@ -262,7 +299,7 @@ static int attention(const ref_input *in, const ref_model *model, double *out, d
     const int32_t g = Hq / Hkv;
     const double scale = in->scale > 0 ? in->scale : 1.0 / sqrt((double)D);
     work w;
-    if (work_alloc(&w, max_seq, D, model != NULL)) return -1;
+    if (work_alloc(&w, max_seq, D, model != NULL, in->mask != NULL)) return -1;
 
     for (int32_t r = 0; r < in->num_reqs; r++) {
         const int32_t t0 = in->query_start_loc[r];
@@ -272,7 +309,7 @@ static int attention(const ref_input *in, const ref_model *model, double *out, d
         for (int32_t kvh = 0; kvh < Hkv; kvh++) {
             gather(in, r, kvh, w.kt, w.v);
             ref_kv kv = {seq, D, w.kt, w.v, NULL, NULL, NULL, NULL};
-            if (model) {
+            if (model && !in->mask) {
                 ref_kv_bind(w.ws, &kv);
                 ref_kv_stats(model, &kv);
             }
@@ -280,21 +317,36 @@ static int attention(const ref_input *in, const ref_model *model, double *out, d
                 const int64_t p = causal ? (int64_t)seq - q_len + i : i;
                 int64_t k0, k1;
                 visible_range(in, causal, p, seq, &k0, &k1);
-                const int64_t n = k1 - k0 + 1;
                 for (int32_t h = kvh * g; h < (kvh + 1) * g; h++) {
                     const size_t qbase =
                         ((size_t)(t0 + i) * (size_t)Hq + (size_t)h) * (size_t)D;
                     for (int32_t d = 0; d < D; d++)
                         w.q[d] = ref_load(in->q, qbase + (size_t)d, in->q_dtype);
-                    const double m = row_logits(in, &kv, h, p, k0, n, w.q, scale, w.x, w.s);
-                    ref_row row = {in, &kv, h, p, k0, n, w.q, scale, w.x, w.s, m, 0.0,
+                    /* the row's keys: kv's [k0, k1], or with a mask its unmasked ones */
+                    ref_kv rk = kv;
+                    int64_t rk0 = k0, n = k1 - k0 + 1;
+                    if (in->mask) {
+                        n = row_masked(in, &kv, t0 + i, h, k0, k1, w.ktm, w.vm, w.b);
+                        rk = (ref_kv){(int32_t)n, D, w.ktm, w.vm, NULL, NULL, NULL, NULL};
+                        rk0 = 0;
+                        if (model) {
+                            ref_kv_bind(w.ws, &rk);
+                            ref_kv_stats(model, &rk);
+                        }
+                    } else {
+                        row_bias_alibi(in, h, p, k0, n, w.b);
+                    }
+                    const double m = row_logits(in, &rk, h, rk0, n, w.q, scale, w.b, w.x, w.s);
+                    ref_row row = {in, &rk, h, p, rk0, n, w.q, scale, w.x, w.s, w.b, m, 0.0,
                                    in->sinks != NULL, in->sinks ? (double)in->sinks[h] : 0.0,
                                    out + qbase};
-                    const double *G = model ? ref_row_keys(&row, model, w.ws) : NULL;
-                    row.denom = row_pv(in, &kv, h, k0, n, w.s, m, w.acc, out + qbase, G, w.bb,
+                    const double *G = model && n ? ref_row_keys(&row, model, w.ws) : NULL;
+                    row.denom = row_pv(in, &rk, h, rk0, n, w.s, m, w.acc, out + qbase, G, w.bb,
                                        w.M, w.P);
-                    if (model)
+                    if (model && n)
                         ref_row_finish(&row, model, w.ws, w.bb, w.M, w.P, lo + qbase, hi + qbase);
+                    else if (model)   /* no key: exactly 0 */
+                        for (int32_t d = 0; d < D; d++) lo[qbase + d] = hi[qbase + d] = 0.0;
                 }
             }
         }

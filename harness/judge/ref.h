@@ -34,6 +34,16 @@ typedef struct ref_input {
     ag_dtype kv_dtype;
     double k_scale, v_scale;          /* fp8 KV: value = decode(code) * scale; ignored (1)
                                          for other dtypes */
+    /* An explicit additive mask (an engine op's own input: ggml's, ONNX's),
+     * or NULL.  Key k (< seq_len) of query token t, head h gets
+     * mask[t * mask_tstride + h * mask_hstride + k]: -inf hides the key
+     * (besides the window and causal rules above), a finite value is added
+     * to the logit after the soft cap, times the head's ALiBi slope when
+     * mask_times_slope (then in place of ALiBi's slope * (k - p)).  A row
+     * that sees no key is 0 (its sink alone weighs nothing). */
+    const float *mask;
+    int64_t mask_tstride, mask_hstride;
+    int mask_times_slope;
 } ref_input;
 
 /* out: [tokens][num_heads][head_dim] doubles, the exact attention of §2

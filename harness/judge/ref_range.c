@@ -270,12 +270,8 @@ static void unjudged(double *lo, double *hi, int32_t D) {
     }
 }
 
-/* ALiBi's term of visible key j of the row (0 without slopes). */
-static double row_bias(const ref_row *row, int64_t j) {
-    const ref_input *in = row->in;
-    return in->alibi_slopes ? (double)in->alibi_slopes[row->h] * (double)(row->k0 + j - row->p)
-                            : 0.0;
-}
+/* The additive term of visible key j of the row (ALiBi's or the mask's). */
+static double row_bias(const ref_row *row, int64_t j) { return row->bias ? row->bias[j] : 0.0; }
 
 /* The additive part of an element's bound: rt->slack plus the weights'
  * absolute errors, (n + 1) wabs (|v_k - out| <= M + |out| each) over the

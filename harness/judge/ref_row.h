@@ -20,7 +20,8 @@ typedef struct ref_kv {
 } ref_kv;
 
 /* One query row (query head h at position p) and its visible keys
- * k0 .. k0 + n - 1 (a contiguous range: ref.c, visible_range). */
+ * k0 .. k0 + n - 1 of kv (a contiguous range: ref.c, visible_range; with a
+ * mask, kv holds only the row's visible keys and k0 is 0). */
 typedef struct ref_row {
     const ref_input *in;
     const ref_kv *kv;
@@ -29,7 +30,8 @@ typedef struct ref_row {
     const double *q;         /* [head_dim] decoded q */
     double scale;            /* the resolved scale */
     const double *x;         /* [n] scale * <q, k> (before the cap) */
-    const double *s;         /* [n] final logits (after cap and ALiBi) */
+    const double *s;         /* [n] final logits (after the cap and the bias) */
+    const double *bias;      /* [n] the additive term (ALiBi's or the mask's), or NULL */
     double m;                /* max of s and the sink */
     double denom;            /* sum of e^(s - m), the sink's included (P.V pass) */
     int has_sink;

@@ -494,3 +494,74 @@ Test(ref, refuses_inconsistent_input) {
     free(out);
     fx_free(&f);
 }
+
+/* ------------------------------------------------------------- masks */
+
+/* An explicit mask (an op's own input) against the rules it can spell:
+ * -inf outside a window is that window; (k - p) times the head's slope is
+ * ALiBi; a constant added to every key of a row changes nothing (no
+ * sinks); a row with every key hidden is 0 — in the plain and the range
+ * computation alike. */
+Test(ref, mask_agrees_with_the_rules_it_spells) {
+    const int32_t q_len[] = {3, 1}, seq[] = {9, 12};
+    fx f = fx_make(2, q_len, seq, 4, 2, 8, 4, 1);
+    f.causal[1] = 0;
+    const size_t n = fx_elems(&f);
+    const int32_t T = f.qsl[2], K = 12;
+    double *a = malloc(n * sizeof(double)), *b = malloc(n * sizeof(double));
+    double *lo = malloc(n * sizeof(double)), *hi = malloc(n * sizeof(double));
+    float *mask = malloc((size_t)T * 4 * K * sizeof(float));
+    cr_assert(a && b && lo && hi && mask);
+    /* the position of each token */
+    int32_t pos[4];
+    for (int32_t r = 0; r < 2; r++)
+        for (int32_t i = 0; i < q_len[r]; i++)
+            pos[f.qsl[r] + i] = f.causal[r] ? seq[r] - q_len[r] + i : i;
+#define FILL(expr)                                                                         \
+    for (int32_t t = 0; t < T; t++)                                                        \
+        for (int32_t h = 0; h < 4; h++)                                                    \
+            for (int32_t k = 0; k < K; k++) {                                              \
+                const int32_t p = pos[t];                                                  \
+                (void)p;                                                                   \
+                mask[((size_t)t * 4 + (size_t)h) * K + (size_t)k] = (expr);                \
+            }
+    ref_input in = fx_input(&f), m;
+    /* a (2, 1) window, as a mask */
+    in.window_left = 2, in.window_right = 1;
+    cr_assert_eq(ref_attention(&in, a), 0);
+    m = fx_input(&f);
+    FILL(k >= p - 2 && k <= p + 1 ? 0.0f : -INFINITY);
+    m.mask = mask, m.mask_tstride = 4 * K, m.mask_hstride = K;
+    cr_assert_eq(ref_attention(&m, b), 0);
+    for (size_t i = 0; i < n; i++) cr_assert(fabs(a[i] - b[i]) < 1e-12, "window %zu", i);
+    /* ALiBi as slope * (k - p) */
+    float slopes[4] = {0.5f, 0.25f, 0.125f, 0.0625f};
+    in = fx_input(&f);
+    in.alibi_slopes = slopes;
+    cr_assert_eq(ref_attention(&in, a), 0);
+    FILL((float)(k - p));
+    m.alibi_slopes = slopes, m.mask_times_slope = 1;
+    cr_assert_eq(ref_attention(&m, b), 0);
+    for (size_t i = 0; i < n; i++) cr_assert(fabs(a[i] - b[i]) < 1e-12, "alibi %zu", i);
+    /* a constant per row and head: the softmax does not move */
+    in = fx_input(&f);
+    cr_assert_eq(ref_attention(&in, a), 0);
+    FILL((float)(t * 4 + h) * 0.75f);
+    m.alibi_slopes = NULL, m.mask_times_slope = 0;
+    cr_assert_eq(ref_attention(&m, b), 0);
+    for (size_t i = 0; i < n; i++) cr_assert(fabs(a[i] - b[i]) < 1e-12, "shift %zu", i);
+    /* token 1, head 2 sees nothing: 0, and its range is the point 0 */
+    FILL(t == 1 && h == 2 ? -INFINITY : 0.0f);
+    const ref_model exact = {.u = 0x1p-24, .fmax = 3.4e38, .accmax = 3.4e38};
+    cr_assert_eq(ref_attention_range(&m, exact, b, lo, hi), 0);
+    for (int32_t d = 0; d < 8; d++) {
+        const size_t i = ((size_t)1 * 4 + 2) * 8 + (size_t)d;
+        cr_assert(b[i] == 0 && lo[i] == 0 && hi[i] == 0, "hidden row dim %d: %g [%g, %g]", d,
+                  b[i], lo[i], hi[i]);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (i / 8 != 6) cr_assert(lo[i] <= b[i] && b[i] <= hi[i], "range %zu", i);
+#undef FILL
+    free(a), free(b), free(lo), free(hi), free(mask);
+    fx_free(&f);
+}
