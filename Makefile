@@ -74,7 +74,7 @@ LIB_SRC := $(filter-out $(ISA_SRC) $(ISA_OFF_SRC),$(wildcard src/*.c src/kernels
 # dispatch.c lists the tables compiled in (src/kernels/kernels_decl.h).
 CFLAGS_ALL += $(ISA_DEFINES)
 # The harness and the adapters it drives engines through (engines/engines.def);
-# mk/engines.mk adds ggml's adapter (ENGINE_SRC) once its headers are fetched.
+# mk/engines.mk adds every adapter whose engine is fetched (ENGINE_SRC).
 include mk/engines.mk
 HAR_SRC := $(wildcard harness/case/*.c harness/judge/*.c harness/host/*.c) engines/abi.c \
            $(filter-out harness/cli/main.c,$(wildcard harness/cli/*.c)) engines/registry.c \
@@ -164,6 +164,7 @@ JUNIT ?=
 NPROC := $(shell nproc 2>/dev/null || echo 1)
 TEST_STEPS = 'deps!=bash .ci/deps.sh --check $(DEPS_PKGS)' \
     'build!=$(MAKE) --no-print-directory -j$(NPROC) all $(RP_BINS) && echo "library, CLI, suites and replay drivers up to date in $(B)/"' \
+    'layers=python3 scripts/check_layers.py' \
     'engine-suite&=$(MAKE) --no-print-directory test-engine' \
     'harness-suite&=$(MAKE) --no-print-directory test-harness' \
     'cases&=$(MAKE) --no-print-directory test-cases' \
@@ -218,7 +219,6 @@ CI_STEPS = 'test=$(MAKE) --no-print-directory test $(if $(JUNIT),JUNIT="$$STEP_X
     'cfl-test=$(MAKE) --no-print-directory cfl-test' \
     'mutants-quick=$(MAKE) --no-print-directory -j$(NPROC) mutants-quick' \
     'test-peer=$(MAKE) --no-print-directory test-peer' \
-    'engines-test=$(MAKE) --no-print-directory engines-test' \
     'ggml-cases=$(B)/attnguard check --engine ggml corpus/cases/*.case'
 .PHONY: ci
 ci:

@@ -20,8 +20,13 @@
 # FUZZ_ALL and the FZ_* / RP_* ones.
 
 # The one list of fuzz targets: every fuzz/fuzz_*.c.  Everything else (the
-# launcher, coverage, cfl-test, nightly) gets it from here.
+# launcher, coverage, cfl-test, nightly) gets it from here.  A target named
+# fuzz_<engine>_contract drives that external engine's own API and is in
+# the list when the engine is built in (mk/engines.mk: ENGINES_BUILTIN).
 FUZZ_ALL := $(sort $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c)))
+fz_engine_of = $(patsubst fuzz_%_contract,%,$1)
+FUZZ_ALL := $(foreach t,$(FUZZ_ALL),$(if $(filter fuzz_%_contract,$t),$(if $(filter \
+    $(call fz_engine_of,$t),$(subst $(comma), ,$(ENGINES_BUILTIN))),$t),$t))
 
 # ---- the fuzzing build, in OSS-Fuzz's terms ----
 # FZ_CC/FZ_CFLAGS compile, FZ_LD/FZ_LDFLAGS + FZ_ENGINE link, FZ_OUT receives

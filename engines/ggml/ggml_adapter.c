@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ggml_engine.h"
 #include "ggml_group.h"
 
 static ag_status gg_open(const char *options, void **ctx, ag_msg *msg) {
@@ -280,8 +279,11 @@ static const ag_engine gg_engine = {
     .plan = gg_plan_make, .plan_destroy = gg_plan_destroy, .extents = gg_extents, .run = gg_run,
 };
 
+/* The registry's getter (engines/engines.def); built as a shared object
+ * the adapter exports AG_ENGINE_ENTRY as well. */
+const ag_engine *ag_engine_ggml(void);
 const ag_engine *ag_engine_ggml(void) { return &gg_engine; }
 
-#ifdef AG_GGML_SHARED_OBJECT
+#ifdef AG_ENGINE_SHARED_OBJECT
 const ag_engine *attnguard_engine(void) { return &gg_engine; }
 #endif

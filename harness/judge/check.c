@@ -499,7 +499,7 @@ static oracle_id check_runs(const problem *p, const engine_host *E, unsigned wha
         res = run_config(&x, &base, f);
     } else {
         const int n = E->n_variants;
-        const int k = case_cost(c) < CHECK_CHEAP_MACS ? n : 1;
+        const int k = (what & CHECK_EVERY_VARIANT) || case_cost(c) < CHECK_CHEAP_MACS ? n : 1;
         const int first = k == n ? 0 : (int)(c->seed % (uint64_t)n);
         for (int j = 0; j < k && !res; j++) {
             const int i = (first + j) % n;

@@ -47,7 +47,10 @@ enum {
     CHECK_RUN = 2u,         /* guarded runs of every layer: scratch-bounds, differential */
     CHECK_INVARIANCE = 4u,  /* extra runs: split off/on/fixed, 1 vs N threads, permuted blocks,
                                and a bitwise rerun with other junk in the scratch regions */
-    CHECK_ALL = 7u
+    CHECK_EVERY_VARIANT = 8u, /* every variant of the engine as the primary path, whatever
+                                 the input costs (else: every one for a cheap input, one
+                                 chosen by the seed for a dear one) */
+    CHECK_ALL = 15u
 };
 
 /* Run the applicable oracles on a case against the harness's current

@@ -111,7 +111,8 @@ static int input_ok(const ref_input *in, int32_t *max_seq) {
     for (int32_t r = 0; r < in->num_reqs; r++) {
         const int64_t q_len = (int64_t)in->query_start_loc[r + 1] - in->query_start_loc[r];
         const int64_t seq = in->seq_lens[r];
-        if (q_len < 1 || seq < q_len || in->causal[r] > 1) return 0;
+        /* a non-causal request may hold more queries than keys (cross attention) */
+        if (q_len < 1 || seq < (in->causal[r] ? q_len : 0) || in->causal[r] > 1) return 0;
         const int64_t nblk = (seq + in->block_size - 1) / in->block_size;
         if (nblk > in->block_table_stride) return 0;
         const int32_t *bt = in->block_table + (size_t)r * (size_t)in->block_table_stride;
@@ -133,8 +134,9 @@ static int input_ok(const ref_input *in, int32_t *max_seq) {
 
 /* The visible keys of the query at position p: every k with
  * p - left <= k <= p + right (each side unbounded at -1), k <= p when
- * causal, 0 <= k < seq.  One contiguous range; it holds k = p (p < seq for
- * both position rules), so it is never empty. */
+ * causal, 0 <= k < seq.  One contiguous range [k0, k1]; it holds k = p
+ * whenever p < seq (always for a causal request), else it may be empty
+ * (k1 < k0). */
 static void visible_range(const ref_input *in, int causal, int64_t p, int64_t seq, int64_t *k0,
                           int64_t *k1) {
     int64_t lo = 0, hi = seq - 1;
@@ -299,7 +301,7 @@ static int attention(const ref_input *in, const ref_model *model, double *out, d
     const int32_t g = Hq / Hkv;
     const double scale = in->scale > 0 ? in->scale : 1.0 / sqrt((double)D);
     work w;
-    if (work_alloc(&w, max_seq, D, model != NULL, in->mask != NULL)) return -1;
+    if (work_alloc(&w, max_seq > 0 ? max_seq : 1, D, model != NULL, in->mask != NULL)) return -1;
 
     for (int32_t r = 0; r < in->num_reqs; r++) {
         const int32_t t0 = in->query_start_loc[r];
@@ -324,7 +326,7 @@ static int attention(const ref_input *in, const ref_model *model, double *out, d
                         w.q[d] = ref_load(in->q, qbase + (size_t)d, in->q_dtype);
                     /* the row's keys: kv's [k0, k1], or with a mask its unmasked ones */
                     ref_kv rk = kv;
-                    int64_t rk0 = k0, n = k1 - k0 + 1;
+                    int64_t rk0 = k0, n = k1 >= k0 ? k1 - k0 + 1 : 0;
                     if (in->mask) {
                         n = row_masked(in, &kv, t0 + i, h, k0, k1, w.ktm, w.vm, w.b);
                         rk = (ref_kv){(int32_t)n, D, w.ktm, w.vm, NULL, NULL, NULL, NULL};

@@ -15,7 +15,8 @@
 typedef struct ref_input {
     int32_t num_reqs;
     const int32_t *query_start_loc;   /* [num_reqs + 1], prefix sums, q_len >= 1 */
-    const int32_t *seq_lens;          /* [num_reqs], >= q_len */
+    const int32_t *seq_lens;          /* [num_reqs], >= q_len (>= 0 for a non-causal request:
+                                         cross attention may have more queries than keys) */
     const uint8_t *causal;            /* [num_reqs]: 1 causal (query i at seq_len - q_len + i),
                                          0 non-causal (query i at position i) */
     const int32_t *block_table;       /* [num_reqs][block_table_stride] */
@@ -49,8 +50,9 @@ typedef struct ref_input {
 /* out: [tokens][num_heads][head_dim] doubles, the exact attention of §2
  * for the decoded inputs (fp8 times its scale).  Returns 0, or -1 on
  * inconsistent input (a NULL array, a count or window out of range, q_len
- * < 1, seq_len < q_len, a block id outside [0, num_blocks), a size that
- * overflows) or no memory; out is then unspecified. */
+ * < 1, seq_len < q_len for a causal request, a block id outside [0,
+ * num_blocks), a size that overflows) or no memory; out is then
+ * unspecified.  A row that sees no key is 0. */
 int ref_attention(const ref_input *in, double *out);
 
 /* How an engine may round (filled by compare.c, cmp_error_model; every

@@ -1,21 +1,27 @@
 /*
- * engines/ggml/fuzz_ggml_contract.c — contract fuzzing of ggml's CPU flash
- * attention itself (not of our adapter): ggml_flash_attn_ext built and
- * computed through ggml's public API, loaded with dlopen from the packaged
+ * fuzz_ggml_contract.c — contract fuzzing of ggml's CPU flash attention
+ * itself (not of the adapter): ggml_flash_attn_ext built and computed
+ * through ggml's public API, loaded with dlopen from the packaged
  * libraries, with inputs inside and just outside what ggml.h documents
  * (q [Dk, T, Hq, n3], k [Dk, n_kv, Hkv, n3], v [Dv, n_kv, Hkv, n3], an f16
- * mask [n_kv, T, m2, m3] with Hq % m2 == 0, n3 % m3 == 0).
+ * mask [n_kv, T, m2, m3] with Hq % m2 == 0, n3 % m3 == 0).  Built when ggml
+ * is (make engines); its limits are fuzz_ggml_contract.options.
  *
  * Verdicts.  A GGML_ASSERT / GGML_ABORT is ggml refusing by design: the
  * abort callback longjmps back here (graph construction and planning run on
  * this thread; compute runs first with one thread, which is this thread)
  * and the abort is counted, not reported.  Findings are what ggml does not
- * refuse: a fault on the guard pages around every buffer we hand it (ggml
- * is not instrumented, so an out-of-bounds access is seen only there), a
- * hang (-timeout), a multi-thread run that disagrees with the one-thread
- * run, and, for inputs inside the contract, an output off an fp64 loop of
- * the op's documented semantics by more than ggml's declared rounding.
- * `make engines-fuzz`; the counts print at exit.
+ * refuse, judged by the harness's own parts: every buffer ggml gets is a
+ * guarded mapping (judge/guard.c: ggml is not instrumented, so an access
+ * out of bounds shows on its PROT_NONE pages as input-bounds or
+ * scratch-bounds), an output of an input inside the contract is compared
+ * with the harness's reference (judge/ref.c, fed the op's own mask) within
+ * the error model of ggml's rounding (judge/compare.c): differential; a
+ * compute that fails inside the contract: bad-input; a hang: -timeout.
+ * What the reference cannot express (K and V head sizes or head counts
+ * that differ, quantized caches, NaN or infinite mask entries) is computed
+ * under guard but not compared, and counted as such (docs/engines.md).
+ * The counts print at exit.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -28,7 +34,11 @@
 
 #include <dlfcn.h>
 
-#include "ggml_load.h"
+#include "../engines/ggml/ggml_load.h"
+#include "../harness/judge/compare.h"
+#include "../harness/judge/guard.h"
+#include "../harness/judge/oracles.h"
+#include "../harness/judge/ref.h"
 
 /* ---- ggml, loaded once ---- */
 static agg_lib *lib;
@@ -43,7 +53,7 @@ static struct {
 /* ---- verdict counters, printed at exit ---- */
 static struct {
     unsigned long execs, aborts_build, aborts_plan, aborts_compute, computed, checked,
-        accepted_outside, skipped;
+        accepted_outside, skipped, unjudgeable;
     char msg[24][160];
     unsigned long msg_n[24];
     int nmsg;
@@ -64,10 +74,12 @@ static void count_msg(const char *m) {
 static void print_stats(void) {
     fprintf(stderr,
             "fuzz_ggml_contract: %lu inputs: %lu GGML_ASSERT/ABORT at graph build, %lu at plan, "
-            "%lu at compute (clean refusals); %lu computed (%lu checked against fp64, %lu outside "
-            "the contract accepted without a fault), %lu skipped (FUZZ_GGML_SKIP)\n",
+            "%lu at compute (clean refusals); %lu computed (%lu checked against the reference, "
+            "%lu inside the contract but outside what the reference expresses, %lu outside the "
+            "contract accepted without a fault), %lu skipped (triaged classes)\n",
             stats.execs, stats.aborts_build, stats.aborts_plan, stats.aborts_compute,
-            stats.computed, stats.checked, stats.accepted_outside, stats.skipped);
+            stats.computed, stats.checked, stats.unjudgeable, stats.accepted_outside,
+            stats.skipped);
     for (int i = 0; i < stats.nmsg; i++) fprintf(stderr, "  %8lu x %s\n", stats.msg_n[i], stats.msg[i]);
 }
 
@@ -106,9 +118,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         exit(1);
     }
     lib->base.ggml_set_abort_callback(fuzz_on_abort);
+    guard_install_fault_handler();
     atexit(print_stats);
     return 0;
 }
+
+/* A GGML_ASSERT caught by longjmp leaves what ggml allocated on its way
+ * there (context memory freed below, a threadpool's bookkeeping) behind by
+ * design: the fuzzer counts those aborts, not leaks. */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void) { return "leak:libggml\nleak:libomp.so\n"; }
 
 /* ---- the input, decoded ---- */
 typedef struct rd { const uint8_t *p; size_t n; } rd;
@@ -193,6 +212,11 @@ static void decode(rd *r, fcase *c) {
         c->nkv > c->T ? (c->nkv /= 2, c->nkv_v /= 2, c->m0 /= 2) : (c->T /= 2, c->m1 /= 2);
 }
 
+/* What the harness's reference expresses (docs/design.md section 2, plus
+ * the op's mask): one head size and one head count for K and V; and an
+ * output to compare (T >= 1). */
+static int judgeable(const fcase *c) { return c->dk == c->dv && c->hk == c->hv && c->T >= 1; }
+
 /* The documented contract, one named condition each; `why` gets the names
  * of those an input breaks (every such input is a precondition ggml should
  * refuse).  `exact`: inside, and the fp64 check applies. */
@@ -226,33 +250,18 @@ static int in_contract(const fcase *c, int *exact, char *why, size_t cap) {
         size_t u = strlen(why);
         snprintf(why + u, cap - u, "%s%s", u ? "," : "", cond[i].name);
     }
-    *exact = ok && !quant_k && !quant_v && c->mask_fill != 3;
+    *exact = ok && !quant_k && !quant_v && c->mask_fill != 3 && judgeable(c);
     return ok;
 }
 
-/* ---- guarded buffers: flush against a PROT_NONE page after (or before) ---- */
-typedef struct gbuf { void *map; size_t len; char *p; } gbuf;
+/* ---- guarded buffers: the harness's (judge/guard.c) ---- */
 
-static char *gb_alloc(gbuf *b, size_t bytes, int front, int misalign) {
-    const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-    const size_t body = (bytes + (size_t)misalign + pg - 1) / pg * pg + pg;
-    b->len = body + pg;
-    b->map = mmap(NULL, b->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (b->map == MAP_FAILED) abort();
-    char *m = b->map;
-    if (front) {   /* guard first: underruns fault */
-        mprotect(m, pg, PROT_NONE);
-        b->p = m + pg + misalign;
-    } else {       /* guard last: overruns fault; flush, so alignment is what bytes gives */
-        mprotect(m + body, pg, PROT_NONE);
-        b->p = m + body - bytes;
-    }
-    return b->p;
-}
-
-static void gb_free(gbuf *b) {
-    if (b->map) munmap(b->map, b->len);
-    b->map = NULL;
+/* A buffer of `bytes` for operand `label`, its first byte after a PROT_NONE
+ * page (front, moved on by `misalign` bytes) or its last byte against one. */
+static char *gb_alloc(guard *g, const char *label, size_t bytes, int front, int misalign) {
+    if (guard_init_placed(g, label, bytes + (front ? (size_t)misalign : 0), front) != 0) abort();
+    g->oracle = oracle_name(strcmp(label, "work") ? ORACLE_INPUT_BOUNDS : ORACLE_SCRATCH_BOUNDS);
+    return (char *)g->buf + (front ? misalign : 0);
 }
 
 /* ---- values ---- */
@@ -326,7 +335,7 @@ typedef struct run {
     struct ggml_tensor *t[B_OUT + 1];     /* views handed to the op, and out */
     struct ggml_tensor *base[B_OUT + 1];  /* what the buffers back */
     struct ggml_cgraph *gf;
-    gbuf buf[B_COUNT];
+    guard buf[B_COUNT];
 } run;
 
 /* A [d, rows, heads, n3] operand: contiguous, or (layout 1) a view of
@@ -374,10 +383,12 @@ static void build(run *R) {
 /* Every operand and the output get a guarded buffer of exactly their size. */
 static void place(run *R) {
     const fcase *c = &R->c;
+    static const char *const label[B_OUT + 1] = {"q", "k", "v", "mask", "sinks", "out"};
     for (int i = 0; i <= B_OUT; i++) {
         if (!R->base[i]) continue;
         const int mis = i <= B_V ? c->misalign : 0;
-        R->base[i]->data = gb_alloc(&R->buf[i], more.ggml_nbytes(R->base[i]), c->guard_front, mis);
+        R->base[i]->data =
+            gb_alloc(&R->buf[i], label[i], more.ggml_nbytes(R->base[i]), c->guard_front, mis);
         R->t[i]->data = (char *)R->base[i]->data + R->t[i]->view_offs;
     }
     fill(R->t[B_Q], c->amp_q, -1);
@@ -388,15 +399,25 @@ static void place(run *R) {
 }
 
 static void teardown(run *R) {
-    for (int i = 0; i < B_COUNT; i++) gb_free(&R->buf[i]);
+    for (int i = 0; i < B_COUNT; i++) guard_free(&R->buf[i]);
     if (R->ctx) lib->base.ggml_free(R->ctx);
     memset(R, 0, sizeof *R);
 }
 
-/* ---- the fp64 loop of the op's documented semantics ---- */
-static double at(const struct ggml_tensor *x, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
-    return get(x->type, (const char *)x->data + i0 * x->nb[0] + i1 * x->nb[1] + i2 * x->nb[2] +
-                            i3 * x->nb[3]);
+/* ---- the judge: the harness's reference over the op's operands ---- */
+
+static int64_t idx(const struct ggml_tensor *x, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    return i0 * (int64_t)x->nb[0] + i1 * (int64_t)x->nb[1] + i2 * (int64_t)x->nb[2] +
+           i3 * (int64_t)x->nb[3];
+}
+
+static ag_dtype ag_of(enum ggml_type t) {
+    return t == GGML_TYPE_F16 ? AG_F16 : t == GGML_TYPE_BF16 ? AG_BF16 : AG_F32;
+}
+
+/* Element (i0, i1, i2, i3) of view x (f32, f16 or bf16: each exact in f32). */
+static float elem(const struct ggml_tensor *x, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    return (float)get(x->type, (const char *)x->data + idx(x, i0, i1, i2, i3));
 }
 
 static float ggml_slope(float max_bias, uint32_t n_head, uint32_t h) {
@@ -405,80 +426,146 @@ static float ggml_slope(float max_bias, uint32_t n_head, uint32_t h) {
     return h < nl ? powf(m0, h + 1) : powf(m1, 2 * (h - nl) + 1);
 }
 
-/* A view's elements as doubles, [i3][i2][i1][i0] (the fp64 loop's input). */
-static double *dense(const struct ggml_tensor *x) {
-    const int64_t *ne = x->ne;
-    double *d = malloc((size_t)(ne[0] * ne[1] * ne[2] * ne[3] + 1) * sizeof(double)), *p = d;
-    for (int64_t i3 = 0; i3 < ne[3]; i3++)
-        for (int64_t i2 = 0; i2 < ne[2]; i2++)
-            for (int64_t i1 = 0; i1 < ne[1]; i1++)
-                for (int64_t i0 = 0; i0 < ne[0]; i0++) *p++ = at(x, i0, i1, i2, i3);
-    return d;
+/* The op's inputs as the reference reads them: each of the n3 batch
+ * entries a non-causal request of T queries over its n_kv keys (one block
+ * of n_kv slots), q [tokens][hq][dk] and K/V rows [slot][hk][dk] widened to
+ * f32 (exactly: K and V may differ in type), the mask made dense
+ * [tokens][hq][n_kv], ggml's ALiBi slopes scaling it, the sinks, and a
+ * negative scale moved onto q (a sign flip). */
+typedef struct judged {
+    ref_input in;
+    float *q, *k, *v;
+    float *mask, *slopes, *sinks;
+    int32_t *qsl, *seq, *bt;
+    uint8_t *causal;
+} judged;
+
+static void judged_free(judged *J) {
+    free(J->q), free(J->k), free(J->v), free(J->mask), free(J->slopes), free(J->sinks);
+    free(J->qsl), free(J->seq), free(J->bt), free(J->causal);
 }
 
-/* Checks out [n3][T][hq][dv] against the loop; 0 and a report on stderr
- * when an element is off by more than the bound of ggml's rounding (q
- * rounded to K's type before Q.K, an f16 V accumulated in f16). */
-static int check(const run *R, const float *out, const char *which) {
+static void judged_init(const run *R, judged *J) {
     const fcase *c = &R->c;
-    const struct ggml_tensor *m = R->t[B_MASK];
-    const double uq = c->tk == GGML_TYPE_F16 ? 0x1p-11 : c->tk == GGML_TYPE_BF16 ? 0x1p-8 : 0x1p-24;
-    const int f16acc = c->tv == GGML_TYPE_F16;
-    double *Q = dense(R->t[B_Q]), *K = dense(R->t[B_K]), *V = dense(R->t[B_V]);
-    double *M = m ? dense(m) : NULL;
-    double *lg = malloc((size_t)(c->nkv + 1) * sizeof(double)), *o = malloc((size_t)c->dv * sizeof(double));
-    int ok = 1;
-    for (int64_t i3 = 0; ok && i3 < c->n3q; i3++)
-        for (int64_t t = 0; ok && t < c->T; t++)
-            for (int64_t h = 0; ok && h < c->hq; h++) {
-                const int64_t kh = h / (c->hq / c->hk), vh = h / (c->hq / c->hv);
-                const double slope = c->max_bias > 0 ? ggml_slope(c->max_bias, (uint32_t)c->hq, (uint32_t)h) : 1.0;
-                const double *qr = Q + ((i3 * c->hq + h) * c->T + t) * c->dk;
-                const double *mr = M ? M + (((i3 % c->m3) * c->m2 + h % c->m2) * c->m1 + t) * c->m0 : NULL;
-                double mx = -INFINITY, dmax = 0, vmax = 0, den = 0;
-                int n = 0;
-                for (int64_t j = 0; j < c->nkv; j++) {
-                    const double mv = mr ? slope * mr[j] : 0.0;
-                    const double *kr = K + ((i3 * c->hk + kh) * c->nkv + j) * c->dk;
-                    lg[j] = -INFINITY;
-                    if (mv == -INFINITY) continue;
-                    double dot = 0, adot = 0;
-                    for (int64_t d = 0; d < c->dk; d++) dot += qr[d] * kr[d], adot += fabs(qr[d] * kr[d]);
-                    double s = c->scale * dot;
-                    if (c->softcap > 0) s = c->softcap * tanh(s / c->softcap);
-                    lg[j] = s + mv;
-                    mx = fmax(mx, lg[j]);
-                    dmax = fmax(dmax, fabs(c->scale) * (uq + (c->dk + 4) * 0x1p-24) * adot +
-                                          0x1p-21 * (fabs(s) + fabs(mv) + c->softcap + 1));
-                    n++;
+    const int64_t n3 = c->n3q, T = c->T, hq = c->hq, hk = c->hk, nkv = c->nkv, D = c->dk;
+    const struct ggml_tensor *q = R->t[B_Q], *k = R->t[B_K], *v = R->t[B_V], *m = R->t[B_MASK];
+    memset(J, 0, sizeof *J);
+    const double sign = c->scale < 0 ? -1.0 : 1.0;
+    J->q = malloc((size_t)(n3 * T * hq * D) * sizeof(float));
+    J->k = malloc((size_t)(n3 * nkv * hk * D) * sizeof(float) + 4);
+    J->v = malloc((size_t)(n3 * nkv * hk * D) * sizeof(float) + 4);
+    J->qsl = malloc((size_t)(n3 + 1) * sizeof(int32_t));
+    J->seq = malloc((size_t)n3 * sizeof(int32_t));
+    J->bt = malloc((size_t)n3 * sizeof(int32_t));
+    J->causal = calloc((size_t)n3, 1);
+    if (m) J->mask = malloc((size_t)(n3 * T * hq * nkv) * sizeof(float) + 4);
+    if (c->max_bias > 0) J->slopes = malloc((size_t)hq * sizeof(float));
+    if (c->sinks) J->sinks = malloc((size_t)hq * sizeof(float));
+    if (!J->q || !J->k || !J->v || !J->qsl || !J->seq || !J->bt || !J->causal ||
+        (m && !J->mask) || (c->max_bias > 0 && !J->slopes) || (c->sinks && !J->sinks))
+        abort();
+    for (int64_t r = 0; r < n3; r++) {
+        J->qsl[r] = (int32_t)(r * T);
+        J->seq[r] = (int32_t)nkv;
+        J->bt[r] = (int32_t)r;
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t h = 0; h < hq; h++)
+                for (int64_t d = 0; d < D; d++)
+                    J->q[((r * T + t) * hq + h) * D + d] = (float)(sign * elem(q, d, t, h, r));
+        for (int64_t j = 0; j < nkv; j++)
+            for (int64_t h = 0; h < hk; h++)
+                for (int64_t d = 0; d < D; d++) {
+                    const size_t at = (size_t)(((r * nkv + j) * hk + h) * D + d);
+                    J->k[at] = elem(k, d, j, h, r);
+                    J->v[at] = elem(v, d, j, h, r);
                 }
-                const double sink = c->sinks ? at(R->t[B_SINKS], h, 0, 0, 0) : -INFINITY;
-                mx = fmax(mx, sink);
-                for (int64_t d = 0; d < c->dv; d++) o[d] = 0;
-                for (int64_t j = 0; j < c->nkv; j++) {
-                    if (lg[j] == -INFINITY) continue;
-                    const double e = exp(lg[j] - mx), *vr = V + ((i3 * c->hv + vh) * c->nkv + j) * c->dv;
-                    den += e;
-                    for (int64_t d = 0; d < c->dv; d++) o[d] += e * vr[d], vmax = fmax(vmax, fabs(vr[d]));
-                }
-                if (c->sinks && mx > -INFINITY) den += exp(sink - mx);
-                const double acc = f16acc ? 6 * sqrt(n + 1.0) * 0x1p-11 : 4 * (n + 2) * 0x1p-24;
-                const double bound = vmax * (expm1(2 * dmax) + acc + 1e-6) + 1e-30;
-                for (int64_t d = 0; ok && d < c->dv; d++) {
-                    const double want = den > 0 ? o[d] / den : 0.0;
-                    const float got = out[((i3 * c->T + t) * c->hq + h) * c->dv + d];
-                    if (!(fabs(got - want) <= bound)) {
-                        fprintf(stderr,
-                                "fuzz_ggml_contract: WRONG RESULT (%s run) at n3 %lld, row %lld, head "
-                                "%lld, dim %lld: ggml %.9g, fp64 %.9g, bound %.3g (%d visible keys, "
-                                "max|v| %g)\n", which, (long long)i3, (long long)t, (long long)h,
-                                (long long)d, (double)got, want, bound, n, vmax);
-                        ok = 0;
-                    }
-                }
-            }
-    free(lg), free(o), free(Q), free(K), free(V), free(M);
-    return ok;
+        for (int64_t t = 0; m && t < T; t++)
+            for (int64_t h = 0; h < hq; h++)
+                for (int64_t j = 0; j < nkv; j++)
+                    J->mask[((r * T + t) * hq + h) * nkv + j] = (float)more.ggml_fp16_to_fp32(
+                        *(const ggml_fp16_t *)((const char *)m->data +
+                                               idx(m, j, t, h % c->m2, r % c->m3)));
+    }
+    J->qsl[n3] = (int32_t)(n3 * T);
+    for (int64_t h = 0; J->slopes && h < hq; h++)
+        J->slopes[h] = ggml_slope(c->max_bias, (uint32_t)hq, (uint32_t)h);
+    for (int64_t h = 0; J->sinks && h < hq; h++)
+        J->sinks[h] = (float)get(R->t[B_SINKS]->type,
+                                 (const char *)R->t[B_SINKS]->data + h * R->t[B_SINKS]->nb[0]);
+    ref_input *in = &J->in;
+    in->num_reqs = (int32_t)n3;
+    in->query_start_loc = J->qsl;
+    in->seq_lens = J->seq;
+    in->causal = J->causal;
+    in->block_table = J->bt;
+    in->block_table_stride = 1;
+    in->num_blocks = (int32_t)n3;
+    in->num_heads = (int32_t)hq;
+    in->num_kv_heads = (int32_t)hk;
+    in->head_dim = (int32_t)D;
+    in->block_size = nkv > 0 ? (int32_t)nkv : 1;   /* n_kv 0: a request with no key */
+    in->window_left = in->window_right = -1;
+    in->softcap = c->softcap;
+    in->scale = fabs((double)c->scale);
+    in->alibi_slopes = J->slopes;
+    in->sinks = J->sinks;
+    in->q = J->q;
+    in->q_dtype = AG_F32;
+    in->k_rows = J->k;
+    in->v_rows = J->v;
+    in->kv_dtype = AG_F32;
+    in->k_scale = in->v_scale = 1.0;
+    in->mask = J->mask;
+    in->mask_tstride = hq * nkv;
+    in->mask_hstride = nkv;
+    in->mask_times_slope = 1;
+}
+
+/* The rounding ggml declares (the adapter's, docs/engines.md): q in K's
+ * type before Q.K, f32 weights, an f16 V accumulated in f16. */
+static ag_precision ggml_precision(const fcase *c) {
+    const ag_dtype kt = ag_of(c->tk);
+    return (ag_precision){kt, AG_F32, c->tv == GGML_TYPE_F16 ? AG_F16 : AG_F32};
+}
+
+static void describe(const fcase *c);
+
+/* out [n3][T][hq][dv] (f32) against the reference; fires the differential
+ * oracle (after describing the input) when an element leaves its range. */
+static void judge(const run *R, const float *out, const char *which) {
+    const fcase *c = &R->c;
+    judged J;
+    judged_init(R, &J);
+    const size_t n = (size_t)(c->n3q * c->T * c->hq * c->dv);
+    double *val = malloc(n * sizeof(double)), *lo = malloc(n * sizeof(double)),
+           *hi = malloc(n * sizeof(double));
+    if (!val || !lo || !hi) abort();
+    const ref_model md =
+        cmp_error_model(ggml_precision(c), J.in.q_dtype, J.in.kv_dtype, (int32_t)c->dk);
+    finding f;
+    oracle_clean(&f);
+    if (ref_attention_range(&J.in, md, val, lo, hi) != 0) {
+        oracle_found(&f, ORACLE_BAD_INPUT, "the reference refused an input the contract "
+                     "fuzzer calls judgeable (harness bug)");
+    } else {
+        cmp_result res;
+        if (!cmp_compare(val, lo, hi, out, AG_F32, n, cmp_tolerance(AG_F32), &res)) {
+            const size_t w = res.worst, dv = (size_t)c->dv, hq = (size_t)c->hq;
+            oracle_found(&f, ORACLE_DIFFERENTIAL,
+                         "ggml_flash_attn_ext (%s run, variant %s): %zu of %zu elements outside "
+                         "the reference's range; worst at n3 %zu, row %zu, head %zu, dim %zu: "
+                         "got %.9g want %.9g (ggml's rounding allows [%.9g, %.9g])",
+                         which, lib->var[c->variant].name, res.bad, n,
+                         w / (dv * hq * (size_t)c->T), (w / (dv * hq)) % (size_t)c->T,
+                         (w / dv) % hq, w % dv, (double)out[w], val[w], lo[w], hi[w]);
+        }
+    }
+    free(val), free(lo), free(hi);
+    judged_free(&J);
+    if (f.oracle != ORACLE_NONE) {
+        describe(c);
+        oracle_fire(&f);
+    }
 }
 
 static void describe(const fcase *c) {
@@ -500,16 +587,31 @@ static void describe(const fcase *c) {
             (double)c->amp_v);
 }
 
-/* FUZZ_GGML_SKIP=<condition>,...: inputs breaking a condition already
- * triaged (reports/findings/) are not run, so a campaign goes on past it. */
+/* Inputs breaking a contract condition already reported
+ * (reports/findings/ggml-001..003) are not run, so a campaign finds what is
+ * new; FUZZ_GGML_SKIP=<condition>,... replaces the list (empty: run all). */
+static const char *const k_triaged = "q-not-f32,v-rows-differ-from-k,hq-not-multiple-of-v-heads,"
+                                     "mask-row-shorter-than-n-kv,mask-fewer-rows-than-queries";
+
 static int skipped(const fcase *c) {
     const char *skip = getenv("FUZZ_GGML_SKIP");
+    if (!skip) skip = k_triaged;
     char why[256], *save = NULL;
     int exact;
     if (!skip || in_contract(c, &exact, why, sizeof why)) return 0;
     for (char *w = strtok_r(why, ",", &save); w; w = strtok_r(NULL, ",", &save))
         if (strstr(skip, w)) return 1;
     return 0;
+}
+
+/* A compute that fails on an input inside the contract: bad-input. */
+static void refused_inside(const fcase *c, enum ggml_status st, int inside, const char *which) {
+    if (st == GGML_STATUS_SUCCESS || !inside) return;
+    finding f;
+    oracle_found(&f, ORACLE_BAD_INPUT, "ggml_graph_compute (%s run) returned status %d on an "
+                 "input inside the documented contract", which, (int)st);
+    describe(c);
+    oracle_fire(&f);
 }
 
 /* ---- one input ---- */
@@ -541,7 +643,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     struct ggml_cplan cp = cpu->ggml_graph_plan(R.gf, 1, NULL);
     armed = 0;
     place(&R);
-    cp.work_data = (uint8_t *)gb_alloc(&R.buf[B_WORK1], cp.work_size, R.c.guard_front, 0);
+    cp.work_data = (uint8_t *)gb_alloc(&R.buf[B_WORK1], "work", cp.work_size, R.c.guard_front, 0);
     phase = 2, armed = 1;
     enum ggml_status st = cpu->ggml_graph_compute(R.gf, &cp);
     armed = 0;
@@ -551,26 +653,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const size_t ob = more.ggml_nbytes(R.t[B_OUT]);
     float *out1 = malloc(ob ? ob : 1);
     memcpy(out1, R.t[B_OUT]->data, ob);
-    int ok = st == GGML_STATUS_SUCCESS || !inside;
-    if (ok && exact) ok = check(&R, out1, "1-thread");
-    if (ok && R.c.threads > 1) {
+    refused_inside(&R.c, st, inside, "1-thread");
+    if (exact) judge(&R, out1, "1-thread");
+    if (R.c.threads > 1) {
         phase = 1, armed = 1;
         struct ggml_cplan cpn = cpu->ggml_graph_plan(R.gf, R.c.threads, NULL);
         armed = 0;
-        cpn.work_data = (uint8_t *)gb_alloc(&R.buf[B_WORKN], cpn.work_size, R.c.guard_front, 0);
+        cpn.work_data =
+            (uint8_t *)gb_alloc(&R.buf[B_WORKN], "work", cpn.work_size, R.c.guard_front, 0);
         st = cpu->ggml_graph_compute(R.gf, &cpn);   /* a GGML_ASSERT here aborts: a finding */
-        ok = st == GGML_STATUS_SUCCESS || !inside;
-        /* the same as the one-thread run, or within the bound on its own */
-        if (ok && exact && memcmp(out1, R.t[B_OUT]->data, ob))
-            ok = check(&R, R.t[B_OUT]->data, "multi-thread");
+        refused_inside(&R.c, st, inside, "multi-thread");
+        /* the same as the one-thread run, or within the range on its own */
+        if (exact && memcmp(out1, R.t[B_OUT]->data, ob)) judge(&R, R.t[B_OUT]->data, "multi-thread");
     }
     if (!inside) stats.accepted_outside++;
     if (exact) stats.checked++;
-    if (!ok) {
-        fprintf(stderr, "fuzz_ggml_contract: FINDING (status %d)\n", (int)st);
-        describe(&R.c);
-        abort();
-    }
+    else if (inside) stats.unjudgeable++;
     free(out1);
     teardown(&R);
     return 0;

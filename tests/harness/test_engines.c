@@ -1,0 +1,212 @@
+/*
+ * test_engines.c — the adapter ABI's contract, held against every built-in
+ * engine that opens here (attnguard always; ggml once `make engines`
+ * fetched it): each variant's words make a group; a mixed group, a block
+ * id outside the cache, a slot outside the cache, an option value no
+ * variant offers, a thread count past the declared limit and a scratch
+ * smaller than planned are refused (as their kind, when the engine names
+ * kinds) and no handle is handed back; the entry points the ABI calls
+ * optional are either there or NULL, never half.  Then the gaps one
+ * engine declares (ggml's: slopes off its set, a block twice in a table,
+ * ALiBi distances past f16's integers) come back AG_UNSUPPORTED.
+ *
+ * Everything through include/attnguard/engine.h: no engine's header.
+ */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+
+#include "../../include/attnguard/engine.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_ENGINES 8
+
+typedef struct open_engine {
+    const ag_engine *e;
+    void *ctx;
+    ag_caps caps;
+} open_engine;
+
+/* Opens engine `name` or skips the test saying why (not fetched here). */
+static open_engine open_or_skip(const char *name) {
+    open_engine o;
+    memset(&o, 0, sizeof o);
+    ag_msg msg;
+    o.e = ag_engine_find(name, &msg);
+    cr_assert_not_null(o.e, "%s: %s", name, msg.text);
+    if (o.e->open(NULL, &o.ctx, &msg) != AG_OK)
+        cr_skip_test("engine %s does not open here: %s", name, msg.text);
+    o.e->caps(o.ctx, &o.caps);
+    return o;
+}
+
+/* A refusal whose kind, when the engine names one, is `kind`. */
+static void refused_as(ag_status st, const ag_msg *m, ag_refusal kind, const char *what) {
+    cr_assert(st == AG_REFUSED, "%s: status %s (%s: %s), want AG_REFUSED", what,
+              ag_status_name(st), m->code, m->text);
+    cr_assert(m->refusal == AG_R_NONE || m->refusal == (int32_t)kind,
+              "%s: refused as %s (%s: %s), want %s", what,
+              ag_refusal_name((ag_refusal)m->refusal), m->code, m->text, ag_refusal_name(kind));
+}
+
+/* A small valid group: 8 query heads over 2 KV heads, f32 q/out, a cache
+ * type the engine takes. */
+static ag_group group_of(const open_engine *o, ag_layer *layers, int32_t n, const char *opt) {
+    ag_group g;
+    memset(&g, 0, sizeof g);
+    g.layers = layers;
+    g.num_layers = n;
+    g.num_kv_heads = 2;
+    g.head_dim = 32;
+    g.block_size = 16;
+    g.q_dtype = g.out_dtype = AG_F32;
+    g.kv_dtype = (o->caps.kv_dtypes & AG_DTYPE_BIT(AG_F16)) ? AG_F16 : AG_F32;
+    g.model_num_heads = 8;
+    g.num_threads = 1;
+    g.options = opt;
+    return g;
+}
+
+static ag_layer plain_layer(const char *name, int32_t heads) {
+    ag_layer l;
+    memset(&l, 0, sizeof l);
+    l.name = name;
+    l.num_heads = heads;
+    l.window_left = l.window_right = -1;
+    l.k_scale = l.v_scale = 1.0f;
+    return l;
+}
+
+/* One parameter per built-in engine: its index (each test runs in a
+ * process of its own, where a pointer from the parent would not hold). */
+static int g_index[MAX_ENGINES];
+
+ParameterizedTestParameters(engines, abi_contract) {
+    const int n = ag_engine_list(NULL, 0);
+    for (int i = 0; i < MAX_ENGINES; i++) g_index[i] = i;
+    return cr_make_param_array(int, g_index, (size_t)(n < MAX_ENGINES ? n : MAX_ENGINES));
+}
+
+ParameterizedTest(int *index, engines, abi_contract) {
+    const char *names[MAX_ENGINES];
+    cr_assert_lt(*index, ag_engine_list(names, MAX_ENGINES));
+    const char *const *name = &names[*index];
+    open_engine o = open_or_skip(*name);
+    const ag_engine *e = o.e;
+    ag_msg m;
+    cr_assert_eq(o.caps.abi_version, AG_ENGINE_ABI_VERSION);
+    cr_assert(e->create && e->destroy && e->kv_cache_bytes && e->write_kv && e->plan &&
+                  e->plan_destroy && e->run,
+              "%s: a required entry point is NULL", *name);
+
+    /* every variant's words make a group; the default's name it */
+    ag_variant v[32];
+    const int nv = e->variants ? e->variants(o.ctx, v, 32) : 0;
+    ag_layer L[2] = {plain_layer("layers.0", 8), plain_layer("layers.1", 8)};
+    for (int i = 0; i < nv && i < 32; i++) {
+        cr_assert(v[i].options && (i == 0) == (v[i].kind == AG_VARIANT_DEFAULT),
+                  "%s: variant %d", *name, i);
+        ag_group g = group_of(&o, L, 2, v[i].options);
+        void *grp = NULL;
+        cr_assert_eq(e->create(o.ctx, &g, &grp, &m), AG_OK, "%s: variant '%s': %s", *name,
+                     v[i].options, m.text);
+        e->destroy(grp);
+    }
+    /* a known key with a value no variant offers */
+    if (nv > 0 && strchr(v[0].options, '=')) {
+        char bad[64];
+        snprintf(bad, sizeof bad, "%.*s=no-such-path", (int)strcspn(v[0].options, "="),
+                 v[0].options);
+        ag_group g = group_of(&o, L, 2, bad);
+        void *grp = NULL;
+        refused_as(e->create(o.ctx, &g, &grp, &m), &m, AG_R_OPTIONS, bad);
+        cr_assert_null(grp);
+    }
+    /* a mixed group (Laguna's 48 and 64 heads) */
+    ag_layer mixed[2] = {plain_layer("full", 48), plain_layer("swa", 64)};
+    ag_group gm = group_of(&o, mixed, 2, NULL);
+    gm.num_kv_heads = 8;
+    void *grp = NULL;
+    refused_as(e->create(o.ctx, &gm, &grp, &m), &m, AG_R_MIXED_HEADS, "mixed group");
+    cr_assert_null(grp, "a refused create handed a group back");
+    /* threads past the declared limit */
+    if (o.caps.max_threads > 0) {
+        ag_group gt = group_of(&o, L, 2, NULL);
+        gt.num_threads = o.caps.max_threads + 1;
+        const ag_status st = e->create(o.ctx, &gt, &grp, &m);
+        cr_assert(st == AG_REFUSED && (m.refusal == AG_R_NONE || m.refusal == AG_R_THREADS ||
+                                       m.refusal == AG_R_LIMIT),
+                  "%s: %d threads: %s %s", *name, (int)gt.num_threads, ag_status_name(st), m.text);
+    }
+
+    /* one group for the batch-level refusals */
+    ag_group g = group_of(&o, L, 2, NULL);
+    cr_assert_eq(e->create(o.ctx, &g, &grp, &m), AG_OK, "%s: %s", *name, m.text);
+    size_t bytes = 0;
+    cr_assert_eq(e->kv_cache_bytes(grp, 4, &bytes, &m), AG_OK, "%s", m.text);
+    void *kc = calloc(1, bytes), *vc = calloc(1, bytes);
+    float rows[2][2][32];
+    memset(rows, 0, sizeof rows);
+    const int64_t slot_out[2] = {0, 4 * 16};   /* the second past 4 blocks of 16 */
+    refused_as(e->write_kv(grp, kc, vc, 4, rows, rows, 2, slot_out, &m), &m, AG_R_SLOT,
+               "a slot outside the cache");
+    int32_t qsl[2] = {0, 1}, seq[1] = {20}, bt_out[2] = {0, 9};
+    ag_batch b = {1, qsl, seq, NULL, bt_out, 2, 4};
+    ag_plan_opts po = {AG_SPLIT_AUTO, 0, 0};
+    ag_plan_info info;
+    void *plan = NULL;
+    refused_as(e->plan(grp, &b, &po, &plan, &info, &m), &m, AG_R_BLOCK_ID,
+               "block id 9 of a 4-block cache");
+    cr_assert_null(plan);
+    /* a scratch smaller than planned */
+    int32_t bt_ok[2] = {0, 1};
+    b.block_table = bt_ok;
+    cr_assert_eq(e->plan(grp, &b, &po, &plan, &info, &m), AG_OK, "%s", m.text);
+    if (info.scratch_bytes > 0) {
+        float q[8 * 32], out[8 * 32];
+        memset(q, 0, sizeof q);
+        void *scratch = aligned_alloc(4096, (info.scratch_bytes + 4095) / 4096 * 4096);
+        ag_run_args a = {q, kc, vc, &b, 1, scratch, info.scratch_bytes - 1, out};
+        refused_as(e->run(plan, 0, &a, &m), &m, AG_R_SCRATCH, "scratch one byte short");
+        free(scratch);
+    }
+    e->plan_destroy(plan);
+    free(kc), free(vc);
+    e->destroy(grp);
+    e->close(o.ctx);
+}
+
+/* ggml's declared gaps (docs/engines.md): AG_UNSUPPORTED, not a refusal
+ * and not a wrong answer. */
+Test(engines, ggml_declared_gaps) {
+    open_engine o = open_or_skip("ggml");
+    const ag_engine *e = o.e;
+    ag_msg m;
+    float off[8];
+    for (int h = 0; h < 8; h++) off[h] = (float)exp2(-(double)(h + 1)) * 1.001f;
+    ag_layer L = plain_layer("layers.0", 8);
+    L.alibi_slopes = off;
+    ag_group g = group_of(&o, &L, 1, NULL);
+    void *grp = NULL;
+    cr_assert_eq(e->create(o.ctx, &g, &grp, &m), AG_UNSUPPORTED, "slopes off ggml's set: %s",
+                 m.text);
+    cr_assert_null(grp);
+    for (int h = 0; h < 8; h++) off[h] = (float)exp2(-(double)(h + 1));   /* max_bias 8 */
+    cr_assert_eq(e->create(o.ctx, &g, &grp, &m), AG_OK, "standard slopes: %s", m.text);
+    int32_t qsl[2] = {0, 1}, seq1[1] = {20}, twice[2] = {1, 1}, seq2[1] = {3000}, longt[188];
+    for (int i = 0; i < 188; i++) longt[i] = i;
+    ag_plan_opts po = {AG_SPLIT_AUTO, 0, 0};
+    ag_plan_info info;
+    void *plan = NULL;
+    ag_batch b = {1, qsl, seq1, NULL, twice, 2, 4};
+    cr_assert_eq(e->plan(grp, &b, &po, &plan, &info, &m), AG_UNSUPPORTED, "block twice: %s",
+                 m.text);
+    ag_batch far = {1, qsl, seq2, NULL, longt, 188, 188};
+    cr_assert_eq(e->plan(grp, &far, &po, &plan, &info, &m), AG_UNSUPPORTED,
+                 "ALiBi distance 2999: %s", m.text);
+    e->destroy(grp);
+    e->close(o.ctx);
+}
