@@ -16,8 +16,9 @@
  * return an OrtStatus pointer, NULL meaning success.  So the adapter needs
  * no struct layout at all: it reads the table as an array of pointers and
  * casts entry ORTA_<name> to the signature written beside it here.
- * ort_load.c checks at open() that the positions it can test answer as
- * their entries should (see ort_probe there).
+ * ORT asserts that order in its own build; ort_load.c checks at open()
+ * that the positions it can test answer as their entries should (the
+ * probes there).
  */
 #ifndef AG_ORT_API_H
 #define AG_ORT_API_H
@@ -26,10 +27,12 @@
 #include <stdint.h>
 
 /* The table version the adapter asks GetApi for: the oldest table that
- * holds every entry below (the last of them, GetBuildInfoString, is in the
- * table since 1.15; RegisterAllocator since 1.11).  A library that does not
- * know it returns NULL and the adapter refuses to load it. */
-#define ORTA_API_VERSION 16u
+ * holds every entry below.  ORT's own source marks where each version's
+ * table ends: RegisterAllocator came with version 9, Has/Get-
+ * SessionConfigEntry with 14, and GetBuildInfoString is the last entry of
+ * version 15.  A library that does not know version 15 returns NULL and
+ * the adapter refuses to load it. */
+#define ORTA_API_VERSION 15u
 
 /* Opaque handles: the adapter only passes them back. */
 typedef struct OrtStatus OrtStatus;
