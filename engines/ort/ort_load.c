@@ -3,7 +3,7 @@
  * dlopen, takes its function table, probes the table positions the
  * adapter relies on, and makes the process's ORT environment.
  *
- * The probes (ort_probe) call the entries that can be called harmlessly
+ * The probes (probe() and its helpers) call the entries that can be called harmlessly
  * and check that each answers as the entry at that position must: a status
  * made with CreateStatus gives back its code and text; a session-options
  * entry written with AddSessionConfigEntry is read back with Has/Get; a
@@ -196,6 +196,28 @@ static const char *probe(orta_lib *lib) {
     return bad;
 }
 
+/* The L2 size of cpu0 from sysfs ("512K"), or 0.  ORT asks the CPU the
+ * same question (cpuinfo); ort_needs.c derives tile sizes from it. */
+static size_t l2_size(void) {
+    for (int i = 0; i < 8; i++) {
+        char path[96], buf[32] = "";
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        FILE *f = fopen(path, "r");
+        if (!f) break;
+        int level = fgets(buf, sizeof buf, f) ? atoi(buf) : 0;
+        fclose(f);
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        if (level != 2 || !(f = fopen(path, "r"))) continue;
+        char *end = NULL;
+        unsigned long n = fgets(buf, sizeof buf, f) ? strtoul(buf, &end, 10) : 0;
+        fclose(f);
+        if (end && (*end == 'K' || *end == 'k')) n *= 1024;
+        else if (end && *end == 'M') n *= 1024 * 1024;
+        return n;
+    }
+    return 0;
+}
+
 static ag_status open_lib(orta_lib *lib, ag_msg *msg) {
     char path[ORTA_PATH_LEN + 32];
     snprintf(path, sizeof path, "%s/" ORT_LIB_NAME, lib->dir);
@@ -217,6 +239,7 @@ static ag_status open_lib(orta_lib *lib, ag_msg *msg) {
                          "declares: an older ORT; run `make engines` for the pinned one",
                          path, lib->version, ORTA_API_VERSION);
     take_entries(&lib->f, table);
+    lib->l2_bytes = l2_size();
     const char *bad = probe(lib);
     if (bad)
         return orta_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "ORT_API_PROBE",

@@ -26,6 +26,8 @@ typedef struct orta_lib {
     char build[160];           /* GetBuildInfoString(), for group_info */
     OrtEnv *env;               /* one per process, as ORT wants */
     OrtMemoryInfo *cpu;        /* plain CPU memory: the harness's buffers */
+    size_t l2_bytes;           /* one core's L2 cache as the system reports it (0: unknown);
+                                  ORT's CPU kernels size their tiles by it */
     /* Held while an allocator is registered on env and a session created
      * with it (ort_session.c): the env has one slot per kind of memory. */
     pthread_mutex_t env_mu;
