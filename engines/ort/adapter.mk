@@ -43,7 +43,8 @@ endif
 
 ORT_SRC := engines/ort/ort_adapter.c engines/ort/ort_check.c engines/ort/ort_cache.c \
            engines/ort/ort_plan.c engines/ort/ort_run.c engines/ort/ort_session.c \
-           engines/ort/ort_needs.c engines/ort/ort_load.c engines/ort/onnx_proto.c
+           engines/ort/ort_alloc.c engines/ort/ort_needs.c engines/ort/ort_load.c \
+           engines/ort/onnx_proto.c
 ORT_CFLAGS := -DAG_HAVE_ORT=1 -Iinclude -DAG_ORT_DEFAULT_DIR=\"$(ORT_LIBDIR)\"
 ORT_LDLIBS := -ldl -lpthread
 
