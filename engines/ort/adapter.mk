@@ -46,7 +46,7 @@ ORT_SRC := engines/ort/ort_adapter.c engines/ort/ort_check.c engines/ort/ort_cac
            engines/ort/ort_alloc.c engines/ort/ort_needs.c engines/ort/ort_load.c \
            engines/ort/onnx_proto.c
 ORT_CFLAGS := -DAG_HAVE_ORT=1 -Iinclude -DAG_ORT_DEFAULT_DIR=\"$(ORT_LIBDIR)\"
-ORT_LDLIBS := -ldl -lpthread
+ORT_LDLIBS := -ldl -lpthread -lm
 
 # ---- fetching ----
 ORT_FETCH_ENV := ORT_OUT=$(ORT_FETCHED) ORT_NODE_VERSION=$(ORT_NODE_VERSION) \

@@ -99,7 +99,7 @@ static ag_status ort_group_info(void *grp, ag_group_info *out) {
     snprintf(out->kernels, sizeof out->kernels, "ort-%s-cpu",
              g->op == OG_GQA ? "gqa" : "attention");
     snprintf(out->detail, sizeof out->detail, "ORT %s, T=%s, %s, %d threads", g->lib->version,
-             ag_dtype_name(g->t_dt),
+             og_dtype_name(g->t_dt),
              g->op == OG_ATTENTION ? "opset 24" : g->io == OG_IO_GQA_SEPARATE ? "kv separate"
                                                                              : "kv shared",
              (int)g->threads);

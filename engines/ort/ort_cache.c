@@ -15,7 +15,7 @@
 #include "ort_group.h"
 
 static size_t row_bytes(const og_group *g) {
-    return (size_t)g->hkv * (size_t)g->d * ag_dtype_size(g->kv_dt);
+    return (size_t)g->hkv * (size_t)g->d * og_dtype_size(g->kv_dt);
 }
 
 ag_status og_kv_cache_bytes(void *grp, int32_t num_blocks, size_t *bytes, ag_msg *msg) {
@@ -59,6 +59,21 @@ ag_status og_write_kv(void *grp, void *k_cache, void *v_cache, int32_t num_block
         memcpy((char *)v_cache + (size_t)s * rb, (const char *)v_rows + (size_t)i * rb, rb);
     }
     return orta_ok(msg);
+}
+
+/* ---- element types ---- */
+size_t og_dtype_size(ag_dtype d) {
+    switch (d) {
+    case AG_F32: return 4;
+    case AG_F16: case AG_BF16: return 2;
+    case AG_FP8_E4M3: case AG_FP8_E5M2: return 1;
+    default: return 0;
+    }
+}
+
+const char *og_dtype_name(ag_dtype d) {
+    static const char *const n[AG_DTYPE_COUNT] = {"f32", "bf16", "f16", "fp8e4m3", "fp8e5m2"};
+    return (unsigned)d < AG_DTYPE_COUNT ? n[d] : "?";
 }
 
 /* ---- element conversions ---- */
@@ -107,7 +122,7 @@ static float load(const void *src, ag_dtype t, size_t i) {
 
 void og_convert(void *dst, ag_dtype to, const void *src, ag_dtype from, size_t n) {
     if (to == from) {
-        memcpy(dst, src, n * ag_dtype_size(to));
+        memcpy(dst, src, n * og_dtype_size(to));
         return;
     }
     for (size_t i = 0; i < n; i++) {

@@ -136,7 +136,7 @@ static ag_status check_dtypes(const ag_group *in, int unsupported, ag_msg *msg) 
         if (unsupported && (d[i] == AG_FP8_E4M3 || d[i] == AG_FP8_E5M2))
             return orta_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "ORT_DTYPE",
                              "%s %s: ORT's CPU attention has no fp8 tensors", what[i],
-                             ag_dtype_name(d[i]));
+                             og_dtype_name(d[i]));
     }
     return AG_OK;
 }

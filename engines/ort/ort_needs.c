@@ -38,7 +38,7 @@ static size_t flash_tile_floats(size_t l2, size_t D, size_t S, size_t T) {
 static void gqa_needs(const og_plan *P, const og_class *c, const og_key *k, og_list *l) {
     const og_group *g = P->g;
     const size_t B = (size_t)c->nreq, S = (size_t)c->S, T = (size_t)c->T, D = (size_t)g->d;
-    const size_t hq = (size_t)k->hq, hkv = (size_t)g->hkv, es = ag_dtype_size(g->t_dt);
+    const size_t hq = (size_t)k->hq, hkv = (size_t)g->hkv, es = og_dtype_size(g->t_dt);
     /* query, key and value, from BSNH to BNSH */
     put(l, B * hq * S * D * es);
     put(l, B * hkv * S * D * es);
@@ -68,7 +68,7 @@ static void gqa_needs(const og_plan *P, const og_class *c, const og_key *k, og_l
 static void attention_needs(const og_plan *P, const og_class *c, int32_t layer, og_list *l) {
     const og_group *g = P->g;
     const size_t B = (size_t)c->nreq, S = (size_t)c->S, T = (size_t)c->T;
-    const size_t hq = (size_t)g->layers[layer].key.hq, es = ag_dtype_size(g->t_dt);
+    const size_t hq = (size_t)g->layers[layer].key.hq, es = og_dtype_size(g->t_dt);
     put(l, B * hq * S * T * es);                       /* the weights, in T */
     if (og_masked(P, c, layer)) put(l, B * S * T * es);   /* the boolean mask made additive */
     if (g->t_dt == AG_F16)                             /* a softmax row block in f32 per head */
