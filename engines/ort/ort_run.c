@@ -9,7 +9,7 @@
  * CreateTensorWithDataAsOrtValue over the scratch, the query or the
  * output, and every output (present K/V included) is pre-bound, so Run
  * allocates nothing of them; its kernels' temporaries come from the
- * group's allocator (ort_session.c).
+ * group's allocator (ort_alloc.c).
  */
 #include <stdio.h>
 #include <string.h>
@@ -41,7 +41,9 @@ static const char *cell(const og_ctx *x, const void *cache, int32_t r, int32_t t
 /* K or V of every member through its block table.  GQA: keys before the
  * new rows into the past tensor [B][Hkv][M][D], the new rows into the
  * key/value input [B][S][Hkv][D]; Attention: every key into [B][T][Hkv][D].
- * Rows past a request's own length are zeroed (never read as keys). */
+ * That input is zeroed first: its padding rows (past a request's own
+ * rows) hold 0, never stale scratch.  Past rows beyond a request's own
+ * are left as they are: no visible key lies there. */
 static void gather(const og_ctx *x, const void *cache, int past_r, int new_r) {
     const og_group *g = x->P->g;
     const og_class *c = x->c;
