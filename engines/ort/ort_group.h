@@ -2,7 +2,8 @@
  * engines/ort/ort_group.h — the ort adapter's records of one attention
  * group, its ORT sessions and one plan, shared by the files that check
  * (ort_check.c), keep the cache (ort_cache.c), build sessions
- * (ort_session.c), plan (ort_plan.c) and run (ort_run.c).  The mapping
+ * (ort_session.c), lend ORT an allocator (ort_alloc.c), plan (ort_plan.c),
+ * run (ort_run.c) and predict ORT's buffers (ort_needs.c).  The mapping
  * itself is written down in engines/ort/MAPPING.md.
  */
 #ifndef AG_ORT_GROUP_H

@@ -4,7 +4,7 @@
  * read and write: the dense K/V tensors gathered from the paged cache,
  * staged queries and outputs, lengths and masks.  Also `extents` (what one
  * layer touches in each region).  ORT's own internal buffers are not here:
- * they come from the group's allocator (ort_session.c, ort_needs.c).
+ * they come from the group's allocator (ort_alloc.c; sizes in ort_needs.c).
  *
  * Classes (og_cls_kind): ORT's GQA runs one batch of equal query length
  * with any pasts (decode: q_len 1), or one batch of first prompts (no
