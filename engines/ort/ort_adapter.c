@@ -34,9 +34,11 @@ static void ort_caps(void *ctx, ag_caps *out) {
         /* Causal requests only (GQA is causal), so a (left, right) window
          * is exactly local_window_size = left (MAPPING.md).  Paged and
          * shared blocks: run gathers every request through its own block
-         * table into dense tensors, so any table reads right. */
+         * table into dense tensors, so any table reads right.
+         * Mixed head counts: each layer runs its own session and the
+         * plan sizes every region for the group's largest layer. */
         .flags = AG_CAP_GQA | AG_CAP_WINDOW | AG_CAP_WINDOW_LR | AG_CAP_SOFTCAP | AG_CAP_SINKS |
-                 AG_CAP_SCALE | AG_CAP_PAGED | AG_CAP_SHARED_BLOCKS,
+                 AG_CAP_SCALE | AG_CAP_PAGED | AG_CAP_SHARED_BLOCKS | AG_CAP_MIXED_HEADS,
         .q_dtypes = f,
         .kv_dtypes = f,
         .out_dtypes = f,
@@ -122,6 +124,6 @@ static const ag_engine ort_engine = {
 
 const ag_engine *ag_engine_ort(void) { return &ort_engine; }
 
-#ifdef AG_ORT_SHARED_OBJECT
+#ifdef AG_ENGINE_SHARED_OBJECT
 const ag_engine *attnguard_engine(void) { return &ort_engine; }
 #endif

@@ -279,7 +279,9 @@ void validity_defects(const case_spec *c, const validity_engine *e, case_defects
                 "model_num_heads = %d, not a multiple of kv_heads %d (no layers)", (int)m,
                 (int)hkv);
     }
-    for (int32_t l = 1; l < nl; l++)
+    /* an engine that plans each layer with its own count takes a mixed
+     * group; every other engine must refuse it */
+    for (int32_t l = 1; l < nl && !(k->flags & AG_CAP_MIXED_HEADS); l++)
         if (c->layers[l].num_heads != c->layers[0].num_heads) {
             d->mixed = 1;
             bad(d, G, AG_R_MIXED_HEADS, CASE_KEY_LAYER, l, "layers.0 has %d heads, layers.%d has %d",

@@ -39,7 +39,8 @@ typedef struct case_defect {
 
 /* A case's defects.  Empty means the case is valid and every stage must
  * succeed.  `mixed` is set when the case's layers disagree on num_heads
- * (listed as AG_R_MIXED_HEADS, stage create).  `unexpressible` is set for
+ * and the engine does not declare AG_CAP_MIXED_HEADS (listed as
+ * AG_R_MIXED_HEADS, stage create).  `unexpressible` is set for
  * cases the harness cannot hand to an engine faithfully (num_layers or
  * num_reqs beyond CASE_MAX_*): nothing is judged then. */
 typedef struct case_defects {

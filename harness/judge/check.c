@@ -20,6 +20,7 @@
  * set of guarded inputs, one output guard for every run.
  */
 #include "guard.h"
+#include "guard_alloc.h"
 #include "oracles.h"
 #include "ref.h"
 #include "../case/rng.h"
@@ -184,6 +185,7 @@ typedef struct run_ctx {
     run_inputs in;          /* the problem's inputs */
     run_inputs perm;        /* the same logical KV in permuted physical blocks */
     guard out;              /* one output guard for every run (same shape) */
+    guard_allocator alloc;  /* the engine's internal buffers, when it takes them from us */
     size_t out_bytes;
     /* per layer, the reference under each rounding model a run declared */
     oracle_ref ref[CASE_MAX_LAYERS][CHECK_MODELS];
@@ -238,6 +240,33 @@ static int caches_init(run_ctx *x, void *grp, run_inputs *in, const char *what, 
     if (guard_set_readonly(k, 1) || guard_set_readonly(v, 1)) return -1;
     in->caches = 1;
     return 0;
+}
+
+/* An engine's internal buffers after running layer l (those it took from
+ * the harness's allocator): no canary broken (scratch-bounds), and when it
+ * states what the run needs (internal_needs), a request at least that large
+ * for each (sizing). */
+static oracle_id check_internal(run_ctx *x, void *plan, int32_t l, ag_status st, const char *what,
+                                finding *f) {
+    char d[600];
+    if (guard_alloc_check(&x->alloc, d, sizeof d))
+        return oracle_found(f, ORACLE_SCRATCH_BOUNDS, "%s; layers.%d, %s", d, (int)l, what);
+    const ag_engine *e = x->E->e;
+    if (!e->internal_needs || st != AG_OK) return oracle_clean(f);
+    size_t n = 0, *needs = NULL;
+    ag_msg m;
+    ag_status ns = e->internal_needs(plan, l, NULL, 0, &n, &m);   /* how many */
+    if (ns == AG_OK && n && !(needs = malloc(n * sizeof *needs))) return oracle_clean(f);
+    if (ns == AG_OK && n) ns = e->internal_needs(plan, l, needs, n, &n, &m);
+    oracle_id res = oracle_clean(f);
+    if (ns == AG_UNSUPPORTED) {   /* it cannot say here: nothing to judge */
+    } else if (ns != AG_OK)
+        res = oracle_found(f, ORACLE_SIZING, "%s: the engine could not state what layers.%d "
+                           "needs internally: %s: %s", what, (int)l, m.code, m.text);
+    else if (guard_alloc_judge(&x->alloc, needs, n, d, sizeof d) == 1)
+        res = oracle_found(f, ORACLE_SIZING, "%s: layers.%d: %s", what, (int)l, d);
+    free(needs);
+    return res;
 }
 
 /* How far into region i the kernels wrote: one past the last byte that no
@@ -330,6 +359,7 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
     grp_desc.layers = in->layers;
     grp_desc.num_threads = cf->threads;
     grp_desc.options = cf->options;
+    grp_desc.alloc = &x->alloc.abi;
     void *grp = NULL, *plan = NULL;
     ag_msg msg;
     guard sg;
@@ -400,9 +430,11 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
         a.scratch = sg.buf;
         a.scratch_bytes = info.scratch_bytes;
         a.out = x->out.buf;
+        guard_alloc_mark(&x->alloc);
         st = e->run(plan, l, &a, &msg);
         /* Bounds first: a write outside the regions explains anything else. */
-        if ((res = check_guard(&sg, cf->what, l, f)) || (res = check_guard(&x->out, cf->what, l, f)))
+        if ((res = check_guard(&sg, cf->what, l, f)) || (res = check_guard(&x->out, cf->what, l, f)) ||
+            (res = check_internal(x, plan, l, st, cf->what, f)))
             break;
         if (info.num_regions && (res = check_written(x, plan, &sg, l, cf->junk, cf->what, f)))
             break;
@@ -450,6 +482,10 @@ out_plan:
     e->plan_destroy(plan);
 out_group:
     e->destroy(grp);
+    /* the blocks the engine freed with its group, checked as they came back */
+    char d[400];
+    if (!res && guard_alloc_check(&x->alloc, d, sizeof d))
+        res = oracle_found(f, ORACLE_SCRATCH_BOUNDS, "%s; %s, freed with the group", d, cf->what);
     return res;
 }
 
@@ -475,6 +511,7 @@ static oracle_id check_runs(const problem *p, const engine_host *E, unsigned wha
     oracle_id res = oracle_clean(f);
     if (c->num_layers < 1) return res;
     x.out_bytes = problem_out_elems(p, 0) * ag_dtype_size(c->out_dtype);
+    if (guard_alloc_init(&x.alloc) != 0) return res;
     if (inputs_init(&x.in, p, 0) != 0 ||
         guard_init_placed(&x.out, "out", x.out_bytes, c->place == CASE_PLACE_HEAD) != 0)
         goto done;   /* no memory: nothing to judge */
@@ -554,6 +591,7 @@ done:
     guard_free(&x.out);
     inputs_free(&x.perm);
     inputs_free(&x.in);
+    guard_alloc_destroy(&x.alloc);
     return res;
 }
 
@@ -627,6 +665,21 @@ oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check
     validity_defects(c, &ve, &d);
     if (d.unexpressible) return ORACLE_NONE;
     oracle_id res;
+    if (c->expect != AG_R_NONE && !validity_allows(&d, DEFECT_CREATE | DEFECT_PLAN, c->expect)) {
+        /* a refusal this engine's declarations lift (a mixed group for one
+         * that plans each layer with its own count): not a case for it */
+        ag_caps strict = E->caps;
+        strict.flags = 0;
+        const validity_engine vs = {&strict, E->variants, E->n_variants};
+        case_defects ds;
+        validity_defects(c, &vs, &ds);
+        if (validity_allows(&ds, DEFECT_CREATE | DEFECT_PLAN, c->expect)) {
+            char why[128];
+            snprintf(why, sizeof why, "the %s refusal the case expects (its declarations "
+                     "take such input)", ag_refusal_name((ag_refusal)c->expect));
+            return skip(f, why);
+        }
+    }
     if ((res = oracle_check_expect(c, &d, f))) return res;
     /* A case that needs what the engine lacks is skipped even when it is
      * also defective: an engine may stop at the feature it cannot express

@@ -145,7 +145,10 @@ enum {
     AG_CAP_SPLIT_KV = 1u << 12,      /* honours ag_plan_opts.split */
     AG_CAP_REDZONE = 1u << 13,       /* the plan leaves ag_plan_opts.redzone between regions */
     AG_CAP_BITWISE = 1u << 14,       /* same input, same threads: bitwise the same output */
-    AG_CAP_KV_SCALES = 1u << 15      /* per-layer k_scale / v_scale on fp8 caches */
+    AG_CAP_KV_SCALES = 1u << 15,     /* per-layer k_scale / v_scale on fp8 caches */
+    AG_CAP_MIXED_HEADS = 1u << 16    /* a group's layers may differ in query-head count: the
+                                        plan serves each layer with its own (without it, such
+                                        a group must be refused as AG_R_MIXED_HEADS) */
 };
 
 typedef struct ag_caps {
