@@ -131,6 +131,22 @@ static int32_t normalise_q(float *q, size_t n, uint32_t mb) {
 #endif
 }
 
+/* q rows of (req, tokens [tok0, tok0 + n_tok), kv_head's group) times
+ * `mul` into q, as the table loads them; returns their largest |element|'s
+ * bits (load_q). */
+static uint32_t load_q_times(const run_ctx *c, int32_t req, int32_t tok0, int32_t n_tok,
+                             int32_t kv_head, float mul, float *q) {
+#ifndef ATTN_INJECT_gqa_map
+    const size_t e0 = row_elem(c, req, tok0, kv_head);
+    return c->load_q((const unsigned char *)c->t->q + e0 * c->q_es,
+                     (size_t)c->hq * (size_t)c->p->head_dim, n_tok, c->g, c->p->head_dim, mul,
+                     q);
+#else
+    (void)mul;
+    return gqa_load_q(c, req, tok0, n_tok, kv_head, q);
+#endif
+}
+
 /* Load the query rows of (req, tokens [tok0, tok0 + n_tok), kv_head's
  * group) into q, scaled and normalised; returns their logit exponent
  * qk_exp (attn_tile_args).  A reduction calls it again for the same rows
@@ -138,14 +154,20 @@ static int32_t normalise_q(float *q, size_t n, uint32_t mb) {
 static int32_t load_rows(const run_ctx *c, float *q, int32_t req, int32_t tok0, int32_t n_tok,
                          int32_t kv_head) {
     const int32_t D = c->p->head_dim, rows = n_tok * c->g;
-#ifndef ATTN_INJECT_gqa_map
-    const size_t e0 = row_elem(c, req, tok0, kv_head);
-    const uint32_t mb = c->load_q((const unsigned char *)c->t->q + e0 * c->q_es,
-                                  (size_t)c->hq * (size_t)D, n_tok, c->g, D, c->q_mul, q);
-#else
-    const uint32_t mb = gqa_load_q(c, req, tok0, n_tok, kv_head, q);
-#endif
-    int32_t qk_exp = c->q_exp + normalise_q(q, (size_t)rows * (size_t)D, mb);
+    const uint32_t mb = load_q_times(c, req, tok0, n_tok, kv_head, c->q_mul, q);
+    int32_t qk_exp = c->q_exp;
+    float mx;
+    memcpy(&mx, &mb, sizeof mx);
+    if (isinf(mx) && c->q_mul > 1.0f) {
+        /* q x scale left fp32 (q near FLT_MAX, a scale above 1: found by
+         * fuzz_attention from an empty corpus): load again with the scale's
+         * mantissa below 1 and carry its power of two in the exponent */
+        const int32_t se = ilogbf(c->q_mul) + 1;
+        const uint32_t mb2 = load_q_times(c, req, tok0, n_tok, kv_head, ldexpf(c->q_mul, -se), q);
+        qk_exp += se + normalise_q(q, (size_t)rows * (size_t)D, mb2);
+    } else {
+        qk_exp += normalise_q(q, (size_t)rows * (size_t)D, mb);
+    }
     if (qk_exp > 254) qk_exp = 254; /* far beyond fp32 either way; keeps 2^qk_exp two floats */
     return qk_exp;
 }
