@@ -60,6 +60,9 @@ typedef enum case_blocks {
     CASE_BLOCKS_SHUFFLED,       /* physical ids permuted by the seed */
     CASE_BLOCKS_REPEATED,       /* shuffled, and requests share some physical
                                    blocks read-only (prefix caching) */
+    CASE_BLOCKS_OUTSIDE,        /* contiguous, but the last block the first request
+                                   uses is the id just past the cache: a block id the
+                                   engine must refuse */
     CASE_BLOCKS_COUNT
 } case_blocks;
 

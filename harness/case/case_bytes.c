@@ -355,9 +355,16 @@ static int32_t b_threads(unsigned k, const fctx *x) {
     return t[k % 3];
 }
 
+/* The three valid policies from small bytes; the block id past the cache
+ * only as the invalid form. */
 static int32_t m_blocks(unsigned b, const fctx *x) {
     (void)x;
-    return (int32_t)(b % CASE_BLOCKS_COUNT);
+    return (int32_t)(b % CASE_BLOCKS_OUTSIDE);
+}
+static int32_t b_blocks(unsigned k, const fctx *x) {
+    (void)x;
+    (void)k;
+    return CASE_BLOCKS_OUTSIDE;
 }
 
 static int32_t m_reqs(unsigned b, const fctx *x) {
@@ -437,7 +444,7 @@ static const ispec S_DIM = {"head_dim", m_dim, b_dim, -2, 1 << 20};
 static const ispec S_BS = {"block_size", m_bs, b_bs, -2, 1 << 20};
 static const ispec S_CAUSAL = {"causal", m_causal, b_causal, 0, 1};
 static const ispec S_THREADS = {"threads", m_threads, b_threads, -1, 1024};
-static const ispec S_BLOCKS = {"blocks", m_blocks, m_blocks, 0, CASE_BLOCKS_COUNT - 1};
+static const ispec S_BLOCKS = {"blocks", m_blocks, b_blocks, 0, CASE_BLOCKS_COUNT - 1};
 static const ispec S_REQS = {"num_reqs", m_reqs, b_reqs, 0, CASE_MAX_REQS};
 static const ispec S_KV = {"kv_len", m_kv, b_kv, -1, SEQ_HI};
 static const ispec S_Q = {"q_len", m_q, b_q, -1, SEQ_HI};

@@ -38,7 +38,7 @@
 #include <strings.h>
 
 static const char *const blocks_names[CASE_BLOCKS_COUNT] = {
-    "contiguous", "shuffled", "repeated",
+    "contiguous", "shuffled", "repeated", "outside",
 };
 static const char *const place_names[CASE_PLACE_COUNT] = {"tail", "head"};
 static const char *const tensor_keys[CASE_T_COUNT] = {"q_values", "k_values", "v_values"};

@@ -133,6 +133,8 @@ static int fill_block_table(problem *p, const int64_t *nb) {
                     p->block_table[(size_t)src * (size_t)stride + (size_t)j];
         }
     }
+    if (c->blocks == CASE_BLOCKS_OUTSIDE && c->num_reqs > 0 && nb[0] > 0)
+        p->block_table[nb[0] - 1] = nblk;   /* one past the last physical block */
     free(perm);
     return 0;
 }
@@ -277,10 +279,12 @@ static int init(problem *p, const case_spec *c, size_t max_bytes, int tensors, c
     p->batch.block_table_stride = p->bt_stride;
     p->batch.num_blocks = p->num_blocks;
 
+    /* Planning needs the real block table (a defective case's too: its
+     * defect may be in the table) but none of the values. */
+    if (geometry_ok && fill_block_table(p, nb))
+        return fail(p, errbuf, errlen, "out of memory (blocks)");
     if (why) return 0;   /* the engine must refuse it: no buffers */
     if (!tensors) {
-        /* Planning needs the real block table but none of the values. */
-        if (fill_block_table(p, nb)) return fail(p, errbuf, errlen, "out of memory (blocks)");
         p->unmaterialized_reason = "descriptions only (no tensors requested)";
         return 0;
     }
@@ -303,8 +307,7 @@ static int init(problem *p, const case_spec *c, size_t max_bytes, int tensors, c
         return 0;
     }
 
-    /* ---- buffers ---- */
-    if (fill_block_table(p, nb)) return fail(p, errbuf, errlen, "out of memory (blocks)");
+    /* ---- buffers (the block table is filled above) ---- */
     p->row_elems = row_elems;
     p->k_rows = malloc(row_elems * kvsz);
     p->v_rows = malloc(row_elems * kvsz);

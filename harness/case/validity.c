@@ -323,6 +323,10 @@ void validity_defects(const case_spec *c, const validity_engine *e, case_defects
     }
     if (tokens > INT32_MAX)
         bad(d, P, AG_R_BATCH, CASE_KEY_REQUESTS, -1, "%lld query tokens", (long long)tokens);
+    if (c->blocks == CASE_BLOCKS_OUTSIDE && c->num_reqs > 0 && c->kv_len[0] > 0)
+        bad(d, P, AG_R_BLOCK_ID, CASE_KEY_BLOCKS, -1,
+            "blocks = outside: request 0's last block id is one past the cache");
+    if ((unsigned)c->blocks >= CASE_BLOCKS_COUNT) d->unexpressible = 1;
     /* The cache the run would address must fit size_t. */
     if (hkv_ok && c->head_dim >= 1 && c->block_size >= 1 && dtype_ok(c->kv_dtype)) {
         size_t x;
