@@ -193,7 +193,22 @@ typedef struct attn_group_desc {
                                   with ATTN_E_TOO_LARGE, before allocating anything.
                                   0: a quarter of this machine's physical memory (no
                                   limit where that is unknown). */
+    /* For testing: called by whichever thread reaches one of the executor's
+     * synchronisation points (site: ATTN_SYNC_*), from inside its parallel
+     * region; NULL (the default): none.  A harness may make the thread
+     * wait or yield there, so that an ordering bug shows within minutes
+     * instead of by luck.  Must be thread-safe; copied with the group. */
+    void (*sync_hook)(void *ctx, int32_t site);
+    void *sync_hook_ctx;
 } attn_group_desc;
+
+/* attn_group_desc.sync_hook's sites. */
+enum {
+    ATTN_SYNC_CLAIMED = 0,  /* a thread claimed a unit of work and is about to run it */
+    ATTN_SYNC_RAN = 1,      /* it ran the unit (its pieces and flags are written) */
+    ATTN_SYNC_BARRIER = 2,  /* it is about to wait at the barrier before the merges */
+    ATTN_SYNC_MERGE = 3     /* it is about to merge a split row's pieces */
+};
 
 typedef struct attn_builder attn_builder;
 typedef struct attn_plan attn_plan;

@@ -252,6 +252,8 @@ attn_status attn_builder_create(const attn_group_desc *g, attn_builder **out, at
     b->kern = kern;
     b->tune = tune;
     b->round_ok = g->precision != ATTN_PRECISION_EXACT;
+    b->sync_hook = g->sync_hook;
+    b->sync_hook_ctx = g->sync_hook_ctx;
     b->num_heads = heads;
     b->num_kv_heads = g->kv.num_kv_heads;
     b->group_size = heads / g->kv.num_kv_heads;

@@ -131,6 +131,12 @@ static int32_t normalise_q(float *q, size_t n, uint32_t mb) {
 #endif
 }
 
+/* The group's synchronisation hook (attn_group_desc.sync_hook), if any. */
+#define SYNC_POINT(p, site)                                                  \
+    do {                                                                     \
+        if ((p)->sync_hook) (p)->sync_hook((p)->sync_hook_ctx, (site));      \
+    } while (0)
+
 /* q rows of (req, tokens [tok0, tok0 + n_tok), kv_head's group) times
  * `mul` into q, as the table loads them; returns their largest |element|'s
  * bits (load_q). */
@@ -542,13 +548,16 @@ attn_status attn_run(const attn_plan *p, const attn_layer_desc *layer, const att
             const size_t end = p->item_start[pt + 1];
             size_t i, n;
             while ((i = claim(&c, &cursor[pt], pt, &n)) != SIZE_MAX) {
+                SYNC_POINT(p, ATTN_SYNC_CLAIMED);
                 if (n > 1)
                     run_heads(&c, tid, i, n, end);
                 else
                     run_item(&c, tid, &p->items[p->thread_items[i]],
                              i + 1 < end ? &p->items[p->thread_items[i + 1]] : NULL);
+                SYNC_POINT(p, ATTN_SYNC_RAN);
             }
         }
+        SYNC_POINT(p, ATTN_SYNC_BARRIER);
 #ifndef ATTN_INJECT_no_merge_barrier
         /* every piece published before any reduction reads it */
 #pragma omp barrier
@@ -558,8 +567,10 @@ attn_status attn_run(const attn_plan *p, const attn_layer_desc *layer, const att
          * writing its pieces (the completion-flag check is off too). */
 #endif
         for (int32_t pt = tid; pt < p->num_threads; pt += nth)
-            for (size_t i = p->red_start[pt]; i < p->red_start[pt + 1]; i++)
+            for (size_t i = p->red_start[pt]; i < p->red_start[pt + 1]; i++) {
+                SYNC_POINT(p, ATTN_SYNC_MERGE);
                 run_reduction(&c, pt, &p->reds[p->thread_reds[i]]);
+            }
     }
     if (c.failed)
         return attn__fail(err, ATTN_E_INTERNAL,

@@ -75,6 +75,8 @@ struct attn_builder {
     int32_t num_threads;
     attn_dtype q_dtype, kv_dtype, out_dtype;
     size_t max_plan_bytes;  /* the group's limit, 0: the default */
+    void (*sync_hook)(void *ctx, int32_t site);   /* attn_group_desc's, or NULL */
+    void *sync_hook_ctx;
 };
 
 /* Most KV heads in one decode run (plan.c head_run, executor.c run_heads):
@@ -97,6 +99,8 @@ struct attn_plan {
     const attn_kernels *kern;
     int32_t tune;           /* the builder's ATTN__TUNE_*, for the kernels */
     int32_t round_ok;       /* the builder's, for the kernels */
+    void (*sync_hook)(void *ctx, int32_t site);   /* the builder's */
+    void *sync_hook_ctx;
 
     /* geometry the plan was built for (copied from the builder) */
     int32_t num_heads, num_kv_heads, group_size, head_dim, block_size;

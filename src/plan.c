@@ -215,6 +215,8 @@ attn_status attn_builder_build(const attn_builder *b, const attn_batch *bt,
     p->kern = b->kern;
     p->tune = b->tune;
     p->round_ok = b->round_ok;
+    p->sync_hook = b->sync_hook;
+    p->sync_hook_ctx = b->sync_hook_ctx;
     p->num_heads = b->num_heads;
     p->num_kv_heads = b->num_kv_heads;
     p->group_size = b->group_size;

@@ -41,6 +41,8 @@ typedef struct grp {
 typedef struct plan {
     const grp *g;
     attn_plan *p;
+    char paths[4][40];                  /* paths(), filled on first use */
+    int n_paths;
     ag_region *regions;
     size_t num_regions;
     int32_t *red_tokens, *red_pieces;   /* plan_shape, filled on first use */
@@ -302,6 +304,8 @@ static ag_status op_create(void *cp, const ag_group *in, void **out, ag_msg *msg
     G->num_threads = in->num_threads;
     G->isa = g->isa[0] ? g->isa : NULL;
     G->tune = g->tune[0] ? g->tune : NULL;
+    G->sync_hook = in->sync_hook;
+    G->sync_hook_ctx = in->sync_ctx;
     attn_error err;
     attn_status as = attn_builder_create(G, &g->b, &err);
     if (as != ATTN_OK) {
@@ -521,6 +525,27 @@ static ag_status op_run(void *pp, int32_t layer, const ag_run_args *a, ag_msg *m
     return from_attn(st, &err, msg);
 }
 
+/* The table and cache type the kernels run, whether decode rows run as
+ * head runs, whether split pieces are merged, and the tuning profile. */
+static int op_paths(void *pp, const char **names, int cap) {
+    plan *p = pp;
+    if (!p->n_paths) {
+        attn_builder_info bi;
+        attn_plan_info pi;
+        if (attn_builder_get_info(p->g->b, &bi, NULL) != ATTN_OK ||
+            attn_plan_get_info(p->p, &pi, NULL) != ATTN_OK)
+            return 0;
+        snprintf(p->paths[p->n_paths++], sizeof p->paths[0], "%s/%s%s", bi.isa,
+                 attn_dtype_name(bi.kv_dtype), bi.bf16_rounding ? "/bf16-rounding" : "");
+        snprintf(p->paths[p->n_paths++], sizeof p->paths[0], "tune=%s", bi.tune);
+        if (pi.head_run > 1) snprintf(p->paths[p->n_paths++], sizeof p->paths[0], "decode-runs");
+        if (pi.num_reductions)
+            snprintf(p->paths[p->n_paths++], sizeof p->paths[0], "split-merge");
+    }
+    for (int i = 0; names && i < p->n_paths && i < cap; i++) names[i] = p->paths[i];
+    return p->n_paths;
+}
+
 static const ag_engine k_engine = {
     .abi_version = AG_ENGINE_ABI_VERSION,
     .name = "attnguard",
@@ -539,6 +564,7 @@ static const ag_engine k_engine = {
     .extents = op_extents,
     .run = op_run,
     .plan_shape = op_plan_shape,
+    .paths = op_paths,
 };
 
 const ag_engine *ag_engine_attnguard(void);

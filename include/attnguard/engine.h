@@ -48,7 +48,7 @@
  * when not, it is always written.
  *
  * Optional entry points (variants, group_info, extents, plan_shape,
- * internal_needs) are present exactly when they are not NULL; no
+ * internal_needs, paths) are present exactly when they are not NULL; no
  * capability flag repeats them.  The table only grows at its end.
  */
 #ifndef ATTNGUARD_ENGINE_H
@@ -240,6 +240,14 @@ typedef struct ag_group {
     int32_t num_threads;
     const char *options;       /* engine words (see ag_variant); NULL: the default variant */
     const ag_allocator *alloc; /* NULL, or where internal work buffers must come from */
+    /* NULL, or called by a thread of the engine at each of its
+     * synchronisation points (hand-offs between threads: a unit of work
+     * claimed or done, a barrier, a merge; `site` numbers them), from any
+     * thread, while run executes.  The harness may delay the thread there
+     * to shake out ordering bugs; an engine without threads of its own
+     * ignores it. */
+    void (*sync_hook)(void *ctx, int32_t site);
+    void *sync_ctx;
 } ag_group;
 
 /* ---- one batch ---- */
@@ -387,6 +395,12 @@ typedef struct ag_engine {
      * for. */
     ag_status (*internal_needs)(void *plan, int32_t layer, size_t *sizes, size_t cap,
                                 size_t *count, ag_msg *msg);
+    /* Optional: the engine's own names of the code paths this plan's runs
+     * take ("avx2/bf16", "decode-runs", "split-merge", "one_chunk", ...),
+     * at most cap written, the count returned; strings static or owned by
+     * the plan.  The harness counts them in its reach table: a path no
+     * fuzzing reaches is a blind spot it can name. */
+    int (*paths)(void *plan, const char **names, int cap);
 } ag_engine;
 
 /* A shared object that carries an adapter exports this symbol. */
