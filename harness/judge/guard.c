@@ -76,18 +76,27 @@ int guard_have_asan(void) {
 #define GUARD_REGISTRY_MAX 512
 static guard *g_live[GUARD_REGISTRY_MAX];
 
+static int g_live_hint;   /* where the next free slot search starts */
+
 static void registry_add(guard *g) {
-    for (int i = 0; i < GUARD_REGISTRY_MAX; i++)
+    for (int k = 0; k < GUARD_REGISTRY_MAX; k++) {
+        const int i = (g_live_hint + k) % GUARD_REGISTRY_MAX;
         if (!g_live[i]) {
             g_live[i] = g;
+            g->slot = i + 1;
+            g_live_hint = i + 1;
             return;
         }
+    }
     /* Full: the guard still works, only guard_describe_addr cannot name it. */
 }
 
-static void registry_remove(const guard *g) {
-    for (int i = 0; i < GUARD_REGISTRY_MAX; i++)
-        if (g_live[i] == g) g_live[i] = NULL;
+static void registry_remove(guard *g) {
+    if (g->slot > 0 && g->slot <= GUARD_REGISTRY_MAX && g_live[g->slot - 1] == g) {
+        g_live[g->slot - 1] = NULL;
+        if (g->slot - 1 < g_live_hint) g_live_hint = g->slot - 1;
+    }
+    g->slot = 0;
 }
 
 /* -------------------------------------------------------------- helpers */
@@ -118,8 +127,12 @@ static size_t body_len(const guard *g) { return g->map_len - 2 * page_size(); }
 /* Fresh mappings cost a system call each way and a page fault per page
  * touched, for every buffer of every run of every fuzz input.  Unmapped
  * guards park here instead and are handed out again for the same length,
- * zeroed like a fresh mapping (so no byte of an earlier input survives);
- * both guard pages stay PROT_NONE throughout. */
+ * zeroed like a fresh mapping (so no byte of an earlier input survives:
+ * a finding must not depend on what ran before it); both guard pages stay
+ * PROT_NONE throughout.  Bodies up to POOL_CLASS_MAX are rounded up to a
+ * power of two pages so that inputs of different shapes share mappings;
+ * the slack lies before the buffer and is front redzone (canary, and
+ * poisoned under ASan) like the rest of it. */
 #define POOL_SLOTS 96
 #define POOL_MAX_BYTES ((size_t)256 << 20)
 static struct {
@@ -154,13 +167,20 @@ static int pool_put(unsigned char *map, size_t len) {
 
 /* Map [PROT_NONE][body][PROT_NONE] for `size` bytes ending flush with the
  * rear page, register the guard.  Regions are installed by the caller. */
+#define POOL_CLASS_MAX ((size_t)16 << 20)
+
 static int map_buffer(guard *g, const char *label, size_t size) {
     memset(g, 0, sizeof *g);
     const size_t ps = page_size();
     size_t body, len;
-    if (__builtin_add_overflow((size_t)GUARD_FRONT, size, &body) || round_up(body, ps, &body) ||
-        __builtin_add_overflow(body, 2 * ps, &len))
+    if (__builtin_add_overflow((size_t)GUARD_FRONT, size, &body) || round_up(body, ps, &body))
         return -1;
+    if (body <= POOL_CLASS_MAX) {
+        size_t c = ps;
+        while (c < body) c *= 2;
+        body = c;
+    }
+    if (__builtin_add_overflow(body, 2 * ps, &len)) return -1;
     unsigned char *map = pool_take(len);
     if (map) {
         if (mprotect(map + ps, body, PROT_READ | PROT_WRITE) != 0) {

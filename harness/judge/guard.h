@@ -31,6 +31,7 @@ typedef struct guard {
     const char *oracle;                     /* the oracle a fault or poison hit here is
                                                named after (static text, set by the
                                                owner); NULL: "bounds" */
+    int slot;                               /* its place in the live registry + 1 (0: none) */
 } guard;
 
 /* A scratchpad for a plan whose layout has `n` regions (n = 0: one region
