@@ -628,7 +628,7 @@ static void op_err_null(fixture *x) {
 
 /* ----------------------------------------------------------------- entry */
 
-FUZZ_DEFINE_INITIALIZE
+FUZZ_DEFINE_INITIALIZE("fuzz_api")
 
 FUZZ_DEFINE_LSAN_SUPPRESSIONS
 

@@ -1,16 +1,28 @@
 /*
  * fuzz_attention.c — the full target: bytes -> case -> builder, plan,
- * guarded kernel runs of every layer against the double reference
- * (scratch-bounds, differential), plus the metamorphic runs (split, threads,
- * permuted blocks, bitwise rerun) for about one input in eight, chosen by
- * the case's seed so that a crash file reproduces the same checks.
+ * guarded kernel runs of every layer against the fp64 reference, in two
+ * tiers.
  *
- * Runs no kernels for inputs whose cost would be absurd (they still get the
- * builder/plan oracles): the
- * estimate (query tokens x keys x query heads x head_dim, summed over
- * requests and layers, plus the KV cache size) is computed with saturating
- * arithmetic, so no product can overflow into a small number.  The case's
- * `expect` is dropped for the reason given in fuzz_plan.c.
+ *   every input   the plan oracles (mixed heads, bad input, sizing), then,
+ *                 when it is cheap enough, one guarded run of each layer on
+ *                 one engine variant chosen by its seed (scratch bounds,
+ *                 input bounds, internal buffers, differential, finite
+ *                 output);
+ *   the deep tier every variant as the primary path and the metamorphic
+ *                 runs (split off/on/fixed, another thread count, permuted
+ *                 blocks, a bitwise rerun), and a larger cost cap: for one
+ *                 input in FUZZ_DEEP_EVERY chosen by a hash of its bytes (so
+ *                 a finding reproduces from the file alone), and for every
+ *                 input that reached coverage no earlier one did.
+ *
+ * One input in FUZZ_PERTURB_EVERY (by its hash) runs with its threads
+ * delayed at the engine's synchronisation points, and every run is
+ * watched: one that outlasts the bound for its size is the hang oracle.
+ *
+ * The custom mutator (fuzz_common.h, harness/case/mutate.c) keeps most
+ * inputs under FUZZ_CHEAP_MACS.  Costs are case_cost's saturating
+ * products, so no size can wrap into a small number.  The case's own
+ * `expect` is dropped: the defect model judges every status.
  */
 #include "../harness/case/case.h"
 #include "../harness/case/case_bytes.h"
@@ -23,21 +35,27 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* Multiply-adds (engine + reference) above which no kernel runs.  Under
- * libFuzzer the small default keeps exec/s high (mutants of a large corpus
- * case would otherwise dominate the run); the replay driver raises it through
- * ATTN_FUZZ_MAX_MACS so that `make regress` runs the large shipped shapes
- * (Laguna decode at 4097 keys) through every oracle. */
-#define ATT_MAX_MACS_DEFAULT ((uint64_t)4 << 20)
+/* Multiply-adds (one run of every layer) of the cheap tier's run, and of
+ * the deep tier.  The replay driver raises the deep cap through
+ * ATTN_FUZZ_MAX_MACS and makes every input deep (ATTN_FUZZ_DEEP=1), so
+ * that `make regress` runs the large shipped shapes through every oracle. */
+#define FUZZ_CHEAP_MACS ((uint64_t)1 << 18)
+#define FUZZ_DEEP_MACS_DEFAULT ((uint64_t)4 << 20)
+#define FUZZ_DEEP_EVERY 8
+#define FUZZ_PERTURB_EVERY 4
 /* K (or V) cache elements above which no kernel runs: a quarter of the
- * multiply-add budget, within [2^18, 2^24].  Every run writes the whole
- * cache through write_kv and the generator fills it, so a long context
- * behind a few query rows cost the fuzzer more than its attention did. */
-#define ATT_MAX_CACHE_LO ((uint64_t)1 << 18)
-#define ATT_MAX_CACHE_HI ((uint64_t)1 << 24)
-#define ATT_MAX_THREADS 8                      /* more only multiplies barrier cost */
+ * multiply-add cap, within [2^16, 2^24].  Every run writes the whole cache
+ * through write_kv and the generator fills it, so a long context behind a
+ * few query rows cost more than its attention did. */
+#define FUZZ_CACHE_LO ((uint64_t)1 << 16)
+#define FUZZ_CACHE_HI ((uint64_t)1 << 24)
+/* Threads above which a case runs only in the deep tier: each run wakes
+ * that many workers (more threads than cores is right for correctness,
+ * and slow). */
+#define FUZZ_CHEAP_THREADS 8
 
-static uint64_t g_max_macs = ATT_MAX_MACS_DEFAULT;
+static uint64_t g_deep_macs = FUZZ_DEEP_MACS_DEFAULT;
+static int g_always_deep;
 
 static uint64_t sat_mul(uint64_t a, uint64_t b) {
     uint64_t r;
@@ -51,47 +69,66 @@ static uint64_t sat_add(uint64_t a, uint64_t b) {
 
 static uint64_t at_least_1(int64_t v) { return v > 0 ? (uint64_t)v : 1; }
 
-/* Multiply-adds of the case (case_cost) and the size of its caches. */
-static int too_costly(const case_spec *c) {
-    if (c->threads > ATT_MAX_THREADS) return 1;
+/* 1 when the case fits the cap: its multiply-adds and its cache size. */
+static int fits(const case_spec *c, uint64_t macs) {
     uint64_t keys = 0;
     for (int32_t r = 0; r < c->num_reqs && r < CASE_MAX_REQS; r++)
         keys = sat_add(keys, sat_add(at_least_1(c->kv_len[r]), at_least_1(c->block_size)));
     uint64_t cache = sat_mul(sat_mul(keys, at_least_1(c->num_kv_heads)), at_least_1(c->head_dim));
-    uint64_t cache_max = g_max_macs / 4;
-    if (cache_max < ATT_MAX_CACHE_LO) cache_max = ATT_MAX_CACHE_LO;
-    if (cache_max > ATT_MAX_CACHE_HI) cache_max = ATT_MAX_CACHE_HI;
-    return case_cost(c) > g_max_macs || cache > cache_max;
+    uint64_t cache_max = macs / 4;
+    if (cache_max < FUZZ_CACHE_LO) cache_max = FUZZ_CACHE_LO;
+    if (cache_max > FUZZ_CACHE_HI) cache_max = FUZZ_CACHE_HI;
+    return case_cost(c) <= macs && cache <= cache_max;
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
-    fuzz_common_init();
+    fuzz_common_init("fuzz_attention");
     const char *e = getenv("ATTN_FUZZ_MAX_MACS");
     if (e && *e) {
         char *end;
         unsigned long long v = strtoull(e, &end, 10);
-        if (*end == '\0' && v > 0) g_max_macs = v;
+        if (*end == '\0' && v > 0) g_deep_macs = v;
     }
+    g_always_deep = getenv("ATTN_FUZZ_DEEP") && atoi(getenv("ATTN_FUZZ_DEEP")) > 0;
     return 0;
 }
 
 FUZZ_DEFINE_LSAN_SUPPRESSIONS
+FUZZ_DEFINE_CASE_MUTATOR(FUZZ_CHEAP_MACS)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case_spec c;
     case_decode(data, size, &c);
     c.expect = AG_R_NONE;
     if (fuzz_common_skip(&c)) return 0;
-    /* Too costly to run: still judged by the builder/plan oracles. */
-    unsigned what = CHECK_PLAN;
-    if (!too_costly(&c)) {
-        what |= CHECK_RUN;
-        if (c.seed % 8 == 7) what |= CHECK_INVARIANCE;
-    }
+    const engine_host *E = engine_host_current(NULL, 0);
+    const int cheap = fits(&c, FUZZ_CHEAP_MACS) && c.threads <= FUZZ_CHEAP_THREADS;
+    const uint64_t h = fuzz_hash(data, size);
+    int deep = g_always_deep || h % FUZZ_DEEP_EVERY == 0;
+    /* one input in FUZZ_PERTURB_EVERY runs with its threads delayed at the
+     * engine's synchronisation points (judge/schedule.c) */
+    const unsigned perturb = (h >> 16) % FUZZ_PERTURB_EVERY == 0 ? CHECK_PERTURB : 0;
     finding f;
-    if (check_case(&c, what, &f) != ORACLE_NONE) oracle_fire(&f);
+    check_report rep;
+    unsigned reach = perturb && c.threads > 1 ? REACH_PERTURBED : 0;
+    /* the cheap tier: skipped when the deep tier is already decided */
+    if (!deep) {
+        const unsigned what = CHECK_PLAN | (cheap ? CHECK_RUN | perturb : 0);
+        if (check_case_report(&c, what, &f, &rep) != ORACLE_NONE) oracle_fire(&f);
+        reach |= cheap ? REACH_RAN : REACH_PLAN_ONLY;
+        deep = novelty_new_coverage();
+    }
+    if (deep) {
+        const int runs = fits(&c, g_deep_macs);
+        const unsigned what =
+            CHECK_PLAN | (runs ? CHECK_RUN | CHECK_EVERY_VARIANT | CHECK_INVARIANCE | perturb : 0);
+        if (check_case_report(&c, what, &f, &rep) != ORACLE_NONE) oracle_fire(&f);
+        reach |= runs ? REACH_RAN | REACH_DEEP : REACH_PLAN_ONLY;
+    }
     if (f.skipped[0]) engine_host_count_skip(f.skipped);
+    reach_count(&c, &rep, E, reach);
+    reach_flush_every(getenv("ATTNGUARD_REACH"), "fuzz_attention", 2.0);
     return 0;
 }

@@ -1,12 +1,19 @@
 /*
- * fuzz_common.h — what every fuzz target shares: the one-time process setup
- * run by LLVMFuzzerInitialize (libFuzzer) and by the replay driver.
+ * fuzz_common.h — what the case-driven fuzz targets share: the one-time
+ * process setup (LLVMFuzzerInitialize and the replay driver), the limits
+ * on absurd inputs, the tier choice (a deterministic share of inputs by a
+ * hash of their bytes, and every input that reached coverage no earlier
+ * input did), the structure-aware mutator hooks, and the reach table's
+ * output.
  */
 #ifndef ATTN_FUZZ_COMMON_H
 #define ATTN_FUZZ_COMMON_H
 
 #include "../harness/case/case.h"
+#include "../harness/case/mutate.h"
 #include "../harness/host/engine_host.h"
+#include "../harness/judge/novelty.h"
+#include "../harness/judge/reach.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -14,20 +21,26 @@
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
+/* At exit: which inputs the engine could not express, and why (the
+ * engine is $ATTNGUARD_ENGINE; cases needing a capability it lacks are
+ * skipped, never judged), and the reach table's last counts. */
+static const char *g_fuzz_target = "?";
+
+static inline void fuzz_common_at_exit(void) {
+    engine_host_print_skips(stderr, "attnguard: ");
+    reach_write(getenv("ATTNGUARD_REACH"), g_fuzz_target);
+}
+
 /* OpenMP workers that spin after a parallel region (the default, both in
  * libgomp and libomp) compete with the harness thread for the two cores and
  * cut exec/s several-fold; a passive wait policy costs nothing for the tiny
  * shapes fuzzed.  Must run before the first parallel region; an explicit
  * setting in the environment wins. */
-/* At exit: which inputs the engine could not express, and why (the
- * engine is $ATTNGUARD_ENGINE; cases needing a capability it lacks are
- * skipped, never judged). */
-static inline void fuzz_common_print_skips(void) { engine_host_print_skips(stderr, "attnguard: "); }
-
-static inline void fuzz_common_init(void) {
+static inline void fuzz_common_init(const char *target) {
+    g_fuzz_target = target;
     setenv("OMP_WAIT_POLICY", "passive", 0);
     setenv("KMP_BLOCKTIME", "0", 0);
-    atexit(fuzz_common_print_skips);
+    atexit(fuzz_common_at_exit);
 }
 
 /* Query tokens above which an input is skipped: planning is linear in them,
@@ -41,8 +54,8 @@ static inline void fuzz_common_init(void) {
  * tables); the limits they exercise stay reachable through those kept. */
 #define FUZZ_MAX_CELLS ((int64_t)1 << 14)
 /* ... and above which none is: a 16 MiB table checks no limit a smaller
- * one does not (ATTN_MAX_SEQ_LEN and the overflow checks are reached with
- * few requests). */
+ * one does not (the length limits and the overflow checks are reached
+ * with few requests). */
 #define FUZZ_MAX_CELLS_EVER ((int64_t)1 << 22)
 #define FUZZ_BIG_EVERY 16
 
@@ -60,6 +73,40 @@ static inline int fuzz_common_skip(const case_spec *c) {
     return cells > FUZZ_MAX_CELLS && c->seed % FUZZ_BIG_EVERY != 0;
 }
 
+/* FNV-1a of the input: what picks the deterministic share of inputs that
+ * get the deep tier, so that a finding reproduces from its bytes alone. */
+static inline uint64_t fuzz_hash(const uint8_t *data, size_t size) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < size; i++) h = (h ^ data[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* The structure-aware mutator (harness/case/mutate.c) with the engine's
+ * own limits and words; libFuzzer's byte mutator keeps a share (weak: the
+ * replay driver has none). */
+size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max) __attribute__((weak));
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max, unsigned int seed);
+size_t LLVMFuzzerCustomCrossOver(const uint8_t *d1, size_t s1, const uint8_t *d2, size_t s2,
+                                 uint8_t *out, size_t max, unsigned int seed);
+
+static inline mutate_ctx fuzz_mutate_ctx(uint64_t budget) {
+    mutate_ctx m = {NULL, NULL, 0, budget};
+    const engine_host *E = engine_host_current(NULL, 0);
+    if (E) m.caps = &E->caps, m.variants = E->variants, m.n_variants = E->n_variants;
+    return m;
+}
+
+#define FUZZ_DEFINE_CASE_MUTATOR(budget)                                                   \
+    size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max, unsigned int seed) { \
+        const mutate_ctx m = fuzz_mutate_ctx(budget);                                      \
+        return case_mutate_bytes(data, size, max, seed, &m, LLVMFuzzerMutate);             \
+    }                                                                                      \
+    size_t LLVMFuzzerCustomCrossOver(const uint8_t *d1, size_t s1, const uint8_t *d2,       \
+                                     size_t s2, uint8_t *out, size_t max, unsigned int seed) { \
+        const mutate_ctx m = fuzz_mutate_ctx(budget);                                      \
+        return case_cross_bytes(d1, s1, d2, s2, out, max, seed, &m);                       \
+    }
+
 /* LeakSanitizer's default suppressions for every target binary.  clang's
  * OpenMP runtime (libomp) keeps a few KiB of worker-thread bookkeeping alive
  * until exit without a pointer LSan can see, which the end-of-run leak check
@@ -68,16 +115,22 @@ static inline int fuzz_common_skip(const case_spec *c) {
  * frame and none is hidden by this. */
 const char *__lsan_default_suppressions(void);
 
+/* ASan records a stack for every allocation; the harness makes a few
+ * dozen per input, and the default depth (30 frames) cost a tenth of a
+ * small input's time.  Eight frames still name the allocating code. */
+const char *__asan_default_options(void);
+
 #define FUZZ_DEFINE_LSAN_SUPPRESSIONS                         \
     const char *__lsan_default_suppressions(void) {           \
         return "leak:libomp.so\n";                            \
-    }
+    }                                                         \
+    const char *__asan_default_options(void) { return "malloc_context_size=8"; }
 
-#define FUZZ_DEFINE_INITIALIZE                                \
+#define FUZZ_DEFINE_INITIALIZE(target)                        \
     int LLVMFuzzerInitialize(int *argc, char ***argv) {       \
         (void)argc;                                           \
         (void)argv;                                           \
-        fuzz_common_init();                                   \
+        fuzz_common_init(target);                             \
         return 0;                                             \
     }
 

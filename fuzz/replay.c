@@ -135,6 +135,7 @@ int main(int argc, char **argv) {
     /* Replay is the regression run: let fuzz_attention run the large shipped
      * shapes through its kernels (an explicit setting wins). */
     setenv("ATTN_FUZZ_MAX_MACS", "268435456", 0);
+    setenv("ATTN_FUZZ_DEEP", "1", 0);   /* a replay runs every input through every tier */
     LLVMFuzzerInitialize(&argc, &argv);   /* same process setup as under libFuzzer */
     unsigned timeout = 0;   /* alarm(0): no limit */
     counts k = {0, 0, 0};

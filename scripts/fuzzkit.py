@@ -85,12 +85,14 @@ def classify_one(log, status=None):
     return classify([log], status)[0]
 
 
-def run_env(engine=None):
+def run_env(engine=None, reach=None):
     env = dict(os.environ)
     for k, ours in (("ASAN_OPTIONS", ASAN_OPTIONS), ("UBSAN_OPTIONS", UBSAN_OPTIONS)):
         env[k] = ":".join(x for x in (env.get(k), ours) if x)
     if engine:
         env["ATTNGUARD_ENGINE"] = engine
+    if reach:
+        env["ATTNGUARD_REACH"] = reach   # the target's reach table (harness/judge/reach.h)
     return env
 
 
@@ -148,9 +150,9 @@ class Run:
     `log`.  budget (s): -max_total_time; the watchdog stops the process
     (SIGINT, then SIGKILL) budget + timeout + 5 s after its start."""
 
-    def __init__(self, binary, flags, extra, dirs, log, budget=None, engine=None):
+    def __init__(self, binary, flags, extra, dirs, log, budget=None, engine=None, reach=None):
         self.cmd = [binary] + list(flags) + list(extra) + list(dirs)
-        self.log, self.budget, self.engine = log, budget, engine
+        self.log, self.budget, self.engine, self.reach = log, budget, engine, reach
         t = flag_value(flags, "timeout")
         self.grace = (int(t) if t and t.isdigit() else 0) + 5
         self.proc = None
@@ -163,7 +165,8 @@ class Run:
         self.start = time.time()
         with open(self.log, "w") as out:
             self.proc = subprocess.Popen(self.cmd, stdout=out, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, env=run_env(self.engine))
+                                         stdin=subprocess.DEVNULL,
+                                         env=run_env(self.engine, self.reach))
             if self.cancelled:   # interrupted while starting
                 self.proc.send_signal(signal.SIGINT)
             limit = None if self.budget is None else self.budget + self.grace
@@ -207,6 +210,7 @@ def fuzz_run(bin_dir, target, root, secs, seed=None, seeds=(), fork=0, keep_goin
     arts = os.path.join(root, "artifacts", target)
     os.makedirs(work, exist_ok=True)
     os.makedirs(arts, exist_ok=True)
+    os.makedirs(os.path.join(root, "reach"), exist_ok=True)
     # Order matters: libFuzzer keeps the last value of a flag, so the
     # campaign's flags come after the .options ones.
     camp = [f"-max_total_time={secs}", "-print_final_stats=1", f"-artifact_prefix={arts}/"]
@@ -218,7 +222,44 @@ def fuzz_run(bin_dir, target, root, secs, seed=None, seeds=(), fork=0, keep_goin
         camp += ["-ignore_crashes=1", "-ignore_timeouts=1", "-ignore_ooms=1"]
     dirs = [work] + [d for d in seeds if os.path.isdir(d)]
     return Run(os.path.join(bin_dir, target), target_flags(bin_dir, target), camp + list(extra),
-               dirs, os.path.join(root, "logs", target + ".log"), budget=secs, engine=engine)
+               dirs, os.path.join(root, "logs", target + ".log"), budget=secs, engine=engine,
+               reach=os.path.join(root, "reach", target + ".json"))
+
+
+# ---------------------------------------------------------- reach table --
+
+def reach_rows(root, targets):
+    """{target: {"execs": N, "rows": {row: count}}} from the targets' reach
+    files (harness/judge/reach.c writes them as they run)."""
+    out = {}
+    for t in targets:
+        path = os.path.join(root, "reach", t + ".json")
+        try:
+            with open(path) as f:
+                out[t] = json.load(f)
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def print_reach(reach):
+    """The reach table: one line per row, a column per target; a row that
+    stayed at zero is marked (a blind spot of the generator)."""
+    if not reach:
+        return []
+    targets = sorted(reach)
+    rows = sorted({r for t in targets for r in reach[t].get("rows", {})})
+    print("\nreach (executions that reached each feature and engine path; ZERO: never):")
+    print("  " + f"{'row':<46}" + "".join(f"{t:>16}" for t in targets))
+    zero = []
+    for r in rows:
+        counts = [reach[t].get("rows", {}).get(r) for t in targets]
+        mark = "  ZERO" if all(not c for c in counts) else ""
+        if mark:
+            zero.append(r)
+        print("  " + f"{r:<46}" + "".join(f"{fmt(c, 16)}" for c in counts) + mark)
+    print(f"  {len(rows)} rows, {len(zero)} never reached" + (f": {', '.join(zero)}" if zero else ""))
+    return zero
 
 
 def finding_of(r, interrupted=False):
@@ -278,10 +319,13 @@ def cmd_run(a):
     plan = schedule(targets, weights, a.jobs, a.time)
     os.makedirs(a.root, exist_ok=True)
     for t in targets:
-        try:
-            os.unlink(os.path.join(a.root, "logs", t + ".log"))
-        except OSError:
-            pass
+        for old in (os.path.join(a.root, "logs", t + ".log"),
+                    os.path.join(a.root, "reach", t + ".json")):
+            try:
+                os.unlink(old)
+            except OSError:
+                pass
+    os.makedirs(os.path.join(a.root, "reach"), exist_ok=True)
     what = (f" (mutant {a.inject})" if a.inject else "") + (f", engine {a.engine}" if a.engine else "")
     print(f"fuzz: {a.time}s on {len(plan)} lane(s) from {a.bin_dir}{what}, seed "
           f"{a.seed if a.seed is not None else 'random'}" + (f", -fork={a.fork}" if a.fork else ""))
@@ -404,9 +448,12 @@ def summarize(a, targets, runs, wall, interrupted):
         print(f"\n{len(findings)} crash artifact(s) under {a.root}/artifacts/ (triage names them)")
     else:
         print("\nno findings.")
+    reach = reach_rows(a.root, targets)
+    zero = print_reach(reach)
     doc = {"fuzz_time": a.time, "wall_s": round(wall, 1), "inject": a.inject or "",
            "engine": a.engine or "", "seed": "random" if a.seed is None else str(a.seed),
-           "interrupted": interrupted, "findings": len(findings), "targets": rows}
+           "interrupted": interrupted, "findings": len(findings), "targets": rows,
+           "reach": reach, "reach_zero": zero}
     path = os.path.join(a.root, "summary.json")
     with open(path, "w") as f:
         json.dump(doc, f, indent=1)

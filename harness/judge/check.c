@@ -22,6 +22,7 @@
 #include "guard.h"
 #include "guard_alloc.h"
 #include "oracles.h"
+#include "schedule.h"
 #include "ref.h"
 #include "../case/rng.h"
 #include "sizing_model.h"
@@ -32,10 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Inputs cheaper than this many multiply-adds (all layers) run every
- * engine variant as the primary path; dearer ones one variant, chosen by
- * the seed. */
-#define CHECK_CHEAP_MACS ((uint64_t)1 << 18)
 /* Distinct rounding models one input's runs may declare (fp32, and what
  * the variants round to); a run beyond them reuses the fp32 model's
  * points, which is stricter, never looser. */
@@ -171,6 +168,7 @@ enum cfg_role { ROLE_PRIMARY, ROLE_VARIANT, ROLE_BITWISE };
 
 typedef struct run_cfg {
     int32_t threads;
+    int variant;            /* the engine variant it runs (-1: the case's own options) */
     ag_plan_opts opts;
     int permuted;
     enum cfg_role role;
@@ -193,6 +191,9 @@ typedef struct run_ctx {
     int have_base;
     const char *base_options;               /* the options that run used */
     check_report *rep;                      /* may be NULL */
+    sched_perturb perturb;                  /* with CHECK_PERTURB: the runs' delays */
+    int perturbed;
+    double bound_s;                         /* the watchdog's bound for one run */
 } run_ctx;
 
 static oracle_id check_guard(guard *g, const char *what, int32_t l, finding *f) {
@@ -360,6 +361,10 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
     grp_desc.num_threads = cf->threads;
     grp_desc.options = cf->options;
     grp_desc.alloc = &x->alloc.abi;
+    if (x->perturbed && cf->threads > 1) {
+        grp_desc.sync_hook = sched_perturb_hook;
+        grp_desc.sync_ctx = &x->perturb;
+    }
     void *grp = NULL, *plan = NULL;
     ag_msg msg;
     guard sg;
@@ -385,7 +390,11 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
         snprintf(rep->detail, sizeof rep->detail, "%s", gi.detail);
         rep->precision = gi.precision;
     }
-    if (x->rep) x->rep->runs++;
+    if (x->rep) {
+        x->rep->runs++;
+        if (cf->role == ROLE_PRIMARY && cf->variant >= 0 && cf->variant < 32)
+            x->rep->variants_run |= 1u << cf->variant;
+    }
     int rc = caches_init(x, grp, in, cf->what, f, &res);
     if (rc < 0) not_run(f, "%s: no memory for the guarded caches", cf->what);
     if (rc) goto out_group;   /* -1: no memory, nothing to judge */
@@ -431,7 +440,12 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
         a.scratch_bytes = info.scratch_bytes;
         a.out = x->out.buf;
         guard_alloc_mark(&x->alloc);
+        char watch[160];
+        snprintf(watch, sizeof watch, "%s: run of layers.%d (%d threads%s)", cf->what, (int)l,
+                 (int)cf->threads, grp_desc.sync_hook ? ", perturbed" : "");
+        sched_watch_arm(x->bound_s, watch);
         st = e->run(plan, l, &a, &msg);
+        sched_watch_disarm();
         /* Bounds first: a write outside the regions explains anything else. */
         if ((res = check_guard(&sg, cf->what, l, f)) || (res = check_guard(&x->out, cf->what, l, f)) ||
             (res = check_internal(x, plan, l, st, cf->what, f)))
@@ -511,6 +525,9 @@ static oracle_id check_runs(const problem *p, const engine_host *E, unsigned wha
     oracle_id res = oracle_clean(f);
     if (c->num_layers < 1) return res;
     x.out_bytes = problem_out_elems(p, 0) * ag_dtype_size(c->out_dtype);
+    x.perturbed = (what & CHECK_PERTURB) != 0;
+    x.perturb.seed = c->seed ^ 0x7065727475726221ull;
+    x.bound_s = sched_bound_seconds(case_cost(c));
     if (guard_alloc_init(&x.alloc) != 0) return res;
     if (inputs_init(&x.in, p, 0) != 0 ||
         guard_init_placed(&x.out, "out", x.out_bytes, c->place == CASE_PLACE_HEAD) != 0)
@@ -522,22 +539,23 @@ static oracle_id check_runs(const problem *p, const engine_host *E, unsigned wha
     }
     const ag_plan_opts own = {c->split, c->split_count, GUARD_REDZONE};
 
-    /* The primary path: the case's own options, or every engine variant
-     * when the input is cheap, or one chosen by the seed.  Only the first
-     * variant run uses the case's thread count; the others sweep the
+    /* The primary path: the case's own options, or one engine variant
+     * chosen by the seed (so a stream of inputs visits every code path),
+     * or with CHECK_EVERY_VARIANT all of them from that one on.  Only the
+     * first variant run uses the case's thread count; the others sweep the
      * variants' kernels on one thread.  The thread split is the plan's and
      * is the same for every variant, and the threads variant below checks
      * it once more; but a run on a worker pool costs a wake-up and, on a
      * loaded machine, barrier spins while a worker waits for a core (ggml:
      * 13 variants at 2-4 threads cost most of fuzz_attention's time). */
     if (c->options[0] || E->n_variants <= 1) {
-        run_cfg base = {c->threads, own, 0, ROLE_PRIMARY, 0xFF, c->options[0] ? c->options : NULL,
-                        "case config"};
+        run_cfg base = {c->threads, c->options[0] ? -1 : 0, own, 0, ROLE_PRIMARY, 0xFF,
+                        c->options[0] ? c->options : NULL, "case config"};
         res = run_config(&x, &base, f);
     } else {
         const int n = E->n_variants;
-        const int k = (what & CHECK_EVERY_VARIANT) || case_cost(c) < CHECK_CHEAP_MACS ? n : 1;
-        const int first = k == n ? 0 : (int)(c->seed % (uint64_t)n);
+        const int k = (what & CHECK_EVERY_VARIANT) ? n : 1;
+        const int first = (int)(c->seed % (uint64_t)n);
         for (int j = 0; j < k && !res; j++) {
             const int i = (first + j) % n;
             const int32_t threads = j == 0 ? c->threads : 1;
@@ -546,7 +564,7 @@ static oracle_id check_runs(const problem *p, const engine_host *E, unsigned wha
             char desc[96];
             snprintf(desc, sizeof desc, "case config, %s%s%s", opt ? "variant " : "",
                      opt ? opt : "default variant", threads != c->threads ? ", 1 thread" : "");
-            run_cfg v = {threads, own, 0, ROLE_PRIMARY, 0xFF, opt, desc};
+            run_cfg v = {threads, i, own, 0, ROLE_PRIMARY, 0xFF, opt, desc};
             res = run_config(&x, &v, f);
         }
     }
@@ -558,15 +576,15 @@ static oracle_id check_runs(const problem *p, const engine_host *E, unsigned wha
     char tdesc[64];
     snprintf(tdesc, sizeof tdesc, "threads %d (case: %d)", (int)alt_threads, (int)c->threads);
     const run_cfg variants[] = {
-        {c->threads, {AG_SPLIT_OFF, 0, GUARD_REDZONE}, 0, ROLE_VARIANT, 0xFF, opt, "split off"},
-        {c->threads, {AG_SPLIT_ON, 0, GUARD_REDZONE}, 0, ROLE_VARIANT, 0xFF, opt, "split on"},
-        {c->threads, {AG_SPLIT_FIXED, 3, GUARD_REDZONE}, 0, ROLE_VARIANT, 0xFF, opt,
+        {c->threads, -1, {AG_SPLIT_OFF, 0, GUARD_REDZONE}, 0, ROLE_VARIANT, 0xFF, opt, "split off"},
+        {c->threads, -1, {AG_SPLIT_ON, 0, GUARD_REDZONE}, 0, ROLE_VARIANT, 0xFF, opt, "split on"},
+        {c->threads, -1, {AG_SPLIT_FIXED, 3, GUARD_REDZONE}, 0, ROLE_VARIANT, 0xFF, opt,
          "split fixed 3"},
-        {alt_threads, own, 0, ROLE_VARIANT, 0xFF, opt, tdesc},
-        {c->threads, own, 1, ROLE_VARIANT, 0xFF, opt, "permuted physical blocks"},
+        {alt_threads, -1, own, 0, ROLE_VARIANT, 0xFF, opt, tdesc},
+        {c->threads, -1, own, 1, ROLE_VARIANT, 0xFF, opt, "permuted physical blocks"},
         /* Same input, same threads, other junk in the scratch regions: a
          * read of scratch nobody wrote shows up as a bitwise difference. */
-        {c->threads, own, 0, ROLE_BITWISE, 0x3C, opt, "rerun with the same input and threads"},
+        {c->threads, -1, own, 0, ROLE_BITWISE, 0x3C, opt, "rerun with the same input and threads"},
     };
     for (size_t i = 0; i < sizeof variants / sizeof variants[0] && !res; i++) {
         const run_cfg *v = &variants[i];
@@ -596,6 +614,20 @@ done:
 }
 
 /* ------------------------------------------------------------- check_case */
+
+/* What the reach table counts of a plan: split-merge regions, and the
+ * engine's own names of its code paths. */
+static void plan_paths(const engine_host *E, void *plan, const ag_plan_info *info,
+                       check_report *rep) {
+    for (size_t i = 0; i < info->num_regions && info->regions; i++)
+        rep->split_planned |= info->regions[i].kind == AG_REGION_PARTIAL;
+    if (!E->e->paths) return;
+    const char *names[8];
+    const int n = E->e->paths(plan, names, 8);
+    rep->n_paths = n < 8 ? n : 8;
+    for (int i = 0; i < rep->n_paths; i++)
+        snprintf(rep->paths[i], sizeof rep->paths[i], "%s", names[i] ? names[i] : "?");
+}
 
 /* The window pair every layer shares, else (-1, -1) (DESIGN §3). */
 static void group_window(const problem *p, int32_t *left, int32_t *right) {
@@ -651,7 +683,10 @@ oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check
     if (!f) f = &scratch_f;
     oracle_clean(f);
     f->not_run[0] = '\0';
-    if (rep) memset(rep, 0, sizeof *rep);
+    if (rep) {
+        memset(rep, 0, sizeof *rep);
+        rep->refused_create = rep->refused_plan = -1;
+    }
     if (!c) return ORACLE_NONE;
     guard_install_fault_handler();
     char err[AG_MSG_TEXT_LEN + 64];
@@ -711,6 +746,7 @@ oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check
     ag_msg m;
     memset(&m, 0, sizeof m);
     ag_status st = e->create(E->ctx, &p.group, &grp, &m);
+    if (rep && st != AG_OK) rep->refused_create = m.refusal;
     res = oracle_check_status(&d, DEFECT_CREATE, st, &m, E->caps.flags, st != AG_OK && grp, f);
     if (oracle_resource_limit(st, &m)) not_run(f, "create answered %s (%s)", m.code, m.text);
     if (st != AG_OK) grp = NULL;   /* never free what was not handed out */
@@ -728,7 +764,9 @@ oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check
     ag_plan_info info;
     memset(&info, 0, sizeof info);
     st = e->plan(grp, &p.batch, &po, &plan, &info, &m);
+    if (rep && st != AG_OK) rep->refused_plan = m.refusal;
     res = oracle_check_status(&d, DEFECT_PLAN, st, &m, E->caps.flags, st != AG_OK && plan, f);
+    if (rep && st == AG_OK) plan_paths(E, plan, &info, rep);
     if (oracle_resource_limit(st, &m)) not_run(f, "plan answered %s (%s)", m.code, m.text);
     if (st != AG_OK) plan = NULL;
     if (res || st != AG_OK) goto out;

@@ -28,7 +28,7 @@
 
 static const char *const k_oracle_names[ORACLE_COUNT] = {
     "none", "scratch-bounds", "sizing", "mixed-heads", "differential", "invariance", "bad-input",
-    "input-bounds", "engine-check",
+    "input-bounds", "engine-check", "hang",
 };
 
 const char *oracle_name(oracle_id id) {
@@ -75,6 +75,7 @@ FIRE_FN(oracle_fire_invariance, 5)
 FIRE_FN(oracle_fire_bad_input, 6)
 FIRE_FN(oracle_fire_input_bounds, 7)
 FIRE_FN(oracle_fire_engine_check, 8)
+FIRE_FN(oracle_fire_hang, 10)
 FIRE_FN(oracle_fire_unknown, 9)
 #undef FIRE_FN
 
@@ -91,6 +92,7 @@ void oracle_fire(const finding *f) {
     case ORACLE_BAD_INPUT: oracle_fire_bad_input();
     case ORACLE_INPUT_BOUNDS: oracle_fire_input_bounds();
     case ORACLE_ENGINE_CHECK: oracle_fire_engine_check();
+    case ORACLE_HANG: oracle_fire_hang();
     default: oracle_fire_unknown();
     }
 }

@@ -26,6 +26,8 @@ typedef enum oracle_id {
                                 (q, caches, batch arrays, slopes, sinks), or a write to one */
     ORACLE_ENGINE_CHECK,     /* "engine-check": the engine's own invariant check failed at run
                                 time (AG_INTERNAL from run), a bug it caught itself */
+    ORACLE_HANG,             /* "hang": a run did not finish within the bound for its size
+                                (fired by the watchdog, judge/schedule.c) */
     ORACLE_COUNT
 } oracle_id;
 
@@ -47,9 +49,10 @@ enum {
     CHECK_RUN = 2u,         /* guarded runs of every layer: scratch-bounds, differential */
     CHECK_INVARIANCE = 4u,  /* extra runs: split off/on/fixed, 1 vs N threads, permuted blocks,
                                and a bitwise rerun with other junk in the scratch regions */
-    CHECK_EVERY_VARIANT = 8u, /* every variant of the engine as the primary path, whatever
-                                 the input costs (else: every one for a cheap input, one
-                                 chosen by the seed for a dear one) */
+    CHECK_EVERY_VARIANT = 8u, /* every variant of the engine as the primary path (else: the
+                                 case's options, or one variant chosen by its seed) */
+    CHECK_PERTURB = 16u,      /* seeded delays at the engine's synchronisation points
+                                 (judge/schedule.c), in runs of more than one thread */
     CHECK_ALL = 15u
 };
 
@@ -80,6 +83,12 @@ typedef struct check_report {
     int32_t group_window_left, group_window_right;   /* the pair all layers share, else -1 */
     int runs;                            /* guarded configurations that ran */
     check_layer_report layers[CASE_MAX_LAYERS];
+    /* what the fuzz targets count in their reach table */
+    uint32_t variants_run;               /* bit i: the engine's variant i ran as a primary path */
+    int32_t refused_create, refused_plan;/* the refusal kind of each stage's answer, -1: none */
+    int split_planned;                   /* the case's plan had split-merge regions */
+    int n_paths;                         /* the engine's names of that plan's code paths */
+    char paths[8][40];
 } check_report;
 
 /* check_case, also filling *rep (may be NULL). */

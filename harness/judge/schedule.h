@@ -1,0 +1,35 @@
+/*
+ * schedule.h — the engine's schedule under the harness: seeded delays at
+ * the synchronisation points the engine reports (ag_group.sync_hook), so
+ * that a missing barrier or a wrong hand-off between threads shows within
+ * minutes instead of by luck; and a watchdog that names a run which does
+ * not finish within a bound derived from its size (the hang oracle: a
+ * split slot whose completion flags overlap its partials hangs rather
+ * than crashes).
+ */
+#ifndef AG_SCHEDULE_H
+#define AG_SCHEDULE_H
+
+#include <stdint.h>
+
+/* The perturbation of one run: ctx for sched_perturb_hook. */
+typedef struct sched_perturb {
+    uint64_t seed;
+    uint64_t counter;   /* drawn atomically by the engine's threads */
+} sched_perturb;
+
+/* ag_group.sync_hook: at each point, with a probability drawn from the
+ * seed, the calling thread yields its core or sleeps up to 200 us. */
+void sched_perturb_hook(void *ctx, int32_t site);
+
+/* Arm the watchdog: unless sched_watch_disarm comes first, after `seconds`
+ * it prints "attnguard: ORACLE hang: <what> ..." and aborts the process
+ * (from its own thread, started on first use).  One run at a time. */
+void sched_watch_arm(double seconds, const char *what);
+void sched_watch_disarm(void);
+
+/* The watchdog's bound for a run of `macs` multiply-adds: generous for a
+ * sanitized build on a busy machine, well inside libFuzzer's -timeout. */
+double sched_bound_seconds(uint64_t macs);
+
+#endif /* AG_SCHEDULE_H */
