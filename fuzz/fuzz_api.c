@@ -19,14 +19,22 @@
  *   6  attn_reshape_and_cache with a garbage slot at any index, garbage
  *      token counts
  *   7  err == NULL everywhere, the name/message tables with garbage codes
+ *   8  the cache writers on valid input: attn_reshape_and_cache(_from)
+ *      with rows in f32, bf16, f16 or the cache's dtype, scales from 0 to
+ *      huge, slots across block edges and skipped ones; the cache is read
+ *      back against the harness's own conversion of each row, bit for
+ *      bit (any NaN for a NaN), and every slot not written must keep its
+ *      bytes (ORACLE_CACHE_WRITE)
  * Every call must return a listed status (never ATTN_E_INTERNAL, never a
  * crash), and after destroying everything the counting allocator must be
- * balanced (no leak).  A violation fires ORACLE_BAD_INPUT.
+ * balanced (no leak).  Other violations fire ORACLE_BAD_INPUT.
  */
 #include "../harness/case/case.h"
 #include "../src/attn_plan_inspect.h"
 #include "../harness/case/case_bytes.h"
+#include "../harness/case/values.h"
 #include "../harness/judge/oracles.h"
+#include "../harness/judge/ref.h"
 #include "fuzz_common.h"
 #include "../harness/case/problem.h"
 #include "../tests/fixture.h"
@@ -39,8 +47,11 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define API_MAX_BYTES   ((size_t)32 << 20)   /* inputs problem_init may build */
-#define API_MAX_SCRATCH ((size_t)64 << 20)   /* scratchpads we allocate */
+/* Inputs problem_init_zeros may build: a bigger case gets descriptions
+ * only.  Statuses depend on shapes, not values, so the inputs are zeros
+ * (op 8 fills the rows it writes itself) */
+#define API_MAX_BYTES   ((size_t)1 << 20)
+#define API_MAX_SCRATCH ((size_t)8 << 20)    /* scratchpads we allocate */
 #define SENTINEL        ((void *)(uintptr_t)0x5e57)
 
 /* ------------------------------------------------------------ reporting */
@@ -602,6 +613,161 @@ static void op_reshape(fixture *x, unsigned arg, unsigned n) {
     free(val);
 }
 
+/* ------------------------------------------------------- cache writers */
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2), noreturn))
+#endif
+static void cache_violation(const char *fmt, ...) {
+    finding f;
+    f.oracle = ORACLE_CACHE_WRITE;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f.detail, sizeof f.detail, fmt, ap);
+    va_end(ap);
+    oracle_fire(&f);
+}
+
+#define CACHE_OP_MAX_BYTES ((size_t)256 << 10)   /* per cache: filled and scanned whole */
+#define CACHE_OP_MAX_TOKENS 24
+
+static int is_fp8(attn_dtype d) { return d == ATTN_DTYPE_FP8_E4M3 || d == ATTN_DTYPE_FP8_E5M2; }
+
+/* The element the cache should hold for element i of a source row, by
+ * the harness's own code (values_store, ref_load), into out (es bytes). */
+static void expected_elem(attn_dtype dd, attn_dtype sd, const void *src, size_t i, float scale,
+                          uint8_t *out) {
+    const size_t es = attn_dtype_size(dd);
+    if (sd == dd) {   /* a plain copy, whatever the bits */
+        memcpy(out, (const uint8_t *)src + i * es, es);
+        return;
+    }
+    float f = (float)ref_load(src, i, (ag_dtype)sd);   /* f32/bf16/f16: exact in float */
+    if (is_fp8(dd) && scale != 1.0f) f /= scale;      /* the quotient rounded to fp32 */
+    values_store(out, 0, (ag_dtype)dd, (double)f);
+}
+
+/* Compares one slot's row of one cache with the rows it came from.  No
+ * coverage feedback in these loops: their branches say nothing new. */
+FUZZ_NO_COVERAGE static void check_slot(const char *which, const attn_kv_desc *kv, const uint8_t *cache,
+                       attn_dtype sd, const uint8_t *rows, int32_t token, int64_t slot,
+                       float scale) {
+    const size_t D = (size_t)kv->head_dim, H = (size_t)kv->num_kv_heads,
+                 bs = (size_t)kv->block_size, es = attn_dtype_size(kv->dtype),
+                 ses = attn_dtype_size(sd);
+    const size_t blk = (size_t)slot / bs, off = (size_t)slot % bs;
+    for (size_t h = 0; h < H; h++) {
+        const uint8_t *got = cache + (((blk * H + h) * bs + off) * D) * es;
+        const uint8_t *src = rows + ((size_t)token * H + h) * D * ses;
+        for (size_t d = 0; d < D; d++) {
+            uint8_t want_b[4];
+            expected_elem(kv->dtype, sd, src, d, scale, want_b);
+            if (!memcmp(got + d * es, want_b, es)) continue;
+            const double g = ref_load(got, d, (ag_dtype)kv->dtype),
+                         w = ref_load(want_b, 0, (ag_dtype)kv->dtype);
+            if (isnan(g) && isnan(w)) continue;   /* "NaN kept": any NaN code */
+            cache_violation("%s cache, token %d -> slot %lld (block %zu, offset %zu), kv head %zu, "
+                            "element %zu: stored %.9g, the row's %s %.9g converted to %s with "
+                            "scale %g is %.9g",
+                            which, (int)token, (long long)slot, blk, off, h, d, g,
+                            attn_dtype_name(sd), ref_load(src, d, (ag_dtype)sd),
+                            attn_dtype_name(kv->dtype), (double)scale, w);
+        }
+    }
+}
+
+/* Every slot not written keeps the fill byte. */
+FUZZ_NO_COVERAGE static void check_untouched(const char *which, const attn_kv_desc *kv, const uint8_t *cache,
+                            size_t slots, const uint8_t *written, uint8_t fill) {
+    const size_t D = (size_t)kv->head_dim, H = (size_t)kv->num_kv_heads,
+                 bs = (size_t)kv->block_size, row = D * attn_dtype_size(kv->dtype);
+    for (size_t s = 0; s < slots; s++) {
+        if (written[s]) continue;
+        for (size_t h = 0; h < H; h++) {
+            const uint8_t *p = cache + ((s / bs * H + h) * bs + s % bs) * row;
+            for (size_t b = 0; b < row; b++)
+                if (p[b] != fill)
+                    cache_violation("%s cache: slot %zu (kv head %zu, byte %zu) was written "
+                                    "though no token maps to it", which, s, h, b);
+        }
+    }
+}
+
+static void op_cache(fixture *x, unsigned arg, unsigned n) {
+    if (!x->p.materialized) return;
+    const attn_kv_desc kv = x->group.kv;
+    attn_error err;
+    const int32_t nb = x->p.num_blocks;
+    /* the case's KV spec must be one the writers accept: others are op 6's */
+    const float k1 = 1.0f;
+    if (attn_reshape_and_cache_from(&kv, nb, kv.dtype, &k1, &k1, 0, (const int64_t *)&k1, 0, 0,
+                                    x->e.k_cache, x->e.v_cache, &err) != ATTN_OK)
+        return;
+    const attn_dtype dd = kv.dtype;
+    static const attn_dtype srcs[4] = {ATTN_DTYPE_F32, ATTN_DTYPE_BF16, ATTN_DTYPE_F16,
+                                       ATTN_DTYPE_COUNT /* = the cache's own */};
+    attn_dtype sd = srcs[arg % 4];
+    if (sd == ATTN_DTYPE_COUNT) sd = dd;
+    static const float scales[8] = {0.0f, 1.0f, 0.5f, 2.5f, 1.0f / 448, 3e-39f, 7e37f, 0.3f};
+    const float ks = scales[(arg >> 2) % 8], vs = scales[(arg >> 5) % 8];
+
+    const size_t D = (size_t)kv.head_dim, H = (size_t)kv.num_kv_heads;
+    const size_t slots = (size_t)nb * (size_t)kv.block_size, row = H * D;
+    const size_t cache_bytes = slots * row * attn_dtype_size(dd);
+    if (cache_bytes > CACHE_OP_MAX_BYTES) return;
+    int32_t T = 1 + (int32_t)(n % CACHE_OP_MAX_TOKENS);
+    if ((size_t)T > slots) T = (int32_t)slots;
+
+    /* slots: a run of consecutive ones from a drawn start (so writes cross
+     * block edges), wrapping around; some tokens skipped with -1 */
+    int64_t map[CACHE_OP_MAX_TOKENS];
+    uint64_t h = 0x9e3779b97f4a7c15ull * (1 + (uint64_t)n + ((uint64_t)arg << 16) +
+                                            ((uint64_t)nb << 24));
+    const size_t start = (size_t)(h % slots);
+    for (int32_t i = 0; i < T; i++) {
+        h = h * 6364136223846793005ull + 1442695040888963407ull;
+        map[i] = (h >> 60) == 0 ? -1 : (int64_t)((start + (size_t)i) % slots);
+    }
+    void *key = malloc((size_t)T * row * attn_dtype_size(sd));
+    void *val = malloc((size_t)T * row * attn_dtype_size(sd));
+    uint8_t *written = calloc(slots, 1);
+    if (!key || !val || !written) {
+        free(key), free(val), free(written);
+        return;
+    }
+    values_fill(key, (size_t)T * row, D, (ag_dtype)sd, &x->p.c.values[CASE_T_K], h ^ 0x6b);
+    values_fill(val, (size_t)T * row, D, (ag_dtype)sd, &x->p.c.values[CASE_T_V], h ^ 0x76);
+    memset(x->e.k_cache, 0xa5, cache_bytes);
+    memset(x->e.v_cache, 0x5a, cache_bytes);
+
+    char call[96];
+    attn_status st;
+    if (sd == dd && (arg & 128)) {
+        snprintf(call, sizeof call, "reshape_and_cache(%d tokens, %s)", (int)T,
+                 attn_dtype_name(dd));
+        st = attn_reshape_and_cache(&kv, nb, key, val, T, map, x->e.k_cache, x->e.v_cache, &err);
+    } else {
+        snprintf(call, sizeof call, "reshape_and_cache_from(%d tokens, %s -> %s, scales %g %g)",
+                 (int)T, attn_dtype_name(sd), attn_dtype_name(dd), (double)ks, (double)vs);
+        st = attn_reshape_and_cache_from(&kv, nb, sd, key, val, T, map, ks, vs, x->e.k_cache,
+                                         x->e.v_cache, &err);
+    }
+    want(call, st, ATTN_OK, &err);
+    /* the scale the writer divides by: 0 means 1, and only into fp8 */
+    const float kdiv = ks > 0.0f ? ks : 1.0f, vdiv = vs > 0.0f ? vs : 1.0f;
+    for (int32_t i = 0; i < T; i++) {
+        if (map[i] < 0) continue;
+        written[map[i]] = 1;
+        check_slot("K", &kv, x->e.k_cache, sd, key, i, map[i], kdiv);
+        check_slot("V", &kv, x->e.v_cache, sd, val, i, map[i], vdiv);
+    }
+    check_untouched("K", &kv, x->e.k_cache, slots, written, 0xa5);
+    check_untouched("V", &kv, x->e.v_cache, slots, written, 0x5a);
+    free(key);
+    free(val);
+    free(written);
+}
+
 /* The whole valid sequence with err == NULL: nothing may write through it. */
 static void op_err_null(fixture *x) {
     attn_builder *b = NULL;
@@ -648,7 +814,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fixture x;
     memset(&x, 0, sizeof x);
     char msg[256];
-    if (problem_init(&x.p, &c, API_MAX_BYTES, msg, sizeof msg) != 0) return 0;
+    if (problem_init_zeros(&x.p, &c, API_MAX_BYTES, msg, sizeof msg) != 0) return 0;
     if (afx_init(&x.e, &x.p) != 0) {
         problem_free(&x.p);
         return 0;
@@ -672,7 +838,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         x.layer.window = -1;
     }
 
-    switch (op % 8) {
+    switch (op % 9) {
     case 0: op_alloc_failure(&x, 1 + n % 48); break;
     case 1: op_null(&x, arg); break;
     case 2: op_garbage(&x, arg, n); break;
@@ -680,7 +846,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case 4: op_layer_mismatch(&x, arg); break;
     case 5: op_tensor_mismatch(&x, arg); break;
     case 6: op_reshape(&x, arg, n); break;
-    default: op_err_null(&x); break;
+    case 7: op_err_null(&x); break;
+    default: op_cache(&x, arg, n); break;
     }
     fx_free(&x);
     balanced(&x.count, "after destroy");

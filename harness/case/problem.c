@@ -309,18 +309,20 @@ static int init(problem *p, const case_spec *c, size_t max_bytes, int tensors, c
 
     /* ---- buffers (the block table is filled above) ---- */
     p->row_elems = row_elems;
-    p->k_rows = malloc(row_elems * kvsz);
-    p->v_rows = malloc(row_elems * kvsz);
+    const int fill = tensors == 1;
+    p->k_rows = fill ? malloc(row_elems * kvsz) : calloc(row_elems, kvsz);
+    p->v_rows = fill ? malloc(row_elems * kvsz) : calloc(row_elems, kvsz);
     if (!p->k_rows || !p->v_rows) return fail(p, errbuf, errlen, "out of memory (K/V rows)");
     const size_t D = (size_t)c->head_dim;
-    if (kv_fill(p, p->k_rows, &c->values[CASE_T_K], stream_state(c->seed, STREAM_K)) ||
-        kv_fill(p, p->v_rows, &c->values[CASE_T_V], stream_state(c->seed, STREAM_V)))
+    if (fill && (kv_fill(p, p->k_rows, &c->values[CASE_T_K], stream_state(c->seed, STREAM_K)) ||
+                 kv_fill(p, p->v_rows, &c->values[CASE_T_V], stream_state(c->seed, STREAM_V))))
         return fail(p, errbuf, errlen, "out of memory (K/V rows)");
     for (int32_t l = 0; l < nl; l++) {
-        p->q[l] = malloc(q_elems[l] * qsz);
+        p->q[l] = fill ? malloc(q_elems[l] * qsz) : calloc(q_elems[l], qsz);
         if (!p->q[l]) return fail(p, errbuf, errlen, "out of memory (query)");
-        values_fill(p->q[l], q_elems[l], D, c->q_dtype, &c->values[CASE_T_Q],
-                    stream_state(c->seed, (uint64_t)STREAM_Q0 + (uint64_t)l));
+        if (fill)
+            values_fill(p->q[l], q_elems[l], D, c->q_dtype, &c->values[CASE_T_Q],
+                        stream_state(c->seed, (uint64_t)STREAM_Q0 + (uint64_t)l));
     }
     p->materialized = 1;
     p->unmaterialized_reason = NULL;
@@ -368,5 +370,10 @@ int problem_init(problem *p, const case_spec *c, size_t max_bytes, char *errbuf,
 int problem_init_descriptions(problem *p, const case_spec *c, size_t max_bytes, char *errbuf,
                               size_t errlen) {
     return init(p, c, max_bytes, 0, errbuf, errlen);
+}
+
+int problem_init_zeros(problem *p, const case_spec *c, size_t max_bytes, char *errbuf,
+                       size_t errlen) {
+    return init(p, c, max_bytes, 2, errbuf, errlen);
 }
 

@@ -49,6 +49,10 @@ int problem_init(problem *p, const case_spec *c, size_t max_bytes, char *errbuf,
  * cost (the fast plan-only oracles use it). */
 int problem_init_descriptions(problem *p, const case_spec *c, size_t max_bytes, char *errbuf,
                               size_t errlen);
+/* Every buffer of problem_init, all zeros: for callers that judge
+ * statuses, not numbers (fuzz_api), the value generator's time saved. */
+int problem_init_zeros(problem *p, const case_spec *c, size_t max_bytes, char *errbuf,
+                       size_t errlen);
 void problem_free(problem *p);   /* safe on a zeroed or failed problem */
 
 

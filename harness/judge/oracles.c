@@ -26,10 +26,12 @@
 
 /* ----------------------------------------------------------------- names */
 
-static const char *const k_oracle_names[ORACLE_COUNT] = {
+static const char *const k_oracle_names[] = {
     "none", "scratch-bounds", "sizing", "mixed-heads", "differential", "invariance", "bad-input",
-    "input-bounds", "engine-check", "hang",
+    "input-bounds", "engine-check", "hang", "cache-write",
 };
+_Static_assert(sizeof k_oracle_names / sizeof k_oracle_names[0] == ORACLE_COUNT,
+               "one name per oracle_id");
 
 const char *oracle_name(oracle_id id) {
     if ((unsigned)id >= ORACLE_COUNT) return "?";

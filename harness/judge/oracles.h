@@ -28,6 +28,8 @@ typedef enum oracle_id {
                                 time (AG_INTERNAL from run), a bug it caught itself */
     ORACLE_HANG,             /* "hang": a run did not finish within the bound for its size
                                 (fired by the watchdog, judge/schedule.c) */
+    ORACLE_CACHE_WRITE,      /* "cache-write": a cache writer stored other bits than the
+                                row's conversion, or touched a slot it was not given */
     ORACLE_COUNT
 } oracle_id;
 
