@@ -100,7 +100,7 @@ ENGINE_TESTBIN := $(B)/tests/engine_tests
 HARNESS_TESTBIN := $(B)/tests/harness_tests
 TESTBINS := $(ENGINE_TESTBIN) $(HARNESS_TESTBIN)
 
-.PHONY: all test clean deps check-clang test-suites test-engine test-harness test-cases test-debug \
+.PHONY: all test clean deps check-clang test-suites test-asan test-engine test-harness test-cases test-debug \
         test-debug-run
 .DEFAULT_GOAL := all
 
@@ -184,6 +184,9 @@ CRITERION_ARGS = --jobs $(CRITERION_JOBS) --short-filename \
     $(if $(STEP_XML),--verbose --xml='$(STEP_XML)')
 
 test-suites: test-engine test-harness
+# The suites again under ASan+UBSan, in their own build directory.
+test-asan:
+	@$(MAKE) --no-print-directory -j$(NPROC) SANITIZER=address,undefined test-suites
 test-engine: $(ENGINE_TESTBIN)
 	$(TEST_ENV) $(ENGINE_TESTBIN) $(CRITERION_ARGS)
 test-harness: $(HARNESS_TESTBIN)
@@ -216,6 +219,7 @@ check-clang:
 # each, one verdict; JUNIT=<file> as for make test.
 CI_STEPS = 'test=$(MAKE) --no-print-directory test $(if $(JUNIT),JUNIT="$$STEP_XML")' \
     'check-clang=$(MAKE) --no-print-directory -j$(NPROC) check-clang' \
+    'test-asan=$(MAKE) --no-print-directory test-asan' \
     'cfl-test=$(MAKE) --no-print-directory cfl-test' \
     'mutants-quick=$(MAKE) --no-print-directory -j$(NPROC) mutants-quick' \
     'test-peer=$(MAKE) --no-print-directory test-peer' \

@@ -14,7 +14,6 @@
  */
 #include "internal.h"
 
-#include <stdio.h>
 #include <string.h>
 
 size_t attn__footprint(attn_region_kind kind, int32_t group_size, int32_t head_dim,
@@ -103,6 +102,21 @@ static size_t region_bytes(const attn_plan *p, const attn_region *r, int32_t gro
                            rd->num_pieces, p->kv_dtype, ov);
 }
 
+/* "<tag><ix>.<kind>" into dst (cap bytes, truncated like snprintf): a
+ * plan names every region, thousands of them for a long batch, and
+ * snprintf was a tenth of building such a plan. */
+static void region_name(char *dst, size_t cap, char tag, size_t ix, const char *kind) {
+    char digits[24];
+    size_t nd = 0;
+    do digits[nd++] = (char)('0' + ix % 10); while ((ix /= 10) != 0);
+    size_t o = 0;
+    if (o + 1 < cap) dst[o++] = tag;
+    while (nd && o + 1 < cap) dst[o++] = digits[--nd];
+    if (o + 1 < cap) dst[o++] = '.';
+    while (*kind && o + 1 < cap) dst[o++] = *kind++;
+    dst[o] = '\0';
+}
+
 attn_status attn__layout_build(attn_plan *p, attn_error *err) {
     size_t n_thread = (size_t)p->num_threads * ATTN__THREAD_REGIONS;
     size_t n = n_thread + p->num_reds * 4;
@@ -119,7 +133,7 @@ attn_status attn__layout_build(attn_plan *p, attn_error *err) {
             r->kind = (attn_region_kind)(ATTN_REGION_Q + k);
             r->owner_kind = ATTN_OWNER_THREAD;
             r->owner = t;
-            snprintf(r->name, sizeof r->name, "t%d.%s", (int)t, k_kind_name[r->kind]);
+            region_name(r->name, sizeof r->name, 't', (size_t)t, k_kind_name[r->kind]);
         }
     for (size_t i = 0; i < p->num_reds; i++) {
         attn_reduction *rd = &p->reds[i];
@@ -129,7 +143,7 @@ attn_status attn__layout_build(attn_plan *p, attn_error *err) {
             r->kind = (attn_region_kind)(ATTN_REGION_FLAGS + k);
             r->owner_kind = ATTN_OWNER_REDUCTION;
             r->owner = (int32_t)i;
-            snprintf(r->name, sizeof r->name, "r%zu.%s", i, k_kind_name[r->kind]);
+            region_name(r->name, sizeof r->name, 'r', i, k_kind_name[r->kind]);
         }
         rd->region_flags = (int32_t)(n_thread + i * 4);
         rd->region_partial = rd->region_flags + 1;

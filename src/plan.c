@@ -118,30 +118,54 @@ static int cmp_cost_desc(const void *a, const void *b) {
     return x->ix < y->ix ? -1 : x->ix > y->ix;
 }
 
+/* Thread heap order: less load first, then the lower thread. */
+static int heap_before(const uint64_t *load, int32_t a, int32_t b) {
+    return load[a] < load[b] || (load[a] == load[b] && a < b);
+}
+
+/* Restores the heap below position i (heap[] holds thread numbers). */
+static void heap_down(int32_t *heap, int32_t n, const uint64_t *load, int32_t i) {
+    for (;;) {
+        int32_t m = i;
+        const int32_t l = 2 * i + 1, r = l + 1;
+        if (l < n && heap_before(load, heap[l], heap[m])) m = l;
+        if (r < n && heap_before(load, heap[r], heap[m])) m = r;
+        if (m == i) return;
+        const int32_t t = heap[i];
+        heap[i] = heap[m];
+        heap[m] = t;
+        i = m;
+    }
+}
+
 /* Longest-processing-time-first onto the least-loaded thread; ties go to
  * the lowest thread so the partition is a pure function of the batch.
- * Writes owner[i] for n units of cost[i]. */
+ * Writes owner[i] for n units of cost[i].  The threads sit in a min-heap
+ * on (load, thread): the same choice as scanning them all, in log time. */
 static attn_status lpt(const attn_allocator *al, size_t n, const uint64_t *cost, int32_t threads,
                        int32_t *owner) {
     cost_ix *ord = attn__alloc_array(al, n, sizeof *ord);
     uint64_t *load = attn__alloc_array(al, (size_t)threads, sizeof *load);
-    if (!ord || !load) {
+    int32_t *heap = attn__alloc_array(al, (size_t)threads, sizeof *heap);
+    if (!ord || !load || !heap) {
         attn__free(al, ord);
         attn__free(al, load);
+        attn__free(al, heap);
         return ATTN_E_NO_MEMORY;
     }
     for (size_t i = 0; i < n; i++) ord[i] = (cost_ix){cost[i], (int32_t)i};
     qsort(ord, n, sizeof *ord, cmp_cost_desc);
     memset(load, 0, (size_t)threads * sizeof *load);
+    for (int32_t t = 0; t < threads; t++) heap[t] = t;   /* all zero: already a heap */
     for (size_t i = 0; i < n; i++) {
-        int32_t best = 0;
-        for (int32_t t = 1; t < threads; t++)
-            if (load[t] < load[best]) best = t;
+        const int32_t best = heap[0];
         owner[ord[i].ix] = best;
         load[best] += ord[i].cost;
+        heap_down(heap, threads, load, 0);
     }
     attn__free(al, ord);
     attn__free(al, load);
+    attn__free(al, heap);
     return ATTN_OK;
 }
 
