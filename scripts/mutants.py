@@ -43,6 +43,38 @@ def read_bugs():
 
 BUGS = read_bugs()
 
+
+def kernel_table_of(bug):
+    """The kernel table a bug's file belongs to ('avx512' for
+    src/kernels/avx512_inl.h), or None for a file outside the kernels: the
+    tables are the src/kernels/table_<name>.c files, and a kernel file
+    belongs to the longest table name its own name starts with."""
+    where = BUGS[bug][1]
+    if not where.startswith("src/kernels/"):
+        return None
+    tables = [f[len("table_"):-2] for f in os.listdir(os.path.join(ROOT, "src", "kernels"))
+              if f.startswith("table_") and f.endswith(".c")]
+    base = os.path.basename(where)
+    fits = [t for t in tables if base.startswith(t)]
+    return max(fits, key=len) if fits else None
+
+
+def tables_here():
+    """The kernel tables attnguard's engine offers on this CPU (its isa=
+    option words, as `attnguard engines` lists them)."""
+    out = subprocess.run([fuzzkit.cli_path(), "engines"], capture_output=True, text=True)
+    block = out.stdout.split("\nggml")[0]
+    return sorted(set(re.findall(r"isa=(\w+)", block)))
+
+
+def not_here(bug, here):
+    """Why a bug cannot run on this CPU (its kernel table is not among
+    those the engine offers here), or None."""
+    t = kernel_table_of(bug)
+    if t is None or any(h.startswith(t) for h in here):
+        return None
+    return f"needs the {t} kernels; this CPU offers {', '.join(here)}"
+
 print_lock = threading.Lock()
 
 
@@ -136,13 +168,14 @@ def summarize(runs, bug):
     }
 
 
-def write_reports(out, args, runs, summaries, normal, elapsed, command):
+def write_reports(out, args, runs, summaries, normal, elapsed, command, unreachable):
     os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
     doc = {
         "command": command, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         "seeds": args.seeds, "cap_s": args.time, "modes": args.modes,
         "targets": args.targets, "elapsed_s": round(elapsed, 1),
         "bugs": summaries, "normal": normal, "runs": runs,
+        "not_measured": unreachable,
     }
     with open(out + ".json", "w") as f:
         json.dump(doc, f, indent=2)
@@ -172,6 +205,9 @@ def write_reports(out, args, runs, summaries, normal, elapsed, command):
             f"{s['max_s']} | " + " | ".join(cells)
             + f" | {s['first_input']['corpus']} / {s['first_input']['new']}"
             + f" | {', '.join(s['oracles'])} |")
+    for b, why in sorted(unreachable.items()):
+        lines.append(f"| `{b}` | {BUGS[b][2]} | not measured here: {why} | | |"
+                     + " |" * len(args.modes) + " | |")
     if normal:
         lines += ["", f"Normal build: {normal['detected']} findings in {normal['runs']} runs "
                   "(every finding here would be a false alarm)."]
@@ -217,6 +253,15 @@ def main():
     workroot = os.path.join(ROOT, "build", "mutants-runs")
     t_start = time.time()
 
+    # A bug in a kernel table this CPU cannot run is reported as such, not
+    # fuzzed: no input can reach it here, and a miss would say nothing.
+    here = tables_here() if engine == "attnguard" else []
+    unreachable = {b: not_here(b, here) for b in args.bugs} if here else {}
+    unreachable = {b: why for b, why in unreachable.items() if why}
+    for b, why in unreachable.items():
+        log(f"mutants: {b}: not measured on this machine ({why})")
+    args.bugs = [b for b in args.bugs if b not in unreachable]
+
     plan = []
     for bug in args.bugs:
         for target in args.targets:
@@ -242,7 +287,7 @@ def main():
     summaries = [summarize(runs, b) for b in args.bugs]
     normal = summarize(runs, "normal") if normal_plan else None
     elapsed = time.time() - t_start
-    write_reports(args.out, args, runs, summaries, normal, elapsed, command)
+    write_reports(args.out, args, runs, summaries, normal, elapsed, command, unreachable)
 
     # The gate: every run from the shipped corpus catches its bug.  Runs
     # from an empty corpus measure what the fuzzer finds on its own; their
