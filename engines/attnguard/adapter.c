@@ -41,7 +41,7 @@ typedef struct grp {
 typedef struct plan {
     const grp *g;
     attn_plan *p;
-    char paths[4][40];                  /* paths(), filled on first use */
+    char paths[5][40];                  /* paths(), filled on first use */
     int n_paths;
     ag_region *regions;
     size_t num_regions;
@@ -525,19 +525,51 @@ static ag_status op_run(void *pp, int32_t layer, const ag_run_args *a, ag_msg *m
     return from_attn(st, &err, msg);
 }
 
-/* The table and cache type the kernels run, whether decode rows run as
- * head runs, whether split pieces are merged, and the tuning profile. */
+/* Every path op_paths can name on this machine: each table offered here
+ * with each cache type, both tuning profiles, split merges; decode runs
+ * and bf16 rounding only where a table that has them is offered (the
+ * AVX-512 tables' tile_heads, the avx512bf16 table's bf16 dot products). */
+static int all_paths(const char **names, int cap) {
+    static char tab[8 * ATTN_DTYPE_COUNT + 8][40];
+    static int n;
+    if (!n) {
+        const char *isas[8];
+        const int k = attn_isa_available(isas, 8);
+        int avx512 = 0, bf16 = 0;
+        for (int i = 0; i < k && i < 8; i++) {
+            for (int d = 0; d < ATTN_DTYPE_COUNT; d++)
+                snprintf(tab[n++], sizeof tab[0], "%s/%s", isas[i],
+                         attn_dtype_name((attn_dtype)d));
+            avx512 |= strncmp(isas[i], "avx512", 6) == 0;
+            bf16 |= strcmp(isas[i], "avx512bf16") == 0;
+        }
+        snprintf(tab[n++], sizeof tab[0], "tune=amd");
+        snprintf(tab[n++], sizeof tab[0], "tune=intel");
+        snprintf(tab[n++], sizeof tab[0], "split-merge");
+        if (avx512) snprintf(tab[n++], sizeof tab[0], "decode-runs");
+        if (bf16) snprintf(tab[n++], sizeof tab[0], "bf16-rounding");
+    }
+    for (int i = 0; names && i < n && i < cap; i++) names[i] = tab[i];
+    return n;
+}
+
+/* The table and cache type the kernels run, the tuning profile, whether
+ * the builder rounds to bf16, whether decode rows run as head runs and
+ * whether split pieces are merged.  plan NULL: all_paths. */
 static int op_paths(void *pp, const char **names, int cap) {
     plan *p = pp;
+    if (!p) return all_paths(names, cap);
     if (!p->n_paths) {
         attn_builder_info bi;
         attn_plan_info pi;
         if (attn_builder_get_info(p->g->b, &bi, NULL) != ATTN_OK ||
             attn_plan_get_info(p->p, &pi, NULL) != ATTN_OK)
             return 0;
-        snprintf(p->paths[p->n_paths++], sizeof p->paths[0], "%s/%s%s", bi.isa,
-                 attn_dtype_name(bi.kv_dtype), bi.bf16_rounding ? "/bf16-rounding" : "");
+        snprintf(p->paths[p->n_paths++], sizeof p->paths[0], "%s/%s", bi.isa,
+                 attn_dtype_name(bi.kv_dtype));
         snprintf(p->paths[p->n_paths++], sizeof p->paths[0], "tune=%s", bi.tune);
+        if (bi.bf16_rounding)
+            snprintf(p->paths[p->n_paths++], sizeof p->paths[0], "bf16-rounding");
         if (pi.head_run > 1) snprintf(p->paths[p->n_paths++], sizeof p->paths[0], "decode-runs");
         if (pi.num_reductions)
             snprintf(p->paths[p->n_paths++], sizeof p->paths[0], "split-merge");

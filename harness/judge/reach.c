@@ -92,6 +92,10 @@ static void seed_rows(const engine_host *E) {
     }
     for (int i = 0; E && i < E->n_variants; i++)
         add("variant", E->variants[i].options[0] ? E->variants[i].options : "default", 0);
+    /* the code paths the engine can take here, by its own names */
+    const char *names[64];
+    const int n = E && E->e->paths ? E->e->paths(NULL, names, 64) : 0;
+    for (int i = 0; i < n && i < 64; i++) add("path", names[i], 0);
 }
 
 static int fp8(ag_dtype d) { return d == AG_FP8_E4M3 || d == AG_FP8_E5M2; }

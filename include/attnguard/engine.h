@@ -398,8 +398,10 @@ typedef struct ag_engine {
     /* Optional: the engine's own names of the code paths this plan's runs
      * take ("avx2/bf16", "decode-runs", "split-merge", "one_chunk", ...),
      * at most cap written, the count returned; strings static or owned by
-     * the plan.  The harness counts them in its reach table: a path no
-     * fuzzing reaches is a blind spot it can name. */
+     * the plan.  plan NULL: every path the engine can take on this machine
+     * (static strings).  The harness counts them in its reach table, the
+     * full list entered at zero: a path no fuzzing reaches is a blind spot
+     * it can name. */
     int (*paths)(void *plan, const char **names, int cap);
 } ag_engine;
 

@@ -174,6 +174,18 @@ ParameterizedTest(int *index, engines, abi_contract) {
     int32_t bt_ok[2] = {0, 1};
     b.block_table = bt_ok;
     cr_assert_eq(e->plan(grp, &b, &po, &plan, &info, &m), AG_OK, "%s", m.text);
+    /* the paths a plan names are among those the engine lists for this
+     * machine (the reach table's rows) */
+    if (e->paths) {
+        const char *all[64], *mine[16];
+        const int na = e->paths(NULL, all, 64), nm = e->paths(plan, mine, 16);
+        cr_assert(na > 0 && na <= 64 && nm > 0, "%s: paths %d / %d", *name, na, nm);
+        for (int i = 0; i < nm; i++) {
+            int found = 0;
+            for (int j = 0; j < na; j++) found |= strcmp(mine[i], all[j]) == 0;
+            cr_assert(found, "%s: the plan's path '%s' is not in paths(NULL)", *name, mine[i]);
+        }
+    }
     if (info.scratch_bytes > 0) {
         float q[8 * 32], out[8 * 32];
         memset(q, 0, sizeof q);
