@@ -231,6 +231,14 @@ static void edit_layer_terms(case_spec *c, uint64_t *rng, int invalid) {
         L->scale = invalid ? (CHANCE(rng, 2) ? INFINITY : -0.5f)
                    : CHANCE(rng, 3) ? 0.0f
                                     : PICK(rng, k_scales);
+        /* a huge scale over keys small enough to cancel it: q x scale
+         * takes the engine's large-q path (above 2^32) while the logits
+         * stay near 1, where a wrong power of two shows in the softmax
+         * (with ordinary keys they saturate it and hide one) */
+        if (!invalid && L->scale > 0x1p32f && CHANCE(rng, 2)) {
+            c->values[CASE_T_K].dist = CASE_DIST_UNIFORM;
+            c->values[CASE_T_K].amp = 2.0f / L->scale;
+        }
         break;
     case 2:
         L->alibi = (uint8_t)rng_below(rng, CASE_SRC_COUNT);
