@@ -8,6 +8,9 @@
 #                                 on any finding
 #   make fuzz INJECT=<bug>        the same on the mutant build (harness check)
 #   make fuzz ENGINE=<name>       the targets drive that engine (ATTNGUARD_ENGINE)
+#   make fuzz FUZZ_FROM=empty     from nothing: no shipped corpus, a fresh session
+#                                 (build/fuzz-session-empty/): what the fuzzer finds
+#                                 and reaches on its own (docs/fuzzing.md)
 #   make corpus-merge             fold build/fuzz-session/corpus/<target>/ into
 #                                 corpus/<target>/ (libFuzzer -merge=1)
 #   make repro FILE=<crash> [TARGET=fuzz_plan] [MINIMIZE=1]
@@ -16,18 +19,20 @@
 # Knobs: FUZZ_TIME (s, default 60), FUZZ_TARGETS (default: all, mk/fuzz.mk's
 # FUZZ_ALL), FUZZ_SEED (libFuzzer -seed; empty = random), FUZZ_JOBS (targets
 # at a time, default 2), FUZZ_WEIGHTS (time shares, default fuzz_attention=2,
-# others 1; the nightly job uses the same), ENGINE.  The per-target limits
+# others 1; the nightly job uses the same), ENGINE, FUZZ_FROM (empty or
+# unset).  The per-target limits
 # (timeout, rss_limit_mb, max_len) are those of fuzz/<target>.options.
 FUZZ_TIME ?= 60
 FUZZ_TARGETS ?= $(FUZZ_ALL)
 FUZZ_SEED ?=
 FUZZ_JOBS ?= 2
 FUZZ_WEIGHTS ?= fuzz_attention=2
+FUZZ_FROM ?=
 ENGINE ?=
 
 # A mutant's or another engine's session never mixes with the normal one
 # (make report reads build/fuzz-session/summary.json as the normal build's).
-FUZZ_SESSION := build/fuzz-session$(if $(INJECT),-inject-$(INJECT))$(if $(ENGINE),-engine-$(ENGINE))
+FUZZ_SESSION := build/fuzz-session$(if $(INJECT),-inject-$(INJECT))$(if $(ENGINE),-engine-$(ENGINE))$(if $(filter empty,$(FUZZ_FROM)),-empty)
 FUZZKIT := ATTNGUARD_CLI='$(CLI)' python3 scripts/fuzzkit.py
 
 ifneq ($(filter corpus-merge,$(MAKECMDGOALS)),)
@@ -41,7 +46,7 @@ fuzz: fuzz-build $(CLI)
 	@$(FUZZKIT) run --targets '$(strip $(FUZZ_TARGETS))' --time '$(FUZZ_TIME)' \
 	    --jobs '$(FUZZ_JOBS)' --weights '$(FUZZ_WEIGHTS)' $(if $(FUZZ_SEED),--seed '$(FUZZ_SEED)') \
 	    --bin-dir '$(FZ_OUT)' --root '$(FUZZ_SESSION)' $(if $(INJECT),--inject '$(INJECT)') \
-	    $(if $(ENGINE),--engine '$(ENGINE)')
+	    $(if $(ENGINE),--engine '$(ENGINE)') $(if $(filter empty,$(FUZZ_FROM)),--empty)
 
 corpus-merge: fuzz-build $(CLI)
 	@$(FUZZKIT) merge --targets '$(strip $(FUZZ_TARGETS))' --bin-dir '$(FZ_OUT)' \

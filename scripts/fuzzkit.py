@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -325,8 +326,11 @@ def cmd_run(a):
                 os.unlink(old)
             except OSError:
                 pass
+        if a.empty:   # from nothing: no shipped corpus, no earlier session's inputs
+            shutil.rmtree(os.path.join(a.root, "corpus", t), ignore_errors=True)
     os.makedirs(os.path.join(a.root, "reach"), exist_ok=True)
-    what = (f" (mutant {a.inject})" if a.inject else "") + (f", engine {a.engine}" if a.engine else "")
+    what = (f" (mutant {a.inject})" if a.inject else "") + (f", engine {a.engine}" if a.engine else "") \
+        + (", from an empty corpus" if a.empty else "")
     print(f"fuzz: {a.time}s on {len(plan)} lane(s) from {a.bin_dir}{what}, seed "
           f"{a.seed if a.seed is not None else 'random'}" + (f", -fork={a.fork}" if a.fork else ""))
     for i, lane in enumerate(plan):
@@ -344,7 +348,8 @@ def cmd_run(a):
         for i, (t, share) in enumerate(lane):
             rest = sum(s for _, s in lane[i:])
             secs = max(1, round((end - time.time()) * share / rest))
-            seeds = [os.path.join(ROOT, "corpus", t)] + [os.path.join(s, t) for s in a.seeds]
+            seeds = ([] if a.empty else [os.path.join(ROOT, "corpus", t)]) + \
+                [os.path.join(s, t) for s in a.seeds]
             r = fuzz_run(a.bin_dir, t, a.root, secs, seed=a.seed, seeds=seeds, fork=a.fork,
                          keep_going=a.keep_going, engine=a.engine)
             with lock:
@@ -514,6 +519,8 @@ def main():
     r.add_argument("--root", default=os.path.join(ROOT, "build", "fuzz-session"))
     r.add_argument("--seeds", action="append", default=[], help="extra read-only ROOT/<target>/")
     r.add_argument("--inject", default="", help="the mutant the binaries carry (for the record)")
+    r.add_argument("--empty", action="store_true",
+                   help="start from nothing: no shipped corpus, the session's corpus emptied")
     m = sub.add_parser("merge", parents=[common])
     m.add_argument("--into", required=True, help="ROOT whose <target>/ folders receive inputs")
     m.add_argument("--from", required=True, action="append", help="ROOT with <target>/ folders")
