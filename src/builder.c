@@ -187,7 +187,7 @@ attn_status attn_builder_create(const attn_group_desc *g, attn_builder **out, at
 
     /* Resolve the head count from the layers, never from the model: the
      * scratchpad is sized from it, and the kernels run with each layer's
-     * own count (DESIGN §1). */
+     * own count (docs/design.md §3). */
     int32_t heads;
     if (g->num_layers == 0) {
         if (g->model_num_heads <= 0 || g->model_num_heads > ATTN_MAX_HEADS)

@@ -200,7 +200,7 @@ static void item_args(const run_ctx *c, int32_t thread, const attn_work_item *it
         .g = c->g,
         .head_dim = D,
         .q = q,
-        /* DESIGN §2: a causal request's token i at seq_len - q_len + i, a
+        /* docs/design.md §2: a causal request's token i at seq_len - q_len + i, a
          * non-causal one's at i */
 #ifndef ATTN_INJECT_causal_offset
         .pos0 = (causal ? seq - q_len : 0) + it->tok0,

@@ -182,7 +182,7 @@ int32_t attn__q_tile(const attn_builder *b);
 int32_t attn__request_pieces(const attn_builder *b, const attn_batch *bt,
                              const attn_plan_opts *o, uint64_t total_cost, int32_t r);
 /* Union [lo, hi) of the keys the rows of tokens [t0, t1) of a request may
- * see under window w (the group's; DESIGN §2, mask.h).  Visibility of
+ * see under window w (the group's; docs/design.md §2, mask.h).  Visibility of
  * every row is an interval holding its own position, so the union over
  * consecutive rows is one too, and never empty. */
 void attn__kv_range(int32_t seq_len, int32_t q_len, int32_t t0, int32_t t1, int32_t causal,

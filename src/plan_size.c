@@ -24,7 +24,7 @@ void attn__kv_range(int32_t seq_len, int32_t q_len, int32_t t0, int32_t t1, int3
                     const attn__window *w, int32_t *lo, int32_t *hi) {
     int32_t left, right;
     attn__window_pair(w->window, w->pair, w->left, w->right, causal, &left, &right);
-    /* positions of tokens t0 and t1 - 1 (DESIGN §2) */
+    /* positions of tokens t0 and t1 - 1 (docs/design.md §2) */
     const int64_t base = causal ? (int64_t)seq_len - q_len : 0;
     const int64_t pa = base + t0, pb = base + t1 - 1;
     int64_t l = 0, h = seq_len;

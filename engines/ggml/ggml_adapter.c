@@ -10,7 +10,7 @@
  * n_kv cells of K and V, permuted to ggml's [D][rows][heads]; an f16 mask
  * [T rows][n_kv] holds 0 where query row t may see cell c (the cell holds
  * key k of t's request: within its block table, k < seq_len, the causal or
- * window rule of DESIGN §2) and -inf elsewhere, or k - p for ALiBi layers
+ * window rule of docs/design.md §2) and -inf elsewhere, or k - p for ALiBi layers
  * (ggml multiplies the mask by the head's slope).  GQA is ggml's own
  * broadcast, soft cap and scale are op parameters, sinks an extra source.
  * ggml plans a work buffer per graph (ggml_graph_plan): it is the scratch;

@@ -46,7 +46,7 @@ ag_status ggc_write_kv(void *grp, void *k_cache, void *v_cache, int32_t num_bloc
 }
 
 /* Mask class c: row t of request r, query position p, sees key k in cell
- * bt[k / bs] * bs + k % bs when the rules of DESIGN §2 allow. */
+ * bt[k / bs] * bs + k % bs when the rules of docs/design.md §2 allow. */
 void ggc_fill_mask(const gg_plan *P, const ag_batch *b, int c, ggml_fp16_t *m) {
     const gg_group *g = P->g;
     const gg_mask_class *C = &g->cls[c];

@@ -108,7 +108,7 @@ static void unstage_out(const og_ctx *x) {
     }
 }
 
-/* The visibility of DESIGN §2 for causal rows: key t is seen from query
+/* The visibility of docs/design.md §2 for causal rows: key t is seen from query
  * row s (position p = seq_len - q_len + s) when t <= p and, with a window
  * of w keys, t > p - w.  Padding rows see key 0 alone, so no row is all
  * masked. */

@@ -598,7 +598,7 @@ static int do_minimize(const char *bin, const repro_flags *fl, const repro_opts 
         fprintf(stderr, "attnguard repro: temporary path too long\n");
         return 2;
     }
-    /* DESIGN §6: dedup_token_length=3 keeps libFuzzer on the same crash for
+    /* (docs/fuzzing.md, "Minimising") dedup_token_length=3 keeps libFuzzer on the same crash for
      * sanitizer reports.  An oracle's abort has the same top frames whatever
      * the oracle, so if the oracle changed on the way, retry with ASan
      * handling the abort and a token deep enough to hold the oracle's own

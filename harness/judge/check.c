@@ -629,7 +629,7 @@ static void plan_paths(const engine_host *E, void *plan, const ag_plan_info *inf
         snprintf(rep->paths[i], sizeof rep->paths[i], "%s", names[i] ? names[i] : "?");
 }
 
-/* The window pair every layer shares, else (-1, -1) (DESIGN §3). */
+/* The window pair every layer shares, else (-1, -1) (docs/design.md §3). */
 static void group_window(const problem *p, int32_t *left, int32_t *right) {
     *left = *right = -1;
     for (int32_t l = 0; l < p->group.num_layers; l++)

@@ -1,5 +1,5 @@
 /*
- * oracles.c — the oracles of DESIGN §4 as functions over what one engine
+ * oracles.c — the oracles of docs/design.md §5 as functions over what one engine
  * said and wrote: bad input and the mixed-heads refusal (judged by the
  * defect model in defects.c), sizing (the plan's region table and each
  * layer's needs, without kernels), the differential comparison with the

@@ -1,6 +1,6 @@
 /*
  * oracles.h — the six oracles that decide whether the engine behaved on a
- * case (DESIGN §4), and how a finding is reported: every oracle fires from
+ * case (docs/design.md §5), and how a finding is reported: every oracle fires from
  * its own non-inlined function, so crash deduplication by top frames tells
  * them apart, after printing one line
  *     attnguard: ORACLE <name>: <detail>

@@ -1,5 +1,5 @@
 /*
- * ref.c — the naive reference of DESIGN §2: straight loops in double
+ * ref.c — the naive reference of docs/design.md §2: straight loops in double
  * precision.
  *
  * Owns: the definition of visibility as the harness reads it (positions

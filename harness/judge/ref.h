@@ -1,5 +1,5 @@
 /*
- * ref.h — the naive reference: DESIGN §2 in double precision, straight
+ * ref.h — the naive reference: docs/design.md §2 in double precision, straight
  * loops, gathering K/V through the block table, and the interval each
  * output element may take under an engine's declared rounding.  Shares
  * no code with src/ (it uses only ag_dtype of the adapter ABI).

@@ -44,8 +44,8 @@ __attribute__((noreturn))
 void attn__assert_fail(const char *expr, const char *file, int line);
 
 /* One work item's attention over the key range [k0, k1): updates the
- * online-softmax state (acc, m, l) of every row.  Visibility per row (DESIGN
- * §2, mask.h), with p = pos0 + t: 0 <= k < seq_len, causal rows k <= p,
+ * online-softmax state (acc, m, l) of every row.  Visibility per row
+ * (docs/design.md §2, mask.h), with p = pos0 + t: 0 <= k < seq_len, causal rows k <= p,
  * and k >= p - window_left, k <= p + window_right for the bounds that are
  * not -1.
  * Keys of [k0, k1) not visible to a row are masked (contribute nothing);

@@ -1,5 +1,5 @@
 /*
- * mask.h — the visibility rule of DESIGN §2 as inline functions, shared
+ * mask.h — the visibility rule of docs/design.md §2 as inline functions, shared
  * by every kernel twin (portable and SIMD) and by the plan and executor
  * (which resolve each layer's window into a (left, right) pair here), so
  * that the rule lives in exactly one place and an injected masking bug
@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 /* A layer's window as the (left, right) pair a request of the given
- * causality sees (DESIGN §2, vLLM's sliding_window_left/right): key k is
+ * causality sees (docs/design.md §2, vLLM's sliding_window_left/right): key k is
  * visible to position p when k >= p - left (left -1: unbounded) and
  * k <= p + right (right -1: unbounded), and causal rows only k <= p.  The
  * single window W (pair = 0; -1: none) is shorthand for (W - 1, 0) on a
