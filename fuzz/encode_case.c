@@ -9,7 +9,7 @@
  *     encode_case -d IN.bin           fuzz bytes -> text on stdout
  *
  * Used by `make corpus` (mk/fuzz.mk) and by people reading a crash file.
- * Owns nothing else; the byte grammar lives in harness/case_bytes.c.
+ * Owns nothing else; the byte grammar lives in harness/case/case_bytes.c.
  */
 #include "../harness/case/case.h"
 #include "../harness/case/case_bytes.h"

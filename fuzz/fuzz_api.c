@@ -1,9 +1,9 @@
 /*
  * fuzz_api.c — malformed use of the public API (bad-input oracle).
  *
- * Input: [op] [arg] [n_lo] [n_hi] then the case bytes (harness/case_bytes.c).
- * The case gives a group, a batch and tensors (harness/problem.c, in the
- * engine's own view: engines/attnguard/fixture.c); `op` picks what to
+ * Input: [op] [arg] [n_lo] [n_hi] then the case bytes (harness/case/case_bytes.c).
+ * The case gives a group, a batch and tensors (harness/case/problem.c, in the
+ * engine's own view: tests/fixture.c); `op` picks what to
  * break, the top bits of n where in an array:
  *   0  allocation failure at the N-th allocation (N from n_lo/n_hi) through
  *      attn_group_desc.allocator: every stage returns its unfailed status or

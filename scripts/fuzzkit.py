@@ -13,7 +13,7 @@ Owns: the command line of a libFuzzer run (the target's flags come from
 after them), its environment (sanitizer options, ATTNGUARD_ENGINE), the
 watchdog, reading libFuzzer's statistics, scheduling targets over the cores,
 the progress lines and the summary (text and <root>/summary.json).  It does
-not classify crashes itself: `attnguard classify` (harness/repro_verdict.c,
+not classify crashes itself: `attnguard classify` (harness/cli/repro_verdict.c,
 the classifier behind `attnguard repro`) names every finding.  It builds
 nothing and writes only under --root (and --into for merge).
 

@@ -12,7 +12,7 @@
  * combinations are enumerated deterministically so that every value of
  * every axis meets every ISA, without the full cartesian product.
  *
- * Tolerance: cmp_tolerance (harness/compare.c) for every ISA.  No table
+ * Tolerance: cmp_tolerance (harness/judge/compare.c) for every ISA.  No table
  * rounds an intermediate coarser than fp32: the avx512bf16 table feeds
  * VDPBF16PS with Q split into two bf16 terms (|error| <= 2^-16 |q|, so
  * the logit error is ~2^-8 of a bf16 rounding's, ~2.5e-6 rms for these

@@ -1,6 +1,6 @@
 /*
  * test_kernels.c — the engine's output against the double-precision
- * reference (harness/ref.c), through the public API only (builder, build,
+ * reference (harness/judge/ref.c), through the public API only (builder, build,
  * run), with inputs materialized by problem_init and judged by
  * cmp_compare / cmp_tolerance.
  *
@@ -182,7 +182,7 @@ typedef struct run_opts {
 
 /* Whether the builder of the last engine_run rounds to bf16
  * (attn_builder_info.bf16_rounding): the checks below then judge outputs
- * against the bf16-rounding model's ranges (harness/compare.c). */
+ * against the bf16-rounding model's ranges (harness/judge/compare.c). */
 static int g_rounded;
 
 /* Run every layer; outs[l] gets a malloc'd output (caller frees). */
@@ -200,7 +200,7 @@ static void engine_run(problem *p, const run_opts *o, void **outs, const char *t
     /* Redzones between regions and a canary everywhere: after each run every
      * byte outside the plan's regions (gaps, tail, 256 bytes past the total)
      * must still hold the canary (the scratchpad-bounds oracle, done here
-     * without harness/guard.c). */
+     * without harness/judge/guard.c). */
     attn_plan_opts po = {p->c.split, p->c.split_count, SCRATCH_REDZONE};
     if (o && o->use_split) {
         po.split = o->split;

@@ -1,6 +1,6 @@
 /*
- * test_case.c — the text form of a case (harness/case_text.c) and the
- * struct-level helpers (harness/case.c).
+ * test_case.c — the text form of a case (harness/case/case_text.c) and the
+ * struct-level helpers (harness/case/case.c).
  *
  * Covers: every key parses into the field it names and survives parse ->
  * print -> parse; errors name the line, the key and the value; an empty or

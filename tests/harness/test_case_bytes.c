@@ -1,5 +1,5 @@
 /*
- * test_case_bytes.c — the fuzz byte form of a case (harness/case_bytes.c).
+ * test_case_bytes.c — the fuzz byte form of a case (harness/case/case_bytes.c).
  *
  * Covers: every shipped case file (corpus/cases, *.case) survives struct -> text ->
  * struct -> bytes -> struct -> text unchanged; 10k random byte strings

@@ -1,6 +1,6 @@
 /*
- * test_oracles.c — the guard (harness/guard.c) and the oracles
- * (harness/oracles.c).
+ * test_oracles.c — the guard (harness/judge/guard.c) and the oracles
+ * (harness/judge/oracles.c).
  *
  * Covers: a write one byte past a region, a few bytes into the tail gap and
  * into the front redzone is found by the canary scan with the right region,

@@ -1,5 +1,5 @@
 /*
- * test_ref.c — the reference (harness/ref.c) against DESIGN §2, checked by
+ * test_ref.c — the reference (harness/judge/ref.c) against DESIGN §2, checked by
  * hand-made cases and by a brute force written here that shares nothing
  * with ref.c's code path: every key tested against the mask rule as §2
  * words it, K/V fetched element by element through the block table, sums

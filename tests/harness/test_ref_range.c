@@ -1,5 +1,5 @@
 /*
- * test_ref_range.c — the reference's intervals (harness/ref_range.c,
+ * test_ref_range.c — the reference's intervals (harness/judge/ref_range.c,
  * ref_attention_range, cmp_error_model and the interval rule of
  * cmp_compare) on the shipped cases and the range machinery.
  *

@@ -1,8 +1,8 @@
 /*
- * test_values.c — the harness's value generator (harness/values.c): its
+ * test_values.c — the harness's value generator (harness/case/values.c): its
  * rounding into each dtype is exact on representable values and rounds
  * halfway cases to even, checked against the reference's own decoder
- * (harness/ref.c, ref_load) over every code of the narrow types; and each
+ * (harness/judge/ref.c, ref_load) over every code of the narrow types; and each
  * distribution draws what it says.
  */
 #include <criterion/criterion.h>

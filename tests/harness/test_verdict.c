@@ -1,6 +1,6 @@
 /*
- * test_verdict.c — the crash classifier (harness/repro_verdict.c) and the
- * .options reader (harness/repro_options.c) that every fuzz tool relies on.
+ * test_verdict.c — the crash classifier (harness/cli/repro_verdict.c) and the
+ * .options reader (harness/cli/repro_options.c) that every fuzz tool relies on.
  *
  * Covers: each kind of report (oracle line, ASan error with its access
  * line, LeakSanitizer, UBSan with report_error_type, libFuzzer timeout and
@@ -36,8 +36,8 @@ Test(verdict, oracle_line_names_the_finding_over_the_abort) {
         "    #0 0x1 in __sanitizer_print_stack_trace /llvm/asan_stack.cpp:87:3\n"
         "    #1 0x2 in fuzzer::PrintStackTrace() /llvm/FuzzerUtil.cpp:210:5\n"
         "    #2 0x3 in abort (/lib/x86_64-linux-gnu/libc.so.6+0x2653c)\n"
-        "    #3 0x4 in oracle_fire_sizing /w/harness/oracles.c:94:1\n"
-        "    #4 0x5 in check_sizing /w/harness/oracles.c:300:9\n"
+        "    #3 0x4 in oracle_fire_sizing /w/harness/judge/oracles.c:94:1\n"
+        "    #4 0x5 in check_sizing /w/harness/judge/oracles.c:300:9\n"
         "    #5 0x6 in LLVMFuzzerTestOneInput /w/fuzz/fuzz_plan.c:40:5\n"
         "    #6 0x7 in plan_build /w/src/plan.c:12:1\n"
         "    #7 0x8 in builder_go /w/src/builder.c:13:1\n"
