@@ -13,7 +13,8 @@
  *                 blocks, a bitwise rerun), and a larger cost cap: for one
  *                 input in FUZZ_DEEP_EVERY chosen by a hash of its bytes (so
  *                 a finding reproduces from the file alone), and for every
- *                 input that reached coverage no earlier one did.
+ *                 input that reached coverage no earlier one did (up to
+ *                 FUZZ_NOVEL_MACS: the deep cap is the hash's to give).
  *
  * One input in FUZZ_PERTURB_EVERY (by its hash) runs with its threads
  * delayed at the engine's synchronisation points, and every run is
@@ -41,6 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * that `make regress` runs the large shipped shapes through every oracle. */
 #define FUZZ_CHEAP_MACS ((uint64_t)1 << 18)
 #define FUZZ_DEEP_MACS_DEFAULT ((uint64_t)4 << 20)
+#define FUZZ_NOVEL_MACS ((uint64_t)1 << 20)
 #define FUZZ_DEEP_EVERY 8
 #define FUZZ_PERTURB_EVERY 4
 /* K (or V) cache elements above which no kernel runs: a quarter of the
@@ -121,11 +123,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         deep = novelty_new_coverage();
     }
     if (deep) {
-        const int runs = fits(&c, g_deep_macs);
-        const unsigned what =
-            CHECK_PLAN | (runs ? CHECK_RUN | CHECK_EVERY_VARIANT | CHECK_INVARIANCE | perturb : 0);
-        if (check_case_report(&c, what, &f, &rep) != ORACLE_NONE) oracle_fire(&f);
-        reach |= runs ? REACH_RAN | REACH_DEEP : REACH_PLAN_ONLY;
+        /* novelty alone does not lift the cap beyond FUZZ_NOVEL_MACS: early
+         * in a session most inputs are novel, and a costly one would make
+         * every one of them pay the deep tier's ten runs */
+        const int by_hash = g_always_deep || h % FUZZ_DEEP_EVERY == 0;
+        const int runs = fits(&c, by_hash ? g_deep_macs : FUZZ_NOVEL_MACS);
+        /* a novel input too costly to run has had its plan oracles above */
+        if (runs || by_hash) {
+            const unsigned what = CHECK_PLAN | (runs ? CHECK_RUN | CHECK_EVERY_VARIANT |
+                                                           CHECK_INVARIANCE | perturb
+                                                     : 0);
+            if (check_case_report(&c, what, &f, &rep) != ORACLE_NONE) oracle_fire(&f);
+            reach |= runs ? REACH_RAN | REACH_DEEP : REACH_PLAN_ONLY;
+        }
     }
     if (f.skipped[0]) engine_host_count_skip(f.skipped);
     reach_count(&c, &rep, E, reach);

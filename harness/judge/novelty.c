@@ -21,14 +21,9 @@ __attribute__((no_sanitize("address", "undefined"))) int novelty_new_coverage(vo
     }
     int fresh = 0;
     for (size_t i = 0; i < n; i++) {
-        const uint8_t v = __start___sancov_cntrs[i];
-        if (!v) continue;
-        const uint8_t b = v == 1 ? 1 : v == 2 ? 2 : v == 3 ? 4 : v < 8 ? 8 : v < 16 ? 16
-                          : v < 32 ? 32 : v < 128 ? 64 : 128;
-        if (!(seen[i] & b)) {
-            seen[i] |= b;
-            fresh = 1;
-        }
+        if (!__start___sancov_cntrs[i] || seen[i]) continue;
+        seen[i] = 1;
+        fresh = 1;
     }
     return fresh;
 }

@@ -12,10 +12,12 @@
 #ifndef AG_NOVELTY_H
 #define AG_NOVELTY_H
 
-/* 1 when a counter holds a hit-count bucket (libFuzzer's: 1, 2, 3, 4-7,
- * 8-15, 16-31, 32-127, 128+) none of this process's earlier inputs reached;
- * 0 otherwise, and always 0 in a build without counters (a crash file
- * rerun alone then takes the deep tier by its other rules). */
+/* 1 when a counter that no earlier input of this process touched is set:
+ * an edge reached for the first time (hit-count buckets, libFuzzer's other
+ * features, do not count: early in a session nearly every input adds one,
+ * and each would pay the deep tier); 0 otherwise, and always 0 in a build
+ * without counters (a crash file rerun alone then takes the deep tier by
+ * its other rules). */
 int novelty_new_coverage(void);
 
 #endif /* AG_NOVELTY_H */
