@@ -25,6 +25,7 @@ Exit status of `run`: 0 no finding, 1 a finding, 2 setup error (missing
 binary, a run that failed without a report), 130 interrupted.
 """
 import argparse
+import configparser
 import json
 import os
 import re
@@ -62,6 +63,17 @@ def target_flags(bin_dir, target):
     if p.returncode != 0:
         sys.exit(f"fuzzkit: {p.stderr.strip() or 'fuzz-flags failed on ' + path}")
     return p.stdout.split("\n")[:-1]
+
+
+def exec_goal(bin_dir, target):
+    """The exec/s goal in the [attnguard] section of <target>.options (not a
+    libFuzzer flag: attnguard fuzz-flags reads only [libfuzzer]), or None."""
+    cp = configparser.ConfigParser()
+    try:
+        cp.read(os.path.join(bin_dir, target + ".options"))
+        return cp.getint("attnguard", "exec_per_s_goal", fallback=None)
+    except (configparser.Error, ValueError):
+        return None
 
 
 def flag_value(flags, key):
@@ -405,8 +417,9 @@ def summarize(a, targets, runs, wall, interrupted):
           + (f", engine {a.engine}" if a.engine else "") + "):")
     if interrupted:
         print("  (interrupted: the numbers below are partial)")
-    fmt_row = "{:<16} {:>6} {:>10} {:>8} {:>7} {:>8} {:>7}  {}"
-    print(fmt_row.format("target", "time", "execs", "exec/s", "cov", "ft", "corpus", "findings"))
+    fmt_row = "{:<16} {:>6} {:>10} {:>8} {:>12} {:>7} {:>8} {:>7}  {}"
+    print(fmt_row.format("target", "time", "execs", "exec/s", "goal", "cov", "ft", "corpus",
+                         "findings"))
     for t in targets:
         r = runs.get(t)
         log = os.path.join(a.root, "logs", t + ".log")
@@ -430,11 +443,16 @@ def summarize(a, targets, runs, wall, interrupted):
         findings += [(t, f) for f in found]
         note = (f"{len(found)} " + ", ".join(sorted({f['oracle'] or 'artifact' for f in found}))
                 if found else "0")
-        print(fmt_row.format(t, f"{secs:.0f}s", fmt(st["execs"], 0), fmt(st["exec_per_s"], 0),
+        goal = exec_goal(a.bin_dir, t)
+        eps = st["exec_per_s"]
+        gnote = "-" if goal is None else f"{goal}" + (
+            "" if eps is None else (" met" if eps >= goal else f" ({eps * 100 // goal}%)"))
+        print(fmt_row.format(t, f"{secs:.0f}s", fmt(st["execs"], 0), fmt(eps, 0), gnote,
                              fmt(st["cov"], 0), fmt(st["ft"], 0), fmt(st["corpus"], 0), note))
         rows.append({"target": t, "started": round(r.start, 3) if r and r.start else None,
                      "time_s": round(secs, 1), "execs": st["execs"],
-                     "exec_per_s": st["exec_per_s"], "cov": st["cov"], "ft": st["ft"],
+                     "exec_per_s": st["exec_per_s"], "exec_per_s_goal": goal,
+                     "cov": st["cov"], "ft": st["ft"],
                      "corpus": st["corpus"], "exit_status": None if not r else r.rc,
                      "log": log, "findings": found})
     if findings and not a.keep_going:
