@@ -288,8 +288,9 @@ int cli_show(int argc, char **argv) {
 
 /* ------------------------------------------------------------ child runs */
 
-/* A copy of the environment with ASAN_OPTIONS (the caller's, then ours:
- * later options win) and UBSAN_OPTIONS set.  Free with env_free. */
+/* A copy of the environment with ASAN_OPTIONS (a full malloc context, the
+ * caller's, then ours: later options win) and UBSAN_OPTIONS set.  Free
+ * with env_free. */
 static char **env_with(const char *asan_extra) {
     size_t n = 0;
     while (environ && environ[n]) n++;
@@ -303,7 +304,7 @@ static char **env_with(const char *asan_extra) {
         if (strncmp(environ[i], "UBSAN_OPTIONS=", 14) == 0) continue;
         env[k++] = environ[i];
     }
-    size_t need = strlen(asan_extra) + (old_asan ? strlen(old_asan) : 0) + 32;
+    size_t need = strlen(asan_extra) + (old_asan ? strlen(old_asan) : 0) + 64;
     char *a = malloc(need);
     char *u = malloc(128 + (old_ubsan ? strlen(old_ubsan) : 0));
     if (!a || !u) {
@@ -312,8 +313,10 @@ static char **env_with(const char *asan_extra) {
         free(env);
         return NULL;
     }
-    snprintf(a, need, "ASAN_OPTIONS=%s%s%s", old_asan && *old_asan ? old_asan : "",
-             old_asan && *old_asan ? ":" : "", asan_extra);
+    /* full allocation stacks in a report read by a person (the targets
+     * record only 2 frames per malloc while fuzzing, for speed) */
+    snprintf(a, need, "ASAN_OPTIONS=malloc_context_size=30:%s%s%s",
+             old_asan && *old_asan ? old_asan : "", old_asan && *old_asan ? ":" : "", asan_extra);
     size_t ucap = 128 + (old_ubsan ? strlen(old_ubsan) : 0);
     snprintf(u, ucap, "UBSAN_OPTIONS=%s",
              old_ubsan && *old_ubsan ? old_ubsan : "print_stacktrace=1:report_error_type=1");
