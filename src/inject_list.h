@@ -34,6 +34,7 @@
     X(large_q_exponent, attnguard, "src/executor.c", "huge-q rows rescaled with an exponent one too small") \
     X(first_request_only, attnguard, "src/plan.c", "seq_lens checked for the first request only") \
     X(adapter_scratch_short, attnguard, "engines/attnguard/adapter.c", "the adapter reports its scratch one alignment unit short") \
-    X(ggml_work_short, ggml, "engines/ggml/ggml_adapter.c", "ggml's work buffer without graph_plan's per-thread cache line")
+    X(ggml_work_short, ggml, "engines/ggml/ggml_adapter.c", "ggml's work buffer without graph_plan's per-thread cache line") \
+    X(ort_kv_region_short, ort, "engines/ort/ort_plan.c", "the gathered K/V region one key row short per request")
 
 #endif /* ATTN_INJECT_LIST_H */

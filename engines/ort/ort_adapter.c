@@ -38,7 +38,8 @@ static void ort_caps(void *ctx, ag_caps *out) {
          * Mixed head counts: each layer runs its own session and the
          * plan sizes every region for the group's largest layer. */
         .flags = AG_CAP_GQA | AG_CAP_WINDOW | AG_CAP_WINDOW_LR | AG_CAP_SOFTCAP | AG_CAP_SINKS |
-                 AG_CAP_SCALE | AG_CAP_PAGED | AG_CAP_SHARED_BLOCKS | AG_CAP_MIXED_HEADS,
+                 AG_CAP_SCALE | AG_CAP_PAGED | AG_CAP_SHARED_BLOCKS | AG_CAP_MIXED_HEADS |
+                 AG_CAP_REDZONE,
         .q_dtypes = f,
         .kv_dtypes = f,
         .out_dtypes = f,

@@ -123,7 +123,13 @@ static int class_sizes(const og_plan *P, const og_class *c, int32_t layer,
     bad += mulz(B * (gqa ? S : T), kvrow, &sz[OG_R_K]);
     sz[OG_R_V] = sz[OG_R_K];
     if (gqa) {   /* shared: one buffer of T rows; separate: P past rows, T present rows */
+#ifndef ATTN_INJECT_ort_kv_region_short
         bad += mulz(B * (sep ? (size_t)c->P : T), kvrow, &past);
+#else
+        /* INJECTED BUG (ort_kv_region_short): a row short per request, as
+         * if the buffer held the past without the token being added */
+        bad += mulz(B * (sep ? (size_t)c->P : T - 1), kvrow, &past);
+#endif
         if (sep) bad += mulz(B * T, kvrow, &pres);
         sz[OG_R_LENS] = (B + 1) * sizeof(int32_t);
     } else {
@@ -138,8 +144,11 @@ static int class_sizes(const og_plan *P, const og_class *c, int32_t layer,
 static const char *const k_region[OG_R_COUNT] = {"q",      "k",      "v",   "past_k", "past_v",
                                                  "pres_k", "pres_v", "out", "mask",   "lens"};
 
-/* Offsets of every class's regions, and the region table. */
-static int layout(og_plan *P) {
+/* Offsets of every class's regions, and the region table; `redzone`
+ * bytes (the harness's ag_plan_opts.redzone, a multiple of OG_ALIGN or
+ * rounded up to one) between regions, so that an access running off one
+ * lands in a gap the harness's guard watches, not in the next region. */
+static int layout(og_plan *P, size_t redzone) {
     size_t off = 0, n = 0;
     P->regions = calloc((size_t)P->ncls * OG_R_COUNT, sizeof(ag_region));
     if (!P->regions) return -1;
@@ -157,7 +166,9 @@ static int layout(og_plan *P) {
             R->size = c->size[r];
             R->kind = AG_REGION_OTHER;
             R->owner = AG_OWNER_PLAN;
-            if (__builtin_add_overflow(off, c->size[r] + OG_ALIGN - 1, &off)) return -1;
+            if (__builtin_add_overflow(off, c->size[r] + OG_ALIGN - 1, &off) ||
+                __builtin_add_overflow(off, redzone, &off))
+                return -1;
             off &= ~(size_t)(OG_ALIGN - 1);
         }
     }
@@ -182,7 +193,9 @@ ag_status og_plan_make(void *grp, const ag_batch *batch, const ag_plan_opts *opt
     if (!plan || !info) return orta_fail(msg, AG_REFUSED, AG_R_NULL, "ORT_NULL", "plan: NULL out");
     ag_status st = og_check_batch(g, batch, msg);
     if (st != AG_OK) return st;
-    (void)opts;   /* ORT decides its own threading; no split to honour, no regions to pad */
+    /* ORT decides its own threading: no split to honour; a redzone the
+     * harness asks for goes between the regions (AG_CAP_REDZONE) */
+    const size_t redzone = opts && opts->redzone <= ((size_t)1 << 20) ? opts->redzone : 0;
     og_plan *P = calloc(1, sizeof *P);
     if (!P || copy_batch(P, batch) != 0) {
         og_plan_destroy(P);
@@ -194,7 +207,7 @@ ag_status og_plan_make(void *grp, const ag_batch *batch, const ag_plan_opts *opt
     add_class(P, OG_PROMPT, -1);
     for (int32_t r = 0; r < P->b.num_reqs; r++)
         if (kind_of(&P->b, r) == OG_CHUNK) add_class(P, OG_CHUNK, r);
-    if (layout(P) != 0) {
+    if (layout(P, redzone) != 0) {
         og_plan_destroy(P);
         return orta_fail(msg, AG_REFUSED, AG_R_OVERFLOW, "ORT_OVERFLOW",
                          "plan: the scratch for %d requests overflows size_t",

@@ -90,6 +90,7 @@ Test(inject, every_bug_in_src_is_listed) {
     scan_dir("src/kernels", &found);
     scan_dir("engines/attnguard", &found);
     scan_dir("engines/ggml", &found);
+    scan_dir("engines/ort", &found);
     cr_assert_geq(found, N_BUGS, "%d ATTN_INJECT_ uses for %d listed bugs", found, N_BUGS);
 }
 
