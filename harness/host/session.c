@@ -3,6 +3,9 @@
  */
 #include "session.h"
 
+#include "../case/rng.h"
+
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +30,59 @@ static int stop(session *s, ag_status st, const char *stage) {
     s->status = keep_st;
     s->stage = stage;
     return -1;
+}
+
+/* Every plain row into the engine's caches, in 1 to 4 write_kv calls cut
+ * at points and taken in an order drawn from the case's seed (a chunk may
+ * start mid-block), with one row of the first call passed as -1 (skipped)
+ * and written alone by a last call.  A writer that mishandles a skipped
+ * slot, a chunk starting mid-block or calls in any order then shows in the
+ * runs that read the cache. */
+ag_status session_write_rows(const ag_engine *e, void *grp, void *k_cache, void *v_cache,
+                             const problem *p, const int64_t *slots_in, ag_msg *msg) {
+    const int32_t rows = (int32_t)(p->row_elems / ((size_t)p->c.num_kv_heads *
+                                                   (size_t)p->c.head_dim));
+    const size_t row_bytes = (size_t)p->c.num_kv_heads * (size_t)p->c.head_dim *
+                             ag_dtype_size(p->c.kv_dtype);
+    int64_t *slots = malloc(((size_t)rows + 1) * sizeof *slots);
+    if (!slots) {
+        snprintf(msg->text, sizeof msg->text, "out of memory for %d slots", (int)rows);
+        return AG_INTERNAL;
+    }
+    memcpy(slots, slots_in, (size_t)rows * sizeof *slots);
+    uint64_t rng = p->c.seed ^ 0x77726974656b76ull;
+    int32_t cut[5] = {0, rows, rows, rows, rows};
+    const int n = rows > 3 ? 1 + (int)rng_below(&rng, 4) : 1;
+    for (int i = 1; i < n; i++) cut[i] = (int32_t)rng_below(&rng, (uint64_t)rows + 1);
+    for (int i = 2; i < n; i++)   /* sort the cuts */
+        for (int j = i; j > 1 && cut[j - 1] > cut[j]; j--) {
+            const int32_t t = cut[j];
+            cut[j] = cut[j - 1];
+            cut[j - 1] = t;
+        }
+    cut[n] = rows;
+    const int first = n > 1 ? (int)rng_below(&rng, (uint64_t)n) : 0;
+    const int32_t len = cut[first + 1] - cut[first];
+    const int32_t skip = len > 0 ? cut[first] + (int32_t)rng_below(&rng, (uint64_t)len) : -1;
+    const int64_t skipped_slot = skip >= 0 ? slots[skip] : -1;
+    if (skip >= 0) slots[skip] = -1;
+    ag_status st = AG_OK;
+    for (int k = 0; k < n && st == AG_OK; k++) {
+        const int c = (first + k) % n;   /* the drawn chunk first, then around */
+        const int32_t a = cut[c], b = cut[c + 1];
+        if (b > a)
+            st = e->write_kv(grp, k_cache, v_cache, p->num_blocks,
+                             (const char *)p->k_rows + (size_t)a * row_bytes,
+                             (const char *)p->v_rows + (size_t)a * row_bytes, b - a, slots + a,
+                             msg);
+    }
+    if (st == AG_OK && skip >= 0)
+        st = e->write_kv(grp, k_cache, v_cache, p->num_blocks,
+                         (const char *)p->k_rows + (size_t)skip * row_bytes,
+                         (const char *)p->v_rows + (size_t)skip * row_bytes, 1, &skipped_slot,
+                         msg);
+    free(slots);
+    return st;
 }
 
 int session_open(session *s, const engine_host *E, const problem *p, const char *options,
@@ -63,9 +119,7 @@ int session_open(session *s, const engine_host *E, const problem *p, const char 
                  s->cache_bytes);
         return stop(s, AG_INTERNAL, "kv");
     }
-    const int32_t rows = p->num_blocks * p->c.block_size;
-    st = e->write_kv(s->grp, s->k_cache, s->v_cache, p->num_blocks, p->k_rows, p->v_rows, rows,
-                     slots, &s->msg);
+    st = session_write_rows(e, s->grp, s->k_cache, s->v_cache, p, slots, &s->msg);
     free(slots);
     if (st != AG_OK) return stop(s, st, "kv");
     ag_plan_opts own = {p->c.split, p->c.split_count, 0};

@@ -45,4 +45,12 @@ int session_open(session *s, const engine_host *E, const problem *p, const char 
 int session_run(session *s, int32_t l, const void *q, void *out);
 void session_close(session *s);   /* safe on a closed or failed session */
 
+/* Writes every plain row of p (the slots the caller maps them to) into an
+ * engine's caches through write_kv, in 1 to 4 calls cut and ordered by the
+ * case's seed, one row skipped (-1) in its call and written alone at the
+ * end: the writer is exercised with the arguments a serving engine passes
+ * over many steps, not one call.  AG_OK, or the first refusal (msg). */
+ag_status session_write_rows(const ag_engine *e, void *grp, void *k_cache, void *v_cache,
+                             const problem *p, const int64_t *slots, ag_msg *msg);
+
 #endif /* AG_SESSION_H */

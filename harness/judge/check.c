@@ -25,6 +25,7 @@
 #include "schedule.h"
 #include "ref.h"
 #include "../case/rng.h"
+#include "../host/session.h"
 #include "sizing_model.h"
 
 #include <math.h>
@@ -229,9 +230,7 @@ static int caches_init(run_ctx *x, void *grp, run_inputs *in, const char *what, 
     k->oracle = v->oracle = oracle_name(ORACLE_INPUT_BOUNDS);
     guard_arm(k);
     guard_arm(v);
-    st = e->write_kv(grp, k->buf, v->buf, p->num_blocks, p->k_rows, p->v_rows,
-                     (int32_t)(p->row_elems / ((size_t)p->c.num_kv_heads * (size_t)p->c.head_dim)),
-                     in->slots, &msg);
+    st = session_write_rows(e, grp, k->buf, v->buf, p, in->slots, &msg);
     if (st != AG_OK) {
         *res = oracle_found(f, ORACLE_BAD_INPUT, "%s: write_kv refused the rows of a valid case: %s %s: "
                      "%s", what, ag_status_name(st), msg.code, msg.text);
