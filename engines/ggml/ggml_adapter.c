@@ -6,15 +6,21 @@
  *
  * Mapping.  The cache is one array of num_blocks * block_size cells, each
  * [Hkv][D] (the adapter's private layout; write_kv stores rows by slot).
- * A batch becomes one ggml graph per layer: q [T][Hq][D] and the first
- * n_kv cells of K and V, permuted to ggml's [D][rows][heads]; an f16 mask
- * [T rows][n_kv] holds 0 where query row t may see cell c (the cell holds
- * key k of t's request: within its block table, k < seq_len, the causal or
- * window rule of docs/design.md §2) and -inf elsewhere, or k - p for ALiBi layers
- * (ggml multiplies the mask by the head's slope).  GQA is ggml's own
- * broadcast, soft cap and scale are op parameters, sinks an extra source.
- * ggml plans a work buffer per graph (ggml_graph_plan): it is the scratch;
- * run() hands ggml the harness's scratch as cplan.work_data.
+ * A batch becomes one ggml graph per layer and segment (ggml_streams.c:
+ * the unified layout has one segment, the whole batch in one stream; the
+ * streams layout one per run of requests with equal q_len, a stream per
+ * request): q [rows][Hq][D] per stream, straight from the harness's q, and
+ * a window of n_kv cells of K and V per stream, permuted to ggml's
+ * [D][rows][heads][streams]; an f16 mask [streams][rows][n_kv] holds 0
+ * where a query row may see a window cell (the cell holds key k of the
+ * row's request: within its block table, k < seq_len, the causal or window
+ * rule of docs/design.md §2) and -inf elsewhere, or k - p for ALiBi layers (ggml
+ * multiplies the mask by the head's slope).  GQA is ggml's own broadcast,
+ * soft cap and scale are op parameters, sinks an extra source.  The op's
+ * output [D][Hq][rows][streams] is the harness's out rows of the segment.
+ * ggml plans a work buffer per graph (ggml_graph_plan): it is the scratch,
+ * the largest of the plan's graphs; run() hands ggml the harness's scratch
+ * as cplan.work_data, for one graph after the other.
  */
 #include <float.h>
 #include <math.h>
@@ -50,20 +56,24 @@ static void gg_caps(void *ctx, ag_caps *out) {
     };
 }
 
-/* Every CPU backend this machine runs, best score first (the one a group
- * without options gets). */
+/* The best-scoring CPU backend with the unified layout (what a group
+ * without options gets) and with the streams layout, then every other CPU
+ * backend this machine runs (unified), best score first. */
 static int gg_variants(void *ctx, ag_variant *out, int cap) {
     const agg_lib *lib = ctx;
-    for (int i = 0; out && i < lib->nvar && i < cap; i++)
-        out[i] = (ag_variant){lib->var[i].option, i == 0 ? AG_VARIANT_DEFAULT : AG_VARIANT_KERNELS};
-    return lib->nvar;
+    const int n = lib->nvar + 1;
+    for (int i = 0; out && i < n && i < cap; i++)
+        out[i] = i == 0   ? (ag_variant){lib->words[AGG_LAYOUT_UNIFIED], AG_VARIANT_DEFAULT}
+                 : i == 1 ? (ag_variant){lib->words[AGG_LAYOUT_STREAMS], AG_VARIANT_LAYOUT}
+                          : (ag_variant){lib->var[i - 1].option, AG_VARIANT_KERNELS};
+    return n;
 }
 
 static ag_status gg_create(void *ctx, const ag_group *group, void **grp, ag_msg *msg) {
     gg_group *g = calloc(1, sizeof *g);
     if (!g) return agg_fail(msg, AG_INTERNAL, AG_R_RESOURCE, "ENOMEM", "group");
     g->lib = ctx;
-    ag_status st = agg_group_variant(ctx, group ? group->options : NULL, &g->v, msg);
+    ag_status st = agg_group_options(ctx, group ? group->options : NULL, &g->v, &g->layout, msg);
     if (st == AG_OK) st = ggc_group(group, g, msg);
     if (st != AG_OK) {
         ggc_group_free(g);
@@ -88,7 +98,12 @@ static ag_status gg_group_info(void *grp, ag_group_info *out) {
     memset(out, 0, sizeof *out);
     snprintf(out->kernels, sizeof out->kernels, "%s", g->v->name);
     const char *file = strrchr(g->v->path, '/');
-    snprintf(out->detail, sizeof out->detail, "ggml_flash_attn_ext, %d threads, %.48s",
+    char lay[48] = "unified";
+    if (g->layout == AGG_LAYOUT_STREAMS)
+        snprintf(lay, sizeof lay, "streams (%ld of %ld plans unified)",
+                 __atomic_load_n(&g->unified, __ATOMIC_RELAXED),
+                 __atomic_load_n(&g->plans, __ATOMIC_RELAXED));
+    snprintf(out->detail, sizeof out->detail, "ggml_flash_attn_ext %s, %d thr, %.40s", lay,
              g->threads, file ? file + 1 : g->v->path);
     out->precision = (ag_precision){g->kv, AG_F32, g->kv == AG_F16 ? AG_F16 : AG_F32};
     return AG_OK;
@@ -97,18 +112,23 @@ static ag_status gg_group_info(void *grp, ag_group_info *out) {
 static const enum ggml_type kv_type[] = {[AG_F32] = GGML_TYPE_F32, [AG_F16] = GGML_TYPE_F16,
                                          [AG_BF16] = GGML_TYPE_BF16};
 
-/* One layer's graph, as llama.cpp builds it (build_attn_mha). */
-static void build_node(gg_plan *P, int l, gg_node *n) {
+/* The graph of layer l over segment S, as llama.cpp builds it
+ * (build_attn_mha): streams in the fourth dimension. */
+static void build_node(gg_plan *P, const gg_seg *S, int l, gg_node *n) {
     const gg_group *g = P->g;
     const agg_base *f = &g->lib->base;
     const gg_layer *L = g->nl ? &g->layers[l] : &(gg_layer){-1, -1, 1.0f, 0, 0, NULL, 0};
-    n->q = f->ggml_new_tensor_4d(P->ctx, GGML_TYPE_F32, g->d, g->hq, P->T, 1);
-    n->k = f->ggml_new_tensor_4d(P->ctx, kv_type[g->kv], g->d, g->hkv, P->n_kv, 1);
-    n->v = f->ggml_new_tensor_4d(P->ctx, kv_type[g->kv], g->d, g->hkv, P->n_kv, 1);
+    n->q = f->ggml_new_tensor_4d(P->ctx, GGML_TYPE_F32, g->d, g->hq, S->rows, S->ns);
+    n->k = f->ggml_new_tensor_4d(P->ctx, kv_type[g->kv], g->d, g->hkv, S->n_kv, S->ns);
+    n->v = f->ggml_new_tensor_4d(P->ctx, kv_type[g->kv], g->d, g->hkv, S->n_kv, S->ns);
     n->qp = f->ggml_permute(P->ctx, n->q, 0, 2, 1, 3);
     n->kp = f->ggml_permute(P->ctx, n->k, 0, 2, 1, 3);
     n->vp = f->ggml_permute(P->ctx, n->v, 0, 2, 1, 3);
-    n->mask = f->ggml_new_tensor_4d(P->ctx, GGML_TYPE_F16, P->n_kv, P->T_pad, 1, 1);
+    /* The streams' windows are `stride` cells apart in the cache (they may
+     * overlap, stride 0 included): set on the views the op reads, after
+     * ggml_permute, whose view-size check assumes the contiguous layout. */
+    if (S->ns > 1) n->kp->nb[3] = n->vp->nb[3] = (size_t)S->stride * ggc_row_bytes(g);
+    n->mask = f->ggml_new_tensor_4d(P->ctx, GGML_TYPE_F16, S->n_kv, S->rows_pad, 1, S->ns);
     n->out = f->ggml_flash_attn_ext(P->ctx, n->qp, n->kp, n->vp, n->mask, L->scale, L->max_bias,
                                     L->softcap);
     if (L->sinks) {
@@ -126,6 +146,8 @@ static void gg_plan_destroy(void *plan) {
     gg_plan *P = plan;
     if (!P) return;
     if (P->ctx) P->g->lib->base.ggml_free(P->ctx);
+    free(P->node);
+    free(P->seg);
     free(P->masks);
     free(P->built);
     free(P->b_mem);
@@ -168,17 +190,22 @@ static ag_status gg_plan_make(void *grp, const ag_batch *batch, const ag_plan_op
     ag_status st = ggc_batch(g, batch, &T, &n_kv, msg);
     if (st != AG_OK) return st;
     (void)opts; /* ggml splits the keys itself (one chunk per thread for a lone query row) */
-    const int nnode = g->nl > 0 ? g->nl : 1;
-    gg_plan *P = calloc(1, sizeof *P + (size_t)nnode * sizeof(gg_node));
+    gg_plan *P = calloc(1, sizeof *P);
     if (!P) return agg_fail(msg, AG_INTERNAL, AG_R_RESOURCE, "ENOMEM", "plan");
-    P->g = g, P->T = T, P->T_pad = T, P->n_kv = n_kv, P->nnode = nnode;
-#ifdef GGML_KQ_MASK_PAD /* older ggml reads mask rows up to this padding */
-    P->T_pad = GGML_PAD(T, GGML_KQ_MASK_PAD);
-#endif
-    const size_t cells = (size_t)P->T_pad * (size_t)n_kv;
-    if (cells > ((size_t)1 << 30) / (size_t)g->nmask) {
-        agg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "GGML_TOO_LARGE", "%d mask(s) of %d rows x %d cells "
-                 "exceed 2 GiB", (int)g->nmask, (int)P->T_pad, (int)n_kv);
+    P->g = g, P->T = T, P->n_kv = n_kv, P->nnode = g->nl > 0 ? g->nl : 1;
+    P->built = calloc((size_t)g->nmask, 1);
+    if (!P->built || copy_batch(P, batch) != 0) {
+        gg_plan_destroy(P);
+        return agg_fail(msg, AG_INTERNAL, AG_R_RESOURCE, "ENOMEM", "mask flags or batch copy");
+    }
+    if ((st = ggs_segments(P, msg)) != AG_OK) {
+        gg_plan_destroy(P);
+        return st;
+    }
+    if (P->mask_cells > ((size_t)1 << 30) / (size_t)g->nmask) {
+        agg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "GGML_TOO_LARGE", "%d mask(s) of %zu cells "
+                 "exceed 2 GiB (%d rows, %d cells)", (int)g->nmask, P->mask_cells, (int)T,
+                 (int)n_kv);
         gg_plan_destroy(P);
         return AG_UNSUPPORTED;
     }
@@ -187,10 +214,11 @@ static ag_status gg_plan_make(void *grp, const ag_batch *batch, const ag_plan_op
      * contents, so a plan that is never run (the harness's plan-only
      * checks of batches too large to compute) does not fill rows x cells
      * of f16 for nothing. */
-    P->built = calloc((size_t)g->nmask, 1);
-    if (!P->built || copy_batch(P, batch) != 0) {
+    const size_t nodes = (size_t)P->nseg * (size_t)P->nnode;
+    P->node = calloc(nodes, sizeof *P->node);
+    if (!P->node) {
         gg_plan_destroy(P);
-        return agg_fail(msg, AG_INTERNAL, AG_R_RESOURCE, "ENOMEM", "mask flags or batch copy");
+        return agg_fail(msg, AG_INTERNAL, AG_R_RESOURCE, "ENOMEM", "%zu graphs", nodes);
     }
     agg_catch caught;
     if (setjmp(caught.env)) {
@@ -198,14 +226,20 @@ static ag_status gg_plan_make(void *grp, const ag_batch *batch, const ag_plan_op
         return agg_fail(msg, AG_INTERNAL, AG_R_NONE, "GGML_ASSERT", "%s", caught.text);
     }
     agg_catch_arm(g->lib, &caught);
-    size_t mem = (size_t)nnode * (10 * f->ggml_tensor_overhead() +
-                                  f->ggml_graph_overhead_custom(16, false)) + 4096;
+    size_t mem = nodes * (10 * f->ggml_tensor_overhead() + f->ggml_graph_overhead_custom(16, false)) +
+                 4096;
     P->ctx = f->ggml_init((struct ggml_init_params){mem, NULL, true});
-    for (int l = 0; l < nnode; l++) {
-        build_node(P, l, &P->node[l]);
-        if (P->node[l].cp.work_size > P->work) P->work = P->node[l].cp.work_size;
-    }
+    for (int k = 0; k < P->nseg; k++)
+        for (int l = 0; l < P->nnode; l++) {
+            gg_node *n = &P->node[(size_t)k * (size_t)P->nnode + (size_t)l];
+            build_node(P, &P->seg[k], l, n);
+            if (n->cp.work_size > P->work) P->work = n->cp.work_size;
+        }
     agg_catch_disarm();
+    if (g->layout == AGG_LAYOUT_STREAMS) {
+        __atomic_add_fetch(&g->plans, 1, __ATOMIC_RELAXED);
+        if (P->fell_back) __atomic_add_fetch(&g->unified, 1, __ATOMIC_RELAXED);
+    }
 #ifdef ATTN_INJECT_ggml_work_short
     /* INJECTED BUG (ggml_work_short): an adapter that drops the cache line
      * per thread ggml_graph_plan adds ("padding, never written"): ggml's
@@ -218,12 +252,43 @@ static ag_status gg_plan_make(void *grp, const ag_batch *batch, const ag_plan_op
     return AG_OK;
 }
 
+/* The work buffer layer l's graphs need: the largest of its segments'. */
+static size_t layer_work(const gg_plan *P, int32_t l) {
+    size_t w = 0;
+    for (int k = 0; k < P->nseg; k++) {
+        const size_t n = P->node[(size_t)k * (size_t)P->nnode + (size_t)l].cp.work_size;
+        if (n > w) w = n;
+    }
+    return w;
+}
+
 static ag_status gg_extents(void *plan, int32_t layer, size_t *need, size_t count, ag_msg *msg) {
     const gg_plan *P = plan;
     if (layer < 0 || layer >= P->g->nl || !need || count < 1)
         return agg_fail(msg, AG_REFUSED, AG_R_MISMATCH, "GGML_BAD_LAYER", "extents: layer %d of %d, count %zu",
                         (int)layer, (int)P->g->nl, count);
-    need[0] = P->node[layer].cp.work_size;  /* ggml_graph_plan of this layer's own graph */
+    need[0] = layer_work(P, layer);  /* ggml_graph_plan of this layer's own graphs */
+    return AG_OK;
+}
+
+/* Layer `layer`'s graph over segment S, on the harness's buffers. */
+static ag_status run_node(gg_plan *P, const gg_seg *S, gg_node *n, const ggml_fp16_t *mask,
+                          const ag_run_args *a, ag_msg *msg) {
+    const gg_group *g = P->g;
+    const size_t qrow = (size_t)g->hq * (size_t)g->d * sizeof(float);
+    const size_t cell = (size_t)S->c0 * ggc_row_bytes(g);
+    n->mask->data = (void *)mask;
+    n->q->data = n->qp->data = (char *)a->q + (size_t)S->t0 * qrow;
+    n->k->data = n->kp->data = (char *)a->k_cache + cell;
+    n->v->data = n->vp->data = (char *)a->v_cache + cell;
+    n->out->data = (char *)a->out + (size_t)S->t0 * qrow;
+    struct ggml_cplan cp = n->cp;
+    cp.work_data = a->scratch;  /* the harness's scratch, never ggml's own allocation */
+    cp.threadpool = agg_pool_get(g->v, cp.n_threads);
+    enum ggml_status s = g->v->cpu.ggml_graph_compute(n->gf, &cp);
+    agg_pool_put(g->v, cp.threadpool);
+    if (s != GGML_STATUS_SUCCESS)
+        return agg_fail(msg, AG_INTERNAL, AG_R_NONE, "GGML_STATUS", "ggml_graph_compute returned %d", (int)s);
     return AG_OK;
 }
 
@@ -232,40 +297,34 @@ static ag_status gg_run(void *plan, int32_t layer, const ag_run_args *a, ag_msg 
     if (layer < 0 || layer >= P->g->nl)
         return agg_fail(msg, AG_REFUSED, AG_R_MISMATCH, "GGML_BAD_LAYER", "run: layer %d outside 0..%d",
                         (int)layer, (int)P->g->nl - 1);
-    gg_node *n = &P->node[layer];
     if (!a || !a->q || !a->k_cache || !a->v_cache || !a->out || a->num_tokens != P->T)
         return agg_fail(msg, AG_REFUSED, AG_R_NULL, "GGML_BAD_ARGS",
                         "run: a buffer is NULL or num_tokens %d is not the plan's %d",
                         a ? (int)a->num_tokens : -1, (int)P->T);
-    size_t need = n->cp.work_size;
+    const size_t work = layer_work(P, layer);
+    size_t need = work;
 #ifdef ATTN_INJECT_ggml_work_short
     need = P->work;   /* the same belief in the check that would have caught it */
 #endif
-    if (n->cp.work_size > 0 && (!a->scratch || a->scratch_bytes < need ||
-                                (uintptr_t)a->scratch % 64 != 0))
+    if (work > 0 && (!a->scratch || a->scratch_bytes < need || (uintptr_t)a->scratch % 64 != 0))
         return agg_fail(msg, AG_REFUSED, AG_R_SCRATCH, "GGML_BAD_SCRATCH",
                         "run: scratch %zu bytes at %p; layer %d needs %zu, 64-byte aligned",
-                        a->scratch_bytes, a->scratch, (int)layer, n->cp.work_size);
+                        a->scratch_bytes, a->scratch, (int)layer, work);
     const int c = P->g->nl ? P->g->layers[layer].mask : 0;
-    const size_t cells = (size_t)P->T_pad * (size_t)P->n_kv;
-    if (!P->masks && !(P->masks = malloc((size_t)P->g->nmask * cells * sizeof(ggml_fp16_t))))
-        return agg_fail(msg, AG_INTERNAL, AG_R_RESOURCE, "ENOMEM", "masks: %d x %zu cells", (int)P->g->nmask, cells);
+    if (!P->masks && !(P->masks = malloc((size_t)P->g->nmask * P->mask_cells * sizeof(ggml_fp16_t))))
+        return agg_fail(msg, AG_INTERNAL, AG_R_RESOURCE, "ENOMEM", "masks: %d x %zu cells",
+                        (int)P->g->nmask, P->mask_cells);
+    const ggml_fp16_t *m = P->masks + (size_t)c * P->mask_cells;
     if (!P->built[c]) {
-        ggc_fill_mask(P, &P->b, c, P->masks + (size_t)c * cells);
+        ggc_fill_mask(P, &P->b, c, P->masks + (size_t)c * P->mask_cells);
         P->built[c] = 1;
     }
-    n->mask->data = P->masks + (size_t)c * cells;
-    n->q->data = n->qp->data = (void *)a->q;
-    n->k->data = n->kp->data = (void *)a->k_cache;
-    n->v->data = n->vp->data = (void *)a->v_cache;
-    n->out->data = a->out;
-    struct ggml_cplan cp = n->cp;
-    cp.work_data = a->scratch;  /* the harness's scratch, never ggml's own allocation */
-    cp.threadpool = agg_pool_get(P->g->v, cp.n_threads);
-    enum ggml_status s = P->g->v->cpu.ggml_graph_compute(n->gf, &cp);
-    agg_pool_put(P->g->v, cp.threadpool);
-    if (s != GGML_STATUS_SUCCESS)
-        return agg_fail(msg, AG_INTERNAL, AG_R_NONE, "GGML_STATUS", "ggml_graph_compute returned %d", (int)s);
+    for (int k = 0; k < P->nseg; k++) {
+        const gg_seg *S = &P->seg[k];
+        ag_status st = run_node(P, S, &P->node[(size_t)k * (size_t)P->nnode + (size_t)layer],
+                                m + S->mask_off, a, msg);
+        if (st != AG_OK) return st;
+    }
     return AG_OK;
 }
 

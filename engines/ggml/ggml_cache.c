@@ -2,14 +2,14 @@
  * engines/ggml/ggml_cache.c — where the ggml adapter keeps keys and what a
  * query row may see: the private cache layout (one array of num_blocks *
  * block_size cells, each [Hkv][D], written by slot) and the f16 masks that
- * turn a paged batch into ggml's dense [rows][cells] form.
+ * turn a paged batch into ggml's dense [stream][rows][window cells] form.
  */
 #include <math.h>
 #include <string.h>
 
 #include "ggml_group.h"
 
-static size_t row_bytes(const gg_group *g) {
+size_t ggc_row_bytes(const gg_group *g) {
     return (size_t)g->hkv * (size_t)g->d * (g->kv == AG_F32 ? 4u : 2u);
 }
 
@@ -17,9 +17,9 @@ ag_status ggc_kv_cache_bytes(void *grp, int32_t num_blocks, size_t *bytes, ag_ms
     const gg_group *g = grp;
     size_t cells = (size_t)num_blocks * (size_t)g->bs;
     if (num_blocks < 1 || cells / (size_t)g->bs != (size_t)num_blocks ||
-        cells > SIZE_MAX / row_bytes(g))
+        cells > SIZE_MAX / ggc_row_bytes(g))
         return agg_fail(msg, AG_REFUSED, AG_R_BLOCK_ID, "GGML_BAD_BLOCKS", "num_blocks %d", (int)num_blocks);
-    *bytes = cells * row_bytes(g);
+    *bytes = cells * ggc_row_bytes(g);
     return AG_OK;
 }
 
@@ -27,7 +27,7 @@ ag_status ggc_write_kv(void *grp, void *k_cache, void *v_cache, int32_t num_bloc
                              const void *k_rows, const void *v_rows, int32_t num_tokens,
                              const int64_t *slot_mapping, ag_msg *msg) {
     const gg_group *g = grp;
-    const size_t rb = row_bytes(g);
+    const size_t rb = ggc_row_bytes(g);
     const int64_t cells = (int64_t)num_blocks * g->bs;
     if (!k_cache || !v_cache || !k_rows || !v_rows || !slot_mapping || num_tokens < 1)
         return agg_fail(msg, AG_REFUSED, AG_R_NULL, "GGML_BAD_ARGS", "write_kv: %d rows, a buffer is NULL",
@@ -45,31 +45,41 @@ ag_status ggc_write_kv(void *grp, void *k_cache, void *v_cache, int32_t num_bloc
     return AG_OK;
 }
 
-/* Mask class c: row t of request r, query position p, sees key k in cell
- * bt[k / bs] * bs + k % bs when the rules of docs/design.md §2 allow. */
+/* Mask class c: row i of request r, query position p, sees key k in cell
+ * bt[k / bs] * bs + k % bs when the rules of docs/design.md §2 allow; the mask
+ * holds it at that cell's place in the request's stream window. */
 void ggc_fill_mask(const gg_plan *P, const ag_batch *b, int c, ggml_fp16_t *m) {
     const gg_group *g = P->g;
     const gg_mask_class *C = &g->cls[c];
     const ggml_fp16_t ninf = g->lib->base.ggml_fp32_to_fp16(-INFINITY);
     const ggml_fp16_t zero = g->lib->base.ggml_fp32_to_fp16(0.0f);
-    for (size_t i = 0; i < (size_t)P->T_pad * (size_t)P->n_kv; i++) m[i] = ninf;
-    for (int32_t r = 0; r < b->num_reqs; r++) {
-        const int32_t q0 = b->query_start_loc[r], ql = b->query_start_loc[r + 1] - q0;
-        const int32_t seq = b->seq_lens[r];
-        const int32_t *bt = b->block_table + (size_t)r * (size_t)b->block_table_stride;
-        const int causal = b->causal ? b->causal[r] : 1;
-        for (int32_t i = 0; i < ql; i++) {
-            const int64_t p = causal ? seq - ql + i : i;
-            ggml_fp16_t *row = m + (size_t)(q0 + i) * (size_t)P->n_kv;
-            /* the visible keys form one run [lo, hi] (causal and window rules) */
-            int64_t lo = 0, hi = (int64_t)seq - 1;
-            if (causal && hi > p) hi = p;
-            if (C->wl >= 0 && lo < p - C->wl) lo = p - C->wl;
-            if (C->wr >= 0 && hi > p + C->wr) hi = p + C->wr;
-            for (int64_t k = lo; k <= hi; k++) {
-                const ggml_fp16_t val =
-                    C->alibi ? g->lib->base.ggml_fp32_to_fp16((float)(k - p)) : zero;
-                row[(int64_t)bt[k / g->bs] * g->bs + k % g->bs] = val;
+    for (size_t i = 0; i < P->mask_cells; i++) m[i] = ninf;
+    for (int sg = 0; sg < P->nseg; sg++) {
+        const gg_seg *S = &P->seg[sg];
+        for (int32_t r = S->r0; r < S->r0 + S->nreq; r++) {
+            /* unified: one stream, the request's rows where its tokens are */
+            const int32_t s = S->ns == 1 ? 0 : r - S->r0;
+            const int32_t row0 = S->ns == 1 ? b->query_start_loc[r] - S->t0 : 0;
+            const int64_t base = S->c0 + (int64_t)s * S->stride;
+            const int32_t ql = b->query_start_loc[r + 1] - b->query_start_loc[r];
+            const int32_t seq = b->seq_lens[r];
+            const int32_t *bt = b->block_table + (size_t)r * (size_t)b->block_table_stride;
+            const int causal = b->causal ? b->causal[r] : 1;
+            for (int32_t i = 0; i < ql; i++) {
+                const int64_t p = causal ? seq - ql + i : i;
+                ggml_fp16_t *row = m + S->mask_off +
+                                   ((size_t)s * (size_t)S->rows_pad + (size_t)(row0 + i)) *
+                                       (size_t)S->n_kv;
+                /* the visible keys form one run [lo, hi] (causal and window rules) */
+                int64_t lo = 0, hi = (int64_t)seq - 1;
+                if (causal && hi > p) hi = p;
+                if (C->wl >= 0 && lo < p - C->wl) lo = p - C->wl;
+                if (C->wr >= 0 && hi > p + C->wr) hi = p + C->wr;
+                for (int64_t k = lo; k <= hi; k++) {
+                    const ggml_fp16_t val =
+                        C->alibi ? g->lib->base.ggml_fp32_to_fp16((float)(k - p)) : zero;
+                    row[(int64_t)bt[k / g->bs] * g->bs + k % g->bs - base] = val;
+                }
             }
         }
     }

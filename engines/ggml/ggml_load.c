@@ -1,7 +1,8 @@
 /*
  * engines/ggml/ggml_load.c — finds and loads ggml's libraries with dlopen,
  * picks the CPU variants this machine can run, parses the adapter's
- * option words and catches GGML_ASSERT during graph construction.
+ * option words (cpu=<variant>, layout=unified|streams) and catches
+ * GGML_ASSERT during graph construction.
  *
  * Variant choice follows ggml's own loader (ggml_backend_load_best): every
  * libggml-cpu-*.so in the folder is dlopen'ed and asked its exported
@@ -233,6 +234,9 @@ ag_status agg_load(const char *options, agg_lib **out, ag_msg *msg) {
         return AG_UNSUPPORTED;
     }
     pools_init(lib);
+    for (int l = 0; l < 2; l++)
+        snprintf(lib->words[l], sizeof lib->words[l], "%s layout=%s", lib->var[0].option,
+                 l == AGG_LAYOUT_UNIFIED ? "unified" : "streams");
     *out = lib;
     return AG_OK;
 }
@@ -305,14 +309,21 @@ void agg_unload(agg_lib *lib) {
     free(lib);
 }
 
-ag_status agg_group_variant(const agg_lib *lib, const char *options, const agg_variant **v,
-                            ag_msg *msg) {
-    static const char *const keys[] = {"cpu", NULL};
+ag_status agg_group_options(const agg_lib *lib, const char *options, const agg_variant **v,
+                            agg_layout *layout, ag_msg *msg) {
+    static const char *const keys[] = {"cpu", "layout", NULL};
     char name[64];
-    int o = option(options, "cpu", keys, name, sizeof name);
+    *layout = AGG_LAYOUT_UNIFIED;
+    int o = option(options, "layout", keys, name, sizeof name);
     if (o < 0)
         return agg_fail(msg, AG_REFUSED, AG_R_OPTIONS, "GGML_OPTION",
-                        "unknown group option '%s' (ggml's group options: cpu=<variant>)", name);
+                        "unknown group option '%s' (ggml's group options: cpu=<variant>, "
+                        "layout=unified|streams)", name);
+    if (o > 0 && !strcmp(name, "streams")) *layout = AGG_LAYOUT_STREAMS;
+    else if (o > 0 && strcmp(name, "unified") != 0)
+        return agg_fail(msg, AG_REFUSED, AG_R_OPTIONS, "GGML_LAYOUT",
+                        "group option layout=%s: the layouts are unified and streams", name);
+    o = option(options, "cpu", keys, name, sizeof name);
     if (o == 0) {
         *v = &lib->var[0];
         return AG_OK;

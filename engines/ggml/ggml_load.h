@@ -67,12 +67,20 @@ typedef struct agg_variant {
     struct agg_pool *pool;     /* NULL when the variant cannot keep one */
 } agg_variant;
 
+/* How a batch is mapped onto the op (group option layout=...). */
+typedef enum agg_layout {
+    AGG_LAYOUT_UNIFIED = 0,    /* one stream: every request's cells in one K/V view, one mask */
+    AGG_LAYOUT_STREAMS = 1     /* each request a stream of the op's 4th dimension */
+} agg_layout;
+
 typedef struct agg_lib {
     char dir[AGG_PATH_LEN];    /* where the libraries were found */
     void *base_handle;
     agg_base base;
     agg_variant var[AGG_MAX_VARIANTS];   /* runnable here, best score first */
     int nvar;
+    char words[2][80];         /* the best variant's words with each layout, for
+                                  ag_engine.variants: "cpu=<best> layout=unified", ... */
 } agg_lib;
 
 /* Loads ggml from the first of: options "dir=<path>", $GGML_DIR (its lib/,
@@ -91,10 +99,12 @@ void agg_unload(agg_lib *lib);
 struct ggml_threadpool *agg_pool_get(const agg_variant *v, int n);
 void agg_pool_put(const agg_variant *v, struct ggml_threadpool *tp);
 
-/* The variant a group's options ask for ("cpu=<name>"), or the best one.
- * AG_REFUSED for an unknown key or a variant not runnable here. */
-ag_status agg_group_variant(const agg_lib *lib, const char *options, const agg_variant **v,
-                            ag_msg *msg);
+/* What a group's options ask for: the CPU variant ("cpu=<name>", else the
+ * best one) and the layout ("layout=unified|streams", else unified).
+ * AG_REFUSED (AG_R_OPTIONS) for an unknown key, a variant not runnable
+ * here or a layout that does not exist. */
+ag_status agg_group_options(const agg_lib *lib, const char *options, const agg_variant **v,
+                            agg_layout *layout, ag_msg *msg);
 
 /* Writes msg (when not NULL: the refusal kind, ggml's own code, the
  * text) and returns st. */
