@@ -116,15 +116,19 @@ ParameterizedTest(int *index, engines, abi_contract) {
                      v[i].options, m.text);
         e->destroy(grp);
     }
-    /* a known key with a value no variant offers */
-    if (nv > 0 && strchr(v[0].options, '=')) {
-        char bad[64];
-        snprintf(bad, sizeof bad, "%.*s=no-such-path", (int)strcspn(v[0].options, "="),
-                 v[0].options);
-        ag_group g = group_of(&o, L, 2, bad);
-        void *grp = NULL;
-        refused_as(e->create(o.ctx, &g, &grp, &m), &m, AG_R_OPTIONS, bad);
-        cr_assert_null(grp);
+    /* each key the default names, with a value no variant offers */
+    for (const char *w = nv > 0 ? v[0].options : ""; *w;) {
+        w += strspn(w, " ");
+        const size_t n = strcspn(w, " "), kl = strcspn(w, "= ");
+        if (n > 0 && kl < n) {
+            char bad[64];
+            snprintf(bad, sizeof bad, "%.*s=no-such-path", (int)kl, w);
+            ag_group g = group_of(&o, L, 2, bad);
+            void *grp = NULL;
+            refused_as(e->create(o.ctx, &g, &grp, &m), &m, AG_R_OPTIONS, bad);
+            cr_assert_null(grp);
+        }
+        w += n;
     }
     /* a mixed group (Laguna's 48 and 64 heads): refused, unless the engine
      * declares it plans each layer with its own count */
