@@ -1,0 +1,146 @@
+/*
+ * bench/limits_avx512.c — the AVX-512 table of limits_simd.h: FMA and
+ * VDPBF16PS chains, the DRAM read and the paged K/V walks with 512-bit
+ * vectors.  Every function carries its target attribute; limits.c calls
+ * them only on a CPU with AVX-512F (and the dot chains with AVX512-BF16).
+ * Each loop is shaped so that the compiler can neither merge its chains
+ * nor drop its loads; why each looks as it does: docs/perf-notes.md
+ * ("Machine limits").
+ */
+#include "limits_simd.h"
+
+#include <immintrin.h>
+
+#define T512 __attribute__((target("avx512f")))
+#define TBF16 __attribute__((target("avx512f,avx512bf16")))
+
+#define CHAINS 24
+
+/* The 24 chains as named registers (an array would be spilled to the
+ * stack unless fully unrolled, and then each FMA waits on a store);
+ * distinct starting values: identical chains would be merged into one. */
+#define A_(k) _mm512_set1_ps(1e-3f * (float)((k) + 1))
+#define DECL_ACC()                                                                      \
+    __m512 a0 = A_(0), a1 = A_(1), a2 = A_(2), a3 = A_(3), a4 = A_(4), a5 = A_(5),        \
+           a6 = A_(6), a7 = A_(7), a8 = A_(8), a9 = A_(9), a10 = A_(10), a11 = A_(11),    \
+           a12 = A_(12), a13 = A_(13), a14 = A_(14), a15 = A_(15), a16 = A_(16),          \
+           a17 = A_(17), a18 = A_(18), a19 = A_(19), a20 = A_(20), a21 = A_(21),          \
+           a22 = A_(22), a23 = A_(23)
+#define ALL_ACC(OP)                                                                    \
+    OP(a0) OP(a1) OP(a2) OP(a3) OP(a4) OP(a5) OP(a6) OP(a7) OP(a8) OP(a9) OP(a10)     \
+    OP(a11) OP(a12) OP(a13) OP(a14) OP(a15) OP(a16) OP(a17) OP(a18) OP(a19) OP(a20)   \
+    OP(a21) OP(a22) OP(a23)
+
+T512 static float fma_chains(long iters) {
+    DECL_ACC();
+    const __m512 b = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
+    for (long it = 0; it < iters; it++) {
+#define STEP(x) x = _mm512_fmadd_ps(x, b, c);
+        ALL_ACC(STEP)
+#undef STEP
+    }
+    __m512 s = _mm512_setzero_ps();
+#define ADD(x) s = _mm512_add_ps(s, x);
+    ALL_ACC(ADD)
+#undef ADD
+    return _mm512_reduce_add_ps(s);
+}
+
+TBF16 static float dot_chains(long iters) {
+    DECL_ACC();
+    const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(2e-3f));
+    const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(1e-3f));
+    for (long it = 0; it < iters; it++) {
+#define STEP(x) x = _mm512_dpbf16_ps(x, a, b);
+        ALL_ACC(STEP)
+#undef STEP
+    }
+    __m512 s = _mm512_setzero_ps();
+#define ADD(x) s = _mm512_add_ps(s, x);
+    ALL_ACC(ADD)
+#undef ADD
+    return _mm512_reduce_add_ps(s);
+}
+
+/* Four independent sums (one load each per 64 floats); the prefetch
+ * distance is a run-time value on purpose: as a compile-time constant GCC
+ * folded the prefetch and the loads onto one base register and the loop
+ * ran no faster than plain loads (docs/perf-notes.md). */
+T512 static float read_sum(const float *buf, size_t a, size_t z, size_t pf) {
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    for (size_t i = a; i + 64 <= z; i += 64) {
+        if (pf && i * sizeof(float) + pf + 256 <= z * sizeof(float)) {
+            const char *ahead = (const char *)(buf + i) + pf;
+            _mm_prefetch(ahead, _MM_HINT_T1);
+            _mm_prefetch(ahead + 64, _MM_HINT_T1);
+            _mm_prefetch(ahead + 128, _MM_HINT_T1);
+            _mm_prefetch(ahead + 192, _MM_HINT_T1);
+        }
+        s0 = _mm512_add_ps(s0, _mm512_load_ps(buf + i));
+        s1 = _mm512_add_ps(s1, _mm512_load_ps(buf + i + 16));
+        s2 = _mm512_add_ps(s2, _mm512_load_ps(buf + i + 32));
+        s3 = _mm512_add_ps(s3, _mm512_load_ps(buf + i + 48));
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+}
+
+/* The walk of limits_simd.h with nfma FMAs per line read, spread over 16
+ * independent chains (a constant at every call, so the loop unrolls away):
+ * at 4 cycles per FMA, 8 chains would just keep both FMA ports busy and
+ * leave no slack.  a += w c: bounded sums of the data, so no denormal (a
+ * microcode assist) ever occurs. */
+T512 static inline __attribute__((always_inline)) float
+walk(const unsigned char *K, const unsigned char *V, size_t base, size_t nb_req, size_t cb,
+     size_t piece, const int nfma, const int nta) {
+    const size_t blk = 8 * piece;
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0;
+    const __m512 c = _mm512_set1_ps(1e-3f);
+    __m512 a[16];
+    for (int i = 0; i < 16; i++) a[i] = _mm512_set1_ps((float)i);
+    for (size_t b0 = 0; b0 < nb_req; b0 += cb)
+        for (size_t h = 0; h < 8; h++) {
+            /* the next step: the next head's chunk, or head 0's next chunk */
+            const size_t nb0 = h + 1 < 8 ? b0 : b0 + cb, nh = (h + 1) % 8;
+            const int pf = nb0 < nb_req;
+            for (int kv = 0; kv < 2; kv++) {
+                const unsigned char *x = kv ? V : K;
+                for (size_t b = b0; b < b0 + cb; b++) {
+                    const unsigned char *p = x + base + b * blk + h * piece;
+                    const unsigned char *q = x + base + (nb0 + b - b0) * blk + nh * piece;
+                    for (size_t o = 0; o < piece; o += 64) {
+                        if (pf && nta) _mm_prefetch((const char *)q + o, _MM_HINT_NTA);
+                        else if (pf) _mm_prefetch((const char *)q + o, _MM_HINT_T1);
+                        const __m512 w = _mm512_load_ps((const float *)(p + o));
+                        if (kv) s1 = _mm512_add_ps(s1, w);
+                        else s0 = _mm512_add_ps(s0, w);
+#pragma GCC unroll 64
+                        for (int g = 0; g < nfma; g++) a[g % 16] = _mm512_fmadd_ps(w, c, a[g % 16]);
+                    }
+                }
+            }
+        }
+    for (int i = 1; i < 16; i++) a[0] = _mm512_add_ps(a[0], a[i]);
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), a[0]));
+}
+
+#define WALK(nfma_)                                                                            \
+    T512 static float walk_##nfma_(const unsigned char *K, const unsigned char *V, size_t base, \
+                                   size_t nb_req, size_t cb, size_t piece, int nta) {          \
+        return nta ? walk(K, V, base, nb_req, cb, piece, nfma_, 1)                             \
+                   : walk(K, V, base, nb_req, cb, piece, nfma_, 0);                            \
+    }
+WALK(0)
+WALK(8)
+WALK(16)
+WALK(24)
+WALK(32)
+
+const limits_simd limits_simd_avx512 = {
+    .isa = "AVX-512",
+    .lanes = 16,
+    .chains = CHAINS,
+    .fma = fma_chains,
+    .dot = dot_chains,
+    .read = read_sum,
+    .walk = {walk_0, walk_8, walk_16, walk_24, walk_32},
+};
