@@ -8,11 +8,12 @@
  *       default) on every row against them, in one run; writes
  *       OUTDIR/bench.md and OUTDIR/bench.json.
  *   bench --peer [--engines a,b,...] OUTDIR
- *       `make bench-peer`: every engine given ($BENCH_ENGINES, default
- *       attnguard) on the same rows, timed round by round in turn (A B A B
- *       ...) in the same run, medians and time ratios, each output checked
- *       against the fp64 reference; writes OUTDIR/bench-peer.md and
- *       OUTDIR/bench-peer.json (bench/peer.py adds PyTorch beside them).
+ *       `make bench-peer`: attnguard and every peer given ($BENCH_ENGINES)
+ *       in each of its configurations, and PyTorch (--torch CMD), on the
+ *       same rows, timed round by round in turn in the same run, each
+ *       output checked against the fp64 reference; each row names every
+ *       peer's fastest correct configuration and attnguard's verdict
+ *       against the best; writes OUTDIR/bench-peer.md and .json.
  *
  * Metrics: decode GB/s = K+V bytes the batch must read / time, % of the
  * DRAM read bandwidth; prefill useful GFLOP/s = 4 D H L (L + 1) / 2 /
@@ -423,6 +424,7 @@ static void fp8_against_bf16(const engine_host *const *E, const bench_limits *L,
     static const row_spec e4 = {"fp8", ROW_DECODE, 8, AG_FP8_E4M3, 8, 16, 1};
     static const row_spec e5 = {"fp8", ROW_DECODE, 8, AG_FP8_E5M2, 8, 16, 1};
     const row_spec *rs[3] = {&bf, &e4, &e5};
+    const row_config cfg = {E[0], NULL, ""};
     for (int t = 1; t <= bench_threads_max(); t++) {
         fp8_cmp *c = &out[t - 1];
         memset(c, 0, sizeof *c);
@@ -432,7 +434,8 @@ static void fp8_against_bf16(const engine_host *const *E, const bench_limits *L,
             for (int j = 0; j < 3; j++) {
                 const int w = (j + k) % 3; /* bf16 first, then second, then last */
                 row_result r;
-                if (row_run(rs[w], E, 1, t, bench_row_reps(rs[w]), row_io_dtype(rs[w]), &r) != 0 ||
+                if (row_run(rs[w], &cfg, 1, t, bench_row_reps(rs[w]), row_io_dtype(rs[w]), &r,
+                            NULL) != 0 ||
                     !r.ran) {
                     fprintf(stderr, "bench: fp8 against bf16: %s\n", r.why);
                     c->ran = 0;
@@ -524,6 +527,7 @@ static int cmd_bench(const char *engine, const char *outdir) {
     static bench_row rows[BENCH_MAX_RESULTS];
     int n = 0;
     const engine_host *E[1] = {&h};
+    const row_config cfg = {&h, NULL, ""};
     for (int t = 1; t <= bench_threads_max(); t++)
         for (int i = 0; i < bench_num_rows && n < BENCH_MAX_RESULTS; i++) {
             const row_spec *s = &bench_rows[i];
@@ -541,7 +545,7 @@ static int cmd_bench(const char *engine, const char *outdir) {
             if (near_bw) b->adj = limits_read_bw(&L, t, 2);
             if (near_peak) b->adj = s->kv == AG_BF16 && L.bf16[t] > L.fma[t]
                                         ? limits_bf16_peak(t, 20000000) : limits_fma_peak(t, 20000000);
-            if (row_run(s, E, 1, t, bench_row_reps(s), row_io_dtype(s), &b->r) != 0)
+            if (row_run(s, &cfg, 1, t, bench_row_reps(s), row_io_dtype(s), &b->r, NULL) != 0)
                 fprintf(stderr, "bench: %s: %s\n", b->name, b->r.why);
             if (near_bw) b->adj = fmax(b->adj, limits_read_bw(&L, t, 2));
             if (near_peak) b->adj = fmax(b->adj, s->kv == AG_BF16 && L.bf16[t] > L.fma[t]
@@ -580,21 +584,25 @@ static int cmd_bench(const char *engine, const char *outdir) {
 
 static void usage(void) {
     fputs("usage: bench [--engine NAME] OUTDIR            limits + one engine -> bench.{md,json}\n"
-          "       bench --peer [--engines a,b] OUTDIR     engines side by side -> "
-          "bench-peer.{md,json}\n"
+          "       bench --peer [--engines a,b] [--torch CMD] OUTDIR\n"
+          "                                               the first engine against the others "
+          "at their best,\n"
+          "                                               and PyTorch (CMD: bench/peer.py "
+          "--serve) -> bench-peer.{md,json}\n"
           "(engines: built-in names or adapter paths; --engines defaults to $BENCH_ENGINES, "
           "else attnguard)\n",
           stderr);
 }
 
 int main(int argc, char **argv) {
-    const char *outdir = NULL, *engine = "attnguard";
+    const char *outdir = NULL, *engine = "attnguard", *torch = NULL;
     const char *engines = getenv("BENCH_ENGINES");
     int peer = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--peer") == 0) peer = 1;
         else if (strcmp(argv[i], "--engine") == 0 && i + 1 < argc) engine = argv[++i];
         else if (strcmp(argv[i], "--engines") == 0 && i + 1 < argc) engines = argv[++i];
+        else if (strcmp(argv[i], "--torch") == 0 && i + 1 < argc) torch = argv[++i];
         else if (argv[i][0] != '-' && !outdir) outdir = argv[i];
         else {
             usage();
@@ -602,6 +610,6 @@ int main(int argc, char **argv) {
         }
     }
     if (!outdir) outdir = "reports";
-    return peer ? bench_side_by_side(engines && *engines ? engines : "attnguard", outdir)
+    return peer ? bench_side_by_side(engines && *engines ? engines : "attnguard", torch, outdir)
                 : cmd_bench(engine, outdir);
 }

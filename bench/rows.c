@@ -1,19 +1,18 @@
 /*
- * bench/rows.c — see rows.h.  Shapes: decode B requests x 4096 keys, Hq 32
- * over Hkv 8, D 128; causal prefill L 2048, Hq 32, Hkv 32 or 8, D 128;
+ * bench/rows.c — see rows.h: the rows, their work, and each row's inputs
+ * and fp64 reference (row_inputs.h); running them is row_run.c.
+ * Shapes: decode B requests x 4096 keys, Hq 32 over Hkv 8, D 128; causal
+ * prefill L 2048, Hq 32, Hkv 32 or 8, D 128;
  * the Laguna XS batch (8 KV heads, D 128, bf16; a group of 48 heads with
  * full attention and one of 64 heads with window 512, each with its own
  * KV cache, over 6 decodes at 4096 keys and one 512-token chunk ending at
  * 4096).  Values uniform in [-1, 1) (the case format's default), rounded
  * to each dtype.
  */
-#include "rows.h"
+#include "row_inputs.h"
 #include "util.h"
 
-#include "../harness/judge/compare.h"
-#include "../harness/case/problem.h"
 #include "../harness/judge/ref_problem.h"
-#include "../harness/host/session.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -26,10 +25,6 @@
 #define LAGUNA_DECODES 6
 #define LAGUNA_CHUNK 512
 #define LAGUNA_WINDOW 512
-#define COLD_BYTES (1.5 * 1024 * 1024 * 1024)   /* several times any L3 of ours */
-#define MAX_ROT 256
-#define MAX_GROUPS 2
-#define SAMPLE_ROWS 48                           /* reference rows per group */
 
 /* Per thread count, in this order; the names (row_name) are what the
  * reports and scripts key on. */
@@ -222,119 +217,16 @@ out:
     return rc;
 }
 
-/* ---------------------------------------------------------------- run */
+/* ------------------------------------------------------------- inputs */
 
-typedef struct row_group {
-    problem p;
-    int built;
-    void *q;                 /* the query on huge pages, shared by every engine */
-    size_t q_bytes, out_bytes;
-    int32_t tok[SAMPLE_ROWS];
-    int n_tok;
-    double *ref;             /* [n_tok][H][D] */
-} row_group;
-
-typedef struct row_engine {
-    session s[MAX_GROUPS][MAX_ROT];
-    int opened[MAX_GROUPS];
-    void *out[MAX_GROUPS];
-    double *times;
-    double cpu, wall;
-} row_engine;
-
-static void group_free(row_group *g) {
+void row_group_free(row_group *g) {
     free(g->q);
     free(g->ref);
     if (g->built) problem_free(&g->p);
     memset(g, 0, sizeof *g);
 }
 
-static void engine_free(row_engine *x, int ngroups) {
-    for (int g = 0; g < ngroups; g++) {
-        for (int k = 0; k < x->opened[g]; k++) session_close(&x->s[g][k]);
-        free(x->out[g]);
-    }
-    free(x->times);
-}
-
-/* One batch (every group) on rotation k; 0, or -1 with why. */
-static int run_batch(row_engine *x, row_group *grp, int ngroups, int k, char *why, size_t cap) {
-    for (int g = 0; g < ngroups; g++) {
-        session *s = &x->s[g][k];
-        if (session_run(s, 0, grp[g].q, x->out[g]) != 0) {
-            snprintf(why, cap, "failed: run: %s %s: %s", ag_status_name(s->status), s->msg.code,
-                     s->msg.text);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* Open engine E's sessions for every group and rotation.  0 ok, 1 the
- * engine cannot express the row (why), -1 a failure (why). */
-static int engine_open(row_engine *x, const engine_host *E, row_group *grp, int ngroups, int rot,
-                       int threads, row_result *res) {
-    for (int g = 0; g < ngroups; g++) {
-        char why[160];
-        if (engine_host_unsupported(E, &grp[g].p.c, why, sizeof why)) {
-            snprintf(res->why, sizeof res->why, "skipped: the engine lacks %s", why);
-            return 1;
-        }
-        for (int k = 0; k < rot; k++) {
-            session *s = &x->s[g][k];
-            if (session_open(s, E, &grp[g].p, NULL, threads, NULL, bench_big_alloc,
-                             bench_big_free) != 0) {
-                snprintf(res->why, sizeof res->why, "%s: %s: %s %s: %.120s",
-                         s->status == AG_UNSUPPORTED ? "skipped" : "failed", s->stage,
-                         ag_status_name(s->status), s->msg.code, s->msg.text);
-                return s->status == AG_UNSUPPORTED ? 1 : -1;
-            }
-            x->opened[g] = k + 1;
-        }
-        snprintf(res->kernels, sizeof res->kernels, "%s", x->s[g][0].gi.kernels);
-        snprintf(res->detail, sizeof res->detail, "%s", x->s[g][0].gi.detail);
-        x->out[g] = bench_big_alloc(grp[g].out_bytes, 64);
-        if (!x->out[g]) {
-            snprintf(res->why, sizeof res->why, "failed: out of memory for the output");
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* After timing: one more run into a NaN-filled output, every element
- * written and the sampled rows against the reference. */
-static void engine_check(row_engine *x, row_group *grp, int ngroups, row_result *res) {
-    for (int g = 0; g < ngroups; g++) {
-        const problem *p = &grp[g].p;
-        const ag_dtype od = p->c.out_dtype;
-        const size_t n = problem_out_elems(p, 0), hd = n / (size_t)p->num_tokens;
-        memset(x->out[g], 0xff, grp[g].out_bytes);   /* NaN in every dtype */
-        if (session_run(&x->s[g][0], 0, grp[g].q, x->out[g]) != 0) {
-            snprintf(res->why, sizeof res->why, "failed: check run: %s", x->s[g][0].msg.text);
-            res->ran = 0;
-            return;
-        }
-        for (size_t i = 0; i < n; i++) res->nan_count += isnan(cmp_elem_get(x->out[g], i, od));
-        /* A speed figure's sanity check, not the verdict on correctness
-         * (the report grid and the fuzz targets judge that, by intervals):
-         * the largest error, absolute and relative to the largest output. */
-        double big = 0;
-        for (int j = 0; j < grp[g].n_tok; j++)
-            for (size_t e = 0; e < hd; e++) {
-                const double want = grp[g].ref[(size_t)j * hd + e];
-                const double got = cmp_elem_get(x->out[g], (size_t)grp[g].tok[j] * hd + e, od);
-                const double err = fabs(got - want);
-                if (err > res->max_abs_err || isnan(err)) res->max_abs_err = isnan(err) ? INFINITY : err;
-                if (fabs(want) > big) big = fabs(want);
-            }
-        const double rel = big > 0 ? res->max_abs_err / big : res->max_abs_err > 0 ? INFINITY : 0;
-        if (rel > res->max_rel_err) res->max_rel_err = rel;
-        res->err_rows = grp[g].n_tok;
-    }
-}
-
-static int build_groups(const row_spec *r, ag_dtype io, row_group *grp, int *ngroups, char *why,
+int row_build_groups(const row_spec *r, ag_dtype io, row_group *grp, int *ngroups, char *why,
                         size_t cap) {
     case_spec c;
     *ngroups = row_case(r, 0, io, &c);
@@ -369,76 +261,3 @@ static int build_groups(const row_spec *r, ag_dtype io, row_group *grp, int *ngr
     return 0;
 }
 
-int row_run(const row_spec *r, const engine_host *const *E, int n, int threads, int reps,
-            ag_dtype io, row_result *res) {
-    static row_group grp[MAX_GROUPS];
-    static row_engine eng[ROW_MAX_ENGINES];
-    int ngroups = 0, rc = 0;
-    memset(res, 0, (size_t)n * sizeof *res);
-    memset(grp, 0, sizeof grp);
-    memset(eng, 0, sizeof eng);
-    if (build_groups(r, io, grp, &ngroups, res[0].why, sizeof res[0].why) != 0) {
-        rc = -1;
-        goto out;
-    }
-    /* rotations: enough distinct caches that a timed batch finds none of
-     * its KV in any cache level */
-    int rot = 1;
-    if (r->cold) {
-        double batch = 0;
-        for (int g = 0; g < ngroups; g++)
-            batch += 2.0 * (double)grp[g].p.row_elems * (double)ag_dtype_size(r->kv);
-        rot = (int)ceil(COLD_BYTES / batch);
-        if (rot < 3) rot = 3;
-        if (rot > MAX_ROT) rot = MAX_ROT;
-    }
-    int live[ROW_MAX_ENGINES] = {0};
-    for (int e = 0; e < n; e++) {
-        res[e].rotations = rot;
-        const int o = engine_open(&eng[e], E[e], grp, ngroups, rot, threads, &res[e]);
-        eng[e].times = malloc((size_t)(reps + 1) * sizeof(double));
-        live[e] = o == 0 && eng[e].times;
-        if (o == 0 && !eng[e].times) snprintf(res[e].why, sizeof res[e].why, "failed: no memory");
-    }
-    /* The plain rows were copied into every engine's caches; the sampled
-     * reference is computed: free them before timing. */
-    for (int g = 0; g < ngroups; g++) {
-        free(grp[g].p.k_rows), free(grp[g].p.v_rows);
-        grp[g].p.k_rows = grp[g].p.v_rows = NULL;
-    }
-    /* Cold runs start after one untimed pass over every rotation: right
-     * after write_kv the caches are full of dirty lines, and each read miss
-     * would also write one back (a serving engine reads KV written long
-     * before: clean lines). */
-    for (int k = 1; r->cold && k < rot; k++)
-        for (int e = 0; e < n; e++)
-            if (live[e] && run_batch(&eng[e], grp, ngroups, k, res[e].why, sizeof res[e].why))
-                live[e] = 0;
-    for (int it = 0; it <= reps; it++) {   /* it 0: warm-up (page faults, thread pools) */
-        const int k = r->cold ? it % rot : 0;
-        for (int e = 0; e < n; e++) {
-            if (!live[e]) continue;
-            const double c0 = bench_cpu_now(), t0 = bench_now();
-            if (run_batch(&eng[e], grp, ngroups, k, res[e].why, sizeof res[e].why)) {
-                live[e] = 0;
-                continue;
-            }
-            eng[e].times[it] = bench_now() - t0;
-            if (it) {
-                eng[e].wall += eng[e].times[it];
-                eng[e].cpu += bench_cpu_now() - c0;
-            }
-        }
-    }
-    for (int e = 0; e < n; e++) {
-        if (!live[e]) continue;
-        res[e].ran = 1;
-        res[e].sec = bench_median(eng[e].times + 1, reps);
-        res[e].cpu_share = eng[e].cpu / (eng[e].wall * threads);
-        engine_check(&eng[e], grp, ngroups, &res[e]);
-    }
-out:
-    for (int e = 0; e < n; e++) engine_free(&eng[e], ngroups);
-    for (int g = 0; g < MAX_GROUPS; g++) group_free(&grp[g]);
-    return rc;
-}

@@ -1,11 +1,13 @@
 /*
  * bench/rows.h — the benchmark's rows (one table for `make bench` and
  * `make bench-peer` alike: decode, prefill, the Laguna-shaped mixed batch,
- * fp8 decode) and how one row runs through one or more engines by the
- * adapter ABI (harness/session.h): its case and problem, sessions on huge
- * pages (one per cold rotation), untimed passes, timed runs interleaved
- * engine by engine round by round, and a check of every engine's output
- * against the fp64 reference (harness/ref.c) on sampled query rows.
+ * fp8 decode) and how one row runs through one or more configurations of
+ * engines by the adapter ABI (harness/session.h): its case and problem
+ * (rows.c), sessions on huge pages (one per cold rotation, shared by the
+ * configurations of one engine), untimed passes, timed runs interleaved
+ * configuration by configuration round by round, and a check of every
+ * configuration's output against the fp64 reference (harness/ref.c) on
+ * sampled query rows (row_run.c).
  */
 #ifndef AG_BENCH_ROWS_H
 #define AG_BENCH_ROWS_H
@@ -57,13 +59,25 @@ double row_flops(const row_spec *r);
 
 /* ---- running it ---- */
 
-#define ROW_MAX_ENGINES 4
+#define ROW_MAX_CONFIGS 16
+#define ROW_MAX_ROUNDS 16
+
+/* One configuration of one engine: a variant's option words.  The
+ * configurations of one engine host share its caches (the ABI: the cache
+ * layout depends on the KV spec only). */
+typedef struct row_config {
+    const engine_host *E;
+    const char *options;     /* group options; NULL: the default variant */
+    const char *label;       /* for reports: the words that name it ("" default) */
+} row_config;
 
 typedef struct row_result {
     int ran;                 /* 0: skipped or failed (why says which) */
     char why[200];
     char kernels[32], detail[96];
     double sec;              /* median seconds of one batch (every group) */
+    int rounds;              /* timed rounds */
+    double round_sec[ROW_MAX_ROUNDS];   /* each timed round's batch, in order */
     double cpu_share;        /* process CPU / (threads x wall) while timed */
     double max_abs_err;      /* over the sampled rows, all heads and dims */
     double max_rel_err;      /* max_abs_err / the largest |reference| there (inf for NaN) */
@@ -72,13 +86,22 @@ typedef struct row_result {
     int rotations;
 } row_result;
 
-/* Run row r on n engines E[0..n) with `threads` threads and q/out dtype
- * io: reps timed batches per engine after one untimed pass over every
- * rotation and one warm-up, engine after engine within each round (A B A
- * B ...: a phase of the machine touches every engine alike).  An engine
- * that cannot express the row is skipped (res[e].why).  0, or -1 when the
- * row's own inputs cannot be built (out of memory: res[0].why). */
-int row_run(const row_spec *r, const engine_host *const *E, int n, int threads, int reps,
-            ag_dtype io, row_result *res);
+/* A peer timed outside the adapter ABI in the same rounds (bench-peer's
+ * PyTorch): called at the end of every round, it 0 being the warm-up. */
+typedef struct row_extra {
+    void *ctx;
+    void (*round)(void *ctx, int it);
+} row_extra;
+
+/* Run row r on n configurations C[0..n) with `threads` threads and q/out
+ * dtype io: reps (at most ROW_MAX_ROUNDS) timed batches per configuration
+ * after one untimed pass over every rotation and one warm-up round,
+ * configuration after configuration within each round, then `extra` (may
+ * be NULL): a phase of the machine touches every one alike.  A
+ * configuration that cannot express the row is skipped (res[e].why).  0,
+ * or -1 when the row's own inputs cannot be built (out of memory:
+ * res[0].why). */
+int row_run(const row_spec *r, const row_config *C, int n, int threads, int reps, ag_dtype io,
+            row_result *res, const row_extra *extra);
 
 #endif /* AG_BENCH_ROWS_H */

@@ -1,178 +1,270 @@
 /*
- * bench/side_by_side.c — `make bench-peer`: every engine given on the same
- * rows (bench/rows.c), timed in turn round by round in one run (a phase
- * of the shared machine touches each engine alike), medians and time
- * ratios to the first engine, and each output's largest error against the
- * fp64 reference; writes bench-peer.md and bench-peer.json, to which
- * bench/peer.py then adds PyTorch.  No machine limits here: those are
- * `make bench`'s.
+ * bench/side_by_side.c — `make bench-peer`: attnguard against each peer at
+ * its best, in one run.  The first engine given is the one judged (its
+ * default variant); every other engine runs in each configuration it
+ * offers here (engine_configs), and PyTorch (torch_peer.h) in each of its
+ * formulations; all of them on the same rows, interleaved round by round
+ * (row_run: every configuration once per round, PyTorch last), each output
+ * checked against the fp64 reference.  Per row: each peer's fastest
+ * correct configuration, the best of those, and engine 0's time over the
+ * best's with the spread of the per-round ratios (judge).  Reports:
+ * peer_report.c.  No machine limits here: those are `make bench`'s.
  */
-#include "bench.h"
+#include "peer_report.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct peer_row {
-    char name[96];
-    const row_spec *spec;
-    int threads;
-    ag_dtype io;
-    row_result r[ROW_MAX_ENGINES];
-} peer_row;
+double peer_bound(const row_spec *s) { return s->kv == AG_F32 ? 1e-3 : 1e-1; }
+
+double peer_figure(const row_spec *s, double sec) {
+    return (s->kind == ROW_DECODE ? row_bytes(s) : row_flops(s)) / sec * 1e-9;
+}
 
 /* The q/out dtype every engine takes for row s: the row's own, else f32. */
-static ag_dtype peer_io(const row_spec *s, engine_host *const *E, int n) {
+static ag_dtype peer_io(const row_spec *s, const peer_run *run) {
     const ag_dtype own = row_io_dtype(s);
-    for (int e = 0; e < n; e++) {
+    for (int c = 0; c < run->ncfg; c++) {
         const uint32_t bit = AG_DTYPE_BIT(own);
-        if (!(E[e]->caps.q_dtypes & bit) || !(E[e]->caps.out_dtypes & bit)) return AG_F32;
+        if (!(run->cfg[c].E->caps.q_dtypes & bit) || !(run->cfg[c].E->caps.out_dtypes & bit))
+            return AG_F32;
     }
     return own;
 }
 
-static double peer_fig(const row_spec *s, double sec) {
-    return (s->kind == ROW_DECODE ? row_bytes(s) : row_flops(s)) / sec * 1e-9;
+/* base's words, each replaced by over's word of the same key, then over's
+ * words of keys base lacks: a kernels variant's words ("cpu=piledriver")
+ * put into a layout variant's ("cpu=haswell layout=streams"). */
+static void merge_words(const char *base, const char *over, char *out, size_t cap) {
+    out[0] = '\0';
+    for (int pass = 0; pass < 2; pass++)
+        for (const char *w = pass ? over : base; *w;) {
+            w += strspn(w, " ");
+            const size_t n = strcspn(w, " "), kl = strcspn(w, "= ");
+            const char *use = w;
+            size_t un = n;
+            int in_other = 0;
+            for (const char *o = pass ? base : over; *o && n;) {
+                o += strspn(o, " ");
+                const size_t on = strcspn(o, " ");
+                if (on && strcspn(o, "= ") == kl && !strncmp(o, w, kl)) in_other = 1, use = o, un = on;
+                o += on;
+            }
+            if (n && (!pass || !in_other)) {
+                const size_t u = strlen(out);
+                snprintf(out + u, cap - u, "%s%.*s", u ? " " : "", (int)un, use);
+            }
+            w += n;
+        }
 }
 
-static void write_peer(const char *outdir, engine_host *const *E, int ne, const peer_row *rows,
-                       int n) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/bench-peer.json", outdir);
-    FILE *f = fopen(path, "w");
-    snprintf(path, sizeof path, "%s/bench-peer.md", outdir);
-    FILE *m = fopen(path, "w");
-    if (!f || !m) {
-        fprintf(stderr, "bench: cannot write reports into %s\n", outdir);
-        if (f) fclose(f);
-        if (m) fclose(m);
+/* The configurations of engine h (BENCH_PEER_KERNELS: how many kernel
+ * choices, the default's and the next ones in the engine's order, 2 by
+ * default, "all"): every layout, precision and tuning variant with each
+ * kernel choice.  The judged engine runs its default only. */
+static void engine_configs(peer_run *run, const engine_host *h, int judged) {
+    peer_engine *pe = &run->eng[run->neng];
+    pe->first = run->ncfg;
+    const char *env = getenv("BENCH_PEER_KERNELS");
+    const int nk = !env ? 2 : !strcmp(env, "all") ? ENGINE_HOST_MAX_VARIANTS : atoi(env);
+    const ag_variant *v = h->variants;
+    const char *kern[ENGINE_HOST_MAX_VARIANTS] = {NULL};   /* NULL: the default's */
+    int nkern = 1;
+    for (int i = 1; i < h->n_variants && nkern < nk && !judged; i++)
+        if (v[i].kind == AG_VARIANT_KERNELS) kern[nkern++] = v[i].options;
+    for (int b = 0; b < h->n_variants && run->ncfg < ROW_MAX_CONFIGS; b++) {
+        if (b > 0 && (judged || v[b].kind == AG_VARIANT_KERNELS)) continue;
+        for (int k = 0; k < nkern && run->ncfg < ROW_MAX_CONFIGS; k++) {
+            char *w = run->words[run->ncfg];
+            if (kern[k]) merge_words(v[b].options, kern[k], w, PEER_LABEL_LEN);
+            else snprintf(w, PEER_LABEL_LEN, "%s", v[b].options ? v[b].options : "");
+            int dup = 0;
+            for (int c = pe->first; c < run->ncfg; c++) dup |= !strcmp(run->words[c], w);
+            if (dup) continue;
+            /* the default runs with no options, as production does */
+            run->cfg[run->ncfg] = (row_config){h, b == 0 && !kern[k] ? NULL : w, w};
+            run->ncfg++;
+        }
+    }
+    pe->count = run->ncfg - pe->first;
+    snprintf(pe->name, sizeof pe->name, "%s", h->e->name);
+    snprintf(pe->summary, sizeof pe->summary, "%s", h->e->summary);
+    run->neng++;
+}
+
+/* PyTorch's rounds inside row_run's (row_extra). */
+typedef struct torch_rounds {
+    torch_peer *t;
+    peer_row *p;
+    int base, n, reps, failed, done;   /* done: timed rounds answered */
+} torch_rounds;
+
+static void torch_round(void *ctx, int it) {
+    torch_rounds *x = ctx;
+    double sec[TORCH_MAX_FORMS];
+    if (x->failed) return;
+    if (torch_peer_round(x->t, it, sec, x->n) != 0) {
+        x->failed = 1;
         return;
     }
-    fputs("{\n  \"engines\": [", f);
-    for (int e = 0; e < ne; e++) {
-        fputs(e ? ", " : "", f);
-        bench_json_str(f, E[e]->e->name);
-    }
-    fputs("],\n  \"summaries\": {", f);
-    for (int e = 0; e < ne; e++) {
-        fputs(e ? ", " : "", f);
-        bench_json_str(f, E[e]->e->name);
-        fputs(": ", f);
-        bench_json_str(f, E[e]->e->summary);
-    }
-    fputs("},\n  \"rows\": [\n", f);
-    fprintf(m, "# Engines side by side\n\nGenerated by `make bench-peer` (bench/bench.c --peer): "
-               "every engine on the same shapes and threads, timed in turn round by round "
-               "(%s ...) in one run, median of >= 5 runs each; each engine's default variant. "
-               "*x first* = this engine's time / %s's (above 1: slower). *err*: the largest "
-               "|output - fp64 reference| over up to 48 sampled query rows (all heads and dims) "
-               "of a check run, which also finds every output element written. Rows whose "
-               "query and output are f32 although the KV is not are marked (q/out f32): an "
-               "engine given takes no other.\n\n| case | threads |",
-            ne > 1 ? "A B A B" : "A A", E[0]->e->name);
-    for (int e = 0; e < ne; e++) fprintf(m, " %s ms | %s | x first | err |", E[e]->e->name,
-                                         E[e]->e->name);
-    fputs("\n|---|---:|", m);
-    for (int e = 0; e < ne; e++) fputs("---:|---:|---:|---:|", m);
-    fputc('\n', m);
-    for (int i = 0; i < n; i++) {
-        const peer_row *p = &rows[i];
-        const char *metric = p->spec->kind == ROW_DECODE ? "GB/s" : "GFLOP/s";
-        static const char *const kinds[] = {"decode", "prefill", "laguna"};
-        fprintf(f, "    {\"name\": \"%s\", \"threads\": %d, \"kind\": \"%s\", \"batch\": %d, "
-                   "\"hkv\": %d, \"block_size\": %d, \"cold\": %s, \"q_dtype\": \"%s\", "
-                   "\"kv_dtype\": \"%s\", \"metric\": \"%s\", \"work\": %.0f, \"results\": {",
-                p->name, p->threads, kinds[p->spec->kind], p->spec->batch, p->spec->hkv,
-                p->spec->block_size, p->spec->cold ? "true" : "false", ag_dtype_name(p->io),
-                ag_dtype_name(p->spec->kv), metric,
-                p->spec->kind == ROW_DECODE ? row_bytes(p->spec) : row_flops(p->spec));
-        fprintf(m, "| %s%s | %d |", p->name, p->io != row_io_dtype(p->spec) ? " (q/out f32)" : "",
-                p->threads);
-        const double first = p->r[0].ran ? p->r[0].sec : 0;
-        for (int e = 0; e < ne; e++) {
-            const row_result *r = &p->r[e];
-            fputs(e ? ", " : "", f);
-            bench_json_str(f, E[e]->e->name);
-            if (!r->ran) {
-                fputs(": {\"status\": ", f);
-                bench_json_str(f, strncmp(r->why, "skipped", 7) == 0 ? "skipped" : "failed");
-                fputs(", \"why\": ", f);
-                bench_json_str(f, r->why);
-                fputc('}', f);
-                fprintf(m, " %s | | | |", r->why);
-                continue;
-            }
-            fprintf(f, ": {\"status\": \"ok\", \"kernels\": ");
-            bench_json_str(f, r->kernels);
-            fprintf(f, ", \"ms\": %.3f, \"figure\": %.2f, \"ratio_to_first\": %.3f, "
-                       "\"cpu_share\": %.2f, \"max_abs_err\": ",
-                    r->sec * 1e3, peer_fig(p->spec, r->sec), first > 0 ? r->sec / first : 0,
-                    r->cpu_share);
-            bench_json_num(f, r->max_abs_err);
-            fputs(", \"max_rel_err\": ", f);
-            bench_json_num(f, r->max_rel_err);
-            fprintf(f, ", \"err_rows\": %d, \"nan\": %zu, \"rotations\": %d}", r->err_rows,
-                    r->nan_count, r->rotations);
-            char ratio[32] = "";
-            if (first > 0) snprintf(ratio, sizeof ratio, "%.2fx", r->sec / first);
-            fprintf(m, " %.2f | %.1f %s | %s | %.2g%s |", r->sec * 1e3, peer_fig(p->spec, r->sec),
-                    metric, ratio, r->max_abs_err, r->nan_count ? " NaN!" : "");
-        }
-        fprintf(f, "}}%s\n", i + 1 < n ? "," : "");
-        fputc('\n', m);
-    }
-    fputs("  ]\n}\n", f);
-    fclose(f);
-    fclose(m);
+    for (int i = 0; it > 0 && it <= ROW_MAX_ROUNDS && i < x->n; i++)
+        x->p->r[x->base + i].round_sec[it - 1] = sec[i];
+    if (it > 0) x->done++;
 }
 
-int bench_side_by_side(const char *engines, const char *outdir) {
-    static engine_host hs[ROW_MAX_ENGINES];
-    engine_host *E[ROW_MAX_ENGINES];
-    int ne = 0;
+/* PyTorch's cells after the rounds: medians, the check. */
+static void torch_finish(torch_rounds *x, const row_spec *s) {
+    double a[TORCH_MAX_FORMS], rel[TORCH_MAX_FORMS];
+    const int checked = !x->failed && torch_peer_check(x->t, a, rel, x->n) == 0;
+    for (int i = 0; i < x->n; i++) {
+        row_result *r = &x->p->r[x->base + i];
+        double v[ROW_MAX_ROUNDS];
+        int ok = !x->failed && x->done == x->reps;
+        for (int k = 0; k < x->reps; k++) ok &= isfinite(v[k] = r->round_sec[k]);
+        if (!ok) {
+            snprintf(r->why, sizeof r->why, "failed: the PyTorch peer's rounds");
+            continue;
+        }
+        r->ran = 1;
+        r->rounds = x->reps;
+        r->sec = bench_median(v, x->reps);
+        r->cpu_share = NAN;
+        r->max_abs_err = checked ? a[i] : INFINITY;
+        r->max_rel_err = checked ? rel[i] : INFINITY;
+        r->err_rows = s->kind == ROW_DECODE ? s->batch : 16;
+    }
+    torch_peer_done(x->t);
+}
+
+/* Winners, the best peer, and engine 0's verdict against it. */
+static void judge(const peer_run *run, peer_row *p) {
+    for (int c = 0; c < p->ncell; c++) {
+        const row_result *r = &p->r[c];
+        p->correct[c] = r->ran && r->nan_count == 0 && r->max_rel_err <= peer_bound(p->spec);
+    }
+    p->best = -1;
+    for (int e = 0; e < run->neng; e++) {
+        p->winner[e] = -1;
+        for (int c = 0; c < p->ncell; c++)
+            if (p->engine_of[c] == e && p->correct[c] &&
+                (p->winner[e] < 0 || p->r[c].sec < p->r[p->winner[e]].sec))
+                p->winner[e] = c;
+        if (e > 0 && p->winner[e] >= 0 && (p->best < 0 || p->r[p->winner[e]].sec < p->r[p->best].sec))
+            p->best = p->winner[e];
+    }
+    const int us = run->eng[0].first;
+    p->verdict = !p->r[us].ran          ? "did not run"
+                 : !p->correct[us]      ? "output beyond the sanity bound"
+                 : p->best < 0          ? "no peer ran correctly"
+                                        : NULL;
+    if (p->verdict) return;
+    const row_result *a = &p->r[us], *b = &p->r[p->best];
+    p->ratio = a->sec / b->sec;
+    p->rmin = INFINITY, p->rmax = 0;
+    for (int k = 0; k < a->rounds && k < b->rounds; k++) {
+        const double q = a->round_sec[k] / b->round_sec[k];
+        p->rmin = fmin(p->rmin, q), p->rmax = fmax(p->rmax, q);
+    }
+    p->verdict = p->ratio >= 1 ? "NOT ahead" : p->rmax < 1 ? "ahead" : "ahead (not in every round)";
+}
+
+static void run_row(peer_run *run, torch_peer *torch, peer_row *p) {
+    const row_spec *s = p->spec;
+    const int reps = bench_row_reps(s) < ROW_MAX_ROUNDS ? bench_row_reps(s) : ROW_MAX_ROUNDS;
+    for (int c = 0; c < run->ncfg; c++) {
+        snprintf(p->label[c], PEER_LABEL_LEN, "%s", run->cfg[c].label);
+        for (int e = 0; e < run->neng; e++)
+            if (c >= run->eng[e].first && c < run->eng[e].first + run->eng[e].count) p->engine_of[c] = e;
+    }
+    p->ncell = run->ncfg;
+    torch_rounds tr = {torch, p, run->ncfg, 0, reps, 0, 0};
+    if (torch) {
+        char form[TORCH_MAX_FORMS][TORCH_FORM_LEN];
+        tr.n = torch_peer_row(torch, s, p->threads, form, p->torch_why, sizeof p->torch_why);
+        if (tr.n < 0) tr.n = 0;   /* the peer is gone: its why says so */
+        for (int i = 0; i < tr.n; i++) {
+            snprintf(p->label[p->ncell], PEER_LABEL_LEN, "%.*s", TORCH_FORM_LEN - 1, form[i]);
+            p->engine_of[p->ncell++] = run->neng - 1;
+        }
+    }
+    const row_extra extra = {&tr, torch_round};
+    if (row_run(s, run->cfg, run->ncfg, p->threads, reps, p->io, p->r, tr.n ? &extra : NULL) != 0)
+        fprintf(stderr, "bench: %s: %s\n", p->name, p->r[0].why);
+    if (tr.n) torch_finish(&tr, s);
+    judge(run, p);
+}
+
+static void print_row(const peer_run *run, const peer_row *p) {
+    printf("%-36s %d thr", p->name, p->threads);
+    for (int e = 0; e < run->neng; e++) {
+        const int w = p->winner[e];
+        if (w < 0) printf(" | %s: none", run->eng[e].name);
+        else printf(" | %s %.2f ms", run->eng[e].name, p->r[w].sec * 1e3);
+    }
+    if (p->best >= 0 && p->ratio > 0)
+        printf(" | %.2fx (%.2f..%.2f) %s\n", p->ratio, p->rmin, p->rmax, p->verdict);
+    else printf(" | %s\n", p->verdict);
+    fflush(stdout);
+}
+
+int bench_side_by_side(const char *engines, const char *torch_cmd, const char *outdir) {
+    static engine_host hs[PEER_MAX_ENGINES];
+    static peer_run run;
+    static peer_row rows[BENCH_MAX_RESULTS];
+    memset(&run, 0, sizeof run);
+    int nh = 0;
     char buf[256];
     snprintf(buf, sizeof buf, "%s", engines);
     char *save = NULL;
     for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (ne == ROW_MAX_ENGINES) {
-            fprintf(stderr, "bench: at most %d engines\n", ROW_MAX_ENGINES);
+        if (nh == PEER_MAX_ENGINES - 1) {
+            fprintf(stderr, "bench: at most %d engines\n", PEER_MAX_ENGINES - 1);
             return 1;
         }
-        if (bench_open_engine(&hs[ne], t) != 0) return 1;
-        E[ne] = &hs[ne];
-        ne++;
+        if (bench_open_engine(&hs[nh], t) != 0) return 1;
+        engine_configs(&run, &hs[nh], nh == 0);
+        nh++;
     }
-    if (ne == 0) {
+    if (nh == 0) {
         fprintf(stderr, "bench: no engine given\n");
         return 1;
     }
-    static peer_row rows[BENCH_MAX_RESULTS];
-    int n = 0;
+    torch_peer *torch = NULL;
+    if (torch_cmd && *torch_cmd) {
+        torch = torch_peer_start(torch_cmd, run.torch_info, sizeof run.torch_info);
+        if (!torch) {
+            fprintf(stderr, "bench: PyTorch peer: %s\n", run.torch_info);
+            return 1;
+        }
+        peer_engine *pe = &run.eng[run.neng++];
+        snprintf(pe->name, sizeof pe->name, "torch");
+        snprintf(pe->summary, sizeof pe->summary, "PyTorch: %.120s (bench/peer_forms.py)",
+                 run.torch_info);
+        pe->torch = 1;
+    }
+    for (int e = 0; e < run.neng; e++) {
+        printf("%s:", run.eng[e].name);
+        for (int c = run.eng[e].first; c < run.eng[e].first + run.eng[e].count; c++)
+            printf(" [%s]", run.cfg[c].label[0] ? run.cfg[c].label : "default");
+        printf("%s\n", run.eng[e].torch ? " [each row's formulations]" : "");
+    }
+    run.rows = rows;
     for (int t = 1; t <= bench_threads_max(); t++)
-        for (int i = 0; i < bench_num_rows && n < BENCH_MAX_RESULTS; i++) {
+        for (int i = 0; i < bench_num_rows && run.nrows < BENCH_MAX_RESULTS; i++) {
             const row_spec *s = &bench_rows[i];
             if (bench_skip_row(s)) continue;
-            peer_row *p = &rows[n++];
+            peer_row *p = &rows[run.nrows++];
             memset(p, 0, sizeof *p);
             p->spec = s;
             p->threads = t;
-            p->io = peer_io(s, E, ne);
+            p->io = peer_io(s, &run);
             row_name(s, p->name, sizeof p->name);
-            if (row_run(s, (const engine_host *const *)E, ne, t, bench_row_reps(s), p->io, p->r) != 0)
-                fprintf(stderr, "bench: %s: %s\n", p->name, p->r[0].why);
-            printf("%-36s %d thr", p->name, t);
-            for (int e = 0; e < ne; e++) {
-                const row_result *r = &p->r[e];
-                if (!r->ran) printf(" | %s %s", E[e]->e->name, r->why);
-                else
-                    printf(" | %s %.2f ms %.1f %s err %.2g", E[e]->e->name, r->sec * 1e3,
-                           peer_fig(s, r->sec), s->kind == ROW_DECODE ? "GB/s" : "GFLOP/s",
-                           r->max_abs_err);
-            }
-            printf("\n");
-            fflush(stdout);
+            run_row(&run, torch, p);
+            print_row(&run, p);
         }
-    write_peer(outdir, E, ne, rows, n);
-    for (int e = 0; e < ne; e++) engine_host_close(&hs[e]);
+    peer_write(outdir, &run);
+    torch_peer_stop(torch);
+    for (int e = 0; e < nh; e++) engine_host_close(&hs[e]);
     return 0;
 }
-

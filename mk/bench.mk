@@ -4,25 +4,31 @@
 #                     attnguard on every row against them; writes
 #                     build/bench/bench.md and build/bench/bench.json (make
 #                     snapshot copies the .md into reports/snapshot/)
-#   make bench-peer   every engine in BENCH_ENGINES (ENGINES=..., default every
-#                     engine built in: attnguard, and ggml once fetched) on the same rows, timed in
-#                     turn round by round in one run, each output checked
-#                     against the fp64 reference; then PyTorch's
-#                     scaled-dot-product attention on the same shapes
-#                     (bench/peer.py) beside them: build/bench/bench-peer.{md,json}
+#   make bench-peer   the first engine of BENCH_ENGINES (ENGINES=..., default every
+#                     engine built in: attnguard, then ggml and ort once fetched) in
+#                     its default variant against every other in each configuration
+#                     it offers here (layouts, precisions, tunings, each with the
+#                     default kernels and the next BENCH_PEER_KERNELS - 1: 2 by
+#                     default, "all") and PyTorch in each formulation of
+#                     bench/peer_forms.py (BENCH_TORCH=0 leaves it out), on the same
+#                     rows, interleaved round by round in one run, each output
+#                     checked against the fp64 reference; per row each peer's fastest
+#                     correct configuration and attnguard's time over the best's:
+#                     build/bench/bench-peer.{md,json} (make snapshot copies the .md)
 #   make probe        build $(B)/bin/probe and run it: the CPU facts the AVX-512
 #                     kernels were shaped around (bench/probe.c;
 #                     docs/perf-notes.md quotes its output; "not measured"
 #                     on a CPU without AVX-512)
-#   make test-peer    (run by .ci/run) bench/peer.py --selftest: the
-#                     peer's GQA folding, causal offsets and window masks
-#                     against a float64 loop, so the side-by-side compares
-#                     the same attention
+#   make test-peer    (run by .ci/run) bench/peer.py --selftest: every PyTorch
+#                     formulation (GQA folding, blocks, causal offsets, window
+#                     masks, f32 compute) against a float64 loop, so the
+#                     side-by-side compares the same attention
 #
-# The peer runs in /usr/bin/python3 with Debian's python3-torch (PyPI is not
-# reachable from the project machines).  bench.c's narrowing variables
-# (BENCH_ONLY, BENCH_THREADS, BENCH_DTYPE, BENCH_HKV) narrow the engines'
-# rows; PyTorch runs the rows they ran.
+# PyTorch runs in /usr/bin/python3 with Debian's python3-torch (PyPI is not
+# reachable from the project machines), as a child process of the bench
+# that times its formulations when the rounds reach it.  bench.c's
+# narrowing variables (BENCH_ONLY, BENCH_THREADS, BENCH_DTYPE, BENCH_HKV)
+# narrow the rows of every engine and PyTorch alike.
 #
 # Only bench/ (the measurement loops: FMA/VDPBF16PS chains, the bandwidth
 # sweep; the rows' timing) is built with -O3 -march=native; the engines and
@@ -71,7 +77,10 @@ test-peer:
 	@bash .ci/deps.sh --check $(DEPS_peer) >/dev/null
 	$(PEER_PY) bench/peer.py --selftest
 
-bench-peer: $(BENCH_BIN) test-peer
+BENCH_TORCH ?= 1
+BENCH_TORCH_CMD := $(if $(filter 1,$(BENCH_TORCH)),$(PEER_PY) bench/peer.py --serve)
+
+bench-peer: $(BENCH_BIN) $(if $(BENCH_TORCH_CMD),test-peer)
 	@mkdir -p $(BENCH_OUT)
-	$(BENCH_BIN) --peer --engines $(BENCH_ENGINES) $(BENCH_OUT)
-	$(PEER_PY) bench/peer.py --engine $(BENCH_OUT)/bench-peer.json --out $(BENCH_OUT)
+	$(BENCH_BIN) --peer --engines $(BENCH_ENGINES) $(if $(BENCH_TORCH_CMD),--torch \
+	    '$(BENCH_TORCH_CMD)') $(BENCH_OUT)

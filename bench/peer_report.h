@@ -1,0 +1,65 @@
+/*
+ * bench/peer_report.h — what `make bench-peer` measured (side_by_side.c)
+ * as its reports need it (peer_report.c): the engines and their
+ * configurations, and per row every configuration's result, each peer's
+ * fastest correct configuration (its winner), the best peer and
+ * attnguard's verdict against it.
+ */
+#ifndef AG_BENCH_PEER_REPORT_H
+#define AG_BENCH_PEER_REPORT_H
+
+#include "bench.h"
+#include "torch_peer.h"
+
+#define PEER_MAX_ENGINES 6
+#define PEER_MAX_CELLS (ROW_MAX_CONFIGS + TORCH_MAX_FORMS)
+#define PEER_LABEL_LEN 96
+
+/* An engine of the comparison: engine 0 is the one judged (attnguard, in
+ * its default variant), the others are peers in every configuration
+ * tried; PyTorch's configurations are each row's formulations. */
+typedef struct peer_engine {
+    char name[32];
+    char summary[160];
+    int first, count;        /* its row_configs (not PyTorch's) */
+    int torch;
+} peer_engine;
+
+typedef struct peer_row {
+    char name[96];
+    const row_spec *spec;
+    int threads;
+    ag_dtype io;
+    int ncell;                               /* configurations, then PyTorch's formulations */
+    row_result r[PEER_MAX_CELLS];
+    char label[PEER_MAX_CELLS][PEER_LABEL_LEN];
+    int engine_of[PEER_MAX_CELLS];
+    int correct[PEER_MAX_CELLS];
+    int winner[PEER_MAX_ENGINES];            /* each engine's fastest correct cell, or -1 */
+    int best;                                /* the fastest peer winner, or -1 */
+    double ratio, rmin, rmax;                /* engine 0's time over the best's; per round */
+    const char *verdict;
+    char torch_why[200];                     /* PyTorch skipped the row: why */
+} peer_row;
+
+typedef struct peer_run {
+    peer_engine eng[PEER_MAX_ENGINES];
+    int neng;
+    row_config cfg[ROW_MAX_CONFIGS];         /* every engine's configurations, in order */
+    char words[ROW_MAX_CONFIGS][PEER_LABEL_LEN];
+    int ncfg;
+    char torch_info[160];                    /* "" without PyTorch */
+    peer_row *rows;
+    int nrows;
+} peer_run;
+
+/* The sanity bound of a correct output: its largest error over the
+ * largest reference value (f32 KV 1e-3; 16-bit and fp8 KV 1e-1). */
+double peer_bound(const row_spec *s);
+/* GB/s (decode) or GFLOP/s of row s at `sec` seconds a batch. */
+double peer_figure(const row_spec *s, double sec);
+
+/* OUTDIR/bench-peer.md and bench-peer.json. */
+void peer_write(const char *outdir, const peer_run *run);
+
+#endif /* AG_BENCH_PEER_REPORT_H */

@@ -1,0 +1,269 @@
+/*
+ * bench/row_run.c — running one row (rows.h, row_run) through several
+ * configurations: sessions on huge pages (one per cold rotation), the
+ * configurations of one engine sharing that engine's caches, untimed
+ * passes, timed runs interleaved configuration by configuration round by
+ * round (with an extra peer, bench-peer's PyTorch, at the end of each
+ * round), and a check of every configuration's output against the fp64
+ * reference on sampled query rows.
+ */
+#include "row_inputs.h"
+#include "util.h"
+
+#include "../harness/host/session.h"
+#include "../harness/judge/compare.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct row_engine {
+    session s[MAX_GROUPS][MAX_ROT];
+    int opened[MAX_GROUPS];
+    int borrowed;            /* its caches are another configuration's */
+    void *out[MAX_GROUPS];
+    double *times;
+    double cpu, wall;
+} row_engine;
+
+static void engine_free(row_engine *x, int ngroups) {
+    for (int g = 0; g < ngroups; g++) {
+        for (int k = 0; k < x->opened[g]; k++) {
+            /* a borrower's session must not free its owner's caches */
+            if (x->borrowed) x->s[g][k].k_cache = x->s[g][k].v_cache = NULL;
+            session_close(&x->s[g][k]);
+        }
+        free(x->out[g]);
+    }
+    free(x->times);
+}
+
+/* One batch (every group) on rotation k; 0, or -1 with why. */
+static int run_batch(row_engine *x, row_group *grp, int ngroups, int k, char *why, size_t cap) {
+    for (int g = 0; g < ngroups; g++) {
+        session *s = &x->s[g][k];
+        if (session_run(s, 0, grp[g].q, x->out[g]) != 0) {
+            snprintf(why, cap, "failed: run: %s %s: %s", ag_status_name(s->status), s->msg.code,
+                     s->msg.text);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* A session of configuration `options` over session `from`'s caches: the
+ * ABI lets every group of one KV spec read caches written through any of
+ * them, so one engine's configurations share one set of caches (cold rows
+ * hold >= 1.5 GiB of them per set).  0, or -1 with s->status, stage, msg. */
+static int session_over(session *s, const session *from, const char *options, int threads) {
+    memset(s, 0, sizeof *s);
+    s->E = from->E, s->p = from->p, s->alloc = from->alloc, s->free = from->free;
+    const ag_engine *e = s->E->e;
+    const problem *p = s->p;
+    ag_group g = p->group;
+    g.num_threads = threads;
+    g.options = options;
+    size_t bytes = 0;
+    s->stage = "create";
+    if ((s->status = e->create(s->E->ctx, &g, &s->grp, &s->msg)) != AG_OK) {
+        s->grp = NULL;
+        return -1;
+    }
+    if (!e->group_info || e->group_info(s->grp, &s->gi) != AG_OK) memset(&s->gi, 0, sizeof s->gi);
+    s->stage = "kv";
+    if ((s->status = e->kv_cache_bytes(s->grp, p->num_blocks, &bytes, &s->msg)) != AG_OK)
+        return -1;
+    if (bytes != from->cache_bytes) {   /* the layout may not depend on options */
+        s->status = AG_INTERNAL;
+        snprintf(s->msg.text, sizeof s->msg.text, "cache of %zu bytes, %zu for the default: the "
+                 "layout depends on the options", bytes, from->cache_bytes);
+        return -1;
+    }
+    s->k_cache = from->k_cache, s->v_cache = from->v_cache, s->cache_bytes = from->cache_bytes;
+    const ag_plan_opts own = {p->c.split, p->c.split_count, 0};
+    s->stage = "plan";
+    if ((s->status = e->plan(s->grp, &p->batch, &own, &s->plan, &s->info, &s->msg)) != AG_OK) {
+        s->plan = NULL;
+        return -1;
+    }
+    s->scratch = s->alloc(s->info.scratch_bytes, s->info.scratch_align);
+    if (!s->scratch) {
+        s->status = AG_INTERNAL;
+        snprintf(s->msg.text, sizeof s->msg.text, "out of memory for %zu bytes of scratch",
+                 s->info.scratch_bytes);
+        return -1;
+    }
+    s->status = AG_OK;
+    s->stage = "";
+    return 0;
+}
+
+/* Open configuration C's sessions for every group and rotation (over
+ * owner's caches when owner is not NULL).  0 ok, 1 the configuration
+ * cannot express the row (why), -1 a failure (why). */
+static int engine_open(row_engine *x, const row_config *C, const row_engine *owner,
+                       row_group *grp, int ngroups, int rot, int threads, row_result *res) {
+    x->borrowed = owner != NULL;
+    for (int g = 0; g < ngroups; g++) {
+        char why[160];
+        if (engine_host_unsupported(C->E, &grp[g].p.c, why, sizeof why)) {
+            snprintf(res->why, sizeof res->why, "skipped: the engine lacks %s", why);
+            return 1;
+        }
+        for (int k = 0; k < rot; k++) {
+            session *s = &x->s[g][k];
+            const int rc = owner ? session_over(s, &owner->s[g][k], C->options, threads)
+                                 : session_open(s, C->E, &grp[g].p, C->options, threads, NULL,
+                                                bench_big_alloc, bench_big_free);
+            if (owner && rc != 0) {   /* session_open closes itself on failure */
+                s->k_cache = s->v_cache = NULL;
+                const ag_msg m = s->msg;
+                const ag_status st = s->status;
+                const char *stage = s->stage;
+                session_close(s);
+                s->msg = m, s->status = st, s->stage = stage;
+            }
+            if (rc != 0) {
+                snprintf(res->why, sizeof res->why, "%s: %s: %s %s: %.120s",
+                         s->status == AG_UNSUPPORTED ? "skipped" : "failed", s->stage,
+                         ag_status_name(s->status), s->msg.code, s->msg.text);
+                return s->status == AG_UNSUPPORTED ? 1 : -1;
+            }
+            x->opened[g] = k + 1;
+        }
+        snprintf(res->kernels, sizeof res->kernels, "%s", x->s[g][0].gi.kernels);
+        x->out[g] = bench_big_alloc(grp[g].out_bytes, 64);
+        if (!x->out[g]) {
+            snprintf(res->why, sizeof res->why, "failed: out of memory for the output");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* After timing: one more run into a NaN-filled output, every element
+ * written and the sampled rows against the reference; the group's detail
+ * read again, so that it tells what the plans did (ggml: fallbacks). */
+static void engine_check(row_engine *x, row_group *grp, int ngroups, row_result *res) {
+    for (int g = 0; g < ngroups; g++) {
+        const problem *p = &grp[g].p;
+        const ag_dtype od = p->c.out_dtype;
+        const size_t n = problem_out_elems(p, 0), hd = n / (size_t)p->num_tokens;
+        session *s = &x->s[g][0];
+        memset(x->out[g], 0xff, grp[g].out_bytes);   /* NaN in every dtype */
+        if (session_run(s, 0, grp[g].q, x->out[g]) != 0) {
+            snprintf(res->why, sizeof res->why, "failed: check run: %s", s->msg.text);
+            res->ran = 0;
+            return;
+        }
+        ag_group_info gi;
+        if (s->E->e->group_info && s->E->e->group_info(s->grp, &gi) == AG_OK)
+            snprintf(res->detail, sizeof res->detail, "%s", gi.detail);
+        for (size_t i = 0; i < n; i++) res->nan_count += isnan(cmp_elem_get(x->out[g], i, od));
+        /* A speed figure's sanity check, not the verdict on correctness
+         * (the report grid and the fuzz targets judge that, by intervals):
+         * the largest error, absolute and relative to the largest output. */
+        double big = 0;
+        for (int j = 0; j < grp[g].n_tok; j++)
+            for (size_t e = 0; e < hd; e++) {
+                const double want = grp[g].ref[(size_t)j * hd + e];
+                const double got = cmp_elem_get(x->out[g], (size_t)grp[g].tok[j] * hd + e, od);
+                const double err = fabs(got - want);
+                if (err > res->max_abs_err || isnan(err)) res->max_abs_err = isnan(err) ? INFINITY : err;
+                if (fabs(want) > big) big = fabs(want);
+            }
+        const double rel = big > 0 ? res->max_abs_err / big : res->max_abs_err > 0 ? INFINITY : 0;
+        if (rel > res->max_rel_err) res->max_rel_err = rel;
+        res->err_rows = grp[g].n_tok;
+    }
+}
+
+/* Rotations of a row: enough distinct caches that a timed batch finds
+ * none of its KV in any cache level (1 for hot rows). */
+static int rotations(const row_spec *r, const row_group *grp, int ngroups) {
+    if (!r->cold) return 1;
+    double batch = 0;
+    for (int g = 0; g < ngroups; g++)
+        batch += 2.0 * (double)grp[g].p.row_elems * (double)ag_dtype_size(r->kv);
+    const int rot = (int)ceil(COLD_BYTES / batch);
+    return rot < 3 ? 3 : rot > MAX_ROT ? MAX_ROT : rot;
+}
+
+int row_run(const row_spec *r, const row_config *C, int n, int threads, int reps, ag_dtype io,
+            row_result *res, const row_extra *extra) {
+    static row_group grp[MAX_GROUPS];
+    static row_engine eng[ROW_MAX_CONFIGS];
+    int ngroups = 0, rc = 0;
+    if (n > ROW_MAX_CONFIGS) n = ROW_MAX_CONFIGS;
+    if (reps > ROW_MAX_ROUNDS) reps = ROW_MAX_ROUNDS;
+    memset(res, 0, (size_t)n * sizeof *res);
+    memset(grp, 0, sizeof grp);
+    memset(eng, 0, sizeof eng);
+    if (row_build_groups(r, io, grp, &ngroups, res[0].why, sizeof res[0].why) != 0) {
+        rc = -1;
+        goto out;
+    }
+    const int rot = rotations(r, grp, ngroups);
+    int live[ROW_MAX_CONFIGS] = {0};
+    for (int e = 0; e < n; e++) {
+        res[e].rotations = rot;
+        /* the first live configuration of the same engine owns the caches */
+        const row_engine *owner = NULL;
+        for (int o = 0; o < e && !owner; o++)
+            if (C[o].E == C[e].E && live[o] && !eng[o].borrowed) owner = &eng[o];
+        const int o = engine_open(&eng[e], &C[e], owner, grp, ngroups, rot, threads, &res[e]);
+        eng[e].times = malloc((size_t)(reps + 1) * sizeof(double));
+        live[e] = o == 0 && eng[e].times;
+        if (o == 0 && !eng[e].times) snprintf(res[e].why, sizeof res[e].why, "failed: no memory");
+    }
+    /* The plain rows were copied into every engine's caches; the sampled
+     * reference is computed: free them before timing. */
+    for (int g = 0; g < ngroups; g++) {
+        free(grp[g].p.k_rows), free(grp[g].p.v_rows);
+        grp[g].p.k_rows = grp[g].p.v_rows = NULL;
+    }
+    /* Cold runs start after one untimed pass over every rotation: right
+     * after write_kv the caches are full of dirty lines, and each read miss
+     * would also write one back (a serving engine reads KV written long
+     * before: clean lines). */
+    for (int k = 1; r->cold && k < rot; k++)
+        for (int e = 0; e < n; e++)
+            if (live[e] && run_batch(&eng[e], grp, ngroups, k, res[e].why, sizeof res[e].why))
+                live[e] = 0;
+    /* Round `it` (0: warm-up: page faults, thread pools) runs every
+     * configuration once, in order, then the extra peer.  Each run takes
+     * the next rotation, so that no configuration finds in the caches the
+     * KV the one before it read (configurations of one engine share
+     * caches). */
+    for (int it = 0, seq = 0; it <= reps; it++) {
+        for (int e = 0; e < n; e++, seq++) {
+            if (!live[e]) continue;
+            const int k = seq % rot;
+            const double c0 = bench_cpu_now(), t0 = bench_now();
+            if (run_batch(&eng[e], grp, ngroups, k, res[e].why, sizeof res[e].why)) {
+                live[e] = 0;
+                continue;
+            }
+            eng[e].times[it] = bench_now() - t0;
+            if (it) {
+                eng[e].wall += eng[e].times[it];
+                eng[e].cpu += bench_cpu_now() - c0;
+            }
+        }
+        if (extra && extra->round) extra->round(extra->ctx, it);
+    }
+    for (int e = 0; e < n; e++) {
+        if (!live[e]) continue;
+        res[e].ran = 1;
+        res[e].rounds = reps;
+        memcpy(res[e].round_sec, eng[e].times + 1, (size_t)reps * sizeof(double));
+        res[e].sec = bench_median(eng[e].times + 1, reps);   /* sorts times, not round_sec */
+        res[e].cpu_share = eng[e].cpu / (eng[e].wall * threads);
+        engine_check(&eng[e], grp, ngroups, &res[e]);
+    }
+out:
+    for (int e = n - 1; e >= 0; e--) engine_free(&eng[e], ngroups);   /* owners last */
+    for (int g = 0; g < MAX_GROUPS; g++) row_group_free(&grp[g]);
+    return rc;
+}
