@@ -1,0 +1,68 @@
+/*
+ * bench/bench_report.h — what `make bench` measured, as its reports need
+ * it: one engine's rows with their figures against this machine's limits,
+ * each row's target and verdict, and the fp8 rounds (bench_fp8.c).
+ * bench.c measures and judges; bench_report.c writes bench.md and
+ * bench.json; bench_fp8.c runs and writes the fp8 rounds.
+ */
+#ifndef AG_BENCH_REPORT_H
+#define AG_BENCH_REPORT_H
+
+#include "bench.h"
+#include "limits.h"
+
+#include <stdio.h>
+
+typedef struct bench_row {
+    char name[96];
+    const row_spec *spec;
+    int threads;
+    row_result r;
+    double gbs, gflops, pct, pct_c, pct_fma_c, adj, pct_adj, target;
+    const char *metric, *limit, *verdict;
+    /* Laguna: the roofline's items, each at its bound */
+    row_item items[ROW_MAX_ITEMS];
+    int n_items;
+    double item_s[ROW_MAX_ITEMS];   /* each item's bound time (x count), seconds */
+    int item_bw[ROW_MAX_ITEMS];     /* 1: bandwidth-bound, 0: compute-bound */
+    double roof_s, roof_bw, roof_peak;
+} bench_row;
+
+/* The targets (issue 39), % of the limit each row names (bench.c). */
+#define BENCH_TARGET_DECODE 80.0        /* cold decode: of the DRAM read */
+#define BENCH_TARGET_PREFILL_F32 80.0   /* of the fp32 FMA peak */
+#define BENCH_TARGET_PREFILL_F16 70.0   /* of the fp32 FMA peak */
+#define BENCH_TARGET_PREFILL_BF16 70.0  /* of the faster of the FMA and VDPBF16PS peaks */
+#define BENCH_TARGET_LAGUNA 60.0        /* of its roofline */
+
+/* A row counts as met only at or above its target against both the limit
+ * measured at the start of the run and the one measured next to the row
+ * (where there is one): on a shared VM either can be low for a moment,
+ * which flatters the row.  Returns the verdict's words. */
+const char *bench_verdict(double target, double pct, double pct_next, int has_next);
+
+/* fp8 decode in rounds against a plain read of its layout (bench_fp8.c) */
+#define FP8_ROUNDS 3
+#define FP8_TARGET_PCT 75.0   /* % of the plain read's rate */
+typedef struct fp8_cmp {
+    int threads, ran;
+    double bf16_ms[FP8_ROUNDS], ms[2][FP8_ROUNDS]; /* [e4m3, e5m2][round] */
+    double read_ms[FP8_ROUNDS];                     /* the plain read of the fp8 layout */
+    double ratio[2];                                /* bf16 ms over the fp8 row's: the rate ratio */
+    double pct[2];                                  /* % of the plain read's rate (0: none) */
+    const char *verdict[2];
+} fp8_cmp;
+
+/* The fp8 rounds for 1 (and 2) threads, out[threads - 1]: engine E[0]. */
+void bench_fp8_rounds(const engine_host *const *E, const bench_limits *L, fp8_cmp *out);
+/* f: the markdown report, or NULL for the terminal's lines */
+void bench_fp8_write(FILE *f, const fp8_cmp *c, int n);
+/* The fp8 rounds as a JSON array (its own key of bench.json). */
+void bench_fp8_json(FILE *f, const fp8_cmp *c, int n);
+
+void bench_write_json(FILE *f, const bench_limits *L, const char *tune, const char *engine,
+                      const bench_row *rows, int n, const fp8_cmp *fp8, int n_fp8);
+void bench_write_md(FILE *f, const bench_limits *L, const char *tune, const char *engine,
+                    const bench_row *rows, int n);
+
+#endif /* AG_BENCH_REPORT_H */
