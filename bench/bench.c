@@ -28,7 +28,8 @@
  * fp64 reference on sampled query rows.
  *
  * Narrowing (environment): BENCH_ONLY=word[,word] (decode1, decode8,
- * prefill, laguna, fp8), BENCH_DTYPE (f32, f16, bf16, fp8e4m3, fp8e5m2:
+ * prefill, laguna, fp8; a word takes every part it begins: decode takes
+ * decode1 and decode8), BENCH_DTYPE (f32, f16, bf16, fp8e4m3, fp8e5m2:
  * the decode and prefill rows of one KV dtype), BENCH_HKV (32, 8: the
  * prefill rows), BENCH_THREADS=1, BENCH_NO_LIMITS=1 (skips the limits),
  * BENCH_READ_PF=bytes (the DRAM read loop's prefetch distance, 1024).
@@ -46,9 +47,21 @@
 
 /* ------------------------------------------------------------- narrowing */
 
+/* 1 when a word of `only` (comma- or space-separated) begins `part`:
+ * "decode" takes decode1 and decode8. */
+static int only_takes(const char *only, const char *part) {
+    for (const char *w = only; *w;) {
+        w += strspn(w, ", ");
+        const size_t n = strcspn(w, ", ");
+        if (n && strncmp(part, w, n) == 0) return 1;
+        w += n;
+    }
+    return 0;
+}
+
 int bench_skip_row(const row_spec *r) {
     const char *only = getenv("BENCH_ONLY"), *dt = getenv("BENCH_DTYPE"), *hkv = getenv("BENCH_HKV");
-    if (only && !strstr(only, r->part)) return 1;
+    if (only && !only_takes(only, r->part)) return 1;
     if (dt && r->kind != ROW_LAGUNA && strcmp(dt, ag_dtype_name(r->kv)) != 0) return 1;
     if (hkv && r->kind == ROW_PREFILL && atoi(hkv) != r->hkv) return 1;
     return 0;
