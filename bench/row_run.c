@@ -1,7 +1,8 @@
 /*
  * bench/row_run.c — running one row (rows.h, row_run) through several
- * configurations: sessions on huge pages (one per cold rotation), the
- * configurations of one engine sharing that engine's caches, untimed
+ * configurations: sessions on huge pages (one per cold rotation, all of a
+ * configuration's rotations sharing one scratch), the configurations of
+ * one engine sharing that engine's caches, untimed
  * passes, timed runs interleaved configuration by configuration round by
  * round (with an extra peer, bench-peer's PyTorch, at the end of each
  * round), and a check of every configuration's output against the fp64
@@ -29,10 +30,13 @@ typedef struct row_engine {
 
 static void engine_free(row_engine *x, int ngroups) {
     for (int g = 0; g < ngroups; g++) {
-        for (int k = 0; k < x->opened[g]; k++) {
-            /* a borrower's session must not free its owner's caches */
-            if (x->borrowed) x->s[g][k].k_cache = x->s[g][k].v_cache = NULL;
-            session_close(&x->s[g][k]);
+        for (int k = x->opened[g] - 1; k >= 0; k--) {
+            session *s = &x->s[g][k];
+            /* a borrower's session must not free its owner's caches, nor
+             * a rotation the scratch it shares with rotation 0 */
+            if (x->borrowed) s->k_cache = s->v_cache = NULL;
+            if (k > 0 && s->scratch == x->s[g][0].scratch) s->scratch = NULL;
+            session_close(s);
         }
         free(x->out[g]);
     }
@@ -131,6 +135,17 @@ static int engine_open(row_engine *x, const row_config *C, const row_engine *own
                 return s->status == AG_UNSUPPORTED ? 1 : -1;
             }
             x->opened[g] = k + 1;
+            /* One scratch per configuration and group, shared by its
+             * rotations: a serving engine reuses its scratch batch after
+             * batch, and a copy per rotation of an engine's gathered K/V
+             * (ONNX Runtime's live in its scratch) would hold another
+             * >= 1.5 GiB per configuration on cold rows. */
+            const session *s0 = &x->s[g][0];
+            if (k > 0 && s->scratch && s->info.scratch_bytes == s0->info.scratch_bytes &&
+                s->info.scratch_align <= s0->info.scratch_align) {
+                s->free(s->scratch, s->info.scratch_bytes);
+                s->scratch = s0->scratch;
+            }
         }
         snprintf(res->kernels, sizeof res->kernels, "%s", x->s[g][0].gi.kernels);
         x->out[g] = bench_big_alloc(grp[g].out_bytes, 64);
