@@ -178,7 +178,7 @@ static int sample_tokens(const problem *p, int32_t *tok) {
 /* The fp64 reference of the sampled tokens of a causal problem: each
  * token becomes a one-row request with seq_len p + 1 over its own
  * request's block table, which sees exactly the keys it sees in the batch
- * (DESIGN §2: k <= p, and the window counted back from p).  out:
+ * (docs/design.md §2: k <= p, and the window counted back from p).  out:
  * [n][H][D].  0, or -1. */
 static int reference_rows(const problem *p, const int32_t *tok, int n, double *out) {
     const size_t H = (size_t)p->layers[0].num_heads, D = (size_t)p->c.head_dim;
