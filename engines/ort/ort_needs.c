@@ -43,7 +43,9 @@ static void gqa_needs(const og_plan *P, const og_class *c, const og_key *k, og_l
     put(l, B * hq * S * D * es);
     put(l, B * hkv * S * D * es);
     put(l, B * hkv * S * D * es);
-    if (g->t_dt == AG_F32 && k->softcap == 0.0f && k->sink == OG_SINK_NONE) {
+    /* the streaming kernels: a decode over a past (S = 1, T > 1), or a
+     * prompt; a lone first token (S = T = 1) takes the path below */
+    if (g->t_dt == AG_F32 && k->softcap == 0.0f && k->sink == OG_SINK_NONE && (S > 1 || T > 1)) {
         const size_t th = (size_t)g->threads;
         if (S == 1) put(l, th * (T + D) * sizeof(float));   /* one logit row + one output row */
         else put(l, th * flash_tile_floats(g->lib->l2_bytes, D, S, T) * sizeof(float));
