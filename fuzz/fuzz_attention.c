@@ -55,6 +55,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * that many workers (more threads than cores is right for correctness,
  * and slow). */
 #define FUZZ_CHEAP_THREADS 8
+/* Threads above which no case runs at all (its plan oracles still do):
+ * the counts a sizing can depend on are drawn from 1 to 64, and beyond
+ * that an engine that spins at its barriers (ggml's pool) takes minutes
+ * on two cores for nothing a smaller count would not show. */
+#define FUZZ_MAX_RUN_THREADS 64
 
 static uint64_t g_deep_macs = FUZZ_DEEP_MACS_DEFAULT;
 static int g_always_deep;
@@ -127,7 +132,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
          * in a session most inputs are novel, and a costly one would make
          * every one of them pay the deep tier's ten runs */
         const int by_hash = g_always_deep || h % FUZZ_DEEP_EVERY == 0;
-        const int runs = fits(&c, by_hash ? g_deep_macs : FUZZ_NOVEL_MACS);
+        const int runs = fits(&c, by_hash ? g_deep_macs : FUZZ_NOVEL_MACS) &&
+                         c.threads <= FUZZ_MAX_RUN_THREADS;
         /* a novel input too costly to run has had its plan oracles above */
         if (runs || by_hash) {
             const unsigned what = CHECK_PLAN | (runs ? CHECK_RUN | CHECK_EVERY_VARIANT |

@@ -33,7 +33,7 @@ endif
 
 # ---- what mk/engines.mk builds ----
 ggml_SRC := engines/ggml/ggml_adapter.c engines/ggml/ggml_cache.c engines/ggml/ggml_check.c \
-            engines/ggml/ggml_streams.c \
+            engines/ggml/ggml_streams.c engines/ggml/ggml_paths.c \
             engines/ggml/ggml_load.c
 ggml_CFLAGS := -DAG_HAVE_GGML=1 -isystem $(GGML_INC) -DAG_GGML_DEFAULT_DIR=\"$(GGML_LIBDIR)\"
 ggml_LDLIBS := -ldl -lm

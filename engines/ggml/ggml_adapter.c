@@ -328,6 +328,10 @@ static ag_status gg_run(void *plan, int32_t layer, const ag_run_args *a, ag_msg 
     return AG_OK;
 }
 
+static int gg_paths(void *plan, const char **names, int cap) {
+    return ggp_paths(plan, names, cap);
+}
+
 static const ag_engine gg_engine = {
     .abi_version = AG_ENGINE_ABI_VERSION,
     .name = "ggml",
@@ -336,6 +340,7 @@ static const ag_engine gg_engine = {
     .create = gg_create, .destroy = gg_destroy, .group_info = gg_group_info,
     .kv_cache_bytes = ggc_kv_cache_bytes, .write_kv = ggc_write_kv,
     .plan = gg_plan_make, .plan_destroy = gg_plan_destroy, .extents = gg_extents, .run = gg_run,
+    .paths = gg_paths,
 };
 
 /* The registry's getter (engines/engines.def); built as a shared object

@@ -111,4 +111,9 @@ void ggc_fill_mask(const gg_plan *P, const ag_batch *b, int c, ggml_fp16_t *m);
 /* Bytes of one cache cell ([Hkv][D] of the KV dtype). */
 size_t ggc_row_bytes(const gg_group *g);
 
+/* ggml_paths.c: the ABI's paths of plan P (NULL: every path this adapter
+ * can name): the cache type, the layout, and which of ggml's flash
+ * attention paths (split-kv, tiled, one-chunk) its ops take. */
+int ggp_paths(const gg_plan *P, const char **names, int cap);
+
 #endif /* AG_GGML_GROUP_H */

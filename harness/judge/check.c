@@ -526,7 +526,7 @@ static oracle_id check_runs(const problem *p, const engine_host *E, unsigned wha
     x.out_bytes = problem_out_elems(p, 0) * ag_dtype_size(c->out_dtype);
     x.perturbed = (what & CHECK_PERTURB) != 0;
     x.perturb.seed = c->seed ^ 0x7065727475726221ull;
-    x.bound_s = sched_bound_seconds(case_cost(c));
+    x.bound_s = sched_bound_seconds(case_cost(c), c->threads);
     if (guard_alloc_init(&x.alloc) != 0) return res;
     if (inputs_init(&x.in, p, 0) != 0 ||
         guard_init_placed(&x.out, "out", x.out_bytes, c->place == CASE_PLACE_HEAD) != 0)

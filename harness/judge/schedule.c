@@ -6,6 +6,7 @@
 #include "../case/rng.h"
 
 #include <pthread.h>
+#include <unistd.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,10 +92,15 @@ void sched_watch_disarm(void) {
     pthread_mutex_unlock(&g_mu);
 }
 
-double sched_bound_seconds(uint64_t macs) {
+double sched_bound_seconds(uint64_t macs, int32_t threads) {
     /* 2 s, and 1 us per multiply-add beyond (a sanitized portable table
      * on a loaded core runs some hundred times faster than that), at most
-     * 20 s */
-    const double s = 2.0 + (double)macs * 1e-6;
-    return s < 20.0 ? s : 20.0;
+     * 20 s; times the threads per online core when there are more threads
+     * than cores (engines that spin at their barriers, as ggml's pool
+     * does, wait for every thread to be scheduled at each one) */
+    double s = 2.0 + (double)macs * 1e-6;
+    if (s > 20.0) s = 20.0;
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores > 0 && threads > cores) s *= (double)threads / (double)cores;
+    return s;
 }

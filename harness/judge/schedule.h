@@ -28,8 +28,9 @@ void sched_perturb_hook(void *ctx, int32_t site);
 void sched_watch_arm(double seconds, const char *what);
 void sched_watch_disarm(void);
 
-/* The watchdog's bound for a run of `macs` multiply-adds: generous for a
- * sanitized build on a busy machine, well inside libFuzzer's -timeout. */
-double sched_bound_seconds(uint64_t macs);
+/* The watchdog's bound for a run of `macs` multiply-adds on `threads`
+ * threads: 2 s + 1 us per multiply-add, at most 20 s, scaled by the
+ * threads per online core beyond one. */
+double sched_bound_seconds(uint64_t macs, int32_t threads);
 
 #endif /* AG_SCHEDULE_H */

@@ -162,7 +162,9 @@ Test(discovery, perturbation_hook_takes_any_site) {
     for (int32_t site = 0; site < 4; site++)
         for (int i = 0; i < 64; i++) sched_perturb_hook(&p, site);
     cr_assert_eq(p.counter, 256);
-    cr_assert(sched_bound_seconds(0) >= 2.0 && sched_bound_seconds((uint64_t)1 << 40) <= 20.0);
+    cr_assert(sched_bound_seconds(0, 1) >= 2.0 && sched_bound_seconds((uint64_t)1 << 40, 1) <= 20.0);
+    /* more threads than cores: the bound grows with the oversubscription */
+    cr_assert(sched_bound_seconds(0, 4096) > sched_bound_seconds(0, 1));
 }
 
 Test(discovery, internal_allocator_guards_and_judges) {
