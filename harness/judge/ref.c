@@ -224,7 +224,7 @@ static double row_logits(const ref_input *in, const ref_kv *kv, int32_t h, int64
         double t = x[j];
         if (in->softcap > 0) t = in->softcap * tanh(t / in->softcap);
         s[j] = t + b[j];
-        if (t > m) m = t;
+        if (s[j] > m) m = s[j];   /* the shift is the max of the final logits (ref_row.h) */
     }
     return m;
 }
