@@ -51,3 +51,24 @@ $(ort_READY):
 	@echo "engines: ORT_DIR=$(ORT_DIR) has no libonnxruntime.so.1 (in lib/ or itself)" >&2; exit 1
 endif
 
+
+# ---- the reported findings, rebuilt against the pinned ORT ----
+# Each reports/findings/ort-NNN.c is a standalone program on ORT's public C
+# API (the table positions of engines/ort/ort_api.h, the model encoder of
+# engines/ort/onnx_proto.c compiled in, reports/findings/ort-repro.h); it
+# dlopens the library as the adapter does.  A run "reproduces" when it dies
+# on a signal (a fault, a NULL written through, a division by zero) or
+# exits 1 (a wrong result); the target fails when a finding no longer
+# reproduces, so an upstream fix shows.
+ORT_REPRO_CASES ?= 001 002 003 004
+.PHONY: ort-repro
+ENGINES_REPRO += ort-repro
+ort-repro: $(ort_READY)
+	@mkdir -p build/engines/repro; fail=0; for n in $(ORT_REPRO_CASES); do \
+	    $(CC) -O1 -g -Wall -Wextra reports/findings/ort-$$n.c -o build/engines/repro/ort-$$n -ldl || exit 1; \
+	    (ulimit -c 0; build/engines/repro/ort-$$n $(ORT_LIBDIR)/libonnxruntime.so.1 \
+	        > build/engines/repro/ort-$$n.log 2>&1; exit $$?) 2>/dev/null; rc=$$?; \
+	    if [ $$rc -gt 128 ]; then echo "ort-$$n: reproduced (signal $$((rc - 128)))"; \
+	    elif [ $$rc -eq 1 ]; then echo "ort-$$n: reproduced ($$(tail -n 1 build/engines/repro/ort-$$n.log))"; \
+	    else echo "ort-$$n: NOT reproduced (exit $$rc: $$(tail -n 1 build/engines/repro/ort-$$n.log))"; fail=1; fi; \
+	done; exit $$fail
