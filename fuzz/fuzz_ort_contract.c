@@ -51,7 +51,7 @@
 /* ---- limits: what one input may cost ---- */
 #define MAXB 4
 #define TOUCH_CAP ((size_t)256 << 20)    /* bytes written by us or ORT's contract */
-#define VIRT_CAP ((size_t)8 << 30)       /* bytes mapped (untouched pages cost nothing) */
+#define VIRT_CAP ((size_t)20 << 30)      /* bytes mapped (untouched pages cost nothing) */
 #define REF_CAP ((size_t)1 << 22)        /* reference multiply-adds */
 #define SESS_CAP 192                     /* sessions kept */
 
@@ -65,7 +65,7 @@ typedef struct tally {
 static struct {
     unsigned long execs, over_cap, refused_build, refused_session, refused_run, refused_inside,
         ran, ran_outside, judged, elems, elems_unjudged, present_checked, unjudged_out,
-        sess_made, sess_hits, resource, skipped;
+        sess_made, sess_hits, resource, skipped, big31, big32;
     tally refusals, inside_refusals, unjudged;
 } st;
 
@@ -102,6 +102,7 @@ static void print_stats(void) {
             st.execs, st.over_cap, st.refused_build, st.refused_session, st.refused_run,
             st.refused_inside, st.ran, st.judged, st.elems, st.elems_unjudged, st.present_checked,
             st.unjudged_out, st.ran_outside, st.resource, st.skipped, st.sess_made, st.sess_hits);
+    fprintf(stderr, "  ran with B x N x S x T >= 2^31: %lu (>= 2^32: %lu)\n", st.big31, st.big32);
     tally_print("refusals", &st.refusals);
     tally_print("refusals of inputs inside the contract", &st.inside_refusals);
     tally_print("not judged (why)", &st.unjudged);
@@ -398,7 +399,7 @@ typedef struct call {
     tens t[SLOTS];
     int nin;            /* input slots of the op; outputs follow */
     int pk_alias;       /* GQA shared: present_key is past_key's buffer */
-    int32_t seq_shape;  /* how seqlens_k / total / nonpad are shaped (rel) */
+    double product;     /* B x N x S x T (T: the present / total length) */
 } call;
 
 static size_t et_size(int et) {
@@ -680,9 +681,9 @@ static double get_t(int et, const void *p, size_t i) {
 /* Bytes of every buffer we map and of what is written (by us, or by ORT
  * as the contract says), and ORT's own largest buffers (probabilities,
  * transposes, presents it allocates): an input over the caps is not run. */
-static int over_cap(const call *K) {
+static int over_cap(call *K) {
     const fcase *c = &K->c;
-    size_t virt = 0, touch = 0;
+    size_t virt = 0;
     for (int i = 0; i < SLOTS; i++) {
         const tens *t = &K->t[i];
         if (!t->name) continue;
@@ -704,10 +705,14 @@ static int over_cap(const call *K) {
         tl = live = (double)(c->P + c->T);
     }
     const double probs = B * hq * S * tl * 4, used = B * hq * S * live * 4;
+    K->product = B * hq * S * tl;
     const double kvio = B * S * (hq + 2 * hkv) * D * e * 2;
     const double pres = c->shared ? 0 : 2 * B * hkv * tl * D * e;
-    const double ort_virt = 3 * probs + kvio + pres + B * S * hq * D * 4;
-    const double ort_touch = 3 * used + kvio + pres + B * S * hq * D * 4;
+    /* the logits (GQA's f16, soft-cap and sink paths; Attention always;
+     * written row by row up to each entry's length, never cleared whole),
+     * the transposes, the presents ORT clears when not shared, the f32 output */
+    const double ort_virt = probs + kvio + pres + B * S * hq * D * 4;
+    const double ort_touch = 2 * used + kvio + pres + B * S * hq * D * 4;
     /* what we fill: every input but the caches' unused capacity */
     double ours = 0;
     for (int i = 0; i < K->nin; i++) {
@@ -719,7 +724,6 @@ static int over_cap(const call *K) {
     for (int i = K->nin; i < SLOTS; i++)
         if (K->t[i].name && !(K->pk_alias && (i == K->nin + O_PK || i == K->nin + O_PV)))
             ours += (double)elems(&K->t[i]) * (double)et_size(K->t[i].et);
-    (void)touch;
     return (double)virt + ort_virt > (double)VIRT_CAP ||
            ours + ort_touch > (double)TOUCH_CAP ||
            B * hq * S * (live > 0 ? live : 1) * D > (double)REF_CAP;
@@ -1364,11 +1368,13 @@ static const char *triaged_class(const call *K) {
         return "gqa-present-omitted";                                          /* ort-003 */
     if (c->op == OP_ATT && c->a_causal == 1 && c->past && c->S == 1 && c->T > 1)
         return "att-causal-past-one-row";                                      /* ort-004 */
+    if (c->op == OP_GQA && c->f16 && c->bias && max_len(c) > c->total)
+        return "gqa-f16-bias-seqlens-beyond-total";                            /* ort-005 */
     return NULL;
 }
 
-static const char *const k_triaged =
-    "gqa-zero-batch,gqa-present-omitted,att-causal-past-one-row";
+static const char *const k_triaged = "gqa-zero-batch,gqa-present-omitted,att-causal-past-one-row,"
+                                     "gqa-f16-bias-seqlens-beyond-total";
 
 static int skipped(const call *K) {
     const char *cls = triaged_class(K), *skip = getenv("FUZZ_ORT_SKIP");
@@ -1516,6 +1522,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         refusal("run", s, &st.refused_run);
     } else {
         st.ran++;
+        st.big31 += K.product >= 0x1p31, st.big32 += K.product >= 0x1p32;
         /* ORT's own output values: take them over */
         for (size_t i = 0, j = 0; i < (size_t)O_N; i++) {
             tens *t = &K.t[K.nin + (int)i];
