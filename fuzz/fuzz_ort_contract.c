@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "../engines/ort/onnx_proto.h"
 #include "../engines/ort/ort_group.h"
@@ -392,8 +393,10 @@ static void decode(rd *r, fcase *c) {
     c->rel = rel < 128 ? R_NONE : 1 + (int)(rel % (R_COUNT - 1));
     if (!rel_applies(c, c->rel)) c->rel = R_NONE;
     overrides(c);
+    /* rotate and xor: no arithmetic overflow (OSS-Fuzz's UBSan build
+     * traps unsigned overflow too) */
     c->seed = 0x9E3779B97F4A7C15ull;
-    for (int i = 0; i < 8; i++) c->seed = c->seed * 131 + u8(r);
+    for (int i = 0; i < 8; i++) c->seed = (c->seed << 9 | c->seed >> 55) ^ u8(r);
 }
 
 /* ---- the tensors of one call ---- */
@@ -534,7 +537,10 @@ static void layout_gqa(call *K) {
     const int32_t cap = (int32_t)(c->shared ? (c->M > INT32_MAX ? INT32_MAX : c->M)
                                             : o[O_PK].name ? o[O_PK].dim[2] : c->total);
     const int64_t b = c->B > 0 ? (int64_t)(v / 4 % (unsigned)c->B) : 0;
-    if (c->rel == R_SEQ_OVER_CAP && c->B > 0) c->len[b] = cap + 1 + (int32_t)(v % 3) * 7;
+    if (c->rel == R_SEQ_OVER_CAP && c->B > 0) {
+        const int64_t over = (int64_t)cap + 1 + (int64_t)(v % 3) * 7;
+        c->len[b] = over > INT32_MAX ? INT32_MAX : (int32_t)over;
+    }
     if (c->rel == R_SEQ_NEG && c->B > 0) c->len[b] = v % 3 == 0 ? 0 : v % 3 == 1 ? -1 : INT32_MIN + 1;
     if (c->rel == R_SEQ_HUGE && c->B > 0) c->len[b] = v % 2 ? INT32_MAX : (1 << 30) + 1;
     if (c->rel == R_SEQ_BELOW_S && c->B > 0) c->len[b] = (int32_t)c->S - 1 - (int32_t)(v % 2);
@@ -735,9 +741,12 @@ static int over_cap(call *K) {
      * sequences (measured with 4 x 64 heads over 2^24 rows): the f32
      * flash path 614 MB (1/27 of the logits' bytes), the soft-cap, sink
      * and f16 paths 2.4-2.7 GB (1/6); taken as 1/24 and 1/4 */
+    const int qk = c->op == OP_GQA && c->a_qk != NOATTR && c->a_qk != 0;
     const int flash = c->op == OP_GQA && !c->f16 && !(c->a_softcap > 0) && !c->sink &&
-                      c->a_smooth != 1;
-    const double gqa_touch = flash ? probs / 24 : probs / 4;
+                      c->a_smooth != 1 && !qk;
+    /* with qk_output every logit, in full (seen: +0.6 GB for 16 heads x 3
+     * rows over 2^22 rows, the peak-RSS report below) */
+    const double gqa_touch = qk ? probs : flash ? probs / 24 : probs / 4;
     const double ort_touch = (c->op == OP_GQA ? gqa_touch + 2 * used : 2 * used) + kvio + pres +
                              B * S * hq * D * 4;
     /* what we fill: every input but the caches' unused capacity */
@@ -1475,6 +1484,15 @@ static void check_canaries(call *K) {
 const char *__lsan_default_suppressions(void);
 const char *__lsan_default_suppressions(void) { return "leak:libonnxruntime\n"; }
 
+/* Sessions come and go (64 kept), and ORT mallocs a few MB for each:
+ * ASan's allocator would keep what they free (its quarantine, then its
+ * free lists) and the RSS creeps to the limit over a 10-minute run.  Hand
+ * freed memory back to the system; ASAN_OPTIONS still overrides. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) {
+    return "allocator_release_to_os_interval_ms=500:quarantine_size_mb=64";
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
@@ -1566,6 +1584,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             st.unjudged_out++;
             tally_add(&st.unjudged, unj);
         } else judge(&K);
+    }
+    /* an input whose memory the estimate missed: say which (once per
+     * new peak over 512 MB more), so over_cap can learn its class */
+    static long peak_kb;
+    struct rusage ru;
+    if (!getrusage(RUSAGE_SELF, &ru) && ru.ru_maxrss > peak_kb + (512L << 10)) {
+        if (peak_kb) {
+            fprintf(stderr, "fuzz_ort_contract: this input raised the peak RSS to %ld MB:\n",
+                    ru.ru_maxrss >> 10);
+            describe(&K);
+        }
+        peak_kb = ru.ru_maxrss;
     }
     teardown(&K);
     return 0;
