@@ -183,9 +183,10 @@ typedef struct run_ctx {
     const engine_host *E;
     run_inputs in;          /* the problem's inputs */
     run_inputs perm;        /* the same logical KV in permuted physical blocks */
-    guard out;              /* one output guard for every run (same shape) */
+    guard out;              /* the output guard, sized for the layer that runs (out_for) */
+    int32_t out_layer;      /* the layer it is sized for (-1: none yet) */
     guard_allocator alloc;  /* the engine's internal buffers, when it takes them from us */
-    size_t out_bytes;
+    size_t out_bytes[CASE_MAX_LAYERS];   /* each layer's output: its own head count */
     /* per layer, the reference under each rounding model a run declared */
     oracle_ref ref[CASE_MAX_LAYERS][CHECK_MODELS];
     unsigned char *base[CASE_MAX_LAYERS];   /* outputs of the first primary run */
@@ -348,6 +349,23 @@ static int ref_for(run_ctx *x, int32_t l, ag_precision prec, const oracle_ref **
     return 0;
 }
 
+/* The output guard sized exactly for layer l's output: layers of a group
+ * an engine plans with each layer's own head count (AG_CAP_MIXED_HEADS)
+ * write outputs of different sizes.  0, or -1 without memory. */
+static int out_for(run_ctx *x, int32_t l) {
+    if (x->out_layer >= 0 && x->out_bytes[x->out_layer] == x->out_bytes[l]) {
+        x->out_layer = l;
+        return 0;
+    }
+    if (x->out_layer >= 0) guard_free(&x->out);
+    x->out_layer = -1;
+    if (guard_init_placed(&x->out, "out", x->out_bytes[l], x->p->c.place == CASE_PLACE_HEAD) != 0)
+        return -1;
+    x->out.oracle = oracle_name(ORACLE_SCRATCH_BOUNDS);
+    x->out_layer = l;
+    return 0;
+}
+
 /* Create a group for `cf`, write its caches, plan, run every layer in
  * guarded memory, and judge each output for the config's role. */
 static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
@@ -424,6 +442,7 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
     }
 
     for (int32_t l = 0; l < c->num_layers && res == ORACLE_NONE; l++) {
+        if (out_for(x, l) != 0) break;   /* no memory: nothing more to judge */
         guard_fill_regions(&sg, cf->junk);
         guard_arm(&sg);
         guard_fill_regions(&x->out, 0xFF);   /* NaN: an unwritten element fails */
@@ -484,7 +503,7 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
                         cf->what, d);
         }
         if (!res && cf->role == ROLE_PRIMARY && x->base[l] && !x->have_base)
-            memcpy(x->base[l], x->out.buf, x->out_bytes);
+            memcpy(x->base[l], x->out.buf, x->out_bytes[l]);
     }
     if (!res && cf->role == ROLE_PRIMARY && !x->have_base) {
         x->have_base = 1;
@@ -523,17 +542,16 @@ static oracle_id check_runs(const problem *p, const engine_host *E, unsigned wha
     x.rep = rep;
     oracle_id res = oracle_clean(f);
     if (c->num_layers < 1) return res;
-    x.out_bytes = problem_out_elems(p, 0) * ag_dtype_size(c->out_dtype);
+    for (int32_t l = 0; l < c->num_layers; l++)
+        x.out_bytes[l] = problem_out_elems(p, l) * ag_dtype_size(c->out_dtype);
+    x.out_layer = -1;
     x.perturbed = (what & CHECK_PERTURB) != 0;
     x.perturb.seed = c->seed ^ 0x7065727475726221ull;
     x.bound_s = sched_bound_seconds(case_cost(c), c->threads);
     if (guard_alloc_init(&x.alloc) != 0) return res;
-    if (inputs_init(&x.in, p, 0) != 0 ||
-        guard_init_placed(&x.out, "out", x.out_bytes, c->place == CASE_PLACE_HEAD) != 0)
-        goto done;   /* no memory: nothing to judge */
-    x.out.oracle = oracle_name(ORACLE_SCRATCH_BOUNDS);
+    if (inputs_init(&x.in, p, 0) != 0) goto done;   /* no memory: nothing to judge */
     for (int32_t l = 0; l < c->num_layers; l++) {
-        x.base[l] = malloc(x.out_bytes ? x.out_bytes : 1);
+        x.base[l] = malloc(x.out_bytes[l] ? x.out_bytes[l] : 1);
         if (!x.base[l]) goto done;
     }
     const ag_plan_opts own = {c->split, c->split_count, GUARD_REDZONE};
@@ -605,7 +623,7 @@ done:
         for (int i = 0; i < CHECK_MODELS; i++) oracle_ref_free(&x.ref[l][i]);
         free(x.base[l]);
     }
-    guard_free(&x.out);
+    if (x.out_layer >= 0) guard_free(&x.out);
     inputs_free(&x.perm);
     inputs_free(&x.in);
     guard_alloc_destroy(&x.alloc);
@@ -699,19 +717,29 @@ oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check
     validity_defects(c, &ve, &d);
     if (d.unexpressible) return ORACLE_NONE;
     oracle_id res;
+    case_spec lifted;
     if (c->expect != AG_R_NONE && !validity_allows(&d, DEFECT_CREATE | DEFECT_PLAN, c->expect)) {
         /* a refusal this engine's declarations lift (a mixed group for one
-         * that plans each layer with its own count): not a case for it */
+         * that plans each layer with its own count): with no other defect
+         * the case is a valid one for this engine and runs as such (the
+         * only cases that give such an engine a mixed group); else it is
+         * not a case for it */
         ag_caps strict = E->caps;
         strict.flags = 0;
         const validity_engine vs = {&strict, E->variants, E->n_variants};
         case_defects ds;
         validity_defects(c, &vs, &ds);
         if (validity_allows(&ds, DEFECT_CREATE | DEFECT_PLAN, c->expect)) {
-            char why[128];
-            snprintf(why, sizeof why, "the %s refusal the case expects (its declarations "
-                     "take such input)", ag_refusal_name((ag_refusal)c->expect));
-            return skip(f, why);
+            if (d.n == 0) {
+                lifted = *c;
+                lifted.expect = AG_R_NONE;
+                c = &lifted;
+            } else {
+                char why[128];
+                snprintf(why, sizeof why, "the %s refusal the case expects (its declarations "
+                         "take such input)", ag_refusal_name((ag_refusal)c->expect));
+                return skip(f, why);
+            }
         }
     }
     if ((res = oracle_check_expect(c, &d, f))) return res;
