@@ -220,6 +220,23 @@ Test(ref, noncausal_positions_differ_only_with_window_or_alibi_and_sink) {
     }
 }
 
+/* A non-causal query at p = 0 gets ALiBi terms slope * k > 0 that grow
+ * past exp's double range (4 * 255 = 1020 > 709): the softmax's shift must
+ * be the max of the final logits, additive term included, or every weight
+ * overflows and the row is NaN. */
+Test(ref, noncausal_alibi_terms_beyond_exp_range) {
+    const int32_t q_len[] = {2}, seq[] = {256};
+    fx f = fx_make(1, q_len, seq, 2, 1, 8, 16, 0);
+    f.causal[0] = 0;
+    f.softcap = 50;
+    f.slopes = malloc(2 * sizeof(float));
+    f.slopes[0] = 4.0f, f.slopes[1] = 3.0f;
+    double *a = check_brute(&f, "non-causal ALiBi");
+    for (size_t i = 0; i < fx_elems(&f); i++) cr_assert(isfinite(a[i]), "element %zu: %g", i, a[i]);
+    free(a);
+    fx_free(&f);
+}
+
 /* The same request causal vs non-causal (q_len < seq_len), with a window
  * and with ALiBi: both match the brute force and differ from each other. */
 Test(ref, causal_and_noncausal_rows) {
