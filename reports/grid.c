@@ -429,10 +429,10 @@ static void json_cell(FILE *f, const grid_cell *ce, const grid_cell_info *ci, co
             grid_split_names[ce->split],
             (int)ce->threads, (int)ce->block_size);
     fprintf(f, "     \"requests\": \"%s\", \"num_tokens\": %d, \"pairs\": %lld, "
-               "\"reference_cpu_ms\": %.1f, \"baseline_check\": %.3g, \"scratch_bytes\": %zu, \"status\": \"%s\", "
-               "\"code\": ",
-            ci->reqs, (int)ci->num_tokens, (long long)ci->pairs, ci->ref_ms, ci->naive_check,
-            r->scratch_bytes,
+               "\"reference_cpu_ms\": %.1f, \"baseline_check\": ",
+            ci->reqs, (int)ci->num_tokens, (long long)ci->pairs, ci->ref_ms);
+    json_num(f, ci->naive_check);   /* a NaN in the baseline or the reference: null, not inf */
+    fprintf(f, ", \"scratch_bytes\": %zu, \"status\": \"%s\", \"code\": ", r->scratch_bytes,
             ag_status_name(r->status));
     json_str(f, r->code);
     fputs(",\n     ", f);
