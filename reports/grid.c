@@ -702,8 +702,12 @@ int main(int argc, char **argv) {
     fputs("  ],\n  \"skipped\": [\n", f);
     for (int i = 0; i < n_skip; i++) {
         const skip_rec *s = &skips[i];
-        fprintf(f, "    {\"id\": %d, \"origin\": \"%s\", \"engine_name\": ", s->cell,
-                cells[s->cell].origin);
+        const grid_cell *ce = &cells[s->cell];
+        /* where the cell sits in the report's heat map, as json_cell writes it */
+        fprintf(f, "    {\"id\": %d, \"origin\": \"%s\", \"dtype\": \"%s\", \"head_dim\": %d, "
+                   "\"group\": \"%s\", \"window\": %d, \"engine_name\": ",
+                s->cell, ce->origin, dname(ce->kv), (int)ce->head_dim, grid_groups[ce->group].label,
+                ce->wl >= 0 ? (int)ce->wl + 1 : -1);
         json_str(f, ers[s->engine].name);
         fputs(", \"reason\": ", f);
         json_str(f, s->reason);
