@@ -13,6 +13,13 @@
 #                      render report.html in headless chromium (screenshot +
 #                      DOM check); not part of `make test` (needs chromium:
 #                      make deps WITH=report)
+#   make report-screenshot   look at build/report/report.html as a laptop shows
+#                      it: headless chromium at 1349, 1366 and 1920 px wide
+#                      (reports/screenshot.py); fails when the page scrolls
+#                      sideways or a chart colour has no legend entry;
+#                      PNGs (first screen, whole page, each chart) and
+#                      layout.json in build/report-shot/.  Installs Debian's
+#                      chromium on first use.
 #   make snapshot      copy the newest generated reports into reports/snapshot/
 #                      (report.md, bench.md, bench-peer.md, mutants.md), the
 #                      one versioned copy; run on purpose, commit by hand
@@ -36,7 +43,7 @@ DEPS_report := python3-jsonschema chromium
 # pyenv/venv python3 on PATH would not see.
 REPORT_PY := $(firstword $(wildcard /usr/bin/python3) python3)
 
-.PHONY: report report-grid report-render report-test
+.PHONY: report report-grid report-render report-test report-screenshot
 
 $(REPORT_GRID): $(REPORT_GRID_OBJ) $(HARLIB) $(LIB)
 	$(CC) $(CFLAGS_ALL) -o $@ $(REPORT_GRID_OBJ) $(HARLIB) $(LIB) $(LDLIBS_ALL)
@@ -65,6 +72,12 @@ report-test:
 	@bash .ci/deps.sh --check $(DEPS_report) >/dev/null
 	@test -f build/report/report.json || { echo "report-test: run 'make report' first"; exit 1; }
 	REPORT_PY=$(REPORT_PY) bash reports/check_report.sh build/report
+
+REPORT_SHOT_DIR := build/report-shot
+report-screenshot:
+	@test -f build/report/report.html || { echo "report-screenshot: run 'make report' first"; exit 1; }
+	@command -v chromium >/dev/null || bash .ci/deps.sh chromium
+	$(REPORT_PY) reports/screenshot.py build/report/report.html $(REPORT_SHOT_DIR) --charts
 
 # The snapshot: each file from its producer's output folder, when present.
 SNAPSHOT_DIR := reports/snapshot

@@ -4,7 +4,9 @@
 #   1. DIR/report.json validates against reports/schema.json (python3-jsonschema);
 #   2. DIR/report.html renders in headless chromium: the screenshot must be
 #      non-trivial (size and number of distinct colours) and the DOM must hold
-#      the four SVG charts by id.
+#      the four SVG charts by id;
+#   3. at 1,349 and 1,366 px wide the page does not scroll sideways and every
+#      chart colour has its legend entry (reports/screenshot.py).
 # Leaves the screenshot and the dumped DOM in build/report-test/.
 # Needs: Debian chromium and python3-jsonschema (make deps WITH=report).
 set -euo pipefail
@@ -98,4 +100,6 @@ if missing:
 print(f"report-test: DOM has the 4 SVG charts ({text.count('<svg')} svg elements, "
       f"{text.count('<rect')} rects, {text.count('<circle')} circles)")
 PY
+"$py" "$here/screenshot.py" "$dir/report.html" "$out" --widths 1349,1366 \
+    || { echo "report-test: the page does not fit a 1,366 px screen, or a colour lacks its legend" >&2; exit 1; }
 echo "report-test: ok ($png)"

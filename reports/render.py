@@ -174,86 +174,205 @@ def svg_note(cid, w, title, note):
     return "\n".join(parts)
 
 
+def mark(key):
+    """The attributes of a data mark (an element that has a class of its
+    own adds "mark" to it instead of using this) whose colour the chart's legend explains
+    under the same key (reports/screenshot.py checks that each one has its
+    legend entry)."""
+    return f'class="mark" data-key="{key}"'
+
+
+def legend_row(x, y, entries, width):
+    """A legend: swatches with their words, laid left to right from (x, y)
+    and wrapped at width.  An entry is (key, swatch SVG at (0, 0) 18x14,
+    text[, swatch width when not 18]).  Returns (SVG, height used)."""
+    out, cx, cy = ['<g class="legend">'], x, y
+    for key, swatch, text, *sw in entries:
+        tx = (sw[0] if sw else 18) + 6   # where the words start: after the swatch
+        w = tx + 6.2 * len(text) + 20
+        if cx + w > x + width and cx > x:
+            cx, cy = x, cy + 22
+        out.append(f'<g data-key="{key}" transform="translate({cx:.0f},{cy})">{swatch}'
+                   f'<text x="{tx}" y="11" class="lbl legend-text">{esc(text)}</text></g>')
+        cx += w
+    out.append("</g>")
+    return "\n".join(out), cy - y + 22
+
+
+def boxed(svg):
+    """A chart in its own box: it scrolls sideways inside the box when wider
+    than the page, so the page itself never does."""
+    return f'<div class="chartbox">\n{svg}\n</div>'
+
+
 # ------------------------------------------------------------------ charts
+
+HEAT_EMPTY = "#f4f4f4"     # no cell of the grid in this bucket
+HEAT_SKIP = "#c9ccd1"      # cells exist, the engine cannot express any of them
+HEAT_NAN = "#3a0000"       # a NaN in the engine's output
+
+
+def skipped_placed(grid, engine=None):
+    """The grid's skipped (cell, engine) records with the cell's place in
+    the heat map.  A grid written before skip records carried it borrows
+    the place from a judged record of the same cell; a cell no engine
+    judged then has none and is left out."""
+    where = {c["id"]: c for c in grid["cells"]}
+    keys = ("dtype", "head_dim", "group", "window")
+    out = []
+    for x in grid.get("skipped", []):
+        if engine is not None and x.get("engine_name") != engine:
+            continue
+        if all(k in x for k in keys):
+            out.append(x)
+        elif x["id"] in where:
+            out.append(dict(x, **{k: where[x["id"]][k] for k in keys}))
+    return out
+
+
+def heat_layout(grid):
+    """Rows (KV dtype x head dim) and columns (group x window) of the heat
+    maps, from every cell of the grid, judged or skipped, so that each
+    engine's map has the same layout and reads side by side with the
+    others'.  A column exists only for a window its group has."""
+    placed = list(grid["cells"]) + skipped_placed(grid)
+    hds = sorted({c["head_dim"] for c in placed})
+    rows = [(d, hd) for d in DTYPES for hd in hds
+            if any(c["dtype"] == d and c["head_dim"] == hd for c in placed)]
+    groups = []
+    for c in placed:
+        if c["group"] not in groups:
+            groups.append(c["group"])
+    cols = [(g, w) for g in groups for w in sorted({c["window"] for c in placed if c["group"] == g})]
+    return rows, cols
+
 
 def chart_heatmap(grid, engine=None, chart_id="chart-heatmap"):
     """Worst tolerance use per (dtype x head_dim) row and (group x window)
     column of one engine's cells (all cells when engine is None)."""
+    rows, cols = heat_layout(grid)
     cells = [c for c in grid["cells"] if engine is None or c.get("engine_name") == engine]
-    if not cells:
-        return svg_note(chart_id, 900, f"Error heat map: {engine}", "no judged cells")
-    hds = sorted({c["head_dim"] for c in cells})
-    rows = [(d, hd) for d in DTYPES for hd in hds
-            if any(c["dtype"] == d and c["head_dim"] == hd for c in cells)]
-    groups = []
-    for c in cells:
-        if c["group"] not in groups:
-            groups.append(c["group"])
-    wins = sorted({c["window"] for c in cells})
-    cols = [(g, w) for g in groups for w in wins]
-    cw, ch, left, top = 50, 26, 110, 80
-    w = left + cw * len(cols) + 200
-    h = top + ch * len(rows) + 40
-    p = svg_open(chart_id, w, h,
-                 f"Error heat map{': ' + engine if engine else ''}: worst engine error / "
-                 "tolerance per bucket, every variant (<= 1 passes outright; black border = "
-                 "a failing cell)")
+    skipped = skipped_placed(grid, engine) if engine else []
+    title = f"Error heat map{': ' + engine if engine else ''}"
+    if not rows:
+        return svg_note(chart_id, 600, title, "no cells")
+    cw, ch, gap, left, top = 38, 22, 8, 104, 64
+    xs, x = [], left
     for j, (g, win) in enumerate(cols):
-        x = left + j * cw + cw / 2
-        if win == wins[0]:
-            p.append(f'<text x="{left + j * cw + 2}" y="{top - 26}" class="lbl">{esc(g)}</text>')
-        p.append(f'<text x="{x}" y="{top - 8}" class="lbl" text-anchor="middle">'
-                 f'{"no win" if win < 0 else "w" + str(win)}</text>')
+        if j and g != cols[j - 1][0]:
+            x += gap
+        xs.append(x)
+        x += cw
+    grid_w = x - left
+    w = max(left + grid_w + 16, 660)
+    legend_y = top + ch * len(rows) + 22
+    entries = [("scale", f'<rect width="18" height="14" fill="{color_scale(math.log10(v))}"/>',
+                f"{v:g}") for v in (0.001, 0.01, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0)]
+    entries[0] = ("scale", entries[0][1], "error / tolerance: 0.001")
+    entries += [
+        ("nan", f'<rect width="18" height="14" fill="{HEAT_NAN}"/>', "NaN in the output"),
+        ("fail", '<rect x="1" y="1" width="16" height="12" fill="none" stroke="#000000" '
+                 'stroke-width="2.5"/>', "a failing cell"),
+        ("skipped", f'<rect width="18" height="14" fill="{HEAT_SKIP}"/>',
+         "skipped: the engine cannot express these cells" if engine else "skipped"),
+        ("empty", f'<rect width="18" height="14" fill="{HEAT_EMPTY}" stroke="#dddddd"/>',
+         "no cell of the grid here"),
+    ]
+    legend, lh = legend_row(left, legend_y, entries, w - left - 10)
+    note_y = legend_y + lh + 8
+    h = note_y + 12
+    p = svg_open(chart_id, w, h,
+                 f"{title} — worst error / tolerance per bucket over the engine's variants "
+                 "(1 or less passes outright)")
+    j = 0
+    while j < len(cols):   # each group's name over its windows
+        k = j
+        while k + 1 < len(cols) and cols[k + 1][0] == cols[j][0]:
+            k += 1
+        mid = (xs[j] + xs[k] + cw) / 2
+        p.append(f'<text x="{mid:.0f}" y="{top - 26}" class="lbl" text-anchor="middle">'
+                 f'{esc(cols[j][0])}</text>')
+        j = k + 1
+    for j, (g, win) in enumerate(cols):
+        p.append(f'<text x="{xs[j] + cw / 2 - 1:.0f}" y="{top - 8}" class="cell" '
+                 f'text-anchor="middle">{"none" if win < 0 else "w" + str(win)}</text>')
+    p.append(f'<text x="{left - 8}" y="{top - 8}" class="cell" text-anchor="end">window</text>')
     for i, (dt, hd) in enumerate(rows):
         y = top + i * ch
-        p.append(f'<text x="{left - 8}" y="{y + ch * 0.65}" class="lbl" text-anchor="end">'
+        p.append(f'<text x="{left - 8}" y="{y + ch * 0.68:.0f}" class="lbl" text-anchor="end">'
                  f'{dt} · D{hd}</text>')
         for j, (g, win) in enumerate(cols):
-            x = left + j * cw
-            mine = [c for c in cells if c["dtype"] == dt and c["head_dim"] == hd and
-                    c["group"] == g and c["window"] == win]
+            x = xs[j]
+
+            def here(c):
+                return (c["dtype"] == dt and c["head_dim"] == hd and c["group"] == g
+                        and c["window"] == win)
+            mine = [c for c in cells if here(c)]
+            skip = [c for c in skipped if here(c)]
             if not mine:
-                p.append(f'<rect x="{x}" y="{y}" width="{cw - 2}" height="{ch - 2}" '
-                         f'fill="#eeeeee"/>')
+                key, fill = ("skipped", HEAT_SKIP) if skip else ("empty", HEAT_EMPTY)
+                why = (f"{len(skip)} cell(s) skipped: " +
+                       ", ".join(sorted({c['reason'] for c in skip}))) if skip else "no cell"
+                p.append(f'<rect {mark(key)} x="{x}" y="{y}" width="{cw - 2}" height="{ch - 2}" '
+                         f'fill="{fill}"><title>{dt} D{hd} {esc(g)} window {win}: {esc(why)}'
+                         f'</title></rect>')
                 continue
             uses = [c["engine"]["tol_use"] for c in mine]
             worst = math.inf if any(u is None for u in uses) else max(uses)
-            fill = "#3a0000" if worst == math.inf else color_scale(log10c(worst, -3.0))
-            failed = not all(c["pass"] for c in mine)
-            stroke = ' stroke="#000000" stroke-width="3"' if failed else ""
+            key, fill = (("nan", HEAT_NAN) if worst == math.inf
+                         else ("scale", color_scale(log10c(worst, -3.0))))
             tip = "; ".join(f'#{c["id"]} {c.get("variant", c["isa"])} {c["mode"]} split {c["split"]} '
                             f'{fmt(c["engine"]["tol_use"], 2)}x tol'
                             f'{" FAIL" if not c["pass"] else ""}' for c in mine)
-            p.append(f'<rect x="{x}" y="{y}" width="{cw - 2}" height="{ch - 2}" fill="{fill}"'
-                     f'{stroke}><title>{dt} D{hd} {esc(g)} window {win}: {esc(tip)}'
+            if skip:
+                tip += f"; {len(skip)} more skipped"
+            p.append(f'<rect {mark(key)} x="{x}" y="{y}" width="{cw - 2}" height="{ch - 2}" '
+                     f'fill="{fill}"><title>{dt} D{hd} {esc(g)} window {win}: {esc(tip)}'
                      f'</title></rect>')
-            label = "NaN" if worst == math.inf else fmt(worst, 1)
+            if not all(c["pass"] for c in mine):
+                p.append(f'<rect {mark("fail")} x="{x + 1}" y="{y + 1}" width="{cw - 4}" '
+                         f'height="{ch - 4}" fill="none" stroke="#000000" stroke-width="2.5"/>')
+            label = ("NaN" if worst == math.inf else fmt(worst, 1) if worst < 1
+                     else f"{worst:.1f}" if worst < 10 else f"{worst:.0f}" if worst < 1000
+                     else ">999")
             tc = "#ffffff" if worst == math.inf or log10c(worst, -3.0) < -1.5 or worst > 3 \
                 else "#111111"
-            p.append(f'<text x="{x + cw / 2 - 1}" y="{y + ch * 0.65}" class="cell" '
-                     f'text-anchor="middle" fill="{tc}">{label}</text>')
-    lx, ly = left + cw * len(cols) + 30, top
-    p.append(f'<text x="{lx}" y="{ly - 8}" class="lbl">error / tolerance</text>')
-    for k, v in enumerate((0.001, 0.01, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0)):
-        p.append(f'<rect x="{lx}" y="{ly + k * 20}" width="24" height="18" '
-                 f'fill="{color_scale(math.log10(v))}"/>')
-        p.append(f'<text x="{lx + 30}" y="{ly + k * 20 + 13}" class="lbl">{v:g}</text>')
-    p.append(f'<text x="{lx}" y="{ly + 182}" class="lbl">bf16/f16 sit near 1:</text>'
-             f'<text x="{lx}" y="{ly + 196}" class="lbl">output rounding is the</text>'
-             f'<text x="{lx}" y="{ly + 210}" class="lbl">tolerance\'s rtol</text>')
+            p.append(f'<text x="{x + cw / 2 - 1}" y="{y + ch * 0.68:.0f}" class="cell" '
+                     f'text-anchor="middle" style="fill:{tc}">{label}</text>')
+    p.append(legend)
+    p.append(f'<text x="{left}" y="{note_y}" class="lbl">bf16 and f16 sit near 1 by design: '
+             "rounding the output to its dtype uses up the tolerance's rtol. Hover over a "
+             "square for its cells.</text>")
     p.append("</svg>")
     return "\n".join(p)
 
 
+ENGINE_COLORS = ["#1f5fbf", "#2e8b57", "#8a3ab9", "#b8860b"]
+
+
 def chart_distribution(grid):
-    """Max abs error per cell on a log axis, one lane per dtype, engine vs baseline."""
+    """Max abs error per cell on a log axis: one lane per KV dtype and
+    engine, the engine's dot above the same-precision baseline's."""
     cells = grid["cells"]
-    left, top, lane, width = 90, 50, 70, 900
-    w, h = left + width + 40, top + lane * len(DTYPES) + 60
+    engines = engine_names(grid)
+    lanes = [(dt, e) for dt in DTYPES for e in engines
+             if any(c["dtype"] == dt and c.get("engine_name", e) == e for c in cells)]
+    multi = len(engines) > 1
+    left, top, lane, width = 150 if multi else 90, 44, 46 if multi else 64, 860
+    w = left + width + 30
+    legend_y = top + lane * len(lanes) + 44
+    entries = [(f"engine-{k}", f'<circle cx="9" cy="7" r="5" fill="{ENGINE_COLORS[k % 4]}"/>',
+                f"{e}" if multi else "engine") for k, e in enumerate(engines)]
+    entries += [("baseline", '<circle cx="9" cy="7" r="5" fill="#e8892b"/>',
+                 "naive baseline at the engine's precision"),
+                ("nan", '<circle cx="9" cy="7" r="5" fill="#c00000"/>',
+                 "NaN (drawn at the right edge)")]
+    legend, lh = legend_row(left, legend_y, entries, width)
+    h = legend_y + lh + 4
     lo, hi = -9.0, 0.0
     p = svg_open("chart-dist", w, h,
-                 "Error distribution per dtype: max abs error per cell, engine (blue) vs "
-                 "same-precision naive baseline (orange)")
+                 "Error distribution per KV dtype: max abs error per cell against the fp64 "
+                 "reference, each engine above its baseline")
 
     def xpos(v):
         lv = log10c(v, lo)
@@ -263,42 +382,53 @@ def chart_distribution(grid):
     for k in range(int(lo), int(hi) + 1):
         x = left + (k - lo) / (hi - lo) * width
         p.append(f'<line x1="{x:.1f}" y1="{top - 5}" x2="{x:.1f}" '
-                 f'y2="{top + lane * len(DTYPES)}" stroke="#dddddd"/>')
-        p.append(f'<text x="{x:.1f}" y="{top + lane * len(DTYPES) + 18}" class="lbl" '
+                 f'y2="{top + lane * len(lanes)}" stroke="#dddddd"/>')
+        p.append(f'<text x="{x:.1f}" y="{top + lane * len(lanes) + 16}" class="lbl" '
                  f'text-anchor="middle">1e{k}</text>')
-    for i, dt in enumerate(DTYPES):
+    for i, (dt, e) in enumerate(lanes):
         y0 = top + i * lane
+        ek = engines.index(e)
         p.append(f'<text x="{left - 10}" y="{y0 + lane / 2 + 4}" class="lbl" '
-                 f'text-anchor="end">{dt}</text>')
+                 f'text-anchor="end">{dt}{" · " + esc(e) if multi else ""}</text>')
         p.append(f'<line x1="{left}" y1="{y0 + lane}" x2="{left + width}" y2="{y0 + lane}" '
                  f'stroke="#bbbbbb"/>')
-        mine = [c for c in cells if c["dtype"] == dt]
+        mine = [c for c in cells if c["dtype"] == dt and c.get("engine_name", e) == e]
         for n, c in enumerate(mine):
             jit = ((n * 37) % 23) / 23.0
-            for side, color, off in (("baseline", "#e8892b", 0.55), ("engine", "#1f5fbf", 0.1)):
+            for side, key, color, off in (("baseline", "baseline", "#e8892b", 0.55),
+                                          ("engine", f"engine-{ek}", ENGINE_COLORS[ek % 4], 0.1)):
                 v = c[side]["max_abs"]
                 if v is None:
-                    x, fill = left + width, "#c00000"
+                    x, fill, key = left + width, "#c00000", "nan"
                 else:
                     x, fill = xpos(v), color
                 y = y0 + lane * off + jit * lane * 0.35
-                p.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{fill}" '
-                         f'fill-opacity="0.7"><title>#{c["id"]} {side} {fmt(v)}</title>'
-                         f'</circle>')
-    p.append(f'<text x="{left + width / 2}" y="{h - 12}" class="lbl" text-anchor="middle">'
-             f'max |engine - fp64 reference| per cell (log scale)</text>')
+                p.append(f'<circle {mark(key)} cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{fill}" '
+                         f'fill-opacity="0.7"><title>#{c["id"]} {esc(c.get("engine_name", ""))} '
+                         f'{side} {fmt(v)}</title></circle>')
+    p.append(f'<text x="{left + width / 2}" y="{top + lane * len(lanes) + 32}" class="lbl" '
+             f'text-anchor="middle">max |output - fp64 reference| per cell (log scale)</text>')
+    p.append(legend)
     p.append("</svg>")
     return "\n".join(p)
 
 
 def chart_ttd(mutants):
-    title = "Time to detect per injected bug (median, whisker = max; red = escaped runs)"
+    title = "Time to detect per injected bug"
     if not mutants or not mutants.get("bugs"):
         return svg_note("chart-ttd", 900, title, "no mutant campaign data (run make mutants)")
     bugs = mutants["bugs"]
     cap = float(mutants.get("cap_s") or 1)
     left, top, bh, width = 210, 45, 26, 600
-    w, h = left + width + 160, top + bh * len(bugs) + 50
+    w = left + width + 160
+    legend, lh = legend_row(left, top + bh * len(bugs) + 30, [
+        ("median", '<rect y="2" width="18" height="10" fill="#1f5fbf"/>',
+         "median seconds to the first finding"),
+        ("max", '<line x1="0" y1="7" x2="18" y2="7" stroke="#222222" stroke-width="2"/>',
+         "whisker: the slowest run"),
+        ("escaped", '<text x="0" y="11" class="lbl" style="fill:#c00000">2/3</text>',
+         "red: some runs let the bug escape", 22)], width)
+    h = top + bh * len(bugs) + 30 + lh
     p = svg_open("chart-ttd", w, h, title)
     tmax = max([cap] + [b.get("max_s") or 0 for b in bugs])
 
@@ -318,19 +448,23 @@ def chart_ttd(mutants):
         med, mx = b.get("median_s"), b.get("max_s")
         escaped = b.get("runs", 0) - b.get("detected", 0)
         if med is not None:
-            p.append(f'<rect x="{left}" y="{y + 4}" width="{max(1.0, xs(med) - left):.1f}" '
+            p.append(f'<rect {mark("median")} x="{left}" y="{y + 4}" '
+                     f'width="{max(1.0, xs(med) - left):.1f}" '
                      f'height="{bh - 10}" fill="#1f5fbf"><title>{esc(b["bug"])}: median '
                      f'{med}s, max {mx}s, {b.get("detected")}/{b.get("runs")} detected'
                      f'</title></rect>')
             if mx is not None:
-                p.append(f'<line x1="{xs(med):.1f}" y1="{y + bh / 2 - 1}" x2="{xs(mx):.1f}" '
+                p.append(f'<line {mark("max")} x1="{xs(med):.1f}" y1="{y + bh / 2 - 1}" '
+                         f'x2="{xs(mx):.1f}" '
                          f'y2="{y + bh / 2 - 1}" stroke="#222222" stroke-width="2"/>')
         label = f'{b.get("detected")}/{b.get("runs")}'
         if escaped:
             label += f" ({escaped} escaped)"
         color = "#c00000" if escaped else "#222222"
-        p.append(f'<text x="{left + width + 8}" y="{y + bh * 0.65}" class="lbl" '
-                 f'fill="{color}">{esc(label)}</text>')
+        marked = ' class="lbl mark" data-key="escaped"' if escaped else ' class="lbl"'
+        p.append(f'<text x="{left + width + 8}" y="{y + bh * 0.65}"{marked} '
+                 f'style="fill:{color}">{esc(label)}</text>')
+    p.append(legend)
     p.append("</svg>")
     return "\n".join(p)
 
@@ -341,7 +475,12 @@ def chart_execs(fuzz):
         return svg_note("chart-execs", 900, title, "no fuzz summary (run make fuzz)")
     ts = fuzz["targets"]
     left, top, bh, width = 160, 45, 30, 560
-    w, h = left + width + 380, top + bh * len(ts) + 30
+    w = left + width + 380
+    legend, lh = legend_row(left, top + bh * len(ts) + 12, [
+        ("clean", '<rect y="2" width="18" height="10" fill="#2e8b57"/>', "no finding"),
+        ("found", '<rect y="2" width="18" height="10" fill="#c00000"/>',
+         "the target found something")], width)
+    h = top + bh * len(ts) + 12 + lh
     p = svg_open("chart-execs", w, h, title)
     vmax = max([t.get("exec_per_s") or 0 for t in ts] + [1])
     for i, t in enumerate(ts):
@@ -350,12 +489,14 @@ def chart_execs(fuzz):
         nfind = len([f for f in (t.get("findings") or []) if f])
         p.append(f'<text x="{left - 8}" y="{y + bh * 0.62}" class="lbl" text-anchor="end">'
                  f'{esc(t.get("target"))}</text>')
-        p.append(f'<rect x="{left}" y="{y + 4}" width="{max(1.0, v / vmax * width):.1f}" '
+        p.append(f'<rect {mark("found" if nfind else "clean")} x="{left}" y="{y + 4}" '
+                 f'width="{max(1.0, v / vmax * width):.1f}" '
                  f'height="{bh - 10}" fill="{"#c00000" if nfind else "#2e8b57"}">'
                  f'<title>{esc(t.get("target"))}: {v} exec/s</title></rect>')
         p.append(f'<text x="{left + v / vmax * width + 6:.1f}" y="{y + bh * 0.62}" '
                  f'class="lbl">{v:g}/s · cov {t.get("cov")} · {t.get("execs")} execs'
                  f'{" · " + str(nfind) + " finding(s)" if nfind else ""}</text>')
+    p.append(legend)
     p.append("</svg>")
     return "\n".join(p)
 
@@ -384,6 +525,36 @@ def cell_desc(c):
             f'split={c["split"]} t{c["threads"]} bs{c["block_size"]}')
 
 
+def side_by_side(s):
+    """(headers, rows): one row per KV dtype, for each engine its cells
+    passed / judged, its max abs error and its baseline's, and its worst
+    error / tolerance; None without engines."""
+    eng = s.get("by_engine") or {}
+    if not eng:
+        return None
+    headers = ["KV dtype"]
+    for name in eng:
+        headers += [f"{name}: pass / judged", f"{name}: max abs", f"{name}: baseline max abs",
+                    f"{name}: worst err / tol"]
+    rows = []
+    for dt in DTYPES:
+        if not any(dt in e["by_dtype"] for e in eng.values()):
+            continue
+        row = [dt]
+        for e in eng.values():
+            d = e["by_dtype"].get(dt)
+            row += ([f"{d['passed']} / {d['cells']}", fmt(d["engine_max_abs"]),
+                     fmt(d["baseline_max_abs"]), fmt(d["engine_max_tol_use"])] if d
+                    else ["skipped", "—", "—", "—"])
+        rows.append(row)
+    row = ["all"]
+    for e in eng.values():
+        row += [f"{e['passed']} / {e['cells']}" + (f" ({e['skipped']} skipped)" if e["skipped"]
+                                                   else ""), "", "", ""]
+    rows.append(row)
+    return headers, rows
+
+
 def render_md(doc):
     g, s = doc["grid"], doc["summary"]["grid"]
     L = [f"# attnguard report — {doc['date']}", "",
@@ -401,11 +572,15 @@ def render_md(doc):
         why = ", ".join(f"{k} ({v})" for k, v in e["skip_reasons"].items()) or "none"
         L.append(f"| {name} | {', '.join(e['variants'])} | {e['cells']} | {e['passed']} | "
                  f"{e['failed']} | {e['skipped']}: {why} |")
-    for name, e in (s.get("by_engine") or {"all engines": {"by_dtype": s["by_dtype"]}}).items():
-        L += ["", f"**{name}**", "",
-              "| KV dtype | cells | pass | engine max abs | baseline max abs | worst error / tolerance |",
-              "|---|---|---|---|---|---|"]
-        for dt, d in e["by_dtype"].items():
+    side = side_by_side(s)
+    if side:
+        L += ["", "Engines side by side, per KV dtype:", "",
+              "| " + " | ".join(side[0]) + " |", "|" + "---|" * len(side[0])]
+        L += ["| " + " | ".join(str(v) for v in row) + " |" for row in side[1]]
+    else:
+        L += ["", "| KV dtype | cells | pass | engine max abs | baseline max abs | "
+              "worst error / tolerance |", "|---|---|---|---|---|---|"]
+        for dt, d in s["by_dtype"].items():
             L.append(f"| {dt} | {d['cells']} | {d['passed']} | {fmt(d['engine_max_abs'])} | "
                      f"{fmt(d['baseline_max_abs'])} | {fmt(d['engine_max_tol_use'])} |")
     L += ["", "| ISA | cells | pass |", "|---|---|---|"]
@@ -480,28 +655,31 @@ def render_md(doc):
 
 
 CSS = """
-body{font-family:DejaVu Sans,Liberation Sans,Arial,sans-serif;margin:24px;color:#1b1b1b;
-background:#fafafa;max-width:1360px}
+body{font-family:DejaVu Sans,Liberation Sans,Arial,sans-serif;margin:0 auto;padding:16px 20px;
+color:#1b1b1b;background:#fafafa;max-width:1320px;box-sizing:border-box}
 h1{font-size:24px;margin:0 0 6px}h2{font-size:19px;margin:28px 0 8px;border-bottom:2px solid #ccc}
 .kpis{display:flex;gap:14px;flex-wrap:wrap;margin:12px 0}
 .kpi{background:#fff;border:1px solid #ccc;border-radius:6px;padding:10px 16px;min-width:140px}
 .kpi b{display:block;font-size:24px}.kpi.bad b{color:#b00000}.kpi.good b{color:#1d7a3d}
 table{border-collapse:collapse;background:#fff;font-size:13px;margin:8px 0}
-td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}th{background:#eef1f5}
-tr.fail td{background:#fde8e8}
-svg.chart{background:#fff;border:1px solid #ccc;margin:8px 0;display:block}
+td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;overflow-wrap:break-word}
+th{background:#eef1f5}tr.fail td{background:#fde8e8}
+.chartbox,.tablebox{max-width:100%;overflow-x:auto;margin:8px 0}
+.chartbox{background:#fff;border:1px solid #ccc}
+svg.chart{display:block}
 svg .ct{font-size:14px;font-weight:bold;fill:#222}svg .lbl{font-size:11px;fill:#333}
 svg .cell{font-size:10px;fill:#111}svg .note{font-size:14px;fill:#777}
-.muted{color:#666;font-size:13px}
+.muted{color:#666;font-size:13px;overflow-wrap:anywhere}
 """
 
 
 def table(headers, rows, row_class=None):
-    out = ["<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in headers) + "</tr>"]
+    out = ['<div class="tablebox"><table><tr>' +
+           "".join(f"<th>{esc(h)}</th>" for h in headers) + "</tr>"]
     for i, r in enumerate(rows):
         cls = f' class="{row_class[i]}"' if row_class and row_class[i] else ""
         out.append(f"<tr{cls}>" + "".join(f"<td>{esc(v)}</td>" for v in r) + "</tr>")
-    out.append("</table>")
+    out.append("</table></div>")
     return "\n".join(out)
 
 
@@ -548,15 +726,20 @@ def render_html(doc):
                          f'{e["skipped"]}: ' + (", ".join(f"{k} ({v})" for k, v in
                                                          e["skip_reasons"].items()) or "none")]
                         for n, e in s["by_engine"].items()]))
+    side = side_by_side(s)
+    if side:
+        H.append("<h3>Engines side by side, per KV dtype</h3>")
+        H.append(table(*side))
     for k, name in enumerate(engines):
-        H.append(chart_heatmap(g, name if len(engines) > 1 or s.get("by_engine") else None,
-                               "chart-heatmap" if k == 0 else f"chart-heatmap-{k}"))
-    H.append(chart_distribution(g))
-    H.append(table(["dtype", "cells", "pass", "engine max abs", "baseline max abs",
-                    "worst error / tolerance"],
-                   [[dt, d["cells"], d["passed"], fmt(d["engine_max_abs"]),
-                     fmt(d["baseline_max_abs"]), fmt(d["engine_max_tol_use"])]
-                    for dt, d in s["by_dtype"].items()]))
+        H.append(boxed(chart_heatmap(g, name if len(engines) > 1 or s.get("by_engine") else None,
+                                     "chart-heatmap" if k == 0 else f"chart-heatmap-{k}")))
+    H.append(boxed(chart_distribution(g)))
+    if not side:
+        H.append(table(["dtype", "cells", "pass", "engine max abs", "baseline max abs",
+                        "worst error / tolerance"],
+                       [[dt, d["cells"], d["passed"], fmt(d["engine_max_abs"]),
+                         fmt(d["baseline_max_abs"]), fmt(d["engine_max_tol_use"])]
+                        for dt, d in s["by_dtype"].items()]))
     fails = failing_cells(g)
     if fails:
         H.append("<h3>Failing cells</h3>")
@@ -569,14 +752,14 @@ def render_html(doc):
                        ["fail"] * len(fails)))
 
     H.append("<h2>Injected bugs</h2>")
-    H.append(chart_ttd(m))
+    H.append(boxed(chart_ttd(m)))
     if m:
         H.append(table(["bug", "what", "detected", "median s", "max s", "oracles"],
                        [[b["bug"], b.get("what", ""), f'{b.get("detected")}/{b.get("runs")}',
                          b.get("median_s"), b.get("max_s"), ", ".join(b.get("oracles") or [])]
                         for b in m.get("bugs", [])]))
     H.append("<h2>Fuzzing</h2>")
-    H.append(chart_execs(fz))
+    H.append(boxed(chart_execs(fz)))
     if fz:
         H.append(table(["target", "execs", "exec/s", "cov", "ft", "corpus", "findings"],
                        [[t.get("target"), t.get("execs"), t.get("exec_per_s"), t.get("cov"),
