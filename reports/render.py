@@ -574,7 +574,8 @@ def render_md(doc):
                  f"{e['failed']} | {e['skipped']}: {why} |")
     side = side_by_side(s)
     if side:
-        L += ["", "Engines side by side, per KV dtype:", "",
+        L += ["", "Engines side by side, per KV dtype:" if len(s["by_engine"]) > 1
+              else "Per KV dtype:", "",
               "| " + " | ".join(side[0]) + " |", "|" + "---|" * len(side[0])]
         L += ["| " + " | ".join(str(v) for v in row) + " |" for row in side[1]]
     else:
@@ -728,7 +729,8 @@ def render_html(doc):
                         for n, e in s["by_engine"].items()]))
     side = side_by_side(s)
     if side:
-        H.append("<h3>Engines side by side, per KV dtype</h3>")
+        H.append("<h3>Engines side by side, per KV dtype</h3>" if len(s["by_engine"]) > 1
+                 else "<h3>Per KV dtype</h3>")
         H.append(table(*side))
     for k, name in enumerate(engines):
         H.append(boxed(chart_heatmap(g, name if len(engines) > 1 or s.get("by_engine") else None,
