@@ -25,8 +25,9 @@
 #                      one versioned copy; run on purpose, commit by hand
 #
 # Knobs: REPORT_SEED (grid seed), ENGINES / REPORT_ENGINES (the engines side
-# by side, default attnguard; e.g. ENGINES=attnguard,ggml), REPORT_GRID_ARGS (extra
-# report_grid flags, e.g. --variants default,isa=avx2 or --check-baseline),
+# by side, default attnguard; e.g. ENGINES=attnguard,ggml,ort after make
+# engines), REPORT_GRID_ARGS (extra report_grid flags, e.g. --variants
+# default,isa=avx2 or --check-baseline),
 # REPORT_DATE (the report's date, default today, UTC),
 # REPORT_RENDER_ARGS (extra render.py flags, e.g. --fuzz FILE --nightly FILE).
 REPORT_SEED ?= 20240601
