@@ -7,8 +7,7 @@ same campaign on the normal build, where every finding is a false alarm.
 Every run goes through the fuzz launcher (scripts/fuzzkit.py: the target's
 .options flags, the classifier).  Writes <out>.json and <out>.md (default
 build/mutants.*) and exits non-zero if any bug escapes a run from the
-shipped corpus or the normal build reports anything (misses from an empty
-corpus are reported, not gated).
+shipped corpus or from an empty one, or the normal build reports anything.
 
     scripts/mutants.py                          # full campaign (nightly)
     scripts/mutants.py --bugs model_wide_heads --seeds 2 --time 20   # quick
@@ -65,6 +64,14 @@ def tables_here():
     out = subprocess.run([fuzzkit.cli_path(), "engines"], capture_output=True, text=True)
     block = out.stdout.split("\nggml")[0]
     return sorted(set(re.findall(r"isa=(\w+)", block)))
+
+
+def engines_here():
+    """The engines built into the CLI (`attnguard engines`: one line per
+    engine, its name first, then its variants indented)."""
+    out = subprocess.run([fuzzkit.cli_path(), "engines"], capture_output=True, text=True)
+    return {line.split()[0] for line in out.stdout.splitlines()
+            if line and not line[0].isspace()}
 
 
 def not_here(bug, here):
@@ -225,7 +232,8 @@ def write_reports(out, args, runs, summaries, normal, elapsed, command, unreacha
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bugs", default="",
-                    help="comma list (default: every bug of the engine fuzzed)")
+                    help="comma list (default: every bug of every engine built in, or of "
+                         "--engine)")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--time", type=int, default=60, help="cap per run, seconds")
     ap.add_argument("--modes", default="corpus,empty")
@@ -234,29 +242,35 @@ def main():
                     help="bugs also fuzzed from an empty corpus (comma list or 'all')")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--no-normal", action="store_true", help="skip the false-alarm campaign")
-    ap.add_argument("--engine", default=None, help="ATTNGUARD_ENGINE for the targets")
+    ap.add_argument("--engine", default=None,
+                    help="only this engine's bugs, and its normal build for false alarms "
+                         "(default: each bug through its own engine; normal runs on attnguard)")
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "mutants"))
     args = ap.parse_args()
-    engine = args.engine or "attnguard"
+    engine = args.engine or "attnguard"   # the normal build's engine
+    built = engines_here()
     args.bugs = [b for b in args.bugs.split(",") if b] or \
-        [b for b, (e, _, _) in BUGS.items() if e == engine]
+        [b for b, (e, _, _) in BUGS.items() if args.engine in (None, e)]
     args.modes = [m for m in args.modes.split(",") if m]
     args.targets = [t for t in args.targets.split(",") if t]
     empty_bugs = set(BUGS) if args.empty_bugs == "all" else set(args.empty_bugs.split(","))
     for b in args.bugs:
         if b not in BUGS:
             sys.exit(f"mutants: unknown bug '{b}' (known: {', '.join(BUGS)})")
-        if BUGS[b][0] != engine:
+        if args.engine and BUGS[b][0] != args.engine:
             sys.exit(f"mutants: {b} sits in {BUGS[b][1]}, fuzzed through engine "
-                     f"{BUGS[b][0]}: run with ENGINE={BUGS[b][0]}")
+                     f"{BUGS[b][0]}, not {args.engine}")
     command = "scripts/mutants.py " + " ".join(sys.argv[1:])
     workroot = os.path.join(ROOT, "build", "mutants-runs")
     t_start = time.time()
 
     # A bug in a kernel table this CPU cannot run is reported as such, not
     # fuzzed: no input can reach it here, and a miss would say nothing.
-    here = tables_here() if engine == "attnguard" else []
-    unreachable = {b: not_here(b, here) for b in args.bugs} if here else {}
+    here = tables_here()
+    unreachable = {b: (f"engine {BUGS[b][0]} is not built in (make engines)"
+                       if BUGS[b][0] not in built else
+                       not_here(b, here) if BUGS[b][0] == "attnguard" else None)
+                   for b in args.bugs}
     unreachable = {b: why for b, why in unreachable.items() if why}
     for b, why in unreachable.items():
         log(f"mutants: {b}: not measured on this machine ({why})")
@@ -282,22 +296,27 @@ def main():
         todo = [p for p in (plan if bug else normal_plan) if p[0] == bug]
         log(f"mutants: fuzzing {bug or 'normal build'} ({len(todo)} runs)")
         with ThreadPoolExecutor(max_workers=args.jobs) as ex:
-            runs += list(ex.map(lambda p: one_run(*p, args.time, workroot, args.engine), todo))
+            runs += list(ex.map(lambda p: one_run(*p, args.time, workroot,
+                                                  BUGS[p[0]][0] if p[0] else engine), todo))
 
     summaries = [summarize(runs, b) for b in args.bugs]
     normal = summarize(runs, "normal") if normal_plan else None
     elapsed = time.time() - t_start
     write_reports(args.out, args, runs, summaries, normal, elapsed, command, unreachable)
 
-    # The gate: every run from the shipped corpus catches its bug.  Runs
-    # from an empty corpus measure what the fuzzer finds on its own; their
-    # misses are reported, not failed.
+    # The gate: every run catches its bug, from the shipped corpus and from
+    # an empty one alike (a bug the fuzzer cannot find from nothing within
+    # the cap is a defect of the generator, not a bug to exclude).
     escaped = [s["bug"] for s in summaries
-               if any(m != "empty" and bm["detected"] < bm["runs"]
-                      for m, bm in s["by_mode"].items())]
+               if any(bm["detected"] < bm["runs"] for bm in s["by_mode"].values())]
     missed_empty = [s["bug"] for s in summaries
                     if s["by_mode"].get("empty", {}).get("detected", 0)
                     < s["by_mode"].get("empty", {}).get("runs", 0)]
+    empty_times = sorted(r["time_s"] for r in runs
+                         if r["mode"] == "empty" and r["bug"] != "normal" and r["detected"])
+    if empty_times:
+        log(f"mutants: from an empty corpus: {len(empty_times)} runs detected, median "
+            f"{statistics.median(empty_times):.1f} s, max {empty_times[-1]:.1f} s")
     false_alarms = normal["detected"] if normal else 0
     log("")
     for s in summaries:
@@ -307,12 +326,11 @@ def main():
         log(f"mutants: normal build: {false_alarms} false alarms in {normal['runs']} runs")
     log(f"mutants: wrote {args.out}.md and {args.out}.json ({elapsed / 60:.1f} min)")
     if missed_empty:
-        log(f"mutants: not found from an empty corpus within the cap (reported, not gated): "
-            f"{', '.join(missed_empty)}")
+        log(f"mutants: not found from an empty corpus within the cap: {', '.join(missed_empty)}")
     if escaped or false_alarms:
         log(f"mutants: FAIL: escaped {escaped or 'none'}, false alarms {false_alarms}")
         return 1
-    log("mutants: every injected bug detected in every run from the corpus; no false alarms")
+    log("mutants: every injected bug detected in every run; no false alarms")
     return 0
 
 

@@ -4,7 +4,8 @@
 #   1. build: library, CLI, tests, libFuzzer targets (ASan+UBSan)
 #   2. fuzz every target with libFuzzer -fork for NIGHTLY_TIME seconds in total,
 #      split over the targets by weight (scripts/fuzzkit.py run --keep-going),
-#      into build/nightly/fuzz/
+#      into build/nightly/fuzz/; then from an empty corpus (discovery: the
+#      reach table, every injected bug's time to detect from nothing)
 #   3. merge + minimise each corpus with -merge=1 into a fresh directory
 #      (build/nightly/corpus/<target>/; fuzzkit.py merge)
 #   4. triage every crash artifact (scripts/nightly_triage.py): reproduce N
@@ -24,6 +25,10 @@
 #   NIGHTLY_REPRO=3            fresh-process reruns per crash artifact
 #   NIGHTLY_MIN_TIME=60        seconds of -minimize_crash per unique finding
 #   NIGHTLY_MUTANTS=1 NIGHTLY_COVERAGE=1 NIGHTLY_REPORT=1   0 skips a step
+#   NIGHTLY_DISCOVERY=1        the empty-corpus session (NIGHTLY_DISCOVERY_TIME=600 s;
+#                              its reach table must have no zero row) and every
+#                              injected bug from an empty corpus
+#                              (NIGHTLY_DISCOVERY_MUTANT_TIME=120 s per bug)
 #   NIGHTLY_INJECT=<bug>       fuzz a mutant build instead (to rehearse triage)
 #   NIGHTLY_ENGINE=<name>      the engine the targets drive (ATTNGUARD_ENGINE)
 #   NIGHTLY_SEED_CORPUS=DIR    extra read-only seeds: DIR/<target>/ (the corpus
@@ -46,6 +51,9 @@ NIGHTLY_MIN_TIME=${NIGHTLY_MIN_TIME:-60}
 NIGHTLY_MUTANTS=${NIGHTLY_MUTANTS:-1}
 NIGHTLY_COVERAGE=${NIGHTLY_COVERAGE:-1}
 NIGHTLY_REPORT=${NIGHTLY_REPORT:-1}
+NIGHTLY_DISCOVERY=${NIGHTLY_DISCOVERY:-1}
+NIGHTLY_DISCOVERY_TIME=${NIGHTLY_DISCOVERY_TIME:-600}
+NIGHTLY_DISCOVERY_MUTANT_TIME=${NIGHTLY_DISCOVERY_MUTANT_TIME:-120}
 NIGHTLY_INJECT=${NIGHTLY_INJECT:-}
 NIGHTLY_ENGINE=${NIGHTLY_ENGINE:-}
 NIGHTLY_SEED_CORPUS=${NIGHTLY_SEED_CORPUS:-}
@@ -95,6 +103,22 @@ step fuzz "${fuzzkit[@]}" run "${common[@]}" --time "$NIGHTLY_TIME" --jobs 1 \
     ${NIGHTLY_INJECT:+--inject "$NIGHTLY_INJECT"} "${seeds[@]}"
 fuzz_wall=$(($(date +%s) - fuzz_t0))
 
+# ------------------------------------------------------- 2b discovery
+# What the fuzzer finds and reaches from nothing: a session from an empty
+# corpus (both cores), whose reach table must have no row at zero (a row
+# never reached is a blind spot of the generator), and every injected bug
+# fuzzed from an empty corpus (one seed each).  Both are published.
+if [ "$NIGHTLY_DISCOVERY" = 1 ]; then
+    step discovery "${fuzzkit[@]}" run "${common[@]}" --time "$NIGHTLY_DISCOVERY_TIME" \
+        --jobs 2 --keep-going --root "$N/discovery" --empty
+    step reach python3 scripts/reach_gate.py "$N/discovery/summary.json"
+    step mutants-empty bash -c "ATTNGUARD_CLI='$ATTNGUARD_CLI' python3 scripts/mutants.py \
+        --modes empty --seeds 1 --time $NIGHTLY_DISCOVERY_MUTANT_TIME --no-normal \
+        ${NIGHTLY_ENGINE:+--engine $NIGHTLY_ENGINE} --out build/mutants-empty \
+        >'$N/logs/mutants-empty.log' 2>&1"
+    grep -E 'detected|not found' "$N/logs/mutants-empty.log" | tail -n 3 | sed 's/^/nightly:   /' || true
+fi
+
 # ------------------------------------------------------------------ 3 merge
 merge_from=(--from corpus --from "$N/fuzz/corpus")
 [ -n "$NIGHTLY_SEED_CORPUS" ] && merge_from+=(--from "$NIGHTLY_SEED_CORPUS")
@@ -132,8 +156,9 @@ cp "$N/fuzz-summary.json" "$A/" 2>/dev/null || true
 cp -r "$N/logs" "$A/" 2>/dev/null || true
 cp -r "$N/fuzz/logs" "$A/logs/fuzz" 2>/dev/null || true
 [ -d "$N/corpus" ] && tar -czf "$A/corpus-merged.tar.gz" -C "$N" corpus
-for f in build/mutants-quick.json build/mutants-quick.md build/coverage/summary.json \
-    build/coverage/report.txt; do
+cp "$N/discovery/summary.json" "$A/discovery-summary.json" 2>/dev/null || true
+for f in build/mutants-quick.json build/mutants-quick.md build/mutants-empty.json \
+    build/mutants-empty.md build/coverage/summary.json build/coverage/report.txt; do
     [ -f "$f" ] && cp "$f" "$A/$(echo "$f" | sed 's|^build/||; s|/|-|g')"
 done
 [ -d build/report ] && cp -r build/report "$A/report"
