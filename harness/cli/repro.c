@@ -7,7 +7,8 @@
  * a crash cannot take the CLI down with it.  Children are started with
  * posix_spawn and an argv array (no shell, so no quoting of paths), with
  * stdin from /dev/null and stdout+stderr into a log file that is parsed
- * afterwards and kept for the user.
+ * afterwards.  The logs and encoded inputs live in a private work folder
+ * that is removed on the way out, unless --keep asks for it.
  */
 #include "repro.h"
 
@@ -17,6 +18,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -412,13 +414,15 @@ typedef struct repro_opts {
     const char *api_prefix;
     int minimize;
     int verbose;
+    int keep;
     long runs;
     long max_time;
 } repro_opts;
 
 static void repro_usage(FILE *f) {
     fputs("usage: attnguard repro FILE [--target T] [--inject BUG] [--minimize [--out F.case]\n"
-          "                       [--runs N] [--time S]] [--fuzz-dir DIR] [--api-prefix HEX] [-v]\n"
+          "                       [--runs N] [--time S]] [--fuzz-dir DIR] [--api-prefix HEX]\n"
+          "                       [--keep] [-v]\n"
           "  prints FILE as a case, reruns it under AddressSanitizer with the target's\n"
           "  libFuzzer binary (build/fuzz[-inject-BUG]/T) and names the oracle that fired;\n"
           "  --minimize shrinks a crashing input, keeping the same oracle, into F.case\n"
@@ -426,6 +430,8 @@ static void repro_usage(FILE *f) {
           "  fuzz_attention; BUG to $ATTN_INJECT, else an *-inject-BUG directory in the path.\n"
           "  fuzz_api inputs carry a 4-byte prefix (op arg n_lo n_hi): --api-prefix sets it\n"
           "  for a .case (default 00000500).  -v prints the whole sanitizer report.\n"
+          "  The logs and the encoded input go to a work folder in $TMPDIR (else /tmp),\n"
+          "  removed at the end; --keep keeps it and prints its path.\n"
           "  exit status: 0 the input passes, 1 a finding, 2 usage or setup error\n",
           f);
 }
@@ -449,6 +455,7 @@ static int parse_repro_args(int argc, char **argv, repro_opts *o) {
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) return 1;
         if (strcmp(a, "--minimize") == 0) o->minimize = 1;
         else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) o->verbose = 1;
+        else if (strcmp(a, "--keep") == 0) o->keep = 1;
         else if (strcmp(a, "--target") == 0 || strcmp(a, "--inject") == 0 ||
                  strcmp(a, "--out") == 0 || strcmp(a, "--fuzz-dir") == 0 ||
                  strcmp(a, "--api-prefix") == 0 ||
@@ -498,12 +505,25 @@ static int parse_repro_args(int argc, char **argv, repro_opts *o) {
     return 0;
 }
 
-/* A private scratch directory for the encoded input, the minimised bytes
- * and the logs; the logs are the user's to read, so it stays. */
+/* A private work folder for the encoded input, the minimised bytes and the
+ * logs.  It is removed when repro ends (remove_workdir) unless --keep. */
 static int make_workdir(char *dir, size_t cap) {
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, cap, "%s/attnguard-repro-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     return mkdtemp(dir) ? 0 : -1;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st, (void)flag, (void)ftw;
+    if (remove(path) != 0)
+        fprintf(stderr, "attnguard repro: cannot remove %s: %s\n", path, strerror(errno));
+    return 0;   /* go on: remove whatever else can be */
+}
+
+/* Depth first, without following links: the folder is repro's alone. */
+static void remove_workdir(const char *dir) {
+    if (nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+        fprintf(stderr, "attnguard repro: cannot remove %s: %s\n", dir, strerror(errno));
 }
 
 /* The target's libFuzzer flags (timeout, rss_limit_mb...): <bin>.options,
@@ -584,7 +604,7 @@ static int minimize_once(const char *bin, const repro_flags *fl, const repro_opt
     unlink(min_path);
     if (run_with_flags(bin, fl, extra, 4, input, asan, log, err, errlen) < 0) return -1;
     if (access(min_path, R_OK) != 0) {
-        snprintf(err, errlen, "libFuzzer wrote no minimized input (see %.400s)", log);
+        snprintf(err, errlen, "libFuzzer wrote no minimized input; the end of its log:");
         return -1;
     }
     return 0;
@@ -696,6 +716,63 @@ static int parse_hex_prefix(const char *hex, unsigned char out[REPRO_API_PREFIX_
     return 0;
 }
 
+/* What repro does in its work folder: encode a text input, run it, minimise
+ * on request.  Returns the exit status. */
+static int repro_in(const repro_opts *o, const case_spec *c, const repro_input *in,
+                    const unsigned char prefix[REPRO_API_PREFIX_LEN], const char *target,
+                    const char *bin, const repro_flags *fl, const char *workdir) {
+    char err[512];
+    /* The binary takes bytes: a text case is encoded (canonically) first,
+     * behind the fuzz_api prefix for that target; --api-prefix rewrites a
+     * byte file's prefix. */
+    char input[PATH_MAX];
+    str_copy(input, sizeof input, o->file);
+    size_t nbytes = in->nbytes;
+    if (in->was_text || o->api_prefix) {
+        uint8_t enc[REPRO_API_PREFIX_LEN + CASE_BYTES_MAX];
+        size_t off = in->api ? REPRO_API_PREFIX_LEN : 0;
+        char why[256] = "";
+        size_t n = case_encode(c, enc + off, CASE_BYTES_MAX, why, sizeof why);
+        if (n == 0) {
+            fprintf(stderr,
+                    "attnguard repro: this case has no fuzz-input form (%s); "
+                    "run it with `attnguard check` instead\n", why[0] ? why : "not encodable");
+            return 2;
+        }
+        memcpy(enc, prefix, off);
+        if (path_join(input, sizeof input, workdir, "input.bin") != 0 ||
+            write_all(input, enc, off + n, err, sizeof err) != 0) {
+            fprintf(stderr, "attnguard repro: %s\n", err);
+            return 2;
+        }
+        nbytes = off + n;
+    }
+
+    char log[PATH_MAX];
+    if (path_join(log, sizeof log, workdir, "repro.log") != 0) {
+        fprintf(stderr, "attnguard repro: temporary path too long\n");
+        return 2;
+    }
+    printf("repro: running %s on it under AddressSanitizer\n", bin);
+    fflush(stdout);
+    repro_verdict v;
+    if (run_verdict(bin, fl, input, log, &v, err, sizeof err) != 0) {
+        fprintf(stderr, "attnguard repro: %s\n", err);
+        return 2;
+    }
+    if (o->verbose) print_file(log);
+    repro_print_verdict(&v);
+    if (o->keep) printf("repro: full report: %s\n", log);
+    else if (v.kind[0] && !o->verbose)
+        printf("repro: -v prints the full report, --keep keeps it in a work folder\n");
+    if (!v.kind[0]) {
+        if (o->minimize) printf("repro: nothing to minimize\n");
+        return 0;
+    }
+    if (!o->minimize) return 1;
+    return do_minimize(bin, fl, o, target, input, nbytes, workdir, &v);
+}
+
 int cli_repro(int argc, char **argv) {
     repro_opts o;
     int pr = parse_repro_args(argc, argv, &o);
@@ -765,51 +842,12 @@ int cli_repro(int argc, char **argv) {
                 strerror(errno));
         return 2;
     }
-    /* The binary takes bytes: a text case is encoded (canonically) first,
-     * behind the fuzz_api prefix for that target; --api-prefix rewrites a
-     * byte file's prefix. */
-    char input[PATH_MAX];
-    str_copy(input, sizeof input, o.file);
-    size_t nbytes = in.nbytes;
-    if (in.was_text || o.api_prefix) {
-        uint8_t enc[REPRO_API_PREFIX_LEN + CASE_BYTES_MAX];
-        size_t off = in.api ? REPRO_API_PREFIX_LEN : 0;
-        char why[256] = "";
-        size_t n = case_encode(&c, enc + off, CASE_BYTES_MAX, why, sizeof why);
-        if (n == 0) {
-            fprintf(stderr,
-                    "attnguard repro: this case has no fuzz-input form (%s); "
-                    "run it with `attnguard check` instead\n", why[0] ? why : "not encodable");
-            return 2;
-        }
-        memcpy(enc, prefix, off);
-        if (path_join(input, sizeof input, workdir, "input.bin") != 0 ||
-            write_all(input, enc, off + n, err, sizeof err) != 0) {
-            fprintf(stderr, "attnguard repro: %s\n", err);
-            return 2;
-        }
-        nbytes = off + n;
+    int rc = repro_in(&o, &c, &in, prefix, target, bin, &fl, workdir);
+    if (o.keep) {
+        printf("repro: work folder kept: %s\n", workdir);
+    } else {
+        fflush(stdout);
+        remove_workdir(workdir);
     }
-
-    char log[PATH_MAX];
-    if (path_join(log, sizeof log, workdir, "repro.log") != 0) {
-        fprintf(stderr, "attnguard repro: temporary path too long\n");
-        return 2;
-    }
-    printf("repro: running %s on it under AddressSanitizer\n", bin);
-    fflush(stdout);
-    repro_verdict v;
-    if (run_verdict(bin, &fl, input, log, &v, err, sizeof err) != 0) {
-        fprintf(stderr, "attnguard repro: %s\n", err);
-        return 2;
-    }
-    if (o.verbose) print_file(log);
-    repro_print_verdict(&v);
-    printf("repro: full report: %s\n", log);
-    if (!v.kind[0]) {
-        if (o.minimize) printf("repro: nothing to minimize\n");
-        return 0;
-    }
-    if (!o.minimize) return 1;
-    return do_minimize(bin, &fl, &o, target, input, nbytes, workdir, &v);
+    return rc;
 }
