@@ -1,9 +1,10 @@
 # attnguard — the one entry point.
 #
 #   make            library, CLI and test binaries (gcc, optimised)
-#   make deps       install the Debian packages (the only target that installs)
 #   make test       build, Criterion suites, shipped cases, corpus replays,
 #                   death tests; one line per step, one verdict [JUNIT=file]
+#   make deps       install the Debian packages of the build and the tests
+#                   (make test and make fuzz do it on first use) [WITH=...]
 #   make check-clang   the same sources warning-free with clang
 #   make ci         what .ci/run gates on (test, check-clang, cfl-test,
 #                   mutants-quick, test-peer), with one verdict
@@ -14,6 +15,8 @@
 #   SANITIZER=address,undefined   sanitizer build (e.g. make test SANITIZER=address,undefined)
 #   INJECT=<bug>            compile in one historical bug (harness measurement only)
 #   DEBUG=1                 ATTN_DEBUG: engine invariants abort
+#   V=1                     print every command (by default one line per step,
+#                           and a failed step's command)
 
 ifeq ($(origin CC),default)
 CC := gcc
@@ -66,6 +69,16 @@ CFLAGS_ALL += -DATTN_DEBUG=1
 endif
 DEPFLAGS = -MMD -MP
 
+# One line per build step ("  CC    src/plan.c"); the step's full command
+# only when it fails, or for every step with V=1.  $(call quiet,TAG,COMMAND,WHAT)
+# is a whole recipe line.
+V ?=
+ifeq ($(V),1)
+quiet = $2
+else
+quiet = @printf '  %-5s %s\n' '$1' '$3'; $2 || { s=$$?; printf 'failed: %s\n' '$(subst ','\'',$2)' >&2; exit $$s; }
+endif
+
 # ---- sources ----
 # The kernel tables (ISA_SRC, ISA_OFF_SRC, isa_flags_of, ISA_DEFINES and the
 # per-object -m flags) are defined once, in mk/isa.mk.
@@ -112,39 +125,52 @@ $(B)/.flags: FORCE
 	@echo '$(CC) $(CFLAGS_ALL)' | cmp -s - $@ || echo '$(CC) $(CFLAGS_ALL)' > $@
 FORCE:
 
+# B_TAG follows each step's line in a build folder other than build/.
+B_TAG := $(if $(VARIANT),  [$(B)])
 $(B)/obj/%.o: %.c $(B)/.flags
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) $(ISA_FLAGS) $(DEPFLAGS) -c $< -o $@
+	$(call quiet,CC,$(CC) $(CFLAGS_ALL) $(ISA_FLAGS) $(DEPFLAGS) -c $< -o $@,$<$(B_TAG))
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
+	$(call quiet,AR,rm -f $@ && ar rcs $@ $^,$@)
 
 $(HARLIB): $(HAR_OBJ)
 	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
+	$(call quiet,AR,rm -f $@ && ar rcs $@ $^,$@)
 
 $(CLI): $(CLI_OBJ) $(HARLIB) $(LIB)
-	$(CC) $(CFLAGS_ALL) -o $@ $(CLI_OBJ) $(HARLIB) $(LIB) $(LDLIBS_ALL)
+	$(call quiet,LD,$(CC) $(CFLAGS_ALL) -o $@ $(CLI_OBJ) $(HARLIB) $(LIB) $(LDLIBS_ALL),$@)
 
 $(ENGINE_TESTBIN): $(ENGINE_TEST_OBJ) $(HARLIB) $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -o $@ $(ENGINE_TEST_OBJ) $(HARLIB) $(LIB) -lcriterion $(LDLIBS_ALL)
+	$(call quiet,LD,$(CC) $(CFLAGS_ALL) -o $@ $(ENGINE_TEST_OBJ) $(HARLIB) $(LIB) -lcriterion $(LDLIBS_ALL),$@)
 
 $(HARNESS_TESTBIN): $(HARNESS_TEST_OBJ) $(HARLIB) $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -o $@ $(HARNESS_TEST_OBJ) $(HARLIB) $(LIB) -lcriterion $(LDLIBS_ALL)
+	$(call quiet,LD,$(CC) $(CFLAGS_ALL) -o $@ $(HARNESS_TEST_OBJ) $(HARLIB) $(LIB) -lcriterion $(LDLIBS_ALL),$@)
 
 # ---- dependencies (Debian 12 package names) ----
-# `make deps` is the only step that installs anything (.ci/deps.sh: apt-get
-# as root, else the command to run); the other targets check and say what is
-# missing.  DEPS_<group> lists come from the mk/*.mk files: the peer's
-# (mk/bench.mk) are always installed, since CI runs `make test-peer`;
-# WITH=<group>... adds others (make deps WITH=report for make report-test).
-DEPS_PKGS := clang libclang-rt-14-dev libcriterion-dev libomp-dev llvm python3
+# .ci/deps.sh is the one installer (apt-get as root or through sudo -n, else
+# the command to run; it waits while another process holds the package
+# lock).  DEPS_PKGS is what the build and the tests need: `make test` and
+# `make fuzz` install it on first use.  The optional parts install where they
+# are used: DEPS_peer (PyTorch, mk/bench.mk) by make test-peer and
+# bench-peer, DEPS_report (Chromium, mk/report.mk) by make report-test, an
+# engine (mk/engines.mk) by ENGINE=<name>, ENGINES=... or make engines.
+# `make deps` installs DEPS_PKGS ahead of time; WITH=<group>... adds the
+# optional ones (make deps WITH="peer report engines": everything, as CI).
+DEPS_PKGS := gcc clang libclang-rt-14-dev libcriterion-dev libomp-dev llvm python3
+DEPS_FOR := the build and the tests: compilers, sanitizer and libFuzzer runtimes, Criterion, OpenMP, llvm-symbolizer
+DEPS_GROUPS := peer report engines
 WITH ?=
+$(foreach g,$(WITH),$(if $(filter $g,$(DEPS_GROUPS)),,$(error WITH=$g: no such group (one of: $(DEPS_GROUPS)))))
 deps:
-	@bash .ci/deps.sh $(DEPS_PKGS) $(DEPS_peer) $(foreach g,$(WITH),$(DEPS_$g))
+	@bash .ci/deps.sh --for '$(DEPS_FOR)' $(DEPS_PKGS)
+	@$(foreach g,$(filter-out engines,$(WITH)),bash .ci/deps.sh --for '$(DEPS_FOR_$g)' $(DEPS_$g) &&) true
+	$(if $(filter engines,$(WITH)),@$(MAKE) --no-print-directory engines)
+# What make test and make fuzz run first: silent when all is there.
+DEPS_FIRST_USE = bash .ci/deps.sh --quiet --for '$(DEPS_FOR)' $(DEPS_PKGS)
 
 # ---- tests ----
 # `make test`: build, the Criterion suites, the shipped cases, the corpus
@@ -162,8 +188,7 @@ JUNIT ?=
 # The steps' builds use every core whether or not make itself got -j (the
 # runner is not a make recipe, so no jobserver reaches the sub-makes).
 NPROC := $(shell nproc 2>/dev/null || echo 1)
-TEST_STEPS = 'deps!=bash .ci/deps.sh --check $(DEPS_PKGS)' \
-    'build!=$(MAKE) --no-print-directory -j$(NPROC) all $(RP_BINS) && echo "library, CLI, suites and replay drivers up to date in $(B)/"' \
+TEST_STEPS = 'build!=$(MAKE) --no-print-directory -j$(NPROC) all $(RP_BINS) && echo "library, CLI, suites and replay drivers up to date in $(B)/"' \
     'layers=python3 scripts/check_layers.py' \
     'engine-suite&=$(MAKE) --no-print-directory test-engine' \
     'harness-suite&=$(MAKE) --no-print-directory test-harness' \
@@ -172,6 +197,7 @@ TEST_STEPS = 'deps!=bash .ci/deps.sh --check $(DEPS_PKGS)' \
     'readme=$(MAKE) --no-print-directory readme-example' \
     'debug=$(MAKE) --no-print-directory -j$(NPROC) test-debug'
 test:
+	@$(DEPS_FIRST_USE)
 	@python3 scripts/steps.py --title 'make test' --logs $(B)/test-logs \
 	    $(if $(JUNIT),--junit '$(JUNIT)') $(TEST_STEPS)
 
@@ -207,9 +233,10 @@ test-debug-run: $(DEATH_TESTBIN)
 	$(TEST_ENV) $(DEATH_TESTBIN) $(CRITERION_ARGS) --filter 'debug/*'
 
 # Every shipped case must pass, except those whose `expect` names a refusal
-# (the CLI checks the refusal status itself and passes them).
+# (the CLI checks the refusal status itself and passes them).  ENGINE=<name>
+# checks them on that engine (fetched first if it is an external one).
 test-cases: $(CLI)
-	$(CLI) check corpus/cases/*.case
+	$(CLI) check $(if $(ENGINE),--engine '$(ENGINE)') corpus/cases/*.case
 
 check-clang:
 	@$(MAKE) --no-print-directory all CC=clang EXTRA_CFLAGS=-Werror
@@ -223,8 +250,8 @@ CI_STEPS = 'test=$(MAKE) --no-print-directory test $(if $(JUNIT),JUNIT="$$STEP_X
     'cfl-test=$(MAKE) --no-print-directory cfl-test' \
     'mutants-quick=$(MAKE) --no-print-directory -j$(NPROC) mutants-quick' \
     'test-peer=$(MAKE) --no-print-directory test-peer' \
-    'ggml-cases=$(B)/attnguard check --engine ggml corpus/cases/*.case' \
-    'ort-cases=$(B)/attnguard check --engine ort corpus/cases/*.case' \
+    'ggml-cases=$(MAKE) --no-print-directory test-cases ENGINE=ggml' \
+    'ort-cases=$(MAKE) --no-print-directory test-cases ENGINE=ort' \
     'lint-workflows=$(MAKE) --no-print-directory lint-workflows'
 .PHONY: ci
 ci:

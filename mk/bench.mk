@@ -43,13 +43,13 @@ BENCH_ENGINES ?= $(or $(ENGINES),$(ENGINES_BUILTIN))
 
 $(BENCH_BIN): $(BENCH_SRC) $(wildcard bench/*.h) $(HARLIB) $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(BENCH_CFLAGS) -o $@ $(BENCH_SRC) $(HARLIB) $(LIB) $(LDLIBS_ALL)
+	$(call quiet,CCLD,$(CC) $(BENCH_CFLAGS) -o $@ $(BENCH_SRC) $(HARLIB) $(LIB) $(LDLIBS_ALL),$@)
 
 PROBE_BIN := $(B)/bin/probe
 
 $(PROBE_BIN): bench/probe.c
 	@mkdir -p $(@D)
-	$(CC) $(BENCH_CFLAGS) -o $@ bench/probe.c
+	$(call quiet,CCLD,$(CC) $(BENCH_CFLAGS) -o $@ bench/probe.c,$@)
 
 # `make all` (and so `make test`) compiles the benchmark and the probes too,
 # so that CI sees them build, on any x86-64 compiler target: their
@@ -69,12 +69,14 @@ probe: $(PROBE_BIN)
 	$(PROBE_BIN) all
 
 PEER_PY := /usr/bin/python3
-# installed by `make deps` (the Makefile adds DEPS_peer to every install)
+# installed on first use by test-peer (so bench-peer too), or by
+# `make deps WITH=peer`
 DEPS_peer := python3-torch
+DEPS_FOR_peer := the peer comparison: PyTorch
 
 .PHONY: bench-peer test-peer
 test-peer:
-	@bash .ci/deps.sh --check $(DEPS_peer) >/dev/null
+	@bash .ci/deps.sh --quiet --for '$(DEPS_FOR_peer)' $(DEPS_peer)
 	$(PEER_PY) bench/peer.py --selftest
 
 BENCH_TORCH ?= 1

@@ -41,12 +41,19 @@ $(error corpus-merge takes no INJECT: a mutant's corpus never goes into corpus/)
 endif
 endif
 
-.PHONY: fuzz corpus-merge repro
-fuzz: fuzz-build $(CLI)
+.PHONY: fuzz fuzz-ready corpus-merge repro
+# First use installs the build's packages (and ENGINE=<external> fetches
+# that engine: mk/engines.mk); the binaries build on every core, one line
+# per step, and an unchanged tree rebuilds nothing.
+fuzz:
+	@$(DEPS_FIRST_USE)
+	@$(MAKE) --no-print-directory -j$(NPROC) fuzz-ready
 	@$(FUZZKIT) run --targets '$(strip $(FUZZ_TARGETS))' --time '$(FUZZ_TIME)' \
 	    --jobs '$(FUZZ_JOBS)' --weights '$(FUZZ_WEIGHTS)' $(if $(FUZZ_SEED),--seed '$(FUZZ_SEED)') \
 	    --bin-dir '$(FZ_OUT)' --root '$(FUZZ_SESSION)' $(if $(INJECT),--inject '$(INJECT)') \
 	    $(if $(ENGINE),--engine '$(ENGINE)') $(if $(filter empty,$(FUZZ_FROM)),--empty)
+
+fuzz-ready: fuzz-build $(CLI)
 
 corpus-merge: fuzz-build $(CLI)
 	@$(FUZZKIT) merge --targets '$(strip $(FUZZ_TARGETS))' --bin-dir '$(FZ_OUT)' \

@@ -6,7 +6,7 @@
 # rebuild, a target appended to ENGINES_REPRO.
 #
 #   make engines         fetch every external engine (pinned, checksummed)
-#                        into build/engines/<name>/; also run by `make deps`
+#                        into build/engines/<name>/ (make deps WITH=engines)
 #   make engines-build   each fetched adapter as an object a harness opens by
 #                        path: $(B)/engines/libag_<name>.so
 #   make engines-repro   rebuild every reports/findings/<engine>-NNN.c against
@@ -16,7 +16,10 @@
 # (engines/engines.def lists it under its AG_HAVE_<NAME>); until then
 # `--engine <name>` says how to fetch it.  Its contract fuzz target
 # (fuzz/fuzz_<name>_contract.c) joins the fuzz targets the same way
-# (mk/fuzz.mk).
+# (mk/fuzz.mk).  Any make command naming an external engine in ENGINE= or
+# ENGINES= (make fuzz ENGINE=ggml, make report ENGINES=attnguard,ggml)
+# fetches it first, and nothing else does: a plain make test or make fuzz
+# never downloads an engine.
 
 # Included early by the Makefile (it adds to HAR_SRC); the guard keeps the
 # closing include of mk/*.mk from reading it twice.
@@ -42,18 +45,27 @@ ENGINES_BUILTIN := $(subst $(space),$(comma),attnguard $(ENGINES_READY))
 .PHONY: engines engines-build engines-repro
 engines: $(foreach a,$(ADAPTERS),$($a_READY))
 
-# `make deps` brings the engines too.
-deps: engines
+# Fetch on use: when ENGINE= or ENGINES= names an adapter whose engine is
+# not here, make remakes this included stamp first, which fetches the
+# engine, and then starts over reading the makefiles, so that this very
+# command builds with the adapter (ENGINES_READY above).
+ENGINES_WANTED := $(filter $(ADAPTERS),$(subst $(comma), ,$(ENGINE) $(ENGINES)))
+ENGINES_MISSING := $(filter-out $(ENGINES_READY),$(ENGINES_WANTED))
+ifneq ($(ENGINES_MISSING),)
+-include build/engines/.fetch-on-use
+build/engines/.fetch-on-use: $(foreach a,$(ENGINES_MISSING),$($a_READY))
+	@mkdir -p $(@D) && touch $@
+endif
 
 # ---- each adapter as a shared object (ag_engine_find opens it by path) ----
 ENG_B := $(B)/engines
 $(ENG_B)/obj/%.o: %.c $(B)/.flags
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -fPIC -DAG_ENGINE_SHARED_OBJECT=1 $(DEPFLAGS) -c $< -o $@
+	$(call quiet,CC,$(CC) $(CFLAGS_ALL) -fPIC -DAG_ENGINE_SHARED_OBJECT=1 $(DEPFLAGS) -c $< -o $@,$<  [$(ENG_B)])
 
 define adapter_so
 $(ENG_B)/libag_$1.so: $(patsubst %.c,$(ENG_B)/obj/%.o,$($1_SRC))
-	$$(CC) $$(CFLAGS_ALL) -shared -o $$@ $$^ $($1_LDLIBS)
+	$$(call quiet,LD,$$(CC) $$(CFLAGS_ALL) -shared -o $$@ $$^ $($1_LDLIBS),$$@)
 endef
 $(foreach a,$(ENGINES_READY),$(eval $(call adapter_so,$a)))
 

@@ -163,34 +163,34 @@ $(FZ_B)/.flags: FORCE
 
 $(FZ_B)/obj/%.o: %.c $(FZ_B)/.flags
 	@mkdir -p $(@D)
-	$(FZ_CC) $(FZ_CFLAGS) $(FZ_COV) $(ISA_FLAGS) $(DEPFLAGS) -c $< -o $@
+	$(call quiet,CC,$(FZ_CC) $(FZ_CFLAGS) $(FZ_COV) $(ISA_FLAGS) $(DEPFLAGS) -c $< -o $@,$<  [$(FZ_B)])
 
 $(FZ_B)/libattn.a: $(FZ_LIB_OBJ)
 	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
+	$(call quiet,AR,rm -f $@ && ar rcs $@ $^,$@)
 
 $(FZ_B)/libattnharness.a: $(FZ_HAR_OBJ)
 	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
+	$(call quiet,AR,rm -f $@ && ar rcs $@ $^,$@)
 
 $(FZ_B)/libfixture.a: $(FZ_FIX_OBJ)
 	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
+	$(call quiet,AR,rm -f $@ && ar rcs $@ $^,$@)
 
 # Linked with the C++ driver: the fuzzing engine's runtime is C++.
+FZ_LIBS := $(FZ_B)/libfixture.a $(FZ_B)/libattnharness.a $(FZ_B)/libattn.a
 $(FUZZ_ALL:%=$(FZ_OUT)/%): $(FZ_OUT)/%: $(FZ_B)/libfixture.a $(FZ_B)/libattnharness.a \
     $(FZ_B)/libattn.a $(FZ_TGT_OBJ)
 	@mkdir -p $(@D)
-	$(FZ_LD) $(FZ_LDFLAGS) $(FZ_OPENMP) -o $@ $(filter %/fuzz/$*.o,$(FZ_TGT_OBJ)) \
-	    $(FZ_B)/libfixture.a $(FZ_B)/libattnharness.a $(FZ_B)/libattn.a $(FZ_ENGINE) -lm
+	$(call quiet,LD,$(FZ_LD) $(FZ_LDFLAGS) $(FZ_OPENMP) -o $@ $(filter %/fuzz/$*.o,$(FZ_TGT_OBJ)) $(FZ_LIBS) $(FZ_ENGINE) -lm,$@)
 
 $(FZ_OUT)/%.options: fuzz/%.options
 	@mkdir -p $(@D)
-	cp $< $@
+	@cp $< $@
 
 $(FZ_OUT)/%.dict: fuzz/%.dict
 	@mkdir -p $(@D)
-	cp $< $@
+	@cp $< $@
 
 # A flat zip of the shipped corpus (python3's zipfile: `zip` is not in
 # every image).
@@ -203,11 +203,11 @@ RP_BINS := $(FUZZ_ALL:%=$(B)/replay/replay_%)
 $(RP_BINS): $(B)/replay/replay_%: $(B)/obj/fuzz/%.o $(B)/obj/fuzz/replay.o $(B)/libfixture.a \
     $(HARLIB) $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL)
+	$(call quiet,LD,$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL),$@)
 
 $(B)/libfixture.a: $(FZ_FIX_SRC:%.c=$(B)/obj/%.o)
 	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
+	$(call quiet,AR,rm -f $@ && ar rcs $@ $^,$@)
 
 # Each target's whole corpus, with the limits of its .options file; a
 # finding aborts its replay and fails make.  The per-input lines go to a
@@ -227,7 +227,7 @@ regress: $(RP_BINS) $(CLI)
 # ---- corpus: the shipped cases in byte form ----
 $(B)/tools/encode_case: $(B)/obj/fuzz/encode_case.o $(HARLIB) $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL)
+	$(call quiet,LD,$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL),$@)
 
 # fuzz_api inputs are [op arg n_lo n_hi] + case bytes: each case gets op 0
 # (allocation failure at allocation 5); the handcrafted api-*.bin inputs

@@ -11,8 +11,8 @@
 #                      (the report is written anyway).  Writes nothing tracked.
 #   make report-test   validate report.json against reports/schema.json and
 #                      render report.html in headless chromium (screenshot +
-#                      DOM check); not part of `make test` (needs chromium:
-#                      make deps WITH=report)
+#                      DOM check); not part of `make test` (installs chromium
+#                      on first use, or make deps WITH=report)
 #   make report-screenshot   look at build/report/report.html as a laptop shows
 #                      it: headless chromium at 1349, 1366 and 1920 px wide
 #                      (reports/screenshot.py); fails when the page scrolls
@@ -38,8 +38,9 @@ REPORT_RENDER_ARGS ?=
 REPORT_GRID := $(B)/report_grid
 REPORT_GRID_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(wildcard reports/*.c))
 REPORT_GRID_JSON := build/report/grid.json
-# installed by `make deps WITH=report`
+# installed on first use by report-test, or by `make deps WITH=report`
 DEPS_report := python3-jsonschema chromium
+DEPS_FOR_report := the report check: Chromium for the screenshot, jsonschema
 # Debian's python3-jsonschema lives in the system interpreter, which a
 # pyenv/venv python3 on PATH would not see.
 REPORT_PY := $(firstword $(wildcard /usr/bin/python3) python3)
@@ -70,7 +71,7 @@ report: $(REPORT_GRID)
 	exit $$rc
 
 report-test:
-	@bash .ci/deps.sh --check $(DEPS_report) >/dev/null
+	@bash .ci/deps.sh --quiet --for '$(DEPS_FOR_report)' $(DEPS_report)
 	@test -f build/report/report.json || { echo "report-test: run 'make report' first"; exit 1; }
 	REPORT_PY=$(REPORT_PY) bash reports/check_report.sh build/report
 
