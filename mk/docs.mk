@@ -1,6 +1,7 @@
-# mk/docs.mk — the README's code example, compiled and run exactly as
-# shown (the first ```c block of README.md) against the engine library, so
-# the example cannot drift from the API.
+# mk/docs.mk — the README's checks: its code example, compiled and run
+# exactly as shown (the first ```c block of README.md) against the engine
+# library, so the example cannot drift from the API; and its speed table,
+# which must be reports/snapshot/speed.md (make snapshot writes both).
 #
 #   make readme-example
 README_EX := $(B)/docs/readme_example
@@ -12,3 +13,4 @@ readme-example: $(LIB)
 	@test -s $(README_EX).c || { echo "readme-example: no \`\`\`c block in README.md"; exit 1; }
 	$(CC) $(CSTD) -O1 $(WARN) -Werror -Isrc -o $(README_EX) $(README_EX).c $(LIB) -fopenmp -lm
 	$(README_EX)
+	@python3 scripts/speed_table.py check $(SNAPSHOT_DIR)/speed.md README.md

@@ -22,7 +22,9 @@
 #                      chromium on first use.
 #   make snapshot      copy the newest generated reports into reports/snapshot/
 #                      (report.md, bench.md, bench-peer.md, mutants.md), the
-#                      one versioned copy; run on purpose, commit by hand
+#                      one versioned copy, and regenerate the speed table
+#                      (speed.md from bench.json and bench-peer.json) and the
+#                      README's copy of it; run on purpose, commit by hand
 #
 # Knobs: REPORT_SEED (grid seed), ENGINES / REPORT_ENGINES (the engines side
 # by side, default attnguard; e.g. ENGINES=attnguard,ggml,ort after make
@@ -92,4 +94,10 @@ snapshot:
 	    if [ -f $$f ]; then cp $$f $(SNAPSHOT_DIR)/ && n=$$((n + 1)) && \
 	        echo "snapshot: $$f ($$(date -r $$f '+%Y-%m-%d %H:%M')) -> $(SNAPSHOT_DIR)/"; \
 	    else echo "snapshot: no $$f (make report / bench / bench-peer / mutants), kept the old copy"; fi; \
-	done; echo "snapshot: $$n file(s) refreshed; review and commit $(SNAPSHOT_DIR)/"
+	done; \
+	if [ -f build/bench/bench.json ]; then \
+	    python3 scripts/speed_table.py write build/bench/bench.json build/bench/bench-peer.json \
+	        $(SNAPSHOT_DIR)/speed.md && \
+	    python3 scripts/speed_table.py splice $(SNAPSHOT_DIR)/speed.md README.md; \
+	else echo "snapshot: no build/bench/bench.json (make bench), kept the speed table"; fi; \
+	echo "snapshot: $$n file(s) refreshed; review and commit $(SNAPSHOT_DIR)/ and README.md"

@@ -4,18 +4,16 @@
  * AddressSanitizer through the fuzz target's own binary, name the oracle
  * that fired, and minimise it on request.
  *
- * Owns: reading a file as text case or fuzz bytes, locating the libFuzzer
- * binary (build/fuzz[-inject-<bug>]/<target>), running it in a child process
- * (posix_spawn, never a shell) and reading the verdict from its report.
- * Does not own the case formats (case.c, case_bytes.c), the oracles or the
- * fuzz targets; it builds nothing.
+ * The rooms: show.c and repro.c (the subcommands), input.c (a file as a
+ * case), child.c (running the libFuzzer binary), minimize.c, and
+ * repro_verdict.c / repro_options.c (reading its report and its limits).
+ * Not owned here: the case formats (harness/case/), the oracles or the fuzz
+ * targets; nothing here builds anything.
  */
 #ifndef ATTN_REPRO_H
 #define ATTN_REPRO_H
 
-#include "../case/case.h"
-
-#include <stddef.h>
+#include "input.h"
 
 /* `attnguard show [--target T] FILE...`: print each file as a canonical
  * case.  A file named *.case must parse as text; any other file is shown as
@@ -39,22 +37,4 @@ int cli_show(int argc, char **argv);
  * 1 a finding, 2 usage or setup error. */
 int cli_repro(int argc, char **argv);
 
-/* fuzz_api inputs start with four bytes [op arg n_lo n_hi] before the case
- * bytes (fuzz/fuzz_api.c); text cases get this prefix when rerun there. */
-#define REPRO_API_PREFIX_LEN 4
-#define REPRO_API_PREFIX_DEFAULT {0x00, 0x00, 0x05, 0x00}  /* as corpus/fuzz_api */
-
-typedef struct repro_input {
-    int was_text;        /* 1: parsed as .case text; 0: decoded as fuzz bytes */
-    size_t nbytes;       /* the file's size */
-    int api;             /* read as a fuzz_api input: api_prefix is meaningful */
-    unsigned char api_prefix[REPRO_API_PREFIX_LEN];
-} repro_input;
-
-/* Read FILE as a case the way `show` does.  `target` (NULL: guessed from a
- * `fuzz_*` directory in the path) decides the byte layout: for fuzz_api the
- * first REPRO_API_PREFIX_LEN bytes are the prefix.  Returns 0 with *out and
- * *info written, or -1 with a message in errbuf. */
-int repro_load_any(const char *path, const char *target, case_spec *out, repro_input *info,
-                   char *errbuf, size_t errlen);
 #endif /* ATTN_REPRO_H */

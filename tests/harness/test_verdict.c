@@ -91,11 +91,14 @@ Test(verdict, passing_and_silent_failure) {
 }
 
 /* Write text to a fresh file named name in a private directory; returns
- * the path (static buffer). */
+ * the path (static buffer).  Each test runs in its own process, so the
+ * directory is that test's; tmp_cleanup (the tests' .fini) removes it. */
+static char tmp_dir[64];
 static const char *tmp_file(const char *name, const char *text) {
-    static char dir[64], path[128];
+    static char path[128];
+    char *dir = tmp_dir;
     if (!dir[0]) {
-        snprintf(dir, sizeof dir, "/tmp/attn-verdict-XXXXXX");
+        snprintf(dir, sizeof tmp_dir, "/tmp/attn-verdict-XXXXXX");
         cr_assert_not_null(mkdtemp(dir));
     }
     snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -106,7 +109,18 @@ static const char *tmp_file(const char *name, const char *text) {
     return path;
 }
 
-Test(verdict, options_become_flags_with_the_dict_beside) {
+static void tmp_cleanup(void) {
+    static const char *const names[] = {"t.dict", "t.options", "bad.options", "empty.options"};
+    if (!tmp_dir[0]) return;
+    char path[128];
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", tmp_dir, names[i]);
+        unlink(path);
+    }
+    rmdir(tmp_dir);
+}
+
+Test(verdict, options_become_flags_with_the_dict_beside, .fini = tmp_cleanup) {
     tmp_file("t.dict", "\"x\"\n");
     const char *p = tmp_file("t.options", "# limits\n[libfuzzer]\ntimeout = 7\n"
                                           "rss_limit_mb=1234\n\n[asan]\ndetect_leaks = 0\n");
@@ -121,7 +135,7 @@ Test(verdict, options_become_flags_with_the_dict_beside) {
     cr_assert_null(repro_flag_value(&fl, "detect_leaks"));   /* other sections: not flags */
 }
 
-Test(verdict, malformed_options_name_the_line) {
+Test(verdict, malformed_options_name_the_line, .fini = tmp_cleanup) {
     const char *p = tmp_file("bad.options", "[libfuzzer]\ntimeout = 7\nmax_len 1024\n");
     repro_flags fl;
     char err[256] = "";
