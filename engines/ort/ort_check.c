@@ -171,6 +171,23 @@ static ag_status check_input(const ag_group *in, ag_msg *msg) {
     return st;
 }
 
+/* 1 when every layer's sinks are f16 values.  GQA takes head_sink in T, so
+ * an f16 node would round a sink that is not, a rounding the group's
+ * dtypes do not imply; such a group runs as f32 instead (its f16 tensors
+ * widen exactly). */
+static int sinks_are_f16(const ag_group *in) {
+    for (int32_t l = 0; l < in->num_layers; l++) {
+        const ag_layer *L = &in->layers[l];
+        for (int32_t h = 0; L->sinks && h < L->num_heads; h++) {
+            const uint16_t half = og_f32_to_f16(L->sinks[h]);
+            float back;
+            og_convert(&back, AG_F32, &half, AG_F16, 1);
+            if (back != L->sinks[h]) return 0;
+        }
+    }
+    return 1;
+}
+
 ag_status og_check_group(const ag_group *in, og_group *g, ag_msg *msg) {
     ag_status st = check_input(in, msg);
     if (st == AG_OK) st = check_dtypes(in, 1, msg);
@@ -184,12 +201,13 @@ ag_status og_check_group(const ag_group *in, og_group *g, ag_msg *msg) {
     g->bs = in->block_size;
     g->threads = in->num_threads;
     g->q_dt = in->q_dtype, g->kv_dt = in->kv_dtype, g->out_dt = in->out_dtype;
-    /* ORT's f16 kernels when q, K/V and out are all f16; every other mix is
+    /* ORT's f16 kernels when q, K/V and out (and the sinks) are all f16; every other mix is
      * widened to f32 exactly (f16 and bf16 values are all f32 values), so
      * no rounding happens that the dtypes do not already imply: an f16
      * node would round an f32 output to f16.  ORT 1.30 has no bf16 CPU
      * kernel for either op. */
-    g->t_dt = g->q_dt == AG_F16 && g->kv_dt == AG_F16 && g->out_dt == AG_F16 ? AG_F16 : AG_F32;
+    g->t_dt = g->q_dt == AG_F16 && g->kv_dt == AG_F16 && g->out_dt == AG_F16 &&
+                      sinks_are_f16(in) ? AG_F16 : AG_F32;
     g->nl = in->num_layers;
     g->alloc = in->alloc;
     g->hq_max = in->num_layers == 0 ? in->model_num_heads : 0;
