@@ -37,7 +37,9 @@ static open_engine open_or_skip(const char *name) {
     memset(&o, 0, sizeof o);
     ag_msg msg;
     o.e = ag_engine_find(name, &msg);
-    cr_assert_not_null(o.e, "%s: %s", name, msg.text);
+    if (!o.e)   /* an external engine is built in only once make engines fetched it */
+        cr_skip_test("engine %s is not built in here (make engines fetches it): %s", name,
+                     msg.text);
     if (o.e->open(NULL, &o.ctx, &msg) != AG_OK)
         cr_skip_test("engine %s does not open here: %s", name, msg.text);
     o.e->caps(o.ctx, &o.caps);
