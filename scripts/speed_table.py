@@ -10,8 +10,9 @@ benchmarks' JSON, so that the README never carries a figure by hand.
                                                     differs from OUT.md (make test)
 
 The table holds no clock time: what ran, against which limit, the target
-and the verdict per thread count (bench.json), and per peer row the best
-peer configuration and attnguard's time ratio to it (bench-peer.json).
+and the verdict per thread count (bench.json); then one sentence of
+attnguard's time against the best correct peer configuration of each row
+(bench-peer.json).
 Where it was measured and when stays in the snapshot files beside it."""
 import json
 import sys
@@ -36,18 +37,32 @@ def bench_rows(doc):
     return order, lines
 
 
-def peer_rows(doc):
-    out = []
-    for r in doc.get("rows", []):
-        best = r.get("best_peer")
-        ratio = r.get("ratio_to_best")
-        if not best or not isinstance(ratio, (int, float)):
-            continue
-        pr = r.get("per_round") or {}
-        spread = f" ({pr['min']:.2f}-{pr['max']:.2f})" if pr else ""
-        out.append(f"| {r['name']} | {r['threads']} | {best['engine']} {best['configuration']} "
-                   f"| {ratio:.2f}x{spread} | {r.get('verdict', '')} |")
-    return out
+def peer_sentence(doc):
+    """One sentence over every peer row: attnguard's time over the best
+    correct peer configuration of that row (ratio_to_best: below 1 it is
+    faster), the rows where it is not ahead named."""
+    rows = [r for r in doc.get("rows", [])
+            if r.get("best_peer") and isinstance(r.get("ratio_to_best"), (int, float))]
+    if not rows:
+        return None
+    ahead = [r for r in rows if r["ratio_to_best"] < 1.0]
+    behind = [r for r in rows if r["ratio_to_best"] >= 1.0]
+    winners = sorted({f"{r['best_peer']['engine']} {r['best_peer']['configuration']}" for r in rows})
+    peers = [e["name"] for e in doc.get("engines", []) if e.get("name") != doc.get("judged")]
+    text = (f"`make bench-peer`: on {len(rows)} rows, each against the fastest correct "
+            f"configuration of {', '.join(peers) or 'the peers'} for that row (winners: "
+            f"{'; '.join(winners)}), the best peer takes ")
+    if ahead:
+        sp = sorted(1.0 / r["ratio_to_best"] for r in ahead)
+        text += (f"{sp[0]:.1f}-{sp[-1]:.1f}x attnguard's time on the {len(ahead)} rows "
+                 f"where attnguard is ahead (median {sp[len(sp) // 2]:.1f}x)")
+    if behind:
+        text += ("; attnguard is not ahead on " + ", ".join(
+            f"{r['name']} ({r['threads']} thr.: {r['ratio_to_best']:.2f}x the peer's time)"
+            for r in behind))
+    elif ahead:
+        text += "; attnguard is ahead on every row"
+    return text + "."
 
 
 def write(bench_path, peer_path, out_path):
@@ -69,13 +84,9 @@ def write(bench_path, peer_path, out_path):
     except FileNotFoundError:
         peer = None
     if peer:
-        rows = peer_rows(peer)
-        if rows:
-            text += ["", "`make bench-peer`: attnguard's time over the fastest correct peer "
-                     "configuration of the row (every output checked against fp64; spread over "
-                     "the interleaved rounds); above 1.00x attnguard is slower.", "",
-                     "| row | threads | best peer configuration | attnguard / best | verdict |",
-                     "|---|---:|---|---:|---|"] + rows
+        sentence = peer_sentence(peer)
+        if sentence:
+            text += ["", sentence]
     with open(out_path, "w") as f:
         f.write("\n".join(text) + "\n")
     print(f"speed_table: {len(order)} bench rows -> {out_path}")
