@@ -60,7 +60,7 @@ endif
 # on a signal (a fault, a NULL written through, a division by zero) or
 # exits 1 (a wrong result); the target fails when a finding no longer
 # reproduces, so an upstream fix shows.
-ORT_REPRO_CASES ?= 001 002 003 004 005
+ORT_REPRO_CASES ?= 001 002 003 004 005 006
 .PHONY: ort-repro
 ENGINES_REPRO += ort-repro
 ort-repro: $(ort_READY)

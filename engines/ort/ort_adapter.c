@@ -44,7 +44,9 @@ static void ort_caps(void *ctx, ag_caps *out) {
         .kv_dtypes = f,
         .out_dtypes = f,
         /* ORT forms scale * <q, k> in f32 (f16 inputs widened first) before
-         * any maximum is taken: an overflow there is inf, the row NaN. */
+         * any maximum is taken: an overflow there is inf, the row NaN.
+         * f16 Attention then stores it as f16, which overflows at 65504:
+         * one number for every variant cannot say so (MAPPING.md). */
         .max_abs_logit = FLT_MAX,
     };
 }
@@ -92,9 +94,12 @@ static ag_status ort_create(void *ctx, const ag_group *group, void **grp, ag_msg
 /* Precision, as measured against exact math (MAPPING.md, "Precision"):
  * an f32 node is f32 throughout, and so is every group that is not all
  * f16 (the adapter widens f16 and bf16 exactly).  All-f16 groups run ORT's
- * f16 kernels: GQA widens q, K and V to f32 and keeps the weights in f32;
- * Attention stores the softmax weights as f16 before P.V.  Both accumulate
- * P.V in f32 (no stall over 4096 equal weights). */
+ * f16 kernels: GQA widens q, K and V to f32 and keeps the logits and
+ * weights in f32; Attention stores each scaled logit as f16 (the spec's
+ * Q.K MatMul is in T) and the softmax weights as f16 before P.V.  q_dot
+ * f16 is the declaration that bounds a logit rounding: its relative term
+ * covers one rounding of each logit to f16.  Both accumulate P.V in f32
+ * (no stall over 4096 equal weights). */
 static ag_status ort_group_info(void *grp, ag_group_info *out) {
     const og_group *g = grp;
     if (!out) return AG_REFUSED;
@@ -106,8 +111,9 @@ static ag_status ort_group_info(void *grp, ag_group_info *out) {
              g->op == OG_ATTENTION ? "opset 24" : g->io == OG_IO_GQA_SEPARATE ? "kv separate"
                                                                              : "kv shared",
              (int)g->threads);
-    const int f16_weights = g->op == OG_ATTENTION && g->t_dt == AG_F16;
-    out->precision = (ag_precision){AG_F32, f16_weights ? AG_F16 : AG_F32, AG_F32};
+    const int f16_node = g->op == OG_ATTENTION && g->t_dt == AG_F16;
+    const ag_dtype t16 = f16_node ? AG_F16 : AG_F32;
+    out->precision = (ag_precision){t16, t16, AG_F32};
     return AG_OK;
 }
 

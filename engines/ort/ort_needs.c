@@ -21,18 +21,42 @@ static void put(og_list *l, size_t bytes) {
     l->n++;
 }
 
+/* The streaming kernels' key block: as many keys as the L2 cache holds
+ * for 4 floats' bytes x 4 x (D + D) each, at least 1. */
+static size_t kv_block(size_t l2, size_t D) {
+    const size_t kv = l2 / (sizeof(float) * 4 * (D + D));
+    return kv < 1 ? 1 : kv;
+}
+
 /* The streaming kernel's tiles (f32 GQA without soft cap or sinks, S > 1):
  * a tile of Bq query rows meets the keys Bk at a time; per thread it holds
  * Bq x Bk logits, Bq x D output accumulators and a running max and sum per
- * row.  The tile sizes follow the L2 cache: Bk = L2 / (4 floats' bytes x 4
- * x (D + D)), Bq = min(Bk, D + D), each clipped to the rows there are. */
+ * row.  Bk is kv_block, Bq = min(Bk, D + D), each clipped to the rows
+ * there are. */
 static size_t flash_tile_floats(size_t l2, size_t D, size_t S, size_t T) {
-    size_t kv = l2 / (sizeof(float) * 4 * (D + D));
-    if (kv < 1) kv = 1;
+    const size_t kv = kv_block(l2, D);
     size_t bq = kv < D + D ? kv : D + D;
     if (bq > S) bq = S;
     const size_t bk = kv < T ? kv : T;
     return bq * (bk + D + 2);
+}
+
+/* The decode kernel's buffer (f32 GQA without soft cap or sinks, S = 1).
+ * Normally one logit row and one output row per thread.  When the batch
+ * has fewer (entry, head) pairs than threads, every entry has the same
+ * length and the keys span more than one kv_block, ORT splits the keys
+ * into blocks instead (flash decoding, ORT pull request #29216: the same
+ * conditions): per thread one block of logits, and per entry, head and
+ * block a partial output with its max and sum, merged afterwards.  Measured
+ * on 1.30 for T 2..5000, D 8..128, 1..4 threads, B 1..3 (MAPPING.md). */
+static size_t decode_floats(const og_plan *P, const og_class *c, size_t hq, size_t th) {
+    const size_t B = (size_t)c->nreq, T = (size_t)c->T, D = (size_t)P->g->d;
+    const size_t kv = kv_block(P->g->lib->l2_bytes, D);
+    int ragged = 0;
+    for (int32_t i = 1; i < c->nreq; i++)
+        ragged |= P->b.seq_lens[P->req[c->first + i]] != P->b.seq_lens[P->req[c->first]];
+    if (B * hq >= th || ragged || T <= kv) return th * (T + D);
+    return th * kv + B * hq * ((T + kv - 1) / kv) * (D + 2);
 }
 
 static void gqa_needs(const og_plan *P, const og_class *c, const og_key *k, og_list *l) {
@@ -47,7 +71,7 @@ static void gqa_needs(const og_plan *P, const og_class *c, const og_key *k, og_l
      * prompt; a lone first token (S = T = 1) takes the path below */
     if (g->t_dt == AG_F32 && k->softcap == 0.0f && k->sink == OG_SINK_NONE && (S > 1 || T > 1)) {
         const size_t th = (size_t)g->threads;
-        if (S == 1) put(l, th * (T + D) * sizeof(float));   /* one logit row + one output row */
+        if (S == 1) put(l, decode_floats(P, c, hq, th) * sizeof(float));
         else put(l, th * flash_tile_floats(g->lib->l2_bytes, D, S, T) * sizeof(float));
         return;
     }
@@ -86,10 +110,12 @@ ag_status og_internal_needs(void *plan, int32_t layer, size_t *sizes, size_t cap
         return orta_fail(msg, AG_REFUSED, AG_R_MISMATCH, "ORT_BAD_LAYER",
                          "internal_needs: layer %d of %d", (int)layer, (int)P->g->nl);
     const og_key *k = &P->g->layers[layer].key;
+    /* both streaming kernels block the keys by the L2 size: the prompt's
+     * always, the decode's when it may split them (decode_floats) */
     if (P->g->op == OG_GQA && P->g->t_dt == AG_F32 && k->softcap == 0.0f &&
         k->sink == OG_SINK_NONE && P->g->lib->l2_bytes == 0)
         for (int32_t i = 0; i < P->ncls; i++)
-            if (P->cls[i].S > 1)
+            if (P->cls[i].S > 1 || (size_t)P->cls[i].nreq * (size_t)k->hq < (size_t)P->g->threads)
                 return orta_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "ORT_L2_UNKNOWN",
                                  "internal_needs: ORT tiles by the L2 size, which this system "
                                  "does not report in /sys/devices/system/cpu/cpu0/cache");
