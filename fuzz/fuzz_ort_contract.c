@@ -1408,13 +1408,13 @@ static const char *triaged_class(const call *K) {
         return "gqa-present-omitted";                                          /* ort-003 */
     if (c->op == OP_ATT && c->a_causal == 1 && c->past && c->S == 1 && c->T > 1)
         return "att-causal-past-one-row";                                      /* ort-004 */
-    if (c->op == OP_GQA && c->f16 && c->bias && max_len(c) > c->total)
-        return "gqa-f16-bias-seqlens-beyond-total";                            /* ort-005 */
+    if (c->op == OP_GQA && c->bias && max_len(c) > c->total)
+        return "gqa-bias-seqlens-beyond-total";                                /* ort-005 */
     return NULL;
 }
 
 static const char *const k_triaged = "gqa-zero-batch,gqa-present-omitted,att-causal-past-one-row,"
-                                     "gqa-f16-bias-seqlens-beyond-total";
+                                     "gqa-bias-seqlens-beyond-total";
 
 static int skipped(const call *K) {
     const char *cls = triaged_class(K), *skip = getenv("FUZZ_ORT_SKIP");
