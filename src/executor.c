@@ -28,6 +28,7 @@ typedef struct run_ctx {
      * scale; see split_scale and normalise_q). */
     float q_mul;
     int32_t q_exp;
+    int32_t q_top;          /* the exponent normalise_q leaves a huge q row at */
     float v_scale;          /* the fp8 cache's V scale, else 1 (the store applies it) */
     int32_t win_left[2], win_right[2]; /* the layer's window pair, [causal] (mask.h) */
     attn_tile_fn tile;
@@ -112,14 +113,32 @@ static void split_scale(double scale, float *mul, int32_t *e) {
     *mul = (float)ldexp(scale, -*e);
 }
 
+/* The largest exponent a normalised q row keeps: with cache values below
+ * 2^16 in magnitude (f16, and fp8 codes, whose K scale is in q), D
+ * products of q below 2^(top + 1) sum to less than 2^126 whatever their
+ * signs; f32 and bf16 caches reach FLT_MAX, so their rows go to [1, 2). */
+static int32_t q_top_for(attn_dtype kv, int32_t head_dim) {
+    if (kv == ATTN_DTYPE_F32 || kv == ATTN_DTYPE_BF16) return 0;
+    int32_t log2d = 0;
+    while (log2d < 31 && ((int64_t)1 << log2d) < (int64_t)head_dim) log2d++;
+    const int32_t top = 126 - 16 - log2d - 2;
+    return top > 0 ? top : 0;
+}
+
 /* q (n floats) scaled down by a power of two if its largest |element|
  * (mb: its bit pattern, NaNs counted as 0, as load_q returns it) is
- * above 2^32; returns that power's exponent (0: q untouched). */
-static int32_t normalise_q(float *q, size_t n, uint32_t mb) {
+ * above 2^32, so that its largest exponent becomes top; returns that
+ * power's exponent (0: q untouched).  top is as high as the cache's values
+ * allow (q_top_for): scaling further down than needed would push the
+ * row's small elements into fp32's subnormals, and where the row's large
+ * products cancel, those decide the logits (fuzz_attention from an empty
+ * corpus: bf16 q near its maximum over an f16 cache, 1 % off). */
+static int32_t normalise_q(float *q, size_t n, uint32_t mb, int32_t top) {
     float mx;
     memcpy(&mx, &mb, sizeof mx);
     if (!(mx > 0x1p32f) || !isfinite(mx)) return 0;
-    const int32_t e = ilogbf(mx);
+    const int32_t e = ilogbf(mx) - top;
+    if (e <= 0) return 0;
     for (size_t i = 0; i < n; i++) q[i] = ldexpf(q[i], -e);
 #ifndef ATTN_INJECT_large_q_exponent
     return e;
@@ -170,9 +189,9 @@ static int32_t load_rows(const run_ctx *c, float *q, int32_t req, int32_t tok0, 
          * mantissa below 1 and carry its power of two in the exponent */
         const int32_t se = ilogbf(c->q_mul) + 1;
         const uint32_t mb2 = load_q_times(c, req, tok0, n_tok, kv_head, ldexpf(c->q_mul, -se), q);
-        qk_exp += se + normalise_q(q, (size_t)rows * (size_t)D, mb2);
+        qk_exp += se + normalise_q(q, (size_t)rows * (size_t)D, mb2, c->q_top);
     } else {
-        qk_exp += normalise_q(q, (size_t)rows * (size_t)D, mb);
+        qk_exp += normalise_q(q, (size_t)rows * (size_t)D, mb, c->q_top);
     }
     if (qk_exp > 254) qk_exp = 254; /* far beyond fp32 either way; keeps 2^qk_exp two floats */
     return qk_exp;
@@ -497,6 +516,7 @@ attn_status attn_run(const attn_plan *p, const attn_layer_desc *layer, const att
         .g = layer->num_heads / p->num_kv_heads,
         .hq = layer->num_heads,
         .q_mul = 0.0f,
+        .q_top = q_top_for(p->kv_dtype, p->head_dim),
         .tile = p->kern->tile[p->kv_dtype],
         .tile_heads = p->kern->tile_heads[p->kv_dtype],
         .load_q = p->kern->load_q[p->q_dtype],
