@@ -207,7 +207,10 @@ static int op_variants(void *cp, ag_variant *out, int cap) {
 
 /* ------------------------------------------------------------- group */
 
-/* "isa=X tune=Y" into g; anything else is refused with the word named. */
+/* "isa=X tune=Y" into g; anything else is refused with the word named: an
+ * unknown key, an empty value (no variant spells one), and a key given
+ * twice (else a later word would hide an earlier one the engine must
+ * refuse: fuzz_attention found "isa=tune=intel isa=" accepted). */
 static ag_status parse_options(const char *opt, grp *g, ag_msg *msg) {
     if (!opt) return AG_OK;
     char buf[128];
@@ -216,11 +219,18 @@ static ag_status parse_options(const char *opt, grp *g, ag_msg *msg) {
                       sizeof buf - 1);
     strcpy(buf, opt);
     char *save = NULL;
+    int have_isa = 0, have_tune = 0;
     for (char *w = strtok_r(buf, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
-        if (strncmp(w, "isa=", 4) == 0 && strlen(w + 4) < sizeof g->isa)
-            strcpy(g->isa, w + 4);
-        else if (strncmp(w, "tune=", 5) == 0 && strlen(w + 5) < sizeof g->tune)
-            strcpy(g->tune, w + 5);
+        const int isa = strncmp(w, "isa=", 4) == 0, tune = strncmp(w, "tune=", 5) == 0;
+        if ((isa && have_isa) || (tune && have_tune))
+            return refuse(msg, ATTN_E_BAD_ISA, "options: '%.40s' sets %s a second time", w,
+                          isa ? "isa" : "tune");
+        if ((isa && !w[4]) || (tune && !w[5]))
+            return refuse(msg, ATTN_E_BAD_ISA, "options: '%.40s' has no value", w);
+        if (isa && strlen(w + 4) < sizeof g->isa)
+            strcpy(g->isa, w + 4), have_isa = 1;
+        else if (tune && strlen(w + 5) < sizeof g->tune)
+            strcpy(g->tune, w + 5), have_tune = 1;
         else
             return refuse(msg, ATTN_E_BAD_ISA, "options: unknown or too long option '%.40s' "
                           "(attnguard knows isa=<table>, tune=<profile>)", w);
