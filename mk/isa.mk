@@ -38,12 +38,24 @@ avx512bf16_FLAGS := $(avx512_FLAGS) -mavx512bf16 -mavx512vbmi
 # compiled" paths are exercised; use a build folder of its own).
 ISA_TABLES ?= $(KERNEL_TABLES)
 
+# The tables this CPU can run (from /proc/cpuinfo's flags; empty elsewhere,
+# where a build that asks for them gets the portable table only).  make
+# test-asan builds only these: a sanitized build of kernels the machine
+# never runs checks nothing, and the AVX-512 ones are its slowest files.
+CPU_FLAGS := $(shell grep -m1 '^flags' /proc/cpuinfo 2>/dev/null)
+cpu_has = $(if $(strip $(foreach f,$1,$(if $(filter $f,$(CPU_FLAGS)),,x))),,1)
+NATIVE_TABLES := $(strip $(if $(call cpu_has,avx2 fma f16c),avx2) \
+    $(if $(call cpu_has,avx512f avx512bw avx512vl avx512dq fma f16c),avx512) \
+    $(if $(call cpu_has,avx512f avx512bw avx512vl avx512dq avx512_bf16 avx512vbmi),avx512bf16))
+
 isa_files = $($1_SRC) src/kernels/table_$1.c
 ISA_SRC := $(foreach t,$(ISA_TABLES),$(call isa_files,$t))
 ISA_OFF_SRC := $(foreach t,$(filter-out $(ISA_TABLES),$(KERNEL_TABLES)),$(call isa_files,$t))
 isa_flags_of = $(strip $(foreach t,$(KERNEL_TABLES),$(if $(filter $1,$($t_SRC)),$($t_FLAGS))))
-ISA_DEFINES := $(foreach t,$(shell echo '$(ISA_TABLES)' | tr a-z A-Z),-DATTN_HAVE_$t=1) \
-               -DATTN_HAVE_TABLES=$(words $(ISA_TABLES))
+# $(call isa_defines_of,<tables>): the defines of a build with those tables
+isa_defines_of = $(foreach t,$(shell echo '$1' | tr a-z A-Z),-DATTN_HAVE_$t=1) \
+                 -DATTN_HAVE_TABLES=$(words $1)
+ISA_DEFINES := $(call isa_defines_of,$(ISA_TABLES))
 
 # The SIMD kernels keep AddressSanitizer (the out-of-bounds writes the harness
 # hunts) but not UBSan: on these intrinsic-heavy files clang 14's combined
