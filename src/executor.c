@@ -37,6 +37,8 @@ typedef struct run_ctx {
     attn_store_fn store;
     size_t q_es, o_es;      /* element sizes */
     int failed;             /* a reduction found a missing piece (set atomically) */
+    int wide_kv;            /* an f32 or bf16 cache: K can reach FLT_MAX (needs_wide) */
+    attn__wide wide;        /* what wide.c needs of this run */
 } run_ctx;
 
 static void *region_ptr(const run_ctx *c, size_t region) {
@@ -259,26 +261,73 @@ static void item_args(const run_ctx *c, int32_t thread, const attn_work_item *it
     };
 }
 
+/* 1 when fp32 could not carry these complete rows (acc, m, l: their final
+ * state, qk_exp: their logit exponent), so that wide.c must compute them:
+ *  - an f32 or bf16 cache whose q rows had to be scaled down (a huge q
+ *    row, or q x scale beyond FLT_MAX: load_rows).  Such a K can reach
+ *    FLT_MAX, so no exponent for q keeps its products from overflowing
+ *    and its small elements out of fp32's subnormals at once (the latter:
+ *    corpus/cases/huge-q-scale-subnormal-k.case).  A huge scale alone
+ *    stays on the tables' path (its power of two is exact);
+ *  - a row whose state is not finite, or that saw no key (every complete
+ *    row sees at least the key at its own position: docs/design.md §2),
+ *    or an accumulator that is not: q . K or P.V overflowed fp32, which
+ *    an f32 or bf16 cache allows even for an ordinary q (an infinite
+ *    logit makes NaN weights; all of a row's logits at -inf leave it
+ *    empty; fuzz_attention, normal build, 2026-12-02).
+ * Ordinary rows pass both tests and keep the tables' results bit for bit;
+ * the check reads what the store reads next. */
+static int needs_wide(const run_ctx *c, int32_t qk_exp, const float *acc, const float *m,
+                      const float *l, int32_t rows) {
+    if (c->wide_kv && qk_exp != c->q_exp) return 1;
+    uint32_t bad = 0;
+    for (int32_t r = 0; r < rows; r++)
+        bad |= !(m[r] > -INFINITY && m[r] < INFINITY) | !(l[r] > 0.0f && l[r] < INFINITY);
+    const size_t n = (size_t)rows * (size_t)c->p->head_dim;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &acc[i], sizeof u);
+        bad |= (u & 0x7f800000u) == 0x7f800000u; /* inf or NaN */
+    }
+    return bad != 0;
+}
+
+/* Store the complete rows of (req, tokens [tok0, tok0 + n_tok), kv_head's
+ * group) from their final state, or from wide.c's fp64 rows when fp32
+ * could not carry them (needs_wide); acc, m and l are the caller's work
+ * areas and may be overwritten. */
+static void store_rows(const run_ctx *c, int32_t req, int32_t tok0, int32_t n_tok,
+                       int32_t kv_head, int32_t qk_exp, float *acc, float *m, float *l) {
+    const int32_t D = c->p->head_dim, rows = n_tok * c->g;
+    const float *sinks = c->layer->sinks ? c->layer->sinks + (size_t)kv_head * (size_t)c->g : NULL;
+    int32_t m_exp = attn__m_exp(qk_exp, c->layer->softcap);
+    float v_scale = c->v_scale;
+    if (needs_wide(c, qk_exp, acc, m, l, rows)) {
+        attn__wide_rows(&c->wide, req, tok0, n_tok, kv_head, acc, m, l);
+        sinks = NULL; /* applied, as the V scale is: the store only converts */
+        m_exp = 0;
+        v_scale = 1.0f;
+    }
+#ifndef ATTN_INJECT_gqa_map
+    const size_t e0 = row_elem(c, req, tok0, kv_head);
+    c->store(acc, m, l, n_tok, c->g, D, sinks, m_exp, v_scale,
+             (unsigned char *)c->t->out + e0 * c->o_es, (size_t)c->hq * (size_t)D);
+#else
+    (void)sinks;
+    (void)v_scale;
+    (void)D;
+    gqa_store(c, req, tok0, n_tok, kv_head, acc, m, l, m_exp);
+#endif
+}
+
 /* After the tile: an unsplit item stores its rows; a split piece
  * publishes its partial for the reduction. */
 static void item_finish(const run_ctx *c, const attn_work_item *it, const attn_tile_args *a) {
     const attn_plan *p = c->p;
     const int32_t D = p->head_dim, n_tok = it->tok1 - it->tok0, rows = n_tok * c->g;
     const float *acc = a->acc, *m = a->m, *l = a->l;
-    const int32_t m_exp = attn__m_exp(a->qk_exp, c->layer->softcap);
-    const size_t tok_stride = (size_t)c->hq * (size_t)D;
-    (void)tok_stride;
-    const size_t e0 = row_elem(c, it->req, it->tok0, it->kv_head);
-    (void)e0; /* unused only in the gqa_map injection */
     if (it->num_pieces == 1) {
-        const float *sinks = c->layer->sinks ? c->layer->sinks + (size_t)it->kv_head * (size_t)c->g : NULL;
-#ifndef ATTN_INJECT_gqa_map
-        c->store(acc, m, l, n_tok, c->g, D, sinks, m_exp, c->v_scale,
-                 (unsigned char *)c->t->out + e0 * c->o_es, tok_stride);
-#else
-        (void)sinks;
-        gqa_store(c, it->req, it->tok0, n_tok, it->kv_head, acc, m, l, m_exp);
-#endif
+        store_rows(c, it->req, it->tok0, n_tok, it->kv_head, a->qk_exp, a->acc, a->m, a->l);
         return;
     }
     /* A split piece: publish the unnormalised partial (always fp32) and its
@@ -406,16 +455,7 @@ static void run_reduction(run_ctx *c, int32_t thread, const attn_reduction *rd) 
     p->kern->merge(region_ptr(c, (size_t)rd->region_partial), region_ptr(c, (size_t)rd->region_max),
                    region_ptr(c, (size_t)rd->region_sum), rd->num_pieces, rows, D, m_exp, acc,
                    state, state + rows);
-    const float *sinks = c->layer->sinks ? c->layer->sinks + (size_t)rd->kv_head * (size_t)c->g : NULL;
-    size_t e0 = row_elem(c, rd->req, rd->tok0, rd->kv_head);
-#ifndef ATTN_INJECT_gqa_map
-    c->store(acc, state, state + rows, n_tok, c->g, D, sinks, m_exp, c->v_scale,
-             (unsigned char *)c->t->out + e0 * c->o_es, (size_t)c->hq * (size_t)D);
-#else
-    (void)sinks;
-    (void)e0;
-    gqa_store(c, rd->req, rd->tok0, n_tok, rd->kv_head, acc, state, state + rows, m_exp);
-#endif
+    store_rows(c, rd->req, rd->tok0, n_tok, rd->kv_head, qk_exp, acc, state, state + rows);
 }
 
 static attn_status check_tensors(const attn_plan *p, const attn_layer_desc *l,
@@ -539,6 +579,19 @@ attn_status attn_run(const attn_plan *p, const attn_layer_desc *layer, const att
     for (int32_t causal = 0; causal < 2; causal++)
         attn__window_pair(layer->window, layer->window_pair, layer->window_left,
                           layer->window_right, causal, &c.win_left[causal], &c.win_right[causal]);
+    c.wide_kv = p->kv_dtype == ATTN_DTYPE_F32 || p->kv_dtype == ATTN_DTYPE_BF16;
+    c.wide = (attn__wide){
+        .p = p,
+        .layer = layer,
+        .t = t,
+        .hq = c.hq,
+        .g = c.g,
+        .scale = (double)(layer->scale > 0.0f ? layer->scale : 1.0f / sqrtf((float)p->head_dim)) *
+                 (double)k_scale,
+        .v_scale = c.v_scale,
+    };
+    memcpy(c.wide.win_left, c.win_left, sizeof c.win_left);
+    memcpy(c.wide.win_right, c.win_right, sizeof c.win_right);
     /* Flags are cleared every run: a piece proves it ran by setting its own. */
     for (size_t i = 0; i < p->num_reds; i++) {
         const attn_region *r = &p->regions[p->reds[i].region_flags];

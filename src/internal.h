@@ -211,4 +211,24 @@ attn_status attn__select_kernels(const char *isa, const attn_kernels **out, attn
 attn_status attn__select_tune(const char *name, int32_t *out, attn_error *err);
 const char *attn__tune_name(int32_t tune);
 
+/* ---- the fp64 path for rows fp32 cannot carry (src/wide.c) ---- */
+typedef struct attn__wide {
+    const attn_plan *p;
+    const attn_layer_desc *layer;
+    const attn_tensors *t;
+    int32_t hq, g;                     /* the layer's query heads, per KV head */
+    double scale;                      /* the layer's scale (x an fp8 cache's K scale) */
+    float v_scale;                     /* an fp8 cache's V scale, else 1 */
+    int32_t win_left[2], win_right[2]; /* the layer's window pair, [causal] (mask.h) */
+} attn__wide;
+
+/* The rows of (request req, tokens [tok0, tok0 + n_tok), kv_head's group)
+ * over every key each sees, computed in fp64 from the tensors (row
+ * convention of kernels.h): the normalised output rows, sinks and V scale
+ * applied, into acc, and the neutral state m = 0, l = 1 into m and l, so
+ * that the table's store (sinks NULL, m_exp 0, v_scale 1) writes them
+ * unchanged.  For the executor only (executor.c, needs_wide). */
+void attn__wide_rows(const attn__wide *w, int32_t req, int32_t tok0, int32_t n_tok,
+                     int32_t kv_head, float *acc, float *m, float *l);
+
 #endif /* ATTN_INTERNAL_H */

@@ -489,10 +489,10 @@ Test(isa, huge_q, .timeout = 120) {
 
 /* Huge q over tiny keys: q elements near 2^45 (past the 2^32 at which the
  * executor scales q rows down, normalise_q), K near 2^-45, so the logits
- * are ordinary numbers and the softmax is not one-hot: the power of two
- * taken out of q must come back exactly.  (huge_q's logits saturate, and
- * would hide an exponent one off.)  Decode and prefill, with and without a
- * soft cap, split rows. */
+ * are ordinary numbers and the softmax is not one-hot.  On this f32 cache
+ * such rows go to the executor's fp64 path (src/wide.c, which takes q as
+ * it is): its results must match the reference with split rows merged
+ * too.  Decode and prefill, with and without a soft cap. */
 Test(isa, huge_q_tiny_k, .timeout = 120) {
     for (int v = 0; v < 4; v++) {
         case_spec c = mk(8, 2, 64, 16, ATTN_DTYPE_F32);
@@ -514,6 +514,28 @@ Test(isa, huge_q_tiny_k, .timeout = 120) {
         for (size_t i = 0; i < p.row_elems; i++) k[i] = ldexpf(k[i], -45); /* exact */
         check_problem(&p, text);
         problem_free(&p);
+    }
+    simd_verdict();
+}
+
+/* Rows fp32 cannot carry (src/wide.c, executor.c needs_wide), each found
+ * by fuzz_attention on the normal build and failing on every table before
+ * the fp64 path: K near FLT_MAX in f32 and bf16 caches overflowing Q.K
+ * (NaN rows, a lost order of logits), and huge q rows on f32 and bf16
+ * caches whose small elements, flushed to fp32 subnormals, decided the
+ * logits (soft caps, sinks, huge scales, bf16 out). */
+Test(isa, wide_rows, .timeout = 120) {
+    static const char *const files[] = {
+        "corpus/cases/bf16-k-near-max-overflow.case", "corpus/cases/f32-extreme-qk-overflow.case",
+        "corpus/cases/f32-extreme-qkv-sinks.case",    "corpus/cases/huge-q-scale-subnormal-k.case",
+        "corpus/cases/huge-q-bf16-huge-scale-sinks.case",
+        "corpus/cases/huge-q-softcap-bf16-out.case",
+    };
+    for (int i = 0; i < N(files); i++) {
+        case_spec c;
+        char err[256];
+        cr_assert_eq(case_load(files[i], &c, err, sizeof err), 0, "%s", err);
+        check_case(&c);
     }
     simd_verdict();
 }

@@ -1,0 +1,121 @@
+/*
+ * wide.c — the executor's fp64 path for rows fp32 cannot carry.
+ *
+ * The kernels keep q . K, the weights and the accumulator in fp32 (with
+ * the power-of-two tricks of executor.c for huge scales and huge q).  An
+ * f32 or bf16 cache reaches FLT_MAX by itself, and there those tricks run
+ * out: products of K near its maximum with an ordinary q overflow the dot
+ * product (NaN rows, or an infinite logit that erases the order of the
+ * others), and a huge q scaled down to [1, 2) pushes its small elements
+ * into fp32's subnormals, where their products with a large K were what
+ * decided the logits (docs/engine.md, "Rows fp32 cannot carry").  The
+ * executor sends such rows here (executor.c, needs_wide): every logit is
+ * taken in fp64 from the inputs as they are, where the product of two
+ * fp32 values is exact and no sum of them overflows, and the output row
+ * comes back as fp32 with a neutral softmax state, for the table's own
+ * store to convert.
+ *
+ * Plain scalar C, no threads, no allocation: it works one row at a time,
+ * WIDE_CHUNK output dimensions per pass over the row's keys, so its state
+ * fits on the stack whatever head_dim is.  It is slow (head_dim /
+ * WIDE_CHUNK passes) and meant to be: it runs only on inputs no model
+ * produces.
+ */
+#include "internal.h"
+#include "kernels/dtype.h"
+#include "kernels/mask.h"
+
+#include <math.h>
+
+/* Output dimensions one pass over the keys accumulates. */
+#define WIDE_CHUNK 32
+
+/* Element i of an array of dtype dt, as a double (every widening is
+ * exact). */
+static double elem(attn_dtype dt, const void *base, size_t i) {
+    switch (dt) {
+    case ATTN_DTYPE_F32: return ((const float *)base)[i];
+    case ATTN_DTYPE_BF16: return attn__bf16_to_f32(((const uint16_t *)base)[i]);
+    case ATTN_DTYPE_F16: return attn__f16_to_f32(((const uint16_t *)base)[i]);
+    case ATTN_DTYPE_FP8_E4M3: return attn__fp8e4m3_to_f32(((const uint8_t *)base)[i]);
+    case ATTN_DTYPE_FP8_E5M2: return attn__fp8e5m2_to_f32(((const uint8_t *)base)[i]);
+    default: return NAN;
+    }
+}
+
+/* Element offset of key k's row of the cache, for the KV head kh of
+ * request req (the paged layout of docs/design.md §1). */
+static size_t key_row(const attn_plan *p, int32_t req, int32_t kh, int64_t k) {
+    const int32_t blk = p->block_table[(size_t)req * (size_t)p->bt_stride +
+                                       (size_t)(k / p->block_size)];
+    ATTN_ASSERT(blk >= 0 && blk < p->num_blocks);
+    const size_t D = (size_t)p->head_dim;
+    return (((size_t)blk * (size_t)p->num_kv_heads + (size_t)kh) * (size_t)p->block_size +
+            (size_t)(k % p->block_size)) *
+           D;
+}
+
+/* Row (token tok of request req, query head h) of the layer, into out
+ * (head_dim floats): v_scale sum_k w_k V_k / (sum_k w_k + [sink] e^sink),
+ * w_k = e^(s_k - M), every step in fp64. */
+static void wide_row(const attn__wide *w, int32_t req, int32_t tok, int32_t h, float *out) {
+    const attn_plan *p = w->p;
+    const attn_layer_desc *ly = w->layer;
+    const size_t D = (size_t)p->head_dim;
+    const int32_t seq = p->seq_lens[req], q_len = p->qsl[req + 1] - p->qsl[req];
+    const int32_t causal = p->req_causal[req];
+    const int32_t kh = h / w->g;
+    /* docs/design.md §2: a causal request's token i at seq_len - q_len + i */
+    const int64_t pos = (int64_t)(causal ? seq - q_len : 0) + tok;
+    int64_t lo, hi;
+    attn__row_interval(pos, seq, causal, w->win_left[causal], w->win_right[causal], &lo, &hi);
+    const size_t q0 = ((size_t)(p->qsl[req] + tok) * (size_t)w->hq + (size_t)h) * D;
+    const double slope = ly->alibi_slopes ? (double)ly->alibi_slopes[h] : 0.0;
+
+    for (size_t d0 = 0; d0 < D; d0 += WIDE_CHUNK) {
+        const size_t nd = D - d0 < WIDE_CHUNK ? D - d0 : WIDE_CHUNK;
+        double o[WIDE_CHUNK] = {0}, M = -INFINITY, L = 0.0;
+        for (int64_t k = lo; k < hi; k++) {
+            const size_t kr = key_row(p, req, kh, k);
+            double dot = 0.0;
+            for (size_t d = 0; d < D; d++)
+                dot += elem(p->q_dtype, w->t->q, q0 + d) * elem(p->kv_dtype, w->t->k_cache, kr + d);
+            double s = dot * w->scale;
+            if (ly->softcap > 0.0f) s = (double)ly->softcap * tanh(s / (double)ly->softcap);
+            if (ly->alibi_slopes) s += slope * (double)(k - pos);
+            if (s > M) {
+                /* a new maximum: what was summed so far shrinks by e^(M - s) */
+                const double f = M == -INFINITY ? 0.0 : exp(M - s);
+                L *= f;
+                for (size_t d = 0; d < nd; d++) o[d] *= f;
+                M = s;
+            }
+            const double wk = exp(s - M); /* NaN for a NaN logit: the row says so */
+            L += wk;
+            for (size_t d = 0; d < nd; d++)
+                o[d] += wk * elem(p->kv_dtype, w->t->v_cache, kr + d0 + d);
+        }
+        if (ly->sinks) {
+            /* the sink joins the denominator only (kernels.h, attn_store_fn) */
+            const double sk = (double)ly->sinks[h];
+            const double top = sk > M ? sk : M;
+            const double f = M == -INFINITY ? 0.0 : exp(M - top);
+            L = L * f + exp(sk - top);
+            for (size_t d = 0; d < nd; d++) o[d] *= f;
+        }
+        for (size_t d = 0; d < nd; d++)
+            out[d0 + d] = L == 0.0 ? 0.0f : (float)((double)w->v_scale * (o[d] / L));
+    }
+}
+
+void attn__wide_rows(const attn__wide *w, int32_t req, int32_t tok0, int32_t n_tok,
+                     int32_t kv_head, float *acc, float *m, float *l) {
+    const size_t D = (size_t)w->p->head_dim;
+    for (int32_t t = 0; t < n_tok; t++)
+        for (int32_t j = 0; j < w->g; j++) {
+            const size_t r = (size_t)t * (size_t)w->g + (size_t)j;
+            wide_row(w, req, tok0 + t, kv_head * w->g + j, acc + r * D);
+            m[r] = 0.0f; /* the neutral state: the store's factor is exactly 1 */
+            l[r] = 1.0f;
+        }
+}
