@@ -145,7 +145,8 @@ static void scan_variants(agg_lib *lib) {
 }
 
 /* The value of `key` in space-separated "key=value" words, copied to val.
- * Returns 1 when found, 0 when absent, -1 for a word that is not one of
+ * Returns 1 when found, 2 when found more than once (docs/engines.md, create: the
+ * caller refuses it), 0 when absent, -1 for a word that is not one of
  * keys[] (its text in val). */
 static int option(const char *options, const char *key, const char *const *keys, char *val,
                   size_t cap) {
@@ -164,7 +165,7 @@ static int option(const char *options, const char *key, const char *const *keys,
         }
         if (eq && strlen(key) == kl && !strncmp(p, key, kl)) {
             snprintf(val, cap, "%.*s", (int)(n - kl - 1), eq + 1);
-            found = 1;
+            found = found ? 2 : 1;
         }
         p += n;
     }
@@ -314,6 +315,10 @@ ag_status agg_group_options(const agg_lib *lib, const char *options, const agg_v
     static const char *const keys[] = {"cpu", "layout", NULL};
     char name[64];
     *layout = AGG_LAYOUT_UNIFIED;
+    for (int k = 0; keys[k]; k++)
+        if (option(options, keys[k], keys, name, sizeof name) == 2)
+            return agg_fail(msg, AG_REFUSED, AG_R_OPTIONS, "GGML_OPTION",
+                            "group option %s given twice", keys[k]);
     int o = option(options, "layout", keys, name, sizeof name);
     if (o < 0)
         return agg_fail(msg, AG_REFUSED, AG_R_OPTIONS, "GGML_OPTION",

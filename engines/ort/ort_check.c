@@ -27,6 +27,11 @@ ag_status og_parse_options(const char *options, og_op *op, int32_t *io, ag_msg *
     *op = OG_GQA;
     *io = OG_IO_GQA_SHARED;
     /* keys[] NULL: words of other engines are not ours to refuse */
+    static const char *const ours[] = {"op", "kv"};
+    for (int k = 0; k < 2; k++)
+        if (orta_option(options, ours[k], NULL, v, sizeof v) == 2)
+            return orta_fail(msg, AG_REFUSED, AG_R_OPTIONS, "ORT_OPTIONS",
+                             "group option %s given twice", ours[k]);
     int o = orta_option(options, "op", NULL, v, sizeof v);
     if (o == 1 && !strcmp(v, "attention")) *op = OG_ATTENTION;
     else if (o == 1 && strcmp(v, "gqa") != 0)

@@ -75,7 +75,7 @@ int orta_option(const char *options, const char *key, const char *const *keys, c
         }
         if (strlen(key) == kl && !strncmp(p, key, kl)) {
             snprintf(val, cap, "%.*s", eq ? (int)(n - kl - 1) : 0, eq ? eq + 1 : "");
-            found = 1;
+            found = found ? 2 : 1;
         }
         p += n;
     }

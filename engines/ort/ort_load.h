@@ -53,8 +53,8 @@ ag_status orta_ok(ag_msg *msg);
 ag_status orta_check(const orta_lib *lib, OrtStatus *s, ag_msg *msg, const char *what);
 
 /* The value of `key` among space-separated "key=value" words, into val.
- * 1 found, 0 absent, -1 a word whose key is not in keys[] (its text in
- * val). */
+ * 1 found, 2 found more than once (docs/engines.md, create: the caller refuses it),
+ * 0 absent, -1 a word whose key is not in keys[] (its text in val). */
 int orta_option(const char *options, const char *key, const char *const *keys, char *val,
                 size_t cap);
 

@@ -128,7 +128,19 @@ typedef struct opt_scan {
     case_defects *d;          /* NULL: looking for a foreign key */
     char *why;
     size_t cap;
+    const char *all;          /* the whole options string (a key given twice) */
 } opt_scan;
+
+typedef struct key_before {
+    const char *w, *stop;     /* the key's word, and where to stop looking */
+    size_t kl;
+} key_before;
+
+static int earlier_key(const char *w, size_t n, void *ctx) {
+    const key_before *q = ctx;
+    if (w >= q->stop) return -1; /* reached the word itself: no earlier one */
+    return key_len(w, n) == q->kl && memcmp(w, q->w, q->kl) == 0;
+}
 
 static int scan_word(const char *w, size_t n, void *ctx) {
     opt_scan *s = ctx;
@@ -141,12 +153,19 @@ static int scan_word(const char *w, size_t n, void *ctx) {
     if (s->d && !vocab_has(s->e, same_word, &whole))
         bad(s->d, DEFECT_CREATE, AG_R_OPTIONS, CASE_KEY_OPTIONS, -1,
             "options: '%.*s' is not among the engine's variants", (int)(n > 40 ? 40 : n), w);
+    /* docs/engines.md, create: a key the engine knows, given twice, is refused (else
+     * the later word would hide the earlier one) */
+    key_before kb = {w, w, key.n};
+    if (s->d && s->all && each_word(s->all, earlier_key, &kb) == 1)
+        bad(s->d, DEFECT_CREATE, AG_R_OPTIONS, CASE_KEY_OPTIONS, -1,
+            "options: '%.*s' sets %.*s a second time", (int)(n > 30 ? 30 : n), w,
+            (int)(key.n > 20 ? 20 : key.n), w);
     return 0;
 }
 
 int validity_foreign_options(const case_spec *c, const validity_engine *e, char *why,
                              size_t cap) {
-    opt_scan s = {e, NULL, why, cap};
+    opt_scan s = {e, NULL, why, cap, c->options};
     if (why && cap) why[0] = '\0';
     return each_word(c->options, scan_word, &s);
 }
@@ -288,7 +307,7 @@ void validity_defects(const case_spec *c, const validity_engine *e, case_defects
                 (int)c->layers[0].num_heads, (int)l, (int)c->layers[l].num_heads);
             break;
         }
-    opt_scan os = {e, d, NULL, 0};
+    opt_scan os = {e, d, NULL, 0, c->options};
     each_word(c->options, scan_word, &os);
 
     /* ---- plan options: a hint to an engine without AG_CAP_SPLIT_KV ---- */
