@@ -815,7 +815,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memset(&x, 0, sizeof x);
     char msg[256];
     if (problem_init_zeros(&x.p, &c, API_MAX_BYTES, msg, sizeof msg) != 0) return 0;
-    if (afx_init(&x.e, &x.p) != 0) {
+    if (afx_init_zeroed(&x.e, &x.p) != 0) {
         problem_free(&x.p);
         return 0;
     }

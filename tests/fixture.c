@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-int afx_init(afx_engine *fx, const problem *p) {
+/* The descriptions of p's group and batch into fx (no caches). */
+static void describe(afx_engine *fx, const problem *p) {
     const case_spec *c = &p->c;
     memset(fx, 0, sizeof *fx);
     for (int32_t l = 0; l < c->num_layers; l++) {
@@ -47,6 +48,11 @@ int afx_init(afx_engine *fx, const problem *p) {
     fx->batch.num_blocks = p->batch.num_blocks;
     fx->batch.causal = 1;
     fx->batch.req_causal = p->batch.causal;
+}
+
+int afx_init(afx_engine *fx, const problem *p) {
+    const case_spec *c = &p->c;
+    describe(fx, p);
     if (!p->materialized) return 0;
     fx->cache_bytes = p->row_elems * ag_dtype_size(c->kv_dtype);
     fx->k_cache = malloc(fx->cache_bytes ? fx->cache_bytes : 1);
@@ -55,12 +61,31 @@ int afx_init(afx_engine *fx, const problem *p) {
     const int32_t rows = p->num_blocks * c->block_size;
     int rc = -1;
     if (fx->k_cache && fx->v_cache && slots &&
-        attn_reshape_and_cache(&g->kv, p->num_blocks, p->k_rows, p->v_rows, rows, slots,
+        attn_reshape_and_cache(&fx->group.kv, p->num_blocks, p->k_rows, p->v_rows, rows, slots,
                                fx->k_cache, fx->v_cache, NULL) == ATTN_OK)
         rc = 0;
     free(slots);
     if (rc) afx_free(fx);
     return rc;
+}
+
+int afx_init_zeroed(afx_engine *fx, const problem *p) {
+    describe(fx, p);
+    if (!p->materialized) return 0;
+    fx->cache_bytes = p->row_elems * ag_dtype_size(p->c.kv_dtype);
+    /* zero is all-zero bytes in every cache dtype, and the identity slots
+     * cover every slot: what afx_init's write would leave */
+    fx->k_cache = calloc(1, fx->cache_bytes ? fx->cache_bytes : 1);
+    fx->v_cache = calloc(1, fx->cache_bytes ? fx->cache_bytes : 1);
+    /* the engine still judges the KV spec, as afx_init's write would:
+     * one row with slot -1 (skipped) is validated and writes nothing */
+    const int64_t skip = -1;
+    if (fx->k_cache && fx->v_cache && p->row_elems > 0 &&
+        attn_reshape_and_cache(&fx->group.kv, p->num_blocks, p->k_rows, p->v_rows, 1, &skip,
+                               fx->k_cache, fx->v_cache, NULL) == ATTN_OK)
+        return 0;
+    afx_free(fx);
+    return -1;
 }
 
 void afx_free(afx_engine *fx) {

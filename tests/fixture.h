@@ -25,6 +25,10 @@ typedef struct afx_engine {
 /* Fill fx from a problem (caches only when it is materialized).  0, or -1
  * when it cannot (allocation, reshape). */
 int afx_init(afx_engine *fx, const problem *p);
+/* The same for a problem of problem_init_zeros, whose caches are all
+ * zeros: allocated zeroed instead of written row by row (fuzz_api's
+ * set-up; the reshape functions have their own ops there). */
+int afx_init_zeroed(afx_engine *fx, const problem *p);
 void afx_free(afx_engine *fx);
 /* Tensors of layer l writing to out. */
 attn_tensors afx_tensors(const afx_engine *fx, const problem *p, int32_t l, void *out);
