@@ -218,6 +218,10 @@ Test(ref_range, ordinary_cases_keep_the_tight_check, .timeout = 240) {
         if (c.values[CASE_T_Q].dist == CASE_DIST_EXTREME &&
             c.values[CASE_T_K].dist == CASE_DIST_DENORMAL)
             continue;
+        /* nor K near the cache's maximum: logits past fp32's range, whose
+         * interval may be unbounded (docs/engine.md, "Rows fp32 cannot
+         * carry") */
+        if (c.values[CASE_T_K].dist == CASE_DIST_EXTREME) continue;
         problem p;
         cr_assert_eq(problem_init(&p, &c, (size_t)1 << 30, err, sizeof err), 0, "%s", err);
         cr_assert(p.materialized, "%s: %s", g.gl_pathv[i], p.unmaterialized_reason);
