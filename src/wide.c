@@ -33,14 +33,7 @@
 /* Element i of an array of dtype dt, as a double (every widening is
  * exact). */
 static double elem(attn_dtype dt, const void *base, size_t i) {
-    switch (dt) {
-    case ATTN_DTYPE_F32: return ((const float *)base)[i];
-    case ATTN_DTYPE_BF16: return attn__bf16_to_f32(((const uint16_t *)base)[i]);
-    case ATTN_DTYPE_F16: return attn__f16_to_f32(((const uint16_t *)base)[i]);
-    case ATTN_DTYPE_FP8_E4M3: return attn__fp8e4m3_to_f32(((const uint8_t *)base)[i]);
-    case ATTN_DTYPE_FP8_E5M2: return attn__fp8e5m2_to_f32(((const uint8_t *)base)[i]);
-    default: return NAN;
-    }
+    return (double)attn__elem_f32(dt, base, i);
 }
 
 /* Element offset of key k's row of the cache, for the KV head kh of

@@ -52,7 +52,8 @@ void attn__assert_fail(const char *expr, const char *file, int line);
  * a row that sees none of them keeps its state unchanged (m = -inf, l = 0,
  * acc = 0 if it was fresh): never NaN.
  * Logit: s = 2^qk_exp * <q_row, K[k]> (q is pre-scaled; qk_exp is 0 except
- * for huge scales, see executor.c); if softcap > 0 s = c*tanh(s/c); if
+ * for huge scales or huge q, and scales above 1 on f32 and bf16 caches:
+ * see executor.c); if softcap > 0 s = c*tanh(s/c); if
  * alibi, s += alibi[j] * (k - p).
  * State units: the running max m is kept in units of 2^E logits, E =
  * attn__m_exp(qk_exp, softcap) (below), and the weights are

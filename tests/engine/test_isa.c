@@ -518,18 +518,33 @@ Test(isa, huge_q_tiny_k, .timeout = 120) {
     simd_verdict();
 }
 
+/* Huge q over an f16 cache (corpus/cases/huge-q-f16-exponent.case): the
+ * rows normalise_q scales down and the kernels multiply back, the one way
+ * into that exponent now that f32 and bf16 caches send such rows to the
+ * fp64 path.  Fails with the exponent one off (make INJECT=large_q_exponent). */
+Test(isa, huge_q_f16_exponent, .timeout = 120) {
+    case_spec c;
+    char err[256];
+    cr_assert_eq(case_load("corpus/cases/huge-q-f16-exponent.case", &c, err, sizeof err), 0,
+                 "%s", err);
+    check_case(&c);
+    simd_verdict();
+}
+
 /* Rows fp32 cannot carry (src/wide.c, executor.c needs_wide), each found
  * by fuzz_attention on the normal build and failing on every table before
  * the fp64 path: K near FLT_MAX in f32 and bf16 caches overflowing Q.K
  * (NaN rows, a lost order of logits), and huge q rows on f32 and bf16
  * caches whose small elements, flushed to fp32 subnormals, decided the
- * logits (soft caps, sinks, huge scales, bf16 out). */
+ * logits (soft caps, sinks, huge scales, bf16 out), and a scale of 1e4
+ * over K near FLT_MAX under a soft cap (split_scale_wide_kv). */
 Test(isa, wide_rows, .timeout = 120) {
     static const char *const files[] = {
         "corpus/cases/bf16-k-near-max-overflow.case", "corpus/cases/f32-extreme-qk-overflow.case",
         "corpus/cases/f32-extreme-qkv-sinks.case",    "corpus/cases/huge-q-scale-subnormal-k.case",
         "corpus/cases/huge-q-bf16-huge-scale-sinks.case",
         "corpus/cases/huge-q-softcap-bf16-out.case",
+        "corpus/cases/scale-over-k-near-max-softcap.case",
     };
     for (int i = 0; i < N(files); i++) {
         case_spec c;
