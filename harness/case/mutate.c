@@ -396,6 +396,21 @@ static void edit_values(case_spec *c, uint64_t *rng) {
     case_values *v = &c->values[rng_below(rng, CASE_T_COUNT)];
     v->dist = (uint8_t)rng_below(rng, CASE_DIST_COUNT);
     v->amp = PICK(rng, k_amps);
+    /* huge q over one-hot keys: q rows near FLT_MAX take the engine's
+     * large-q path (scaled down by a power of two on f16 and fp8 caches)
+     * while a one-hot key picks one element of q, three times in four an
+     * ordinary one, so most logits stay near 1, where a wrong power of two
+     * shows (over ordinary keys the maxima saturate the softmax and hide
+     * it: large_q_exponent took 50-175 s from an empty corpus without
+     * this edit, make mutants 2026-12-02) */
+    if (v == &c->values[CASE_T_Q] && v->dist == CASE_DIST_EXTREME && CHANCE(rng, 2)) {
+        c->values[CASE_T_K].dist = CASE_DIST_ONE_HOT;
+        c->values[CASE_T_K].amp = 1.0f;
+        /* f32 and bf16 caches send such rows to the fp64 path instead */
+        if ((c->kv_dtype == AG_F32 || c->kv_dtype == AG_BF16) && CHANCE(rng, 2))
+            c->kv_dtype = CHANCE(rng, 2) ? AG_F16 : AG_FP8_E4M3;
+        if (c->q_dtype == AG_F16) c->q_dtype = AG_F32; /* f16 q is never huge */
+    }
 }
 
 /* Engine words: none, one variant's, two variants', or a known key with a
