@@ -15,11 +15,10 @@
  * comes back as fp32 with a neutral softmax state, for the table's own
  * store to convert.
  *
- * Plain scalar C, no threads, no allocation: it works one row at a time,
- * WIDE_CHUNK output dimensions per pass over the row's keys, so its state
- * fits on the stack whatever head_dim is.  It is slow (head_dim /
- * WIDE_CHUNK passes) and meant to be: it runs only on inputs no model
- * produces.
+ * Plain scalar C, no threads, no allocation: it works one row at a time
+ * in one pass over the row's keys, its state on the stack (head_dim is at
+ * most ATTN_MAX_HEAD_DIM).  It is several times slower than a table's
+ * tile, which is fine: it runs only on inputs no model produces.
  */
 #include "internal.h"
 #include "kernels/dtype.h"
@@ -27,13 +26,29 @@
 
 #include <math.h>
 
-/* Output dimensions one pass over the keys accumulates. */
-#define WIDE_CHUNK 32
-
-/* Element i of an array of dtype dt, as a double (every widening is
- * exact). */
-static double elem(attn_dtype dt, const void *base, size_t i) {
-    return (double)attn__elem_f32(dt, base, i);
+/* n elements of dtype dt from element `off` of base, widened to double
+ * (exactly); the dtype is looked at once per row, not per element. */
+static void widen(attn_dtype dt, const void *base, size_t off, size_t n, double *dst) {
+    switch (dt) {
+    case ATTN_DTYPE_F32: {
+        const float *s = (const float *)base + off;
+        for (size_t i = 0; i < n; i++) dst[i] = s[i];
+        return;
+    }
+    case ATTN_DTYPE_BF16: {
+        const uint16_t *s = (const uint16_t *)base + off;
+        for (size_t i = 0; i < n; i++) dst[i] = attn__bf16_to_f32(s[i]);
+        return;
+    }
+    case ATTN_DTYPE_F16: {
+        const uint16_t *s = (const uint16_t *)base + off;
+        for (size_t i = 0; i < n; i++) dst[i] = attn__f16_to_f32(s[i]);
+        return;
+    }
+    default: /* the fp8 kinds */
+        for (size_t i = 0; i < n; i++) dst[i] = attn__elem_f32(dt, base, off + i);
+        return;
+    }
 }
 
 /* Element offset of key k's row of the cache, for the KV head kh of
@@ -50,11 +65,14 @@ static size_t key_row(const attn_plan *p, int32_t req, int32_t kh, int64_t k) {
 
 /* Row (token tok of request req, query head h) of the layer, into out
  * (head_dim floats): v_scale sum_k w_k V_k / (sum_k w_k + [sink] e^sink),
- * w_k = e^(s_k - M), every step in fp64. */
+ * w_k = e^(s_k - M), every step in fp64, one pass over the row's keys
+ * (online softmax).  Its q, one key row and the accumulator live on the
+ * stack (3 x ATTN_MAX_HEAD_DIM doubles). */
 static void wide_row(const attn__wide *w, int32_t req, int32_t tok, int32_t h, float *out) {
     const attn_plan *p = w->p;
     const attn_layer_desc *ly = w->layer;
     const size_t D = (size_t)p->head_dim;
+    ATTN_ASSERT(D >= 1 && D <= ATTN_MAX_HEAD_DIM);
     const int32_t seq = p->seq_lens[req], q_len = p->qsl[req + 1] - p->qsl[req];
     const int32_t causal = p->req_causal[req];
     const int32_t kh = h / w->g;
@@ -62,43 +80,42 @@ static void wide_row(const attn__wide *w, int32_t req, int32_t tok, int32_t h, f
     const int64_t pos = (int64_t)(causal ? seq - q_len : 0) + tok;
     int64_t lo, hi;
     attn__row_interval(pos, seq, causal, w->win_left[causal], w->win_right[causal], &lo, &hi);
-    const size_t q0 = ((size_t)(p->qsl[req] + tok) * (size_t)w->hq + (size_t)h) * D;
     const double slope = ly->alibi_slopes ? (double)ly->alibi_slopes[h] : 0.0;
-
-    for (size_t d0 = 0; d0 < D; d0 += WIDE_CHUNK) {
-        const size_t nd = D - d0 < WIDE_CHUNK ? D - d0 : WIDE_CHUNK;
-        double o[WIDE_CHUNK] = {0}, M = -INFINITY, L = 0.0;
-        for (int64_t k = lo; k < hi; k++) {
-            const size_t kr = key_row(p, req, kh, k);
-            double dot = 0.0;
-            for (size_t d = 0; d < D; d++)
-                dot += elem(p->q_dtype, w->t->q, q0 + d) * elem(p->kv_dtype, w->t->k_cache, kr + d);
-            double s = dot * w->scale;
-            if (ly->softcap > 0.0f) s = (double)ly->softcap * tanh(s / (double)ly->softcap);
-            if (ly->alibi_slopes) s += slope * (double)(k - pos);
-            if (s > M) {
-                /* a new maximum: what was summed so far shrinks by e^(M - s) */
-                const double f = M == -INFINITY ? 0.0 : exp(M - s);
-                L *= f;
-                for (size_t d = 0; d < nd; d++) o[d] *= f;
-                M = s;
-            }
-            const double wk = exp(s - M); /* NaN for a NaN logit: the row says so */
-            L += wk;
-            for (size_t d = 0; d < nd; d++)
-                o[d] += wk * elem(p->kv_dtype, w->t->v_cache, kr + d0 + d);
+    double q[ATTN_MAX_HEAD_DIM], row[ATTN_MAX_HEAD_DIM], o[ATTN_MAX_HEAD_DIM];
+    widen(p->q_dtype, w->t->q, ((size_t)(p->qsl[req] + tok) * (size_t)w->hq + (size_t)h) * D, D,
+          q);
+    for (size_t d = 0; d < D; d++) o[d] = 0.0;
+    double M = -INFINITY, L = 0.0;
+    for (int64_t k = lo; k < hi; k++) {
+        const size_t kr = key_row(p, req, kh, k);
+        widen(p->kv_dtype, w->t->k_cache, kr, D, row);
+        double dot = 0.0;
+        for (size_t d = 0; d < D; d++) dot += q[d] * row[d];
+        double s = dot * w->scale;
+        if (ly->softcap > 0.0f) s = (double)ly->softcap * tanh(s / (double)ly->softcap);
+        if (ly->alibi_slopes) s += slope * (double)(k - pos);
+        if (s > M) {
+            /* a new maximum: what was summed so far shrinks by e^(M - s) */
+            const double f = M == -INFINITY ? 0.0 : exp(M - s);
+            L *= f;
+            for (size_t d = 0; d < D; d++) o[d] *= f;
+            M = s;
         }
-        if (ly->sinks) {
-            /* the sink joins the denominator only (kernels.h, attn_store_fn) */
-            const double sk = (double)ly->sinks[h];
-            const double top = sk > M ? sk : M;
-            const double f = M == -INFINITY ? 0.0 : exp(M - top);
-            L = L * f + exp(sk - top);
-            for (size_t d = 0; d < nd; d++) o[d] *= f;
-        }
-        for (size_t d = 0; d < nd; d++)
-            out[d0 + d] = L == 0.0 ? 0.0f : (float)((double)w->v_scale * (o[d] / L));
+        const double wk = exp(s - M); /* NaN for a NaN logit: the row says so */
+        L += wk;
+        widen(p->kv_dtype, w->t->v_cache, kr, D, row);
+        for (size_t d = 0; d < D; d++) o[d] += wk * row[d];
     }
+    if (ly->sinks) {
+        /* the sink joins the denominator only (kernels.h, attn_store_fn) */
+        const double sk = (double)ly->sinks[h];
+        const double top = sk > M ? sk : M;
+        const double f = M == -INFINITY ? 0.0 : exp(M - top);
+        L = L * f + exp(sk - top);
+        for (size_t d = 0; d < D; d++) o[d] *= f;
+    }
+    for (size_t d = 0; d < D; d++)
+        out[d] = L == 0.0 ? 0.0f : (float)((double)w->v_scale * (o[d] / L));
 }
 
 void attn__wide_rows(const attn__wide *w, int32_t req, int32_t tok0, int32_t n_tok,
