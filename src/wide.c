@@ -26,31 +26,6 @@
 
 #include <math.h>
 
-/* n elements of dtype dt from element `off` of base, widened to double
- * (exactly); the dtype is looked at once per row, not per element. */
-static void widen(attn_dtype dt, const void *base, size_t off, size_t n, double *dst) {
-    switch (dt) {
-    case ATTN_DTYPE_F32: {
-        const float *s = (const float *)base + off;
-        for (size_t i = 0; i < n; i++) dst[i] = s[i];
-        return;
-    }
-    case ATTN_DTYPE_BF16: {
-        const uint16_t *s = (const uint16_t *)base + off;
-        for (size_t i = 0; i < n; i++) dst[i] = attn__bf16_to_f32(s[i]);
-        return;
-    }
-    case ATTN_DTYPE_F16: {
-        const uint16_t *s = (const uint16_t *)base + off;
-        for (size_t i = 0; i < n; i++) dst[i] = attn__f16_to_f32(s[i]);
-        return;
-    }
-    default: /* the fp8 kinds */
-        for (size_t i = 0; i < n; i++) dst[i] = attn__elem_f32(dt, base, off + i);
-        return;
-    }
-}
-
 /* Element offset of key k's row of the cache, for the KV head kh of
  * request req (the paged layout of docs/design.md §1). */
 static size_t key_row(const attn_plan *p, int32_t req, int32_t kh, int64_t k) {
@@ -67,7 +42,7 @@ static size_t key_row(const attn_plan *p, int32_t req, int32_t kh, int64_t k) {
  * (head_dim floats): v_scale sum_k w_k V_k / (sum_k w_k + [sink] e^sink),
  * w_k = e^(s_k - M), every step in fp64, one pass over the row's keys
  * (online softmax).  Its q, one key row and the accumulator live on the
- * stack (3 x ATTN_MAX_HEAD_DIM doubles). */
+ * stack (ATTN_MAX_HEAD_DIM elements each). */
 static void wide_row(const attn__wide *w, int32_t req, int32_t tok, int32_t h, float *out) {
     const attn_plan *p = w->p;
     const attn_layer_desc *ly = w->layer;
@@ -81,16 +56,18 @@ static void wide_row(const attn__wide *w, int32_t req, int32_t tok, int32_t h, f
     int64_t lo, hi;
     attn__row_interval(pos, seq, causal, w->win_left[causal], w->win_right[causal], &lo, &hi);
     const double slope = ly->alibi_slopes ? (double)ly->alibi_slopes[h] : 0.0;
-    double q[ATTN_MAX_HEAD_DIM], row[ATTN_MAX_HEAD_DIM], o[ATTN_MAX_HEAD_DIM];
-    widen(p->q_dtype, w->t->q, ((size_t)(p->qsl[req] + tok) * (size_t)w->hq + (size_t)h) * D, D,
-          q);
+    /* rows widened exactly to fp32 (dtype.h), each product taken in fp64 */
+    float q[ATTN_MAX_HEAD_DIM], row[ATTN_MAX_HEAD_DIM];
+    double o[ATTN_MAX_HEAD_DIM];
+    attn__row_f32(p->q_dtype, w->t->q,
+                  ((size_t)(p->qsl[req] + tok) * (size_t)w->hq + (size_t)h) * D, (int32_t)D, q);
     for (size_t d = 0; d < D; d++) o[d] = 0.0;
     double M = -INFINITY, L = 0.0;
     for (int64_t k = lo; k < hi; k++) {
         const size_t kr = key_row(p, req, kh, k);
-        widen(p->kv_dtype, w->t->k_cache, kr, D, row);
+        attn__row_f32(p->kv_dtype, w->t->k_cache, kr, (int32_t)D, row);
         double dot = 0.0;
-        for (size_t d = 0; d < D; d++) dot += q[d] * row[d];
+        for (size_t d = 0; d < D; d++) dot += (double)q[d] * (double)row[d];
         double s = dot * w->scale;
         if (ly->softcap > 0.0f) s = (double)ly->softcap * tanh(s / (double)ly->softcap);
         if (ly->alibi_slopes) s += slope * (double)(k - pos);
@@ -103,8 +80,8 @@ static void wide_row(const attn__wide *w, int32_t req, int32_t tok, int32_t h, f
         }
         const double wk = exp(s - M); /* NaN for a NaN logit: the row says so */
         L += wk;
-        widen(p->kv_dtype, w->t->v_cache, kr, D, row);
-        for (size_t d = 0; d < D; d++) o[d] += wk * row[d];
+        attn__row_f32(p->kv_dtype, w->t->v_cache, kr, (int32_t)D, row);
+        for (size_t d = 0; d < D; d++) o[d] += wk * (double)row[d];
     }
     if (ly->sinks) {
         /* the sink joins the denominator only (kernels.h, attn_store_fn) */

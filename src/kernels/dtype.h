@@ -216,4 +216,41 @@ static inline float attn__elem_f32(attn_dtype dt, const void *base, size_t i) {
     }
 }
 
+/* Convert n elements of type dt starting at element `off` of `base` to fp32.
+ * Called with a constant dt from each typed kernel, so it inlines to one
+ * straight loop per dtype (the portable kernels; the executor's fp64
+ * path, src/wide.c, with its dtype looked at once per row). */
+static inline void attn__row_f32(attn_dtype dt, const void *base, size_t off, int32_t n,
+                                 float *dst) {
+    switch (dt) {
+    case ATTN_DTYPE_F32: {
+        const float *s = (const float *)base + off;
+        for (int32_t i = 0; i < n; i++) dst[i] = s[i];
+        break;
+    }
+    case ATTN_DTYPE_BF16: {
+        const uint16_t *s = (const uint16_t *)base + off;
+        for (int32_t i = 0; i < n; i++) dst[i] = attn__bf16_to_f32(s[i]);
+        break;
+    }
+    case ATTN_DTYPE_F16: {
+        const uint16_t *s = (const uint16_t *)base + off;
+        for (int32_t i = 0; i < n; i++) dst[i] = attn__f16_to_f32(s[i]);
+        break;
+    }
+    case ATTN_DTYPE_FP8_E4M3: {
+        const uint8_t *s = (const uint8_t *)base + off;
+        for (int32_t i = 0; i < n; i++) dst[i] = attn__fp8e4m3_to_f32(s[i]);
+        break;
+    }
+    case ATTN_DTYPE_FP8_E5M2: {
+        const uint8_t *s = (const uint8_t *)base + off;
+        for (int32_t i = 0; i < n; i++) dst[i] = attn__fp8e5m2_to_f32(s[i]);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
 #endif /* ATTN_DTYPE_H */

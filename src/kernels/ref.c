@@ -28,42 +28,6 @@
 
 /* ---------------------------------------------------------------- helpers */
 
-/* Convert n elements of type dt starting at element `off` of `base` to fp32.
- * Called with a constant dt from each typed kernel, so it inlines to one
- * straight loop per dtype. */
-static inline void to_f32(attn_dtype dt, const void *base, size_t off, int32_t n,
-                          float *dst) {
-    switch (dt) {
-    case ATTN_DTYPE_F32: {
-        const float *s = (const float *)base + off;
-        for (int32_t i = 0; i < n; i++) dst[i] = s[i];
-        break;
-    }
-    case ATTN_DTYPE_BF16: {
-        const uint16_t *s = (const uint16_t *)base + off;
-        for (int32_t i = 0; i < n; i++) dst[i] = attn__bf16_to_f32(s[i]);
-        break;
-    }
-    case ATTN_DTYPE_F16: {
-        const uint16_t *s = (const uint16_t *)base + off;
-        for (int32_t i = 0; i < n; i++) dst[i] = attn__f16_to_f32(s[i]);
-        break;
-    }
-    case ATTN_DTYPE_FP8_E4M3: {
-        const uint8_t *s = (const uint8_t *)base + off;
-        for (int32_t i = 0; i < n; i++) dst[i] = attn__fp8e4m3_to_f32(s[i]);
-        break;
-    }
-    case ATTN_DTYPE_FP8_E5M2: {
-        const uint8_t *s = (const uint8_t *)base + off;
-        for (int32_t i = 0; i < n; i++) dst[i] = attn__fp8e5m2_to_f32(s[i]);
-        break;
-    }
-    default:
-        break;
-    }
-}
-
 /* Store one fp32 value as dt, RNE. */
 static inline void from_f32(attn_dtype dt, void *base, size_t idx, float v) {
     switch (dt) {
@@ -83,7 +47,7 @@ static inline uint32_t load_q(attn_dtype dt, const void *src, size_t token_strid
     uint32_t mb = 0;
     for (int32_t t = 0; t < n_tok; t++) {
         float *d = dst + (size_t)t * width;
-        to_f32(dt, src, (size_t)t * token_stride, (int32_t)width, d);
+        attn__row_f32(dt, src, (size_t)t * token_stride, (int32_t)width, d);
         /* Scale after converting: q*scale is rounded once in fp32, the same
          * value every twin must produce. */
         for (size_t i = 0; i < width; i++) {
@@ -124,8 +88,8 @@ static inline void gather(attn_dtype dt, const attn_tile_args *a, int32_t c0, in
         int32_t slot = k % a->block_size;
         ATTN_ASSERT(blk >= 0);
         size_t off = (size_t)blk * a->block_stride + a->head_offset + (size_t)slot * D;
-        to_f32(dt, a->k_cache, off, a->head_dim, kdst + (size_t)i * D);
-        to_f32(dt, a->v_cache, off, a->head_dim, vdst + (size_t)i * D);
+        attn__row_f32(dt, a->k_cache, off, a->head_dim, kdst + (size_t)i * D);
+        attn__row_f32(dt, a->v_cache, off, a->head_dim, vdst + (size_t)i * D);
     }
 }
 
@@ -331,7 +295,7 @@ void attn_merge_f32__ref(const float *partial, const float *pm, const float *pl,
 
 #define CVT_TO(name_, DT_)                                                                \
     static void name_(const void *s, void *d, size_t n) {                                \
-        to_f32(DT_, s, 0, (int32_t)n, d);                                                 \
+        attn__row_f32(DT_, s, 0, (int32_t)n, d);                                                 \
     }
 CVT_TO(cvt_bf16_f32, ATTN_DTYPE_BF16)
 CVT_TO(cvt_f16_f32, ATTN_DTYPE_F16)
