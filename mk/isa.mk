@@ -24,7 +24,7 @@ ISA_MK_INCLUDED := 1
 
 KERNEL_TABLES := avx2 avx512 avx512bf16
 
-avx2_SRC := src/kernels/avx2.c
+avx2_SRC := src/kernels/avx2.c src/kernels/avx2_decode.c
 avx2_FLAGS := -mavx2 -mfma -mf16c
 avx512_SRC := src/kernels/avx512.c src/kernels/avx512_decode.c src/kernels/avx512_lanes.c
 avx512_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c

@@ -29,6 +29,8 @@
     X(scale_twice_tail, attnguard, "src/kernels/avx512.c", "the scale applied twice in load_q's masked tail") \
     X(bf16_truncate, attnguard, "src/kernels/avx512.c", "fp32 -> bf16 output truncated instead of rounded") \
     X(read_past_block, attnguard, "src/kernels/avx512_inl.h", "a block's key run one key too long") \
+    X(avx2_decode_run, attnguard, "src/kernels/avx2_decode.c", "the AVX2 decode tile's block run one key too long") \
+    X(avx2_pv_rescale, attnguard, "src/kernels/avx2_decode.c", "the AVX2 decode P.V leaves half its dims unrescaled") \
     X(region_row_short, attnguard, "src/layout.c", "the accumulator region sized one row short") \
     X(no_merge_barrier, attnguard, "src/executor.c", "no barrier between the pieces and their merge") \
     X(large_q_exponent, attnguard, "src/executor.c", "huge-q rows rescaled with an exponent one too small") \

@@ -55,14 +55,33 @@ const attn_kernels *attn__kernels_ref(void);
 /* the conversion paths of each table's kernels (kernels.h, a test hook) */
 const attn__cvt_path *attn__cvt_ref(int *count);
 
-/* ---- avx2 (avx2.c, table_avx2.c) ---- */
+/* ---- avx2 (avx2.c, avx2_decode.c, table_avx2.c) ---- */
 #ifdef ATTN_HAVE_AVX2
 #define ATTN__AVX2_KV_TILE 32 /* keys per chunk: the table's kv_tile */
+void attn_flash_f32__avx2(const attn_tile_args *a);
+void attn_flash_bf16__avx2(const attn_tile_args *a);
+void attn_flash_f16__avx2(const attn_tile_args *a);
+void attn_flash_fp8e4m3__avx2(const attn_tile_args *a);
+void attn_flash_fp8e5m2__avx2(const attn_tile_args *a);
+/* n single-token items that differ only in their KV head (attn_tile_heads_fn;
+ * avx2_decode.c) */
+int attn_decode_fits__avx2(const attn_tile_args *a);
+void attn_decode_f32__avx2(const attn_tile_args *a, int32_t n);
+void attn_decode_bf16__avx2(const attn_tile_args *a, int32_t n);
+void attn_decode_f16__avx2(const attn_tile_args *a, int32_t n);
+void attn_decode_fp8e4m3__avx2(const attn_tile_args *a, int32_t n);
+void attn_decode_fp8e5m2__avx2(const attn_tile_args *a, int32_t n);
+/* the routers (table_avx2.c) */
 void attn_tile_f32__avx2(const attn_tile_args *a);
 void attn_tile_bf16__avx2(const attn_tile_args *a);
 void attn_tile_f16__avx2(const attn_tile_args *a);
 void attn_tile_fp8e4m3__avx2(const attn_tile_args *a);
 void attn_tile_fp8e5m2__avx2(const attn_tile_args *a);
+void attn_tile_heads_f32__avx2(const attn_tile_args *a, int32_t n);
+void attn_tile_heads_bf16__avx2(const attn_tile_args *a, int32_t n);
+void attn_tile_heads_f16__avx2(const attn_tile_args *a, int32_t n);
+void attn_tile_heads_fp8e4m3__avx2(const attn_tile_args *a, int32_t n);
+void attn_tile_heads_fp8e5m2__avx2(const attn_tile_args *a, int32_t n);
 ATTN__DECL_IO(avx2);
 const attn_kernels *attn__kernels_avx2(void);
 const attn__cvt_path *attn__cvt_avx2(int *count);

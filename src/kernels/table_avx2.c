@@ -1,7 +1,11 @@
 /*
- * table_avx2.c — the "avx2" kernel table (the kernels of avx2.c) and its
- * CPU check.  Portable C: compiled without the table's -m flags, so the
- * check runs on any CPU; dispatch.c uses the table only where it passes.
+ * table_avx2.c — the "avx2" kernel table, its routers (which of the
+ * table's tiles takes an item: decode for single-token items the decode
+ * tile fits, flash for the rest) and the tile_heads entries that hand a
+ * decode run to the decode tile, and its CPU check.  Portable C: compiled
+ * without the table's -m flags, so the check runs on any CPU; dispatch.c
+ * uses the table only where it passes.  The tiles are in avx2.c (flash)
+ * and avx2_decode.c.
  */
 #include "kernels_decl.h"
 #include "cpu.h"
@@ -21,7 +25,32 @@ int attn__cpu_avx2(void) {
 #endif
 }
 
-/* The portable table with avx2.c's overrides, as a constant so that
+/* Per KV dtype: the router (one item) and the tile_heads entry (a decode
+ * run: the decode tile walks the heads together when it takes every one of
+ * them, else they run one by one through the router). */
+#define AVX2_ROUTES(dt)                                                             \
+    void attn_tile_##dt##__avx2(const attn_tile_args *a) {                         \
+        if (attn_decode_fits__avx2(a))                                              \
+            attn_decode_##dt##__avx2(a, 1);                                         \
+        else                                                                        \
+            attn_flash_##dt##__avx2(a);                                             \
+    }                                                                               \
+    void attn_tile_heads_##dt##__avx2(const attn_tile_args *a, int32_t n) {         \
+        int fits = 1;                                                               \
+        for (int32_t h = 0; h < n; h++) fits &= attn_decode_fits__avx2(&a[h]);      \
+        if (fits) {                                                                 \
+            attn_decode_##dt##__avx2(a, n);                                         \
+            return;                                                                 \
+        }                                                                           \
+        for (int32_t h = 0; h < n; h++) attn_tile_##dt##__avx2(&a[h]);              \
+    }
+AVX2_ROUTES(f32)
+AVX2_ROUTES(bf16)
+AVX2_ROUTES(f16)
+AVX2_ROUTES(fp8e4m3)
+AVX2_ROUTES(fp8e5m2)
+
+/* The portable table with the avx2 overrides, as a constant so that
  * concurrent first calls cannot race; merge is the portable one. */
 static const attn_kernels avx2_table = {
     .name = "avx2",
@@ -33,6 +62,13 @@ static const attn_kernels avx2_table = {
         [ATTN_DTYPE_F16] = attn_tile_f16__avx2,
         [ATTN_DTYPE_FP8_E4M3] = attn_tile_fp8e4m3__avx2,
         [ATTN_DTYPE_FP8_E5M2] = attn_tile_fp8e5m2__avx2,
+    },
+    .tile_heads = {
+        [ATTN_DTYPE_F32] = attn_tile_heads_f32__avx2,
+        [ATTN_DTYPE_BF16] = attn_tile_heads_bf16__avx2,
+        [ATTN_DTYPE_F16] = attn_tile_heads_f16__avx2,
+        [ATTN_DTYPE_FP8_E4M3] = attn_tile_heads_fp8e4m3__avx2,
+        [ATTN_DTYPE_FP8_E5M2] = attn_tile_heads_fp8e5m2__avx2,
     },
     .load_q = {
         [ATTN_DTYPE_F32] = attn_load_q_f32__avx2,
