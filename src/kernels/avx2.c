@@ -25,9 +25,10 @@
 #include "avx2_inl.h"
 #include "mask.h"
 
-#define QR 2    /* rows per Q.K block */
-#define PR 2    /* rows per P.V block */
-#define DV 4    /* output vectors (32 dims) per P.V pass */
+#define QR 6    /* rows per Q.K block: 6 x 16 keys = 12 accumulators */
+#define QK 16   /* keys per Q.K register block (two per chunk) */
+#define PR 6    /* rows per P.V block: 6 x 16 dims = 12 accumulators */
+#define DV 2    /* output vectors (16 dims) per P.V pass */
 
 INLINE void transpose8(__m256 r[8]) {
     __m256 t[8];
@@ -72,34 +73,43 @@ INLINE void pack_kt(attn_dtype dt, size_t D, const void *const *krow, int32_t n,
 
 /* ------------------------------------------------------- micro-kernels */
 
+/* Raw dots of R (<= QR) rows (q row r at q + r D) with the chunk's keys
+ * (Kt[d][TILE]) into s[r][TILE]: QK keys at a time, 12 accumulators, so
+ * that the FMAs' latency is hidden with room to spare (8 accumulators are
+ * exactly latency x ports, and any other micro-op stalls them). */
 INLINE void dots_rows(int R, const float *q, size_t D, const float *kt, float *s) {
-    __m256 c[QR][NV];
     UNROLL
-    for (int r = 0; r < R; r++)
+    for (int h = 0; h < TILE / QK; h++) {
+        __m256 c[QR][2];
         UNROLL
-        for (int j = 0; j < NV; j++) c[r][j] = _mm256_setzero_ps();
-    for (size_t d = 0; d < D; d++) {
-        const float *kd = kt + d * TILE;
-        const __m256 k0 = _mm256_load_ps(kd), k1 = _mm256_load_ps(kd + 8);
-        const __m256 k2 = _mm256_load_ps(kd + 16), k3 = _mm256_load_ps(kd + 24);
+        for (int r = 0; r < R; r++) c[r][0] = c[r][1] = _mm256_setzero_ps();
+        for (size_t d = 0; d < D; d++) {
+            const float *kd = kt + d * TILE + QK * h;
+            const __m256 k0 = _mm256_load_ps(kd), k1 = _mm256_load_ps(kd + 8);
+            UNROLL
+            for (int r = 0; r < R; r++) {
+                const __m256 b = _mm256_broadcast_ss(q + (size_t)r * D + d);
+                c[r][0] = _mm256_fmadd_ps(b, k0, c[r][0]);
+                c[r][1] = _mm256_fmadd_ps(b, k1, c[r][1]);
+            }
+        }
         UNROLL
         for (int r = 0; r < R; r++) {
-            const __m256 b = _mm256_broadcast_ss(q + (size_t)r * D + d);
-            c[r][0] = _mm256_fmadd_ps(b, k0, c[r][0]);
-            c[r][1] = _mm256_fmadd_ps(b, k1, c[r][1]);
-            c[r][2] = _mm256_fmadd_ps(b, k2, c[r][2]);
-            c[r][3] = _mm256_fmadd_ps(b, k3, c[r][3]);
+            _mm256_store_ps(s + (size_t)r * TILE + QK * h, c[r][0]);
+            _mm256_store_ps(s + (size_t)r * TILE + QK * h + 8, c[r][1]);
         }
     }
-    UNROLL
-    for (int r = 0; r < R; r++)
-        UNROLL
-        for (int j = 0; j < NV; j++) _mm256_store_ps(s + (size_t)r * TILE + 8 * j, c[r][j]);
 }
 
-INLINE void pv_rows(int R, int NVEC, float *acc, size_t D, size_t dofs, const float *alpha,
-                    const float *p, const float *const *vrow, int32_t ilo, int32_t ihi,
-                    __m256i tm) {
+/* acc = alpha acc + p V for R (<= PR) rows over keys [ilo, ihi), NVEC
+ * vectors of dims from dofs; FULL: every vector whole (plain loads and
+ * stores), else the last one masked by tm.  Each row's weight is
+ * broadcast where it is used, not hoisted: 12 accumulators, the V vectors
+ * and one broadcast are what the 16 registers hold (hoisting all six
+ * weights spilled the accumulators to the stack). */
+INLINE void pv_rows(int R, int NVEC, int FULL, float *acc, size_t D, size_t dofs,
+                    const float *alpha, const float *p, const float *const *vrow, int32_t ilo,
+                    int32_t ihi, __m256i tm) {
     __m256 c[PR][DV];
     UNROLL
     for (int r = 0; r < R; r++) {
@@ -107,22 +117,23 @@ INLINE void pv_rows(int R, int NVEC, float *acc, size_t D, size_t dofs, const fl
         const float *ar = acc + (size_t)r * D + dofs;
         UNROLL
         for (int v = 0; v < NVEC; v++) {
-            const __m256 x = (v == NVEC - 1) ? _mm256_maskload_ps(ar + 8 * v, tm)
-                                             : _mm256_loadu_ps(ar + 8 * v);
+            const __m256 x = (!FULL && v == NVEC - 1) ? _mm256_maskload_ps(ar + 8 * v, tm)
+                                                      : _mm256_loadu_ps(ar + 8 * v);
             c[r][v] = _mm256_mul_ps(x, al);
         }
     }
     for (int32_t i = ilo; i < ihi; i++) {
         const float *vr = vrow[i] + dofs;
-        __m256 pb[PR];
+        __m256 x[DV];
         UNROLL
-        for (int r = 0; r < R; r++) pb[r] = _mm256_broadcast_ss(p + (size_t)r * TILE + (size_t)i);
+        for (int v = 0; v < NVEC; v++)
+            x[v] = (!FULL && v == NVEC - 1) ? _mm256_maskload_ps(vr + 8 * v, tm)
+                                            : _mm256_loadu_ps(vr + 8 * v);
         UNROLL
-        for (int v = 0; v < NVEC; v++) {
-            const __m256 x = (v == NVEC - 1) ? _mm256_maskload_ps(vr + 8 * v, tm)
-                                             : _mm256_loadu_ps(vr + 8 * v);
+        for (int r = 0; r < R; r++) {
+            const __m256 pb = _mm256_broadcast_ss(p + (size_t)r * TILE + (size_t)i);
             UNROLL
-            for (int r = 0; r < R; r++) c[r][v] = _mm256_fmadd_ps(pb[r], x, c[r][v]);
+            for (int v = 0; v < NVEC; v++) c[r][v] = _mm256_fmadd_ps(pb, x[v], c[r][v]);
         }
     }
     UNROLL
@@ -130,24 +141,32 @@ INLINE void pv_rows(int R, int NVEC, float *acc, size_t D, size_t dofs, const fl
         float *ar = acc + (size_t)r * D + dofs;
         UNROLL
         for (int v = 0; v < NVEC; v++) {
-            if (v == NVEC - 1) _mm256_maskstore_ps(ar + 8 * v, tm, c[r][v]);
+            if (!FULL && v == NVEC - 1) _mm256_maskstore_ps(ar + 8 * v, tm, c[r][v]);
             else _mm256_storeu_ps(ar + 8 * v, c[r][v]);
         }
     }
 }
 
-#define PV_CASE(R_, N_) \
-    case (R_) * 16 + (N_): pv_rows(R_, N_, acc, D, dofs, alpha, p, vrow, ilo, ihi, tm); break;
+/* (R, vectors, whole) -> one instance */
+#define PV_CASE(R_, N_)                                                                 \
+    case ((R_) * 4 + (N_)) * 2:                                                         \
+        pv_rows(R_, N_, 0, acc, D, dofs, alpha, p, vrow, ilo, ihi, tm);                 \
+        break;                                                                          \
+    case ((R_) * 4 + (N_)) * 2 + 1:                                                     \
+        pv_rows(R_, N_, 1, acc, D, dofs, alpha, p, vrow, ilo, ihi, tm);                 \
+        break;
 
 static void pv_block(int32_t R, float *acc, size_t D, const float *alpha, const float *p,
                      const float *const *vrow, int32_t ilo, int32_t ihi) {
     for (size_t dofs = 0; dofs < D; dofs += 8 * DV) {
         const size_t left = D - dofs;
         const int nvec = (int)(left >= 8 * DV ? DV : (left + 7) / 8);
-        const __m256i tm = lanes(left - 8 * (size_t)(nvec - 1));
-        switch (R * 16 + nvec) {
-            PV_CASE(1, 1) PV_CASE(1, 2) PV_CASE(1, 3) PV_CASE(1, 4)
-            PV_CASE(2, 1) PV_CASE(2, 2) PV_CASE(2, 3) PV_CASE(2, 4)
+        const size_t last = left - 8 * (size_t)(nvec - 1); /* lanes of the last vector */
+        const __m256i tm = lanes(last);
+        switch ((R * 4 + nvec) * 2 + (last >= 8)) {
+            PV_CASE(1, 1) PV_CASE(1, 2) PV_CASE(2, 1) PV_CASE(2, 2)
+            PV_CASE(3, 1) PV_CASE(3, 2) PV_CASE(4, 1) PV_CASE(4, 2)
+            PV_CASE(5, 1) PV_CASE(5, 2) PV_CASE(6, 1) PV_CASE(6, 2)
         default: break;
         }
     }
@@ -246,8 +265,15 @@ INLINE void tile(attn_dtype dt, const attn_tile_args *a) {
             }
             if (!act) continue;
             float *s = a->scores + (size_t)r0 * TILE;
-            if (R == 2) dots_rows(2, a->q + (size_t)r0 * D, D, a->kv, s);
-            else dots_rows(1, a->q + (size_t)r0 * D, D, a->kv, s);
+            const float *qr = a->q + (size_t)r0 * D;
+            switch (R) {
+            case 1: dots_rows(1, qr, D, a->kv, s); break;
+            case 2: dots_rows(2, qr, D, a->kv, s); break;
+            case 3: dots_rows(3, qr, D, a->kv, s); break;
+            case 4: dots_rows(4, qr, D, a->kv, s); break;
+            case 5: dots_rows(5, qr, D, a->kv, s); break;
+            default: dots_rows(6, qr, D, a->kv, s); break;
+            }
             float alpha[QR];
             int32_t lo = TILE, hi = 0;
             for (int32_t r = 0; r < R; r++) {

@@ -14,7 +14,7 @@
  * Not tuned: the tuning was done on machines that run the avx512 tables
  * (which set their own value, 128: table_avx512.c); the avx2 table is
  * held to correctness. */
-#define AVX2_ROWS_TARGET 32
+#define AVX2_ROWS_TARGET 48
 
 /* Every feature the avx2 -m flags (mk/isa.mk) let the compiler use. */
 int attn__cpu_avx2(void) {
