@@ -12,11 +12,13 @@
  *
  * Same algorithm as avx512.c (read its header for the full
  * story), scaled to 16 ymm registers: chunks of TILE = 32 keys; K packed
- * transposed to Kt[d][32] (4 ymm per d); Q.K blocks of 2 rows x 32 keys
- * (8 accumulators, 4 loads + 2 broadcasts per d); online softmax over the
- * 32 keys; P.V blocks of 2 rows x 32 output dims (8 accumulators).  The
- * masking rule, the all-masked-row neutrality and the one documented
- * difference for non-finite V (0 * inf in a mixed block) are the same.
+ * transposed to Kt[d][32] (4 ymm per d); Q.K blocks of 6 rows x 16 keys
+ * (12 accumulators, 2 loads + 6 broadcasts per d); online softmax over
+ * the 32 keys; P.V blocks of 6 rows x 16 output dims (12 accumulators).
+ * Twelve, not eight: eight is exactly the FMA latency times its ports,
+ * which leaves no slack for the loads.  The masking rule, the
+ * all-masked-row neutrality and the one documented difference for
+ * non-finite V (0 * inf in a mixed block) are the same.
  * The next chunk's K/V lines are prefetched to L2 in one burst at chunk
  * start (the avx512 twin interleaves them with its loads instead).
  *

@@ -10,10 +10,10 @@
 #include "kernels_decl.h"
 #include "cpu.h"
 
-/* rows_target 32: enough rows to amortise the K transpose of a chunk.
- * Not tuned: the tuning was done on machines that run the avx512 tables
- * (which set their own value, 128: table_avx512.c); the avx2 table is
- * held to correctness. */
+/* rows_target 48: eight of the flash tile's 6-row blocks, so that the
+ * K transpose of a chunk is shared by enough rows; tuned on an Intel host
+ * with the avx2 table forced (docs/perf-notes.md, "The AVX2 table made
+ * first-class"), not on an AVX2-only CPU. */
 #define AVX2_ROWS_TARGET 48
 
 /* Every feature the avx2 -m flags (mk/isa.mk) let the compiler use. */
