@@ -1,45 +1,23 @@
 /*
- * avx2_decode.c — the AVX2 tile for single-token items (decode, and the
- * pieces of a split decode row): n_tok = 1, at most DEC_MAX_ROWS query
- * heads per KV head, D a multiple of 16 up to DEC_MAX_D.  The avx2 table
- * routes such items here (table_avx2.c); every other item takes the
- * general tile of avx2.c.
+ * avx2_decode.c — the AVX2 tile for single-token items (decode, and split
+ * decode pieces): n_tok = 1, at most DEC_MAX_ROWS query heads per KV
+ * head, D a multiple of 16 up to DEC_MAX_D (table_avx2.c routes them
+ * here; the rest take avx2.c's general tile).
  *
- * Why a tile of its own: a decode item reads each K and V byte once and
- * does only g multiply-adds per element, so the general tile's transpose
- * of every K chunk into Kt[d][key] (shuffles, and a store and reload of
- * the whole chunk) costs more than the dot products.  Here nothing is
+ * Why: a decode item reads each K/V byte once for g multiply-adds, so the
+ * general tile's K transpose costs more than the dots.  Here nothing is
  * packed:
- *
- *   Q.K  two keys at a time straight from the cache, 16 dims per step:
- *        each K row piece is widened once into two ymm and feeds every
- *        query row of the register block (DR = 4 rows: 8 accumulators,
- *        4 K vectors), so all query heads of a KV head consume a K row
- *        while it is in registers.  The horizontal sums are a hadd tree
- *        per two rows.
- *   widen bf16 by shift and AND of 16 packed elements (even dims, odd
- *        dims) against a copy of q whose dims are permuted the same way;
- *        the accumulators live in that layout for the call.  f16 with
- *        VCVTPH2PS.  fp8 by way of f16: e5m2 is an f16's top byte
- *        (unpack with zeros), e4m3 an f16 of its value times 2^-8 (one
- *        arithmetic shift and an AND), with q and the weights taken times
- *        2^8 so that no multiply is spent on rebiasing; its NaN codes are
- *        looked for once per step, and only a step that holds one widens
- *        them as NaN.
- *   softmax the general tile's (avx2_inl.h), one visible interval for
- *        every row of the token.
- *   P.V  16 output dims per pass over the chunk's visible keys, DR rows:
- *        one V row piece widened once for all of them.
- *   memory: chunk by chunk, every head of a decode run in turn
- *        (attn_tile_heads_fn), so one chunk's pieces of all heads of a
- *        block are read back to back; the next step's K and V lines are
- *        prefetched one per line this step reads, spread through Q.K and
- *        P.V.
- *
- * Numerics: fp32 products and sums in another association than the
- * portable tile; the same exp, masking and state units.  No threads, no
- * allocation, no scratch of the plan: q and accumulator copies on the
- * stack, bounded by DEC_STACK_FLOATS.
+ *   Q.K  2 keys x DR = 4 rows per 16 dims from the cache: each widened K
+ *        piece feeds every query head of the KV head; hadd tree per pair.
+ *   widen bf16 by shift and AND (even, odd dims) against q and acc kept
+ *        in that order; f16 by VCVTPH2PS; fp8 via f16 (e4m3 read at 2^-8,
+ *        q and weights at 2^8; NaN codes scanned once per step).
+ *   P.V  16 dims x DR rows per pass; softmax is avx2_inl.h's.
+ *   memory: decode runs walked chunk by chunk across heads, the next
+ *        step prefetched one line per line read.
+ * Numerics: fp32, another association than the portable tile; the same
+ * exp, masking and state units.  No threads, allocation or plan scratch:
+ * stack copies bounded by DEC_STACK_FLOATS.
  */
 #include "avx2_inl.h"
 #include "mask.h"
@@ -57,6 +35,11 @@ enum { K_F32, K_F16, K_BF16, K_E5M2, K_E4M3S, K_E4M3S_NAN, K_KINDS };
 int attn_decode_fits__avx2(const attn_tile_args *a) {
     return a->n_tok == 1 && a->g <= DEC_MAX_ROWS && a->head_dim <= DEC_MAX_D &&
            a->head_dim % 16 == 0;
+}
+
+/* Bytes per element of a kind. */
+INLINE size_t kind_size(int kind) {
+    return kind == K_F32 ? 4 : kind == K_F16 || kind == K_BF16 ? 2 : 1;
 }
 
 /* 16 elements at p as two vectors: natural order (dims 0-7, 8-15), or for
@@ -114,7 +97,7 @@ INLINE __m128 red2x2(__m256 a0, __m256 a1, __m256 b0, __m256 b1) {
 INLINE void qk2(int R, int kind, const float *q, size_t D, const unsigned char *k0,
                 const unsigned char *k1, const char *pf0, const char *pf1, float *s, int32_t i,
                 int two) {
-    const size_t es = kind == K_F32 ? 4 : kind == K_F16 || kind == K_BF16 ? 2 : 1;
+    const size_t es = kind_size(kind);
     __m256 c[DR][2];
     UNROLL
     for (int r = 0; r < R; r++) c[r][0] = c[r][1] = _mm256_setzero_ps();
@@ -178,7 +161,7 @@ INLINE int32_t qk_chunk(int R, int kind, const float *q, size_t D,
 INLINE void pv16(int R, int kind, float *acc, size_t D, size_t dofs, const float *alpha,
                  const float *p, const unsigned char *const *vrow, int32_t ilo, int32_t ihi,
                  const char *const *pf, int32_t npf) {
-    const size_t es = kind == K_F32 ? 4 : kind == K_F16 || kind == K_BF16 ? 2 : 1;
+    const size_t es = kind_size(kind);
     const size_t off = dofs * es;
     if (pf && (off & 63) != 0) pf = NULL;
     __m256 c[DR][2];
