@@ -99,7 +99,7 @@ ENGINE_TEST_SRC := $(wildcard tests/engine/*.c) tests/fixture.c
 HARNESS_TEST_SRC := $(wildcard tests/harness/*.c)
 TEST_SRC := $(ENGINE_TEST_SRC) $(HARNESS_TEST_SRC)
 
-LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
+LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o) $(call emu_objs,$(B)/obj)
 HAR_OBJ := $(HAR_SRC:%.c=$(B)/obj/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(B)/obj/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(B)/obj/%.o)
@@ -131,6 +131,9 @@ $(B)/obj/%.o: %.c $(B)/.flags
 	@mkdir -p $(@D)
 	$(call quiet,CC,$(CC) $(CFLAGS_ALL) $(ISA_FLAGS) $(DEPFLAGS) -c $< -o $@,$<$(B_TAG))
 
+# The emulated tables' objects (mk/isa.mk): the same files, another rule.
+$(eval $(call emu_rule,$(B)/obj,$(CC) $(CFLAGS_ALL) $(ISA_NOUBSAN),$(B)/.flags))
+
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(@D)
 	$(call quiet,AR,rm -f $@ && ar rcs $@ $^,$@)
@@ -160,8 +163,8 @@ $(HARNESS_TESTBIN): $(HARNESS_TEST_OBJ) $(HARLIB) $(LIB)
 # engine (mk/engines.mk) by ENGINE=<name>, ENGINES=... or make engines.
 # `make deps` installs DEPS_PKGS ahead of time; WITH=<group>... adds the
 # optional ones (make deps WITH="peer report engines": everything, as CI).
-DEPS_PKGS := gcc clang libclang-rt-14-dev libcriterion-dev libomp-dev llvm python3
-DEPS_FOR := the build and the tests: compilers, sanitizer and libFuzzer runtimes, Criterion, OpenMP, llvm-symbolizer
+DEPS_PKGS := gcc clang libclang-rt-14-dev libcriterion-dev libomp-dev libsimde-dev llvm python3
+DEPS_FOR := the build and the tests: compilers, sanitizer and libFuzzer runtimes, Criterion, OpenMP, SIMDe (the emulated AVX-512 tables), llvm-symbolizer
 DEPS_GROUPS := peer report engines
 WITH ?=
 $(foreach g,$(WITH),$(if $(filter $g,$(DEPS_GROUPS)),,$(error WITH=$g: no such group (one of: $(DEPS_GROUPS)))))

@@ -383,8 +383,13 @@ attn_status attn_reshape_and_cache_from(const attn_kv_desc *kv, int32_t num_bloc
                                         attn_error *err);
 
 /* ---- kernel selection ---- */
-/* Names of the kernel tables usable on this CPU, best last; returns count.
- * names may be NULL to only count. */
+/* Names of the kernel tables usable on this CPU; returns count.  names may
+ * be NULL to only count.  First the native tables, worst first: "ref", then
+ * the SIMD tables, the default (best) one last among them.  Then the
+ * emulated ones, if the build has them ("avx512@emu", "avx512bf16@emu":
+ * the AVX-512 kernels on an emulation of AVX-512 over AVX2, usable on any
+ * CPU with AVX2, FMA and F16C; the same results bit for bit as the native
+ * table, many times slower), which run only when asked for by name. */
 int attn_isa_available(const char **names, int cap);
 
 #ifdef __cplusplus

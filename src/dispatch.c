@@ -2,9 +2,11 @@
  * dispatch.c — choosing the kernel table.
  *
  * Owns: the list of kernel tables this build has ("ref", then the SIMD
- * tables mk/isa.mk compiled, worst first), which of them are usable on
- * this CPU, attn__select_kernels() (explicit name, else $ATTN_ISA, else
- * the best usable table), the public attn_isa_available(), and the tuning
+ * tables mk/isa.mk compiled, worst first, then the emulated ones), which
+ * of them are usable on this CPU, attn__select_kernels() (explicit name,
+ * else $ATTN_ISA, else the best usable native table: an emulated table,
+ * "avx512@emu", runs only when named), the public attn_isa_available(),
+ * and the tuning
  * profile (attn__select_tune: explicit, else $ATTN_TUNE, else the CPU
  * vendor).
  *
@@ -62,17 +64,17 @@ attn_status attn__select_tune(const char *name, int32_t *out, attn_error *err) {
     return ATTN_OK;
 }
 
-/* ---- the list, worst first: "best" = the last usable entry ---- */
+/* ---- the list, native worst first, then the emulated tables: "best" =
+ * the last usable native entry ---- */
 
 typedef struct isa_entry {
-    const char *name;
-    const attn_kernels *(*get)(void);
+    const attn_kernels *(*get)(void); /* its name is the table's own (k->name) */
     int (*cpu)(void);                 /* 1: this CPU (and OS) can run it */
 } isa_entry;
 
-#define ISA_ENTRY(t) {#t, attn__kernels_##t, attn__cpu_##t},
+#define ISA_ENTRY(t) {attn__kernels_##t, attn__cpu_##t},
 static const isa_entry isa_list[] = {
-    {"ref", attn__kernels_ref, cpu_any},
+    {attn__kernels_ref, cpu_any},
     ATTN__SIMD_TABLES(ISA_ENTRY)
 };
 #define ISA_COUNT ((int)(sizeof isa_list / sizeof isa_list[0]))
@@ -82,6 +84,8 @@ _Static_assert(ISA_COUNT == 1 + ATTN_HAVE_TABLES,
 #endif
 
 static int isa_usable(const isa_entry *e) { return e->cpu(); }
+static const char *isa_name(const isa_entry *e) { return e->get()->name; }
+static int isa_emulated(const isa_entry *e) { return e->get()->emulates != NULL; }
 
 /* "ref, avx2, ..." of entries that are usable (usable_only) or all. */
 static void list_names(char *buf, size_t cap, int usable_only) {
@@ -89,12 +93,13 @@ static void list_names(char *buf, size_t cap, int usable_only) {
     buf[0] = '\0';
     for (int i = 0; i < ISA_COUNT; i++) {
         if (usable_only && !isa_usable(&isa_list[i])) continue;
-        size_t n = strlen(isa_list[i].name);
+        const char *name = isa_name(&isa_list[i]);
+        size_t n = strlen(name);
         const char *sep = used ? ", " : "";
         if (used + strlen(sep) + n + 1 > cap) break;
         strcpy(buf + used, sep);
         used += strlen(sep);
-        strcpy(buf + used, isa_list[i].name);
+        strcpy(buf + used, name);
         used += n;
     }
 }
@@ -103,7 +108,7 @@ int attn_isa_available(const char **names, int cap) {
     int count = 0;
     for (int i = 0; i < ISA_COUNT; i++) {
         if (!isa_usable(&isa_list[i])) continue;
-        if (names && count < cap) names[count] = isa_list[i].name;
+        if (names && count < cap) names[count] = isa_name(&isa_list[i]);
         count++;
     }
     return count;
@@ -122,12 +127,12 @@ attn_status attn__select_kernels(const char *isa, const attn_kernels **out, attn
     }
 
     if (!isa) {
-        /* Best usable: the list is ordered worst first and "ref" is always
-         * usable, so this cannot fail. */
+        /* Best usable native table: the list is ordered worst first and
+         * "ref" is always usable, so this cannot fail.  An emulated table
+         * is as correct as its native twin but many times slower. */
         for (int i = ISA_COUNT - 1; i >= 0; i--) {
-            if (!isa_usable(&isa_list[i])) continue;
+            if (!isa_usable(&isa_list[i]) || isa_emulated(&isa_list[i])) continue;
             const attn_kernels *k = isa_list[i].get();
-            ATTN_ASSERT(k != NULL && strcmp(k->name, isa_list[i].name) == 0);
             if (!k) continue;
             *out = k;
             attn__ok(err);
@@ -136,20 +141,18 @@ attn_status attn__select_kernels(const char *isa, const attn_kernels **out, attn
         return attn__fail(err, ATTN_E_INTERNAL, "no kernel table is usable (not even ref)");
     }
 
-    char valid[96];
+    char valid[160];
     for (int i = 0; i < ISA_COUNT; i++) {
         const isa_entry *e = &isa_list[i];
-        if (strcmp(isa, e->name) != 0) continue;
+        const attn_kernels *k = e->get();
+        ATTN_ASSERT(k != NULL);
+        if (!k || strcmp(isa, k->name) != 0) continue;
         if (!e->cpu()) {
             list_names(valid, sizeof valid, 1);
             return attn__fail(err, ATTN_E_BAD_ISA,
                               "%s '%s' is not supported on this CPU; usable here: %s",
-                              source, e->name, valid);
+                              source, k->name, valid);
         }
-        const attn_kernels *k = e->get();
-        ATTN_ASSERT(k != NULL && strcmp(k->name, e->name) == 0);
-        if (!k)
-            return attn__fail(err, ATTN_E_INTERNAL, "kernel table '%s' is NULL", e->name);
         *out = k;
         attn__ok(err);
         return ATTN_OK;

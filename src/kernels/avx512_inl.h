@@ -19,7 +19,11 @@
 #include "kernels_decl.h"
 #include "dtype.h"
 
+#ifdef ATTN_EMU
+#include "avx512_emu.h" /* the emulated tables (mk/isa.mk): SIMDe and what it lacks */
+#else
 #include <immintrin.h>
+#endif
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>

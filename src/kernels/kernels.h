@@ -177,7 +177,10 @@ static inline float attn__store_factor(float m, float l, int has_sink, float sin
 }
 
 typedef struct attn_kernels {
-    const char *name;          /* "ref", "avx2", "avx512", "avx512bf16" */
+    const char *name;          /* "ref", "avx2", "avx512", "avx512bf16", "avx512@emu", ... */
+    const char *emulates;      /* NULL: native.  Else the table whose kernels this one runs
+                                  on an emulation of their ISA (mk/isa.mk, EMU_TABLES):
+                                  the same results bit for bit, never chosen by default */
     int32_t rows_target;       /* preferred rows (tokens * g) per work item */
     int32_t rows_multiple;     /* rows per item its fastest multi-row tile needs a
                                   multiple of (0 or 1: any count) */

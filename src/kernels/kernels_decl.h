@@ -24,6 +24,17 @@
 
 #include "kernels.h"
 
+/* A table file compiled for an emulated table (mk/isa.mk: ATTN_EMU, then
+ * every avx512 symbol renamed with the suffix _emu) names itself "<T>@emu"
+ * and says which native table it emulates. */
+#ifdef ATTN_EMU
+#define ATTN__TABLE_NAME(t) t "@emu"
+#define ATTN__TABLE_EMULATES(t) t
+#else
+#define ATTN__TABLE_NAME(t) t
+#define ATTN__TABLE_EMULATES(t) NULL
+#endif
+
 /* The signatures of the table entries, for the prototypes below. */
 #define ATTN__DECL_LOAD_Q(name)                                                          \
     uint32_t name(const void *src, size_t token_stride, int32_t n_tok, int32_t g,            \
@@ -187,6 +198,27 @@ int attn__cpu_avx512bf16(void);
 #endif
 
 /* The compiled SIMD tables, worst first. */
-#define ATTN__SIMD_TABLES(X) ATTN__TABLE_AVX2(X) ATTN__TABLE_AVX512(X) ATTN__TABLE_AVX512BF16(X)
+/* ---- the emulated tables (mk/isa.mk, EMU_TABLES): the avx512 files'
+ * objects with _emu appended to every avx512 symbol ---- */
+#ifdef ATTN_HAVE_AVX512_EMU
+const attn_kernels *attn__kernels_avx512_emu(void);
+const attn__cvt_path *attn__cvt_avx512_emu(int *count);
+int attn__cpu_avx512_emu(void);
+#define ATTN__TABLE_AVX512_EMU(X) X(avx512_emu)
+#else
+#define ATTN__TABLE_AVX512_EMU(X)
+#endif
+#ifdef ATTN_HAVE_AVX512BF16_EMU
+const attn_kernels *attn__kernels_avx512bf16_emu(void);
+const attn__cvt_path *attn__cvt_avx512bf16_emu(int *count);
+int attn__cpu_avx512bf16_emu(void);
+#define ATTN__TABLE_AVX512BF16_EMU(X) X(avx512bf16_emu)
+#else
+#define ATTN__TABLE_AVX512BF16_EMU(X)
+#endif
+
+/* Native tables worst first, then the emulated ones. */
+#define ATTN__SIMD_TABLES(X) ATTN__TABLE_AVX2(X) ATTN__TABLE_AVX512(X) ATTN__TABLE_AVX512BF16(X) \
+    ATTN__TABLE_AVX512_EMU(X) ATTN__TABLE_AVX512BF16_EMU(X)
 
 #endif /* ATTN_KERNELS_DECL_H */

@@ -22,9 +22,12 @@
  * Decode items have rows = g regardless.  (The avx512bf16 table shares it:
  * kernels_decl.h.) */
 
-/* Every feature the avx512 -m flags (mk/isa.mk) let the compiler use. */
+/* Every feature the avx512 -m flags (mk/isa.mk) let the compiler use;
+ * emulated, the avx2 flags the emulation is compiled with. */
 int attn__cpu_avx512(void) {
-#ifdef ATTN__X86
+#if defined(ATTN__X86) && defined(ATTN_EMU)
+    return attn__cpu_x86_avx2();
+#elif defined(ATTN__X86)
     return attn__cpu_x86_avx512();
 #else
     return 0;
@@ -122,7 +125,8 @@ void attn_tile_heads_fp8e5m2__avx512(const attn_tile_args *a, int32_t n) {
  * the portable table is merge, and tests/test_isa.c checks that every ISA
  * table still points at the portable merge. */
 static const attn_kernels avx512_table = {
-    .name = "avx512",
+    .name = ATTN__TABLE_NAME("avx512"),
+    .emulates = ATTN__TABLE_EMULATES("avx512"),
     .rows_target = ATTN__AVX512_ROWS_TARGET,
     .rows_multiple = ATTN__AVX512_ROWS_MULTIPLE,
     .kv_tile = ATTN__AVX512_KV_TILE,

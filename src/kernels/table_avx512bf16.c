@@ -31,7 +31,9 @@
  * (VBMI for the fp8 decode path: every CPU with AVX512_BF16 but Cooper
  * Lake has it; that one takes the avx512 table). */
 int attn__cpu_avx512bf16(void) {
-#ifdef ATTN__X86
+#if defined(ATTN__X86) && defined(ATTN_EMU)
+    return attn__cpu_x86_avx2(); /* emulated: the avx2 flags it is compiled with */
+#elif defined(ATTN__X86)
     return attn__cpu_x86_avx512() && __builtin_cpu_supports("avx512bf16") &&
            __builtin_cpu_supports("avx512vbmi");
 #else
@@ -106,7 +108,8 @@ static int rounds_bf16(int32_t tune, attn_dtype kv) {
  * concurrent builders); tests/test_isa.c checks that every entry other
  * than name, tile[bf16] and tile_heads[bf16] equals the avx512 table's. */
 static const attn_kernels avx512bf16_table = {
-    .name = "avx512bf16",
+    .name = ATTN__TABLE_NAME("avx512bf16"),
+    .emulates = ATTN__TABLE_EMULATES("avx512bf16"),
     .rows_target = ATTN__AVX512_ROWS_TARGET, /* avx512's: same driver, same trade-off */
     .rows_multiple = ATTN__AVX512_ROWS_MULTIPLE,
     .kv_tile = ATTN__AVX512_KV_TILE,

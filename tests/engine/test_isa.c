@@ -57,15 +57,36 @@
 #define MAX_ISAS 8
 
 /* The SIMD tables this build compiled (kernels_decl.h), with the CPU check
- * dispatch uses for each; the last entry is a terminator. */
+ * dispatch uses for each; the last entry is a terminator.  `sym` is the
+ * table's symbol suffix (avx512, avx512_emu); `name` is filled from the
+ * table itself by table_name(). */
 typedef struct simd_table {
-    const char *name;
+    const char *sym;
     const attn_kernels *(*get)(void);
     int (*cpu)(void);
 } simd_table;
 #define SIMD_ENTRY(t) {#t, attn__kernels_##t, attn__cpu_##t},
 static const simd_table k_simd[] = {ATTN__SIMD_TABLES(SIMD_ENTRY){NULL, NULL, NULL}};
 #define N_SIMD ((int)(sizeof k_simd / sizeof k_simd[0]) - 1)
+
+/* What a table's name must be for its symbol: "avx512" for avx512, and
+ * "avx512@emu" for avx512_emu (an emulated table names the native one it
+ * emulates in `emulates`, and only an emulated table does). */
+static void check_table_name(const simd_table *e) {
+    const attn_kernels *t = e->get();
+    const size_t n = strlen(e->sym);
+    const int emu = n > 4 && strcmp(e->sym + n - 4, "_emu") == 0;
+    char want[40];
+    snprintf(want, sizeof want, "%.*s%s", (int)(emu ? n - 4 : n), e->sym, emu ? "@emu" : "");
+    cr_assert_str_eq(t->name, want);
+    if (!emu) {
+        cr_assert(t->emulates == NULL, "%s: a native table emulates nothing", t->name);
+        return;
+    }
+    cr_assert(t->emulates && strlen(t->emulates) == n - 4 && !strncmp(t->emulates, e->sym, n - 4),
+              "%s: emulates '%s'", t->name, t->emulates ? t->emulates : "(null)");
+}
+#define TABLE_NAME(i) (k_simd[i].get()->name)
 
 /* Comma-separated names of the compiled SIMD tables this CPU can
  * (usable = 1) or cannot (usable = 0) run; returns how many. */
@@ -76,7 +97,7 @@ static int simd_names(int usable, char *buf, size_t cap) {
     for (int i = 0; i < N_SIMD; i++) {
         if (!k_simd[i].cpu() != !usable) continue;
         used += (size_t)snprintf(buf + used, used < cap ? cap - used : 0, "%s%s", n ? ", " : "",
-                                 k_simd[i].name);
+                                 TABLE_NAME(i));
         if (used >= cap) used = cap - 1;
         n++;
     }
@@ -609,9 +630,9 @@ static void use_table(int ix) {
     cr_assert(ix >= 0 && ix < N_SIMD, "table parameter %d", ix);
     if (!k_simd[ix].cpu())
         TU_SKIP("%s: this CPU cannot execute the table's instructions; not tested here",
-                     k_simd[ix].name);
+                     TABLE_NAME(ix));
     g_table = k_simd[ix].get();
-    cr_assert_str_eq(g_table->name, k_simd[ix].name);
+    check_table_name(&k_simd[ix]);
 }
 
 /* A cache of `keys` keys, D dims, one KV head, block size bs, values in
@@ -1186,7 +1207,7 @@ Test(isa, tune_names_and_rounding) {
     const char *isas[MAX_ISAS];
     const int n = attn_isa_available(isas, MAX_ISAS);
     for (int i = 0; i < n; i++) {
-        const int bf16tab = !strcmp(isas[i], "avx512bf16");
+        const int bf16tab = !strncmp(isas[i], "avx512bf16", 10); /* native or @emu */
         for (int e = 0; e < 2; e++) /* precision: default, exact */
             for (int t = 0; t < 2; t++)
                 for (int d = 0; d < 4; d++) { /* f32 never rounds; bf16 prefill, fp8 decode do */
@@ -1221,7 +1242,8 @@ Test(isa, env_bogus_is_bad_isa) {
 }
 
 Test(isa, explicit_names) {
-    static const char *const all[] = {"ref", "avx2", "avx512", "avx512bf16"};
+    static const char *const all[] = {"ref", "avx2", "avx512", "avx512bf16", "avx512@emu",
+                                      "avx512bf16@emu"};
     const char *isas[MAX_ISAS];
     const int n = attn_isa_available(isas, MAX_ISAS);
     cr_assert_eq(create_with("bogus", NULL), ATTN_E_BAD_ISA);
@@ -1244,10 +1266,14 @@ Test(isa, explicit_names) {
                      all[i]);
         unsetenv("ATTN_ISA");
     }
-    /* the default is the best (last) available table */
+    /* the default is the best (last) available native table: the
+     * emulated ones are listed after it and run only when named */
+    int best = n - 1;
+    while (best > 0 && strchr(isas[best], '@')) best--;
+    for (int k = 0; k < best; k++) cr_assert(!strchr(isas[k], '@'), "%s before a native table", isas[k]);
     attn_builder_info info;
     cr_assert_eq(create_with(NULL, &info), ATTN_OK);
-    cr_assert_str_eq(info.isa, isas[n - 1]);
+    cr_assert_str_eq(info.isa, isas[best]);
 }
 
 Test(isa, tables_start_from_ref) {
@@ -1256,7 +1282,7 @@ Test(isa, tables_start_from_ref) {
     const attn_kernels *ref = attn__kernels_ref();
     for (int k = 0; k < N_SIMD; k++) {
         const attn_kernels *t = k_simd[k].get();
-        cr_assert_str_eq(t->name, k_simd[k].name);
+        check_table_name(&k_simd[k]);
         cr_assert(t->rows_target >= 1 && t->kv_tile >= 1, "%s", t->name);
         cr_assert(t->merge == ref->merge, "%s: merge is not the portable one", t->name);
         for (int d = 0; d < ATTN_DTYPE_COUNT; d++) {
@@ -1331,7 +1357,7 @@ Test(isa, load_q_reports_its_maximum) {
 Test(isa, precision_exact_never_rounds, .timeout = 120) {
     int usable = 0;
     for (int i = 0; i < N_SIMD; i++)
-        usable |= !strcmp(k_simd[i].name, "avx512bf16") && k_simd[i].cpu();
+        usable |= !strcmp(TABLE_NAME(i), "avx512bf16") && k_simd[i].cpu();
     if (!usable) TU_SKIP("avx512bf16 is not compiled in or this CPU cannot run it");
     for (int v = 0; v < 2; v++) { /* bf16 prefill, e4m3 decode */
         case_spec c = mk(8, 2, 128, 16, ATTN_DTYPE_BF16);
