@@ -140,7 +140,22 @@ static void add_variant(ctx *c, ag_variant_kind kind, const char *isa, const cha
              isa ? isa : "", isa && tune ? " " : "", tune ? "tune=" : "", tune ? tune : "");
     c->variants[c->n_variants].options = c->words[c->n_variants];
     c->variants[c->n_variants].kind = kind;
+    c->variants[c->n_variants].twin = NULL;
     c->n_variants++;
+}
+
+/* An emulated table ("avx512@emu") is the twin of the native one it
+ * emulates, when that one is a variant here too: the harness holds the two
+ * to the same bytes (ag_variant.twin).  isas[i] is variant i's table. */
+static void pair_twins(ctx *c, const char *const *isas) {
+    for (int i = 0; i < c->n_variants; i++) {
+        const char *at = isas[i] ? strchr(isas[i], '@') : NULL;
+        if (!at) continue;
+        for (int j = 0; j < c->n_variants; j++)
+            if (j != i && isas[j] && strlen(isas[j]) == (size_t)(at - isas[i]) &&
+                strncmp(isas[j], isas[i], (size_t)(at - isas[i])) == 0)
+                c->variants[i].twin = c->variants[j].options;
+    }
 }
 
 /* The variants: the default (the table and profile a group without
@@ -166,11 +181,16 @@ static ag_status op_open(const char *options, void **out, ag_msg *msg) {
     }
     attn_builder_info bi;
     attn_builder_get_info(b, &bi, NULL);
+    const char *isas[8], *of[MAX_VARIANTS] = {0};
+    of[0] = bi.isa;
     add_variant(c, AG_VARIANT_DEFAULT, bi.isa, bi.tune);
-    const char *isas[8];
     const int n = attn_isa_available(isas, 8);
     for (int i = 0; i < n && i < 8; i++)
-        if (strcmp(isas[i], bi.isa) != 0) add_variant(c, AG_VARIANT_KERNELS, isas[i], NULL);
+        if (strcmp(isas[i], bi.isa) != 0) {
+            if (c->n_variants < MAX_VARIANTS) of[c->n_variants] = isas[i];
+            add_variant(c, AG_VARIANT_KERNELS, isas[i], NULL);
+        }
+    pair_twins(c, of);
     add_variant(c, AG_VARIANT_TUNING, NULL, strcmp(bi.tune, "amd") ? "amd" : "intel");
     attn_builder_destroy(b);
     *out = c;
@@ -551,7 +571,7 @@ static int all_paths(const char **names, int cap) {
                 snprintf(tab[n++], sizeof tab[0], "%s/%s", isas[i],
                          attn_dtype_name((attn_dtype)d));
             avx512 |= strncmp(isas[i], "avx512", 6) == 0;
-            bf16 |= strcmp(isas[i], "avx512bf16") == 0;
+            bf16 |= strncmp(isas[i], "avx512bf16", 10) == 0; /* native or @emu */
         }
         snprintf(tab[n++], sizeof tab[0], "tune=amd");
         snprintf(tab[n++], sizeof tab[0], "tune=intel");

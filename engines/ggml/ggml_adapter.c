@@ -63,9 +63,9 @@ static int gg_variants(void *ctx, ag_variant *out, int cap) {
     const agg_lib *lib = ctx;
     const int n = lib->nvar + 1;
     for (int i = 0; out && i < n && i < cap; i++)
-        out[i] = i == 0   ? (ag_variant){lib->words[AGG_LAYOUT_UNIFIED], AG_VARIANT_DEFAULT}
-                 : i == 1 ? (ag_variant){lib->words[AGG_LAYOUT_STREAMS], AG_VARIANT_LAYOUT}
-                          : (ag_variant){lib->var[i - 1].option, AG_VARIANT_KERNELS};
+        out[i] = i == 0   ? (ag_variant){lib->words[AGG_LAYOUT_UNIFIED], AG_VARIANT_DEFAULT, NULL}
+                 : i == 1 ? (ag_variant){lib->words[AGG_LAYOUT_STREAMS], AG_VARIANT_LAYOUT, NULL}
+                          : (ag_variant){lib->var[i - 1].option, AG_VARIANT_KERNELS, NULL};
     return n;
 }
 

@@ -54,9 +54,9 @@ static void ort_caps(void *ctx, ag_caps *out) {
 static int ort_variants(void *ctx, ag_variant *out, int cap) {
     (void)ctx;
     static const ag_variant v[] = {
-        {"op=gqa kv=shared", AG_VARIANT_DEFAULT},
-        {"op=gqa kv=separate", AG_VARIANT_LAYOUT},
-        {"op=attention", AG_VARIANT_LAYOUT},
+        {"op=gqa kv=shared", AG_VARIANT_DEFAULT, NULL},
+        {"op=gqa kv=separate", AG_VARIANT_LAYOUT, NULL},
+        {"op=attention", AG_VARIANT_LAYOUT, NULL},
     };
     const int n = (int)(sizeof v / sizeof v[0]);
     for (int i = 0; out && i < n && i < cap; i++) out[i] = v[i];

@@ -48,8 +48,10 @@ static int cmd_engines(void) {
         ag_variant v[32];
         const int nv = e->variants ? e->variants(ctx, v, 32) : 0;
         for (int k = 0; k < nv && k < 32; k++)
-            printf("           %-9s %s\n", ag_variant_kind_name((ag_variant_kind)v[k].kind),
-                   v[k].options[0] ? v[k].options : "(no options)");
+            printf("           %-9s %s%s%s%s\n", ag_variant_kind_name((ag_variant_kind)v[k].kind),
+                   v[k].options[0] ? v[k].options : "(no options)",
+                   v[k].twin ? "  (emulation: bit for bit as " : "", v[k].twin ? v[k].twin : "",
+                   v[k].twin ? ")" : "");
         e->close(ctx);
     }
     return 0;

@@ -32,15 +32,9 @@ static void close_at_exit(void) {
     g_open = 0;
 }
 
-int engine_host_open(engine_host *h, const char *name, const char *options, char *err,
-                     size_t cap) {
+static int open_table(engine_host *h, const ag_engine *e, const char *options, char *err,
+                      size_t cap) {
     ag_msg msg;
-    memset(h, 0, sizeof *h);
-    const ag_engine *e = ag_engine_find(name, &msg);
-    if (!e) {
-        if (err && cap) snprintf(err, cap, "%s", msg.text);
-        return -1;
-    }
     ag_status st = e->open(options, &h->ctx, &msg);
     if (st != AG_OK) {
         if (err && cap)
@@ -57,6 +51,34 @@ int engine_host_open(engine_host *h, const char *name, const char *options, char
     }
     h->n_variants = n < ENGINE_HOST_MAX_VARIANTS ? n : ENGINE_HOST_MAX_VARIANTS;
     return 0;
+}
+
+int engine_host_open(engine_host *h, const char *name, const char *options, char *err,
+                     size_t cap) {
+    ag_msg msg;
+    memset(h, 0, sizeof *h);
+    const ag_engine *e = ag_engine_find(name, &msg);
+    if (!e) {
+        if (err && cap) snprintf(err, cap, "%s", msg.text);
+        return -1;
+    }
+    return open_table(h, e, options, err, cap);
+}
+
+int engine_host_adopt(const ag_engine *e, const char *options, char *err, size_t cap) {
+    if (g_open != 0) {
+        if (err && cap) snprintf(err, cap, "an engine is already in use");
+        return -1;
+    }
+    memset(&g_host, 0, sizeof g_host);
+    if (!e || e->abi_version != AG_ENGINE_ABI_VERSION) {
+        if (err && cap) snprintf(err, cap, "no adapter table, or one for another ABI version");
+        return -1;
+    }
+    g_open = open_table(&g_host, e, options, g_err, sizeof g_err) == 0 ? 1 : -1;
+    if (g_open == 1) atexit(close_at_exit);
+    if (g_open != 1 && err && cap) snprintf(err, cap, "%s", g_err);
+    return g_open == 1 ? 0 : -1;
 }
 
 void engine_host_close(engine_host *h) {

@@ -41,6 +41,11 @@ void engine_host_close(engine_host *h);
  * Returns 0, or -1 with a message (no such engine, or open refused: e.g.
  * ggml is not installed, with the command that installs it). */
 int engine_host_select(const char *name, const char *options, char *err, size_t cap);
+/* Choose an adapter table the caller holds (an embedding program's own, a
+ * test's wrapper of another adapter) as the process's engine, opening it
+ * now with its process options (may be NULL).  Before any other choice or
+ * use; 0, or -1 with a message. */
+int engine_host_adopt(const ag_engine *e, const char *options, char *err, size_t cap);
 /* The selected engine, opened on first use ($ATTNGUARD_ENGINE and
  * $ATTNGUARD_ENGINE_OPTIONS when none was selected); NULL with a message
  * when it cannot be opened. */

@@ -176,7 +176,11 @@ typedef struct run_cfg {
     unsigned char junk;     /* fill of every scratch region before each run */
     const char *options;    /* the group's engine options */
     const char *what;       /* for messages */
+    int twin;               /* TWIN_KEEP: keep the outputs (a native run whose emulation
+                               follows); TWIN_MATCH: they must equal the kept ones bit for
+                               bit (ag_variant.twin); 0: neither */
 } run_cfg;
+enum { TWIN_KEEP = 1, TWIN_MATCH = 2 };
 
 typedef struct run_ctx {
     const problem *p;
@@ -190,6 +194,7 @@ typedef struct run_ctx {
     /* per layer, the reference under each rounding model a run declared */
     oracle_ref ref[CASE_MAX_LAYERS][CHECK_MODELS];
     unsigned char *base[CASE_MAX_LAYERS];   /* outputs of the first primary run */
+    unsigned char *twin[CASE_MAX_LAYERS];   /* outputs of the last TWIN_KEEP run */
     int have_base;
     const char *base_options;               /* the options that run used */
     check_report *rep;                      /* may be NULL */
@@ -487,6 +492,14 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
         }
         const oracle_ref *view;
         if (ref_for(x, l, gi.precision, &view, f, &res)) break;
+        if (cf->twin == TWIN_MATCH) {
+            if ((res = oracle_check_agree(p, l, x->twin[l], x->out.buf, NULL, 1, cf->what, f))) {
+                char d[sizeof f->detail];
+                snprintf(d, sizeof d, "%s", f->detail);
+                res = oracle_found(f, ORACLE_EMULATION, "%s", d);
+            }
+            continue;
+        }
         if (cf->role == ROLE_BITWISE) {
             if (x->have_base)
                 res = oracle_check_agree(p, l, x->base[l], x->out.buf, NULL, 1, cf->what, f);
@@ -504,6 +517,7 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
         }
         if (!res && cf->role == ROLE_PRIMARY && x->base[l] && !x->have_base)
             memcpy(x->base[l], x->out.buf, x->out_bytes[l]);
+        if (!res && cf->twin == TWIN_KEEP) memcpy(x->twin[l], x->out.buf, x->out_bytes[l]);
     }
     if (!res && cf->role == ROLE_PRIMARY && !x->have_base) {
         x->have_base = 1;
@@ -531,6 +545,43 @@ static const char *split_name(int32_t m) {
     }
 }
 
+/* The index of the variant whose options are `options`, else -1. */
+static int variant_index(const engine_host *E, const char *options) {
+    for (int i = 0; options && i < E->n_variants; i++)
+        if (E->variants[i].options && strcmp(E->variants[i].options, options) == 0) return i;
+    return -1;
+}
+
+/* Each variant with a twin (an emulation of the twin's kernels) against
+ * that twin: the twin runs first and keeps its outputs, then the variant,
+ * on the case's threads, must give the same bytes.  Every pair with
+ * CHECK_EVERY_VARIANT, else the pair of the variant that ran as the
+ * primary path (`primary`, -1: none). */
+static oracle_id check_twins(run_ctx *x, unsigned what, int primary, finding *f) {
+    const engine_host *E = x->E;
+    const case_spec *c = &x->p->c;
+    const ag_plan_opts own = {c->split, c->split_count, GUARD_REDZONE};
+    oracle_id res = ORACLE_NONE;
+    for (int i = 0; i < E->n_variants && !res; i++) {
+        const int j = variant_index(E, E->variants[i].twin);
+        if (j < 0 || j == i) continue;
+        if (!(what & CHECK_EVERY_VARIANT) && primary != i && primary != j) continue;
+        char d_keep[160], d_match[160];
+        snprintf(d_keep, sizeof d_keep, "twin %s (of %s)", E->variants[j].options,
+                 E->variants[i].options);
+        snprintf(d_match, sizeof d_match, "emulated variant %s against its twin %s",
+                 E->variants[i].options, E->variants[j].options);
+        const run_cfg keep = {c->threads, j, own, 0, ROLE_VARIANT, 0xFF, E->variants[j].options,
+                              d_keep, TWIN_KEEP};
+        const run_cfg match = {c->threads, i, own, 0, ROLE_VARIANT, 0xFF, E->variants[i].options,
+                               d_match, TWIN_MATCH};
+        res = run_config(x, &keep, f);
+        if (!res && !f->skipped[0]) res = run_config(x, &match, f);
+        if (!res) f->skipped[0] = '\0';   /* a variant's skip is not the case's */
+    }
+    return res;
+}
+
 static oracle_id check_runs(const problem *p, const engine_host *E, unsigned what, finding *f,
                             check_report *rep) {
     const case_spec *c = &p->c;
@@ -552,7 +603,8 @@ static oracle_id check_runs(const problem *p, const engine_host *E, unsigned wha
     if (inputs_init(&x.in, p, 0) != 0) goto done;   /* no memory: nothing to judge */
     for (int32_t l = 0; l < c->num_layers; l++) {
         x.base[l] = malloc(x.out_bytes[l] ? x.out_bytes[l] : 1);
-        if (!x.base[l]) goto done;
+        x.twin[l] = malloc(x.out_bytes[l] ? x.out_bytes[l] : 1);
+        if (!x.base[l] || !x.twin[l]) goto done;
     }
     const ag_plan_opts own = {c->split, c->split_count, GUARD_REDZONE};
 
@@ -565,14 +617,17 @@ static oracle_id check_runs(const problem *p, const engine_host *E, unsigned wha
      * it once more; but a run on a worker pool costs a wake-up and, on a
      * loaded machine, barrier spins while a worker waits for a core (ggml:
      * 13 variants at 2-4 threads cost most of fuzz_attention's time). */
+    int primary = -1;   /* the variant of the first primary run */
     if (c->options[0] || E->n_variants <= 1) {
+        primary = c->options[0] ? variant_index(E, c->options) : 0;
         run_cfg base = {c->threads, c->options[0] ? -1 : 0, own, 0, ROLE_PRIMARY, 0xFF,
-                        c->options[0] ? c->options : NULL, "case config"};
+                        c->options[0] ? c->options : NULL, "case config", 0};
         res = run_config(&x, &base, f);
     } else {
         const int n = E->n_variants;
         const int k = (what & CHECK_EVERY_VARIANT) ? n : 1;
         const int first = (int)(c->seed % (uint64_t)n);
+        primary = first;
         for (int j = 0; j < k && !res; j++) {
             const int i = (first + j) % n;
             const int32_t threads = j == 0 ? c->threads : 1;
@@ -581,11 +636,12 @@ static oracle_id check_runs(const problem *p, const engine_host *E, unsigned wha
             char desc[96];
             snprintf(desc, sizeof desc, "case config, %s%s%s", opt ? "variant " : "",
                      opt ? opt : "default variant", threads != c->threads ? ", 1 thread" : "");
-            run_cfg v = {threads, i, own, 0, ROLE_PRIMARY, 0xFF, opt, desc};
+            run_cfg v = {threads, i, own, 0, ROLE_PRIMARY, 0xFF, opt, desc, 0};
             res = run_config(&x, &v, f);
         }
     }
     if (res || f->skipped[0] || !(what & CHECK_INVARIANCE)) goto done;
+    if ((res = check_twins(&x, what, primary, f))) goto done;
 
     if ((caps & AG_CAP_PAGED) && inputs_init(&x.perm, p, 1) != 0) goto done;
     const char *opt = c->options[0] ? c->options : NULL;
@@ -593,15 +649,15 @@ static oracle_id check_runs(const problem *p, const engine_host *E, unsigned wha
     char tdesc[64];
     snprintf(tdesc, sizeof tdesc, "threads %d (case: %d)", (int)alt_threads, (int)c->threads);
     const run_cfg variants[] = {
-        {c->threads, -1, {AG_SPLIT_OFF, 0, GUARD_REDZONE}, 0, ROLE_VARIANT, 0xFF, opt, "split off"},
-        {c->threads, -1, {AG_SPLIT_ON, 0, GUARD_REDZONE}, 0, ROLE_VARIANT, 0xFF, opt, "split on"},
+        {c->threads, -1, {AG_SPLIT_OFF, 0, GUARD_REDZONE}, 0, ROLE_VARIANT, 0xFF, opt, "split off", 0},
+        {c->threads, -1, {AG_SPLIT_ON, 0, GUARD_REDZONE}, 0, ROLE_VARIANT, 0xFF, opt, "split on", 0},
         {c->threads, -1, {AG_SPLIT_FIXED, 3, GUARD_REDZONE}, 0, ROLE_VARIANT, 0xFF, opt,
-         "split fixed 3"},
-        {alt_threads, -1, own, 0, ROLE_VARIANT, 0xFF, opt, tdesc},
-        {c->threads, -1, own, 1, ROLE_VARIANT, 0xFF, opt, "permuted physical blocks"},
+         "split fixed 3", 0},
+        {alt_threads, -1, own, 0, ROLE_VARIANT, 0xFF, opt, tdesc, 0},
+        {c->threads, -1, own, 1, ROLE_VARIANT, 0xFF, opt, "permuted physical blocks", 0},
         /* Same input, same threads, other junk in the scratch regions: a
          * read of scratch nobody wrote shows up as a bitwise difference. */
-        {c->threads, -1, own, 0, ROLE_BITWISE, 0x3C, opt, "rerun with the same input and threads"},
+        {c->threads, -1, own, 0, ROLE_BITWISE, 0x3C, opt, "rerun with the same input and threads", 0},
     };
     for (size_t i = 0; i < sizeof variants / sizeof variants[0] && !res; i++) {
         const run_cfg *v = &variants[i];
@@ -622,6 +678,7 @@ done:
     for (int l = 0; l < CASE_MAX_LAYERS; l++) {
         for (int i = 0; i < CHECK_MODELS; i++) oracle_ref_free(&x.ref[l][i]);
         free(x.base[l]);
+        free(x.twin[l]);
     }
     if (x.out_layer >= 0) guard_free(&x.out);
     inputs_free(&x.perm);

@@ -28,7 +28,7 @@
 
 static const char *const k_oracle_names[] = {
     "none", "scratch-bounds", "sizing", "mixed-heads", "differential", "invariance", "bad-input",
-    "input-bounds", "engine-check", "hang", "cache-write",
+    "input-bounds", "engine-check", "hang", "cache-write", "emulation",
 };
 _Static_assert(sizeof k_oracle_names / sizeof k_oracle_names[0] == ORACLE_COUNT,
                "one name per oracle_id");

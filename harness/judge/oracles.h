@@ -1,5 +1,5 @@
 /*
- * oracles.h — the six oracles that decide whether the engine behaved on a
+ * oracles.h — the oracles that decide whether the engine behaved on a
  * case (docs/design.md §5), and how a finding is reported: every oracle fires from
  * its own non-inlined function, so crash deduplication by top frames tells
  * them apart, after printing one line
@@ -30,6 +30,8 @@ typedef enum oracle_id {
                                 (fired by the watchdog, judge/schedule.c) */
     ORACLE_CACHE_WRITE,      /* "cache-write": a cache writer stored other bits than the
                                 row's conversion, or touched a slot it was not given */
+    ORACLE_EMULATION,        /* "emulation": a variant and its twin (ag_variant.twin, an
+                                emulation of the same kernels) disagree bit for bit */
     ORACLE_COUNT
 } oracle_id;
 

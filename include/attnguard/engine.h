@@ -1,7 +1,7 @@
 /*
  * attnguard/engine.h — the adapter ABI: what a CPU attention engine
  * implements so that attnguard's oracles, fuzz targets, reports and
- * benchmarks can drive it.  Version AG_ENGINE_ABI_VERSION (2).
+ * benchmarks can drive it.  Version AG_ENGINE_ABI_VERSION (3).
  *
  * Owns: the description types the harness hands to an engine (group,
  * layer, batch, run arguments, an allocator), what the engine hands back
@@ -61,7 +61,7 @@
 extern "C" {
 #endif
 
-#define AG_ENGINE_ABI_VERSION 2
+#define AG_ENGINE_ABI_VERSION 3 /* 3: ag_variant.twin */
 
 typedef enum ag_status {
     AG_OK = 0,
@@ -193,6 +193,11 @@ typedef enum ag_variant_kind {
 typedef struct ag_variant {
     const char *options;       /* space-separated "key=value" words; static or ctx-owned */
     int32_t kind;              /* ag_variant_kind */
+    const char *twin;          /* NULL, or the options of another entry of the list whose
+                                  outputs this variant's must equal bit for bit on every
+                                  input (an emulation of that entry's kernels on another
+                                  ISA): the harness runs both and reports any difference
+                                  as a finding of its own ("emulation") */
 } ag_variant;
 
 /* How an engine rounds on purpose, so that the harness judges it by a

@@ -327,3 +327,12 @@ const attn__cvt_path *attn__cvt_avx512bf16(int *count) {
     *count = (int)(sizeof avx512bf16_cvt / sizeof avx512bf16_cvt[0]);
     return avx512bf16_cvt;
 }
+
+/* One VDPBF16PS as the tiles issue it (a test hook, kernels_decl.h):
+ * acc[i] += a[2i+1] * b[2i+1] + a[2i] * b[2i] over 16 lanes, with the
+ * instruction's own rounding and denormal rules. */
+void attn__dpbf16__avx512bf16(float *acc, const uint16_t *a, const uint16_t *b) {
+    const __m512 c = _mm512_dpbf16_ps(_mm512_loadu_ps(acc), (__m512bh)_mm512_loadu_si512(a),
+                                      (__m512bh)_mm512_loadu_si512(b));
+    _mm512_storeu_ps(acc, c);
+}

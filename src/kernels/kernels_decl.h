@@ -191,6 +191,8 @@ void attn_tile_heads_fp8e4m3__avx512bf16(const attn_tile_args *a, int32_t n);
 void attn_tile_heads_fp8e5m2__avx512bf16(const attn_tile_args *a, int32_t n);
 const attn_kernels *attn__kernels_avx512bf16(void);
 const attn__cvt_path *attn__cvt_avx512bf16(int *count);
+/* one VDPBF16PS over 16 lanes (avx512bf16_lanes.c; tests/test_emulation.c) */
+void attn__dpbf16__avx512bf16(float *acc, const uint16_t *a, const uint16_t *b);
 int attn__cpu_avx512bf16(void);
 #define ATTN__TABLE_AVX512BF16(X) X(avx512bf16)
 #else
@@ -211,6 +213,7 @@ int attn__cpu_avx512_emu(void);
 #ifdef ATTN_HAVE_AVX512BF16_EMU
 const attn_kernels *attn__kernels_avx512bf16_emu(void);
 const attn__cvt_path *attn__cvt_avx512bf16_emu(int *count);
+void attn__dpbf16__avx512bf16_emu(float *acc, const uint16_t *a, const uint16_t *b);
 int attn__cpu_avx512bf16_emu(void);
 #define ATTN__TABLE_AVX512BF16_EMU(X) X(avx512bf16_emu)
 #else

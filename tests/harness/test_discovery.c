@@ -32,9 +32,9 @@
 
 static const ag_caps k_caps = {.max_heads = 1024, .max_head_dim = 1024, .max_block_size = 4096,
                                .max_threads = 256, .max_seq_len = 1 << 28, .max_splits = 64};
-static const ag_variant k_vars[3] = {{"isa=a tune=x", AG_VARIANT_DEFAULT},
-                                     {"isa=b", AG_VARIANT_KERNELS},
-                                     {"tune=y", AG_VARIANT_TUNING}};
+static const ag_variant k_vars[3] = {{"isa=a tune=x", AG_VARIANT_DEFAULT, NULL},
+                                     {"isa=b", AG_VARIANT_KERNELS, NULL},
+                                     {"tune=y", AG_VARIANT_TUNING, NULL}};
 
 /* A written-out reach table row's count, or -1 when absent. */
 static long row_count(const char *json, const char *row) {

@@ -112,6 +112,12 @@ ParameterizedTest(int *index, engines, abi_contract) {
     for (int i = 0; i < nv && i < 32; i++) {
         cr_assert(v[i].options && (i == 0) == (v[i].kind == AG_VARIANT_DEFAULT),
                   "%s: variant %d", *name, i);
+        /* a twin is another entry of the list, by its exact words */
+        int twin_at = -1;
+        for (int j = 0; v[i].twin && j < nv && j < 32; j++)
+            if (j != i && !strcmp(v[j].options, v[i].twin)) twin_at = j;
+        cr_assert(!v[i].twin || twin_at >= 0, "%s: variant '%s' names twin '%s', not in the list",
+                  *name, v[i].options, v[i].twin);
         ag_group g = group_of(&o, L, 2, v[i].options);
         void *grp = NULL;
         cr_assert_eq(e->create(o.ctx, &g, &grp, &m), AG_OK, "%s: variant '%s': %s", *name,
@@ -243,4 +249,47 @@ Test(engines, ggml_declared_gaps) {
                  "ALiBi distance 2999: %s", m.text);
     e->destroy(grp);
     e->close(o.ctx);
+}
+
+/* attnguard's emulated tables ("isa=avx512@emu"): each is a kernels
+ * variant, and the twin of the native table it emulates whenever that
+ * table is a variant here too (so the harness holds them to the same
+ * bytes); with no native table on this CPU, of nothing. */
+static const char *isa_word(const char *options, size_t *len) {
+    const char *w = strstr(options, "isa=");
+    if (!w) return NULL;
+    *len = strcspn(w + 4, " ");
+    return w + 4;
+}
+Test(engines, attnguard_emulated_twins) {
+    open_engine o = open_or_skip("attnguard");
+    ag_variant v[32];
+    const int nv = o.e->variants(o.ctx, v, 32);
+    int emulated = 0;
+    for (int i = 0; i < nv && i < 32; i++) {
+        size_t n;
+        const char *isa = isa_word(v[i].options, &n);
+        const char *at = isa ? memchr(isa, '@', n) : NULL;
+        if (!at) {
+            cr_assert_null(v[i].twin, "native variant '%s' names a twin", v[i].options);
+            continue;
+        }
+        emulated++;
+        cr_assert_eq(v[i].kind, AG_VARIANT_KERNELS, "%s", v[i].options);
+        const size_t base = (size_t)(at - isa);
+        int native = -1;
+        for (int j = 0; j < nv && j < 32; j++) {
+            size_t m;
+            const char *o2 = isa_word(v[j].options, &m);
+            if (o2 && m == base && !strncmp(o2, isa, base)) native = j;
+        }
+        if (native < 0)
+            cr_assert_null(v[i].twin, "%s: twin '%s' without its native table", v[i].options,
+                           v[i].twin);
+        else
+            cr_assert(v[i].twin && !strcmp(v[i].twin, v[native].options), "%s: twin '%s', want '%s'",
+                      v[i].options, v[i].twin ? v[i].twin : "(none)", v[native].options);
+    }
+    o.e->close(o.ctx);
+    if (!emulated) cr_skip_test("this build has no emulated tables (mk/isa.mk, EMU_TABLES)");
 }

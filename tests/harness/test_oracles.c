@@ -608,9 +608,9 @@ Test(oracles, defects_bind_by_declaration) {
  * value they do not is a defect (refused as options); a key no variant
  * uses belongs to another engine (the case is skipped, not judged). */
 Test(oracles, options_by_the_variant_list) {
-    const ag_variant v[3] = {{"isa=wide tune=a", AG_VARIANT_DEFAULT},
-                             {"isa=narrow", AG_VARIANT_KERNELS},
-                             {"tune=b", AG_VARIANT_TUNING}};
+    const ag_variant v[3] = {{"isa=wide tune=a", AG_VARIANT_DEFAULT, NULL},
+                             {"isa=narrow", AG_VARIANT_KERNELS, NULL},
+                             {"tune=b", AG_VARIANT_TUNING, NULL}};
     const validity_engine e = {NULL, v, 3};
     case_spec c = small_case();
     case_defects d;

@@ -1,0 +1,201 @@
+/*
+ * test_emulation.c — where an emulated table (avx512@emu, avx512bf16@emu:
+ * mk/isa.mk, src/kernels/avx512_emu.h) could differ from the hardware in a
+ * way the judges would see, held to the hardware's definition:
+ *
+ *   - masked loads and stores touch only the lanes their mask selects: every
+ *     table's conversion paths (the kernels' own inline code, kernels.h's
+ *     test hook) run on buffers that end flush against an inaccessible
+ *     page, at every length up to a few vectors.  An emulation that loaded
+ *     the whole vector and blended would fault here, as it would in the
+ *     guarded runs of the harness (a false alarm, or a cover for a real
+ *     over-read).
+ *   - VDPBF16PS: every lane against the instruction's definition written
+ *     here (bf16 inputs and the accumulator with subnormals read as zero,
+ *     the odd pair fused in first, then the even one, round to nearest
+ *     even, subnormal results flushed), on special values and random bits.
+ *     The native table is held to the same model where the CPU has it, so
+ *     on such a CPU the model itself is checked against the silicon.
+ *
+ * The conversions (VCVTNE2PS2BF16, VCVTPH2PS, ...) are test_convert.c's:
+ * it sweeps every table's paths, the emulated ones included, bit for bit.
+ */
+#include <criterion/criterion.h>
+
+#include "../../src/attn.h"
+#include "../../src/kernels/kernels_decl.h"
+#include "../tutil.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* ------------------------------------------- masked tails at a guard page */
+
+typedef struct tab {
+    const char *name;
+    const attn__cvt_path *(*paths)(int *);
+    int (*cpu)(void);
+} tab;
+static int cpu_any(void) { return 1; }
+#define TAB(t) {#t, attn__cvt_##t, attn__cpu_##t},
+static const tab k_tabs[] = {{"ref", attn__cvt_ref, cpu_any}, ATTN__SIMD_TABLES(TAB)};
+#define N_TABS ((int)(sizeof k_tabs / sizeof k_tabs[0]))
+
+/* Two pages, the second inaccessible: a buffer of `bytes` placed so that
+ * its last byte is the last accessible one. */
+typedef struct fenced {
+    unsigned char *map;
+    size_t page;
+} fenced;
+static void *fence(fenced *f, size_t bytes) {
+    f->page = (size_t)sysconf(_SC_PAGESIZE);
+    f->map = mmap(NULL, 2 * f->page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cr_assert(f->map != MAP_FAILED);
+    cr_assert_eq(mprotect(f->map + f->page, f->page, PROT_NONE), 0);
+    cr_assert(bytes <= f->page);
+    return f->map + f->page - bytes;
+}
+static void unfence(fenced *f) { munmap(f->map, 2 * f->page); }
+
+static size_t elem_size(attn_dtype d) {
+    return d == ATTN_DTYPE_F32 ? 4 : d == ATTN_DTYPE_BF16 || d == ATTN_DTYPE_F16 ? 2 : 1;
+}
+
+Test(emulation, masked_tails_stop_at_the_mask) {
+    int ran = 0, emulated = 0;
+    for (int t = 0; t < N_TABS; t++) {
+        if (!k_tabs[t].cpu()) continue;
+        int np = 0;
+        const attn__cvt_path *p = k_tabs[t].paths(&np);
+        emulated += strstr(k_tabs[t].name, "_emu") != NULL;
+        for (int i = 0; i < np; i++) {
+            const size_t nes = elem_size(p[i].narrow);
+            const size_t ses = p[i].to_f32 ? nes : 4;
+            const size_t des = p[i].to_f32 || (p[i].flags & ATTN__CVT_AS_F32) ? 4 : nes;
+            for (size_t n = 1; n <= 100; n++) {
+                fenced fs, fd;
+                unsigned char *src = fence(&fs, n * ses), *dst = fence(&fd, n * des);
+                /* small finite values in every format: 0x3c (bf16/f16/fp8
+                 * high bytes of ones and halves) */
+                memset(src, 0x3c, n * ses);
+                p[i].run(src, dst, n); /* a fault here fails the test */
+                unfence(&fs);
+                unfence(&fd);
+                ran++;
+            }
+        }
+    }
+    cr_assert_gt(ran, 0);
+    cr_log_info("%d path-length pairs at a guard page, %d emulated tables among them", ran,
+                emulated);
+}
+
+/* ------------------------------------------------------ VDPBF16PS model */
+
+static uint32_t bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+static float of_bits(uint32_t u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+/* a subnormal as a zero of its sign */
+static float daz(float f) { return fpclassify(f) == FP_SUBNORMAL ? copysignf(0.0f, f) : f; }
+static float bf16(uint16_t h) { return daz(of_bits((uint32_t)h << 16)); }
+
+/* The instruction's lane: SDM, VDPBF16PS (DAZ, FTZ, RNE, no exceptions). */
+static float model_lane(float acc, uint16_t ae, uint16_t ao, uint16_t be, uint16_t bo) {
+    const float t = daz(fmaf(bf16(ao), bf16(bo), daz(acc)));
+    return daz(fmaf(bf16(ae), bf16(be), t));
+}
+
+typedef void (*dp_fn)(float *acc, const uint16_t *a, const uint16_t *b);
+typedef struct dp_impl {
+    const char *name;
+    dp_fn run;
+    int (*cpu)(void);
+} dp_impl;
+static const dp_impl k_dp[] = {
+#ifdef ATTN_HAVE_AVX512BF16
+    {"avx512bf16", attn__dpbf16__avx512bf16, attn__cpu_avx512bf16},
+#endif
+#ifdef ATTN_HAVE_AVX512BF16_EMU
+    {"avx512bf16@emu", attn__dpbf16__avx512bf16_emu, attn__cpu_avx512bf16_emu},
+#endif
+    {NULL, NULL, NULL},
+};
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint32_t next32(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 16);
+}
+/* bf16 bits: specials, subnormals, values whose products overflow,
+ * underflow or cancel, and plain random patterns */
+static uint16_t pick16(void) {
+    static const uint16_t special[] = {0x0000, 0x8000, 0x0001, 0x807f, 0x0080, 0x8080, 0x3f80,
+                                       0xbf80, 0x7f7f, 0xff7f, 0x7f80, 0xff80, 0x7fc0, 0xffc1,
+                                       0x7f81, 0x1f80, 0x2000, 0x5f80, 0x6000, 0x3f81};
+    const uint32_t r = next32();
+    if (r % 4 == 0) return special[(r >> 8) % (sizeof special / sizeof special[0])];
+    if (r % 4 == 1) return (uint16_t)((r >> 8) & 0x80ffu) | 0x3f00u; /* near one: cancellation */
+    return (uint16_t)(r >> 8);
+}
+static float pick_acc(void) {
+    const uint32_t r = next32();
+    switch (r % 6) {
+    case 0: return 0.0f;
+    case 1: return of_bits(r >> 3 & 0x807fffffu); /* subnormal */
+    case 2: return of_bits(0x7f800000u | (r & 0x80000000u)); /* inf */
+    case 3: return of_bits(0x7fc00000u | (r >> 10)); /* NaN */
+    default: return of_bits(next32());
+    }
+}
+
+Test(emulation, vdpbf16ps_as_the_sdm_defines_it) {
+    int ran = 0;
+    for (const dp_impl *d = k_dp; d->name; d++) {
+        if (!d->cpu()) {
+            cr_log_info("%s: this CPU cannot run it", d->name);
+            continue;
+        }
+        ran++;
+        size_t bad = 0;
+        for (int rep = 0; rep < 20000; rep++) {
+            float acc[16], acc0[16], want[16];
+            uint16_t a[32], b[32];
+            for (int i = 0; i < 32; i++) {
+                a[i] = pick16();
+                b[i] = pick16();
+            }
+            for (int i = 0; i < 16; i++) {
+                acc[i] = pick_acc();
+                acc0[i] = acc[i];
+                want[i] = model_lane(acc[i], a[2 * i], a[2 * i + 1], b[2 * i], b[2 * i + 1]);
+            }
+            d->run(acc, a, b);
+            for (int i = 0; i < 16; i++) {
+                /* NaN as a class: its payload is not part of the definition */
+                const int same = isnan(want[i]) ? isnan(acc[i]) != 0 : bits(acc[i]) == bits(want[i]);
+                if (!same && bad++ < 4)
+                    cr_log_error("%s lane %d: acc 0x%08x, a %04x %04x, b %04x %04x: got %a "
+                                 "(0x%08x), the definition gives %a (0x%08x)",
+                                 d->name, i, bits(acc0[i]), a[2 * i], a[2 * i + 1], b[2 * i],
+                                 b[2 * i + 1],
+                                 (double)acc[i], bits(acc[i]), (double)want[i], bits(want[i]));
+            }
+        }
+        cr_assert_eq(bad, 0, "%s: %zu of 320000 lanes differ from VDPBF16PS's definition", d->name,
+                     bad);
+    }
+    if (!ran) TU_SKIP("no avx512bf16 table, native or emulated, runs here");
+}
