@@ -359,6 +359,14 @@ int main(int argc, char **argv) {
         }
     }
     if (!outdir) outdir = "reports";
+    const char *isa = getenv("ATTN_ISA");
+    if (isa && strstr(isa, "@emu")) {
+        /* an emulated table runs the AVX-512 kernels over SIMDe: correct,
+         * and no measure of anything a user would run */
+        fprintf(stderr, "bench: ATTN_ISA=%s is an emulated kernel table (mk/isa.mk, EMU_TABLES); "
+                        "it is for tests and fuzzing and is never timed\n", isa);
+        return 2;
+    }
     return peer ? bench_side_by_side(engines && *engines ? engines : "attnguard", torch, outdir)
                 : cmd_bench(engine, outdir);
 }

@@ -72,7 +72,10 @@ static void engine_configs(peer_run *run, const engine_host *h, int judged) {
     const char *kern[ENGINE_HOST_MAX_VARIANTS] = {NULL};   /* NULL: the default's */
     int nkern = 1;
     for (int i = 1; i < h->n_variants && nkern < nk && !judged; i++)
-        if (v[i].kind == AG_VARIANT_KERNELS) kern[nkern++] = v[i].options;
+        /* an emulated table ("isa=avx512@emu") is a correctness twin,
+         * many times slower than any real path: never timed */
+        if (v[i].kind == AG_VARIANT_KERNELS && !strstr(v[i].options, "@emu"))
+            kern[nkern++] = v[i].options;
     for (int b = 0; b < h->n_variants && run->ncfg < ROW_MAX_CONFIGS; b++) {
         if (b > 0 && (judged || v[b].kind == AG_VARIANT_KERNELS)) continue;
         for (int k = 0; k < nkern && run->ncfg < ROW_MAX_CONFIGS; k++) {
