@@ -132,7 +132,8 @@ $(B)/obj/%.o: %.c $(B)/.flags
 	$(call quiet,CC,$(CC) $(CFLAGS_ALL) $(ISA_FLAGS) $(DEPFLAGS) -c $< -o $@,$<$(B_TAG))
 
 # The emulated tables' objects (mk/isa.mk): the same files, another rule.
-$(eval $(call emu_rule,$(B)/obj,$(CC) $(CFLAGS_ALL) $(ISA_NOUBSAN),$(B)/.flags))
+EMU_CC = $(CC) $(CFLAGS_ALL) $(ISA_NOUBSAN)
+$(eval $(call emu_rule,$(B)/obj,EMU_CC,$(B)/.flags))
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(@D)

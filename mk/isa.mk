@@ -69,12 +69,14 @@ emu_tables_of = $(foreach t,$1,$(t)_emu)
 EMU_FLAGS := $(avx2_FLAGS) -DATTN_EMU=1 -Wno-psabi
 EMU_SRC := $(foreach t,$(EMU_TABLES),$($t_SRC) src/kernels/table_$t.c)
 emu_objs = $(EMU_SRC:%.c=$1/emu/%.o)
-# $(call emu_rule,<obj dir>,<compiler and flags>,<flags file>): compile an
-# emulated object, then rename its symbols (scripts/emu_syms.sh).
+# $(call emu_rule,<obj dir>,<name of the variable holding the compiler and
+# flags>,<flags file>): compile an emulated object, then rename its symbols
+# (scripts/emu_syms.sh).  A variable's name, not its value: sanitizer flags
+# hold commas, which would split the call's arguments.
 define emu_rule
 $1/emu/%.o: %.c $3
 	@mkdir -p $$(@D)
-	$$(call quiet,CC,$2 $$(EMU_FLAGS) -MMD -MP -MT $$@ -MF $$(@:.o=.d) -DATTN_KERNEL_SIDE=1 -c $$< -o $$@.raw && \
+	$$(call quiet,CC,$$($2) $$(EMU_FLAGS) -MMD -MP -MT $$@ -MF $$(@:.o=.d) -DATTN_KERNEL_SIDE=1 -c $$< -o $$@.raw && \
 	  sh scripts/emu_syms.sh $$@.raw $$@,$$<  [emu])
 endef
 
