@@ -33,6 +33,7 @@
 #include "../../src/attn.h"
 #include "../../src/kernels/kernels_decl.h"
 #include "../tutil.h"
+#include "cvt_tables.h"
 
 #include <criterion/logging.h>
 
@@ -136,16 +137,7 @@ static uint32_t model_widen(uint32_t c, attn_dtype dt) {
 
 /* ------------------------------------------------------- the paths */
 
-typedef struct tab {
-    const char *name;
-    const attn__cvt_path *(*paths)(int *);
-    int (*cpu)(void);
-} tab;
-
-static int cpu_any(void) { return 1; }
-#define TAB(t) {#t, attn__cvt_##t, attn__cpu_##t},
-static const tab k_tabs[] = {{"ref", attn__cvt_ref, cpu_any}, ATTN__SIMD_TABLES(TAB)};
-#define N_TABS ((int)(sizeof k_tabs / sizeof k_tabs[0]))
+/* k_tabs, N_TABS: cvt_tables.h */
 #define MAX_PATHS 64
 
 /* Widening tests: one per path (parameter table * 16 + path). */

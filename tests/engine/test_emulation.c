@@ -25,6 +25,7 @@
 #include "../../src/attn.h"
 #include "../../src/kernels/kernels_decl.h"
 #include "../tutil.h"
+#include "cvt_tables.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -35,15 +36,7 @@
 
 /* ------------------------------------------- masked tails at a guard page */
 
-typedef struct tab {
-    const char *name;
-    const attn__cvt_path *(*paths)(int *);
-    int (*cpu)(void);
-} tab;
-static int cpu_any(void) { return 1; }
-#define TAB(t) {#t, attn__cvt_##t, attn__cpu_##t},
-static const tab k_tabs[] = {{"ref", attn__cvt_ref, cpu_any}, ATTN__SIMD_TABLES(TAB)};
-#define N_TABS ((int)(sizeof k_tabs / sizeof k_tabs[0]))
+/* k_tabs, N_TABS: cvt_tables.h */
 
 /* Two pages, the second inaccessible: a buffer of `bytes` placed so that
  * its last byte is the last accessible one. */
