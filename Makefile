@@ -234,8 +234,11 @@ test-harness: $(HARNESS_TESTBIN)
 # ATTN_DEBUG engine: invariants must abort.  Their own binary, so the debug
 # build compiles no other test file.
 DEATH_TESTBIN := $(B)/tests/attn_death_tests
+# The death tests abort on the engine's invariants (ATTN_DEBUG), whatever
+# the table: no emulated tables in that build (EMU_TABLES=), whose objects
+# would be compiled once more for it.
 test-debug:
-	@$(MAKE) --no-print-directory DEBUG=1 test-debug-run
+	@$(MAKE) --no-print-directory DEBUG=1 EMU_TABLES= test-debug-run
 
 $(DEATH_TESTBIN): $(B)/obj/tests/engine/test_debug.o $(HARLIB) $(LIB)
 	@mkdir -p $(@D)

@@ -66,7 +66,11 @@ SIMDE_HEADER := /usr/include/simde/x86/avx512.h
 EMU_ABLE := avx512 avx512bf16
 EMU_TABLES ?= $(if $(wildcard $(SIMDE_HEADER)),$(EMU_ABLE))
 emu_tables_of = $(foreach t,$1,$(t)_emu)
-EMU_FLAGS := $(avx2_FLAGS) -DATTN_EMU=1 -Wno-psabi
+# -O1 -g1 (after the build's own -O2 -g, so they win): SIMDe's inline
+# layers took gcc 82 s for avx512_decode.c at -O2 -g and 31 s at -O1 -g1,
+# compiled in every build folder; the same IEEE results at either level
+# (no -ffast-math anywhere), line tables kept for stack traces.
+EMU_FLAGS := $(avx2_FLAGS) -DATTN_EMU=1 -Wno-psabi -O1 -g1
 EMU_SRC := $(foreach t,$(EMU_TABLES),$($t_SRC) src/kernels/table_$t.c)
 emu_objs = $(EMU_SRC:%.c=$1/emu/%.o)
 # $(call emu_rule,<obj dir>,<name of the variable holding the compiler and
@@ -74,7 +78,7 @@ emu_objs = $(EMU_SRC:%.c=$1/emu/%.o)
 # (scripts/emu_syms.sh).  A variable's name, not its value: sanitizer flags
 # hold commas, which would split the call's arguments.
 define emu_rule
-$1/emu/%.o: %.c $3
+$1/emu/%.o: %.c $3 mk/isa.mk
 	@mkdir -p $$(@D)
 	$$(call quiet,CC,$$($2) $$(EMU_FLAGS) -MMD -MP -MT $$@ -MF $$(@:.o=.d) -DATTN_KERNEL_SIDE=1 -c $$< -o $$@.raw && \
 	  sh scripts/emu_syms.sh $$@.raw $$@,$$<  [emu])
