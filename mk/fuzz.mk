@@ -73,7 +73,12 @@ FUZZ_TABLES ?= $(filter $(ISA_TABLES),$(NATIVE_TABLES))
 endif
 FZ_OFF_SRC := $(foreach t,$(filter-out $(FUZZ_TABLES),$(KERNEL_TABLES)),$(call isa_files,$t))
 FZ_LIB_SRC := $(filter-out $(FZ_OFF_SRC),$(LIB_SRC))
-FZ_CFLAGS = $(CSTD) -g $(WARN) -fno-strict-aliasing $(call isa_defines_of,$(FUZZ_TABLES)) $(ENGINE_CFLAGS) \
+# The emulated tables (mk/isa.mk's EMU_TABLES) are in every fuzzing build,
+# OSS-Fuzz's too: on a host without AVX-512 they are the only way the
+# fuzzers reach those kernels, and on one with it each is held to its
+# native twin bit for bit.  EMU_TABLES= leaves them out.
+FZ_CFLAGS = $(CSTD) -g $(WARN) -fno-strict-aliasing \
+            $(call isa_defines_of,$(FUZZ_TABLES) $(call emu_tables_of,$(EMU_TABLES))) $(ENGINE_CFLAGS) \
             $(FZ_OPENMP) $(if $(filter 1,$(FZ_OSS)),,$(OPT) $(EXTRA_CFLAGS)) $(FZ_INJECT) $(FZ_SANCOV)
 
 # Coverage feedback only where it guides (local build; OSS-Fuzz's $CFLAGS
@@ -115,6 +120,7 @@ FZ_LIB_OBJ := $(FZ_LIB_SRC:%.c=$(FZ_B)/obj/%.o)
 FZ_HAR_OBJ := $(HAR_SRC:%.c=$(FZ_B)/obj/%.o)
 FZ_FIX_OBJ := $(FZ_FIX_SRC:%.c=$(FZ_B)/obj/%.o)
 FZ_TGT_OBJ := $(FUZZ_ALL:%=$(FZ_B)/obj/fuzz/%.o)
+FZ_EMU_OBJ := $(call emu_objs,$(FZ_B)/obj)
 
 # A mutant differs from the normal build only in the sources that mention
 # its ATTN_INJECT_<bug>, themselves or through a header (the normal build's
@@ -125,7 +131,8 @@ FZ_TGT_OBJ := $(FUZZ_ALL:%=$(FZ_B)/obj/fuzz/%.o)
 FZ_NORMAL := build/fuzz
 ifneq ($(FZ_INJECT),)
 ifeq ($(FZ_INJECT_STAGE),2)
-fz_affected = $(shell for s in $1; do d=$(FZ_NORMAL)/obj/$${s%.c}.d; \
+# $(call fz_affected,<sources>,<object subfolder: empty, or emu/>)
+fz_affected = $(shell for s in $1; do d=$(FZ_NORMAL)/obj/$2$${s%.c}.d; \
     if [ ! -f "$$d" ] || grep -sqw 'ATTN_INJECT_$(INJECT)' $$s $$(grep -o '[^ :\\]*\.[ch]' "$$d"); \
     then echo $$s; fi; done)
 fz_objs = $(foreach s,$1,$(if $(filter $s,$2),$(FZ_B),$(FZ_NORMAL))/obj/$(s:.c=.o))
@@ -134,6 +141,9 @@ FZ_LIB_OBJ := $(call fz_objs,$(FZ_LIB_SRC),$(FZ_INJECT_SRC))
 FZ_HAR_OBJ := $(call fz_objs,$(HAR_SRC),$(FZ_INJECT_SRC))
 FZ_FIX_OBJ := $(call fz_objs,$(FZ_FIX_SRC),$(FZ_INJECT_SRC))
 FZ_TGT_OBJ := $(call fz_objs,$(FUZZ_ALL:%=fuzz/%.c),$(FZ_INJECT_SRC))
+FZ_EMU_INJECT_SRC := $(call fz_affected,$(EMU_SRC),emu/)
+FZ_EMU_OBJ := $(foreach s,$(EMU_SRC),$(if $(filter $s,$(FZ_EMU_INJECT_SRC)),$(FZ_B),$(FZ_NORMAL))/obj/emu/$(s:.c=.o))
+FZ_INJECT_SRC += $(FZ_EMU_INJECT_SRC:%=emu:%)
 endif
 endif
 FZ_FILES := $(foreach t,$(FUZZ_ALL),$(FZ_OUT)/$t $(FZ_OUT)/$t.options \
@@ -175,7 +185,14 @@ $(FZ_B)/obj/%.o: %.c $(FZ_B)/.flags
 	@mkdir -p $(@D)
 	$(call quiet,CC,$(FZ_CC) $(FZ_CFLAGS) $(FZ_COV) $(ISA_FLAGS) $(DEPFLAGS) -c $< -o $@,$<  [$(FZ_B)])
 
-$(FZ_B)/libattn.a: $(FZ_LIB_OBJ)
+# The emulated objects: mk/isa.mk's rule with this build's compiler and
+# flags, the kernels' coverage (edge counters only, locally) and ASan
+# without UBSan, as for the native SIMD files.
+FZ_EMU_CC = $(FZ_CC) $(FZ_CFLAGS) $(if $(filter 1,$(FZ_OSS)),,-fsanitize-coverage=inline-8bit-counters$(comma)pc-table) \
+            -fno-sanitize=undefined,float-divide-by-zero
+$(eval $(call emu_rule,$(FZ_B)/obj,FZ_EMU_CC,$(FZ_B)/.flags))
+
+$(FZ_B)/libattn.a: $(FZ_LIB_OBJ) $(FZ_EMU_OBJ)
 	@mkdir -p $(@D)
 	$(call quiet,AR,rm -f $@ && ar rcs $@ $^,$@)
 
@@ -261,5 +278,5 @@ corpus: $(B)/tools/encode_case
 	done
 	@echo "corpus: $$(ls corpus/cases/*.case | wc -l) cases -> $(FUZZ_ALL:%=corpus/%/)"
 
--include $(FZ_LIB_OBJ:.o=.d) $(FZ_HAR_OBJ:.o=.d) $(FZ_FIX_OBJ:.o=.d) $(FUZZ_ALL:%=$(FZ_B)/obj/fuzz/%.d) \
+-include $(FZ_LIB_OBJ:.o=.d) $(FZ_EMU_OBJ:.o=.d) $(FZ_HAR_OBJ:.o=.d) $(FZ_FIX_OBJ:.o=.d) $(FUZZ_ALL:%=$(FZ_B)/obj/fuzz/%.d) \
     $(FUZZ_ALL:%=$(B)/obj/fuzz/%.d) $(B)/obj/fuzz/replay.d $(B)/obj/fuzz/encode_case.d

@@ -28,6 +28,7 @@
     X(fp8_tile_sizing, attnguard, "src/layout.c", "KV work tiles sized with the cache's element size, not fp32") \
     X(scale_twice_tail, attnguard, "src/kernels/avx512.c", "the scale applied twice in load_q's masked tail") \
     X(bf16_truncate, attnguard, "src/kernels/avx512.c", "fp32 -> bf16 output truncated instead of rounded") \
+    X(q_tail_lane, attnguard, "src/kernels/avx512.c", "load_q's masked tail loads one lane past the row group") \
     X(read_past_block, attnguard, "src/kernels/avx512_inl.h", "a block's key run one key too long") \
     X(avx2_decode_run, attnguard, "src/kernels/avx2_decode.c", "the AVX2 decode tile's block run one key too long") \
     X(avx2_pv_rescale, attnguard, "src/kernels/avx2_decode.c", "the AVX2 decode P.V leaves half its dims unrescaled") \

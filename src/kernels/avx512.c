@@ -312,8 +312,15 @@ INLINE uint32_t load_q(attn_dtype dt, const void *src, size_t token_stride, int3
         float *d = dst + (size_t)t * width;
         for (size_t i = 0; i < width; i += 16) {
             const __mmask16 m = tail_mask(width - i);
+#ifdef ATTN_INJECT_q_tail_lane
+            /* INJECTED BUG (q_tail_lane): the tail's load mask one lane
+             * wider than the row group; the store keeps the right one. */
+            const __mmask16 ml = m == 0xffff ? m : (__mmask16)((m << 1) | 1u);
+#else
+            const __mmask16 ml = m;
+#endif
             /* convert, then one fp32 multiply: the portable rounding */
-            __m512 x = _mm512_mul_ps(load16(dt, s + i * es, m), sc);
+            __m512 x = _mm512_mul_ps(load16(dt, s + i * es, ml), sc);
 #ifdef ATTN_INJECT_scale_twice_tail
             /* INJECTED BUG (scale_twice_tail): the masked tail of a row
              * group multiplied by the scale a second time. */
@@ -462,4 +469,10 @@ static const attn__cvt_path avx512_cvt[] = {
 const attn__cvt_path *attn__cvt_avx512(int *count) {
     *count = (int)(sizeof avx512_cvt / sizeof avx512_cvt[0]);
     return avx512_cvt;
+}
+
+/* One VSCALEFPS as the exp and the logit scaling issue it (a test hook,
+ * kernels_decl.h): dst[i] = a[i] * 2^floor(b[i]) over 16 lanes. */
+void attn__scalef__avx512(float *dst, const float *a, const float *b) {
+    _mm512_storeu_ps(dst, _mm512_scalef_ps(_mm512_loadu_ps(a), _mm512_loadu_ps(b)));
 }

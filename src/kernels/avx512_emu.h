@@ -21,6 +21,9 @@
  *     subnormal results flushed to zero, round to nearest even.  SIMDe
  *     0.7.4's version sums the products in another order and keeps
  *     subnormals.
+ *   - VSCALEFPS: a * 2^floor(b) rounded once, subnormals kept, with the
+ *     SDM's special cases; SIMDe 0.7.4 overflows or underflows 2^floor(b)
+ *     on its own and flushes subnormal inputs.
  *   - VCVTNE2PS2BF16: round to nearest even, subnormal inputs read as
  *     zero, NaN quietened with its sign and top payload bits.
  *   - conversions with a 256-bit twin of the same per-element definition
@@ -39,6 +42,7 @@
 #define SIMDE_ENABLE_NATIVE_ALIASES
 #include <simde/x86/avx512.h>
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -53,6 +57,17 @@
         memcpy(&r_, name, sizeof r_); \
         r_;               \
     })
+
+static inline uint32_t emu_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+static inline float emu_float(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
 
 /* ---- masked loads and stores: only the lanes the mask selects ---- */
 
@@ -229,18 +244,47 @@ static inline uint32_t attn_emu_mm512_reduce_max_epu32(simde__m512i a) {
 #undef _mm512_reduce_max_epu32
 #define _mm512_reduce_max_epu32 attn_emu_mm512_reduce_max_epu32
 
+/* ---- VSCALEFPS: a * 2^floor(b), rounded once ---- */
+/* Under the MXCSR the engine runs with (round to nearest even, no DAZ, no
+ * FTZ).  SIMDe 0.7.4 computes a * exp2(floor(b)) with subnormal a and b
+ * flushed: 2^floor(b) overflows to inf past 2^127 or underflows to 0
+ * below 2^-149 even where a * 2^floor(b) is finite (the kernels scale
+ * logits by 2^m_exp and back, m_exp up to about 250), and a subnormal a
+ * comes back 0.  The special cases follow the SDM's table for VSCALEFPS
+ * (QNaN_Indefinite for 0 * 2^+inf and inf * 2^-inf; a quiet NaN times
+ * 2^+-inf is not a NaN). */
+static inline float emu_scalef1(float a, float b) {
+    const uint32_t ua = emu_bits(a), ub = emu_bits(b);
+    const int b_inf = (ub & 0x7fffffffu) == 0x7f800000u;
+    if ((ua & 0x7fffffffu) > 0x7f800000u) {
+        /* a quiet NaN scaled by 2^+inf is +inf, by 2^-inf +0 (the table's
+         * row for QNaN; seen on Zen 5 too) */
+        if ((ua & 0x00400000u) && b_inf) return emu_float(ub >> 31 ? 0u : 0x7f800000u);
+        return emu_float(ua | 0x00400000u); /* QNaN(a) */
+    }
+    if ((ub & 0x7fffffffu) > 0x7f800000u) return emu_float(ub | 0x00400000u); /* QNaN(b) */
+    const int a_zero = (ua & 0x7fffffffu) == 0, a_inf = (ua & 0x7fffffffu) == 0x7f800000u;
+    if (b_inf) {
+        const int up = !(ub >> 31);
+        if (up ? a_zero : a_inf) return emu_float(0xffc00000u); /* QNaN_Indefinite */
+        return emu_float((ua & 0x80000000u) | (up ? 0x7f800000u : 0u));
+    }
+    if (a_zero || a_inf) return a;
+    /* floor(b) beyond +-400 scales any finite a past the format's range */
+    const float n = floorf(b);
+    return ldexpf(a, n > 400.0f ? 400 : n < -400.0f ? -400 : (int)n);
+}
+static inline simde__m512 attn_emu_mm512_scalef_ps(simde__m512 a, simde__m512 b) {
+    EMU_LANES(float, 16, x, a);
+    EMU_LANES(float, 16, y, b);
+    for (int i = 0; i < 16; i++) x[i] = emu_scalef1(x[i], y[i]);
+    return EMU_VEC(simde__m512, x);
+}
+#undef _mm512_scalef_ps
+#define _mm512_scalef_ps attn_emu_mm512_scalef_ps
+
 /* ---- bf16: VCVTNE2PS2BF16 and VDPBF16PS, as the SDM defines them ---- */
 
-static inline uint32_t emu_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-static inline float emu_float(uint32_t u) {
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
 /* subnormal -> zero of the same sign (the instructions' DAZ and FTZ) */
 static inline float emu_daz(float f) {
     const uint32_t u = emu_bits(f);

@@ -102,8 +102,11 @@ int attn__cpu_avx2(void);
 #define ATTN__TABLE_AVX2(X)
 #endif
 
-/* ---- avx512 (avx512.c, avx512_decode.c, avx512_lanes.c, table_avx512.c) ---- */
-#ifdef ATTN_HAVE_AVX512
+/* ---- avx512 (avx512.c, avx512_decode.c, avx512_lanes.c, table_avx512.c) ----
+ * Declared for the native table, and for the avx512 files' own compile as
+ * an emulated table (ATTN_EMU), which a build without the native one does
+ * too; only the native table is listed in ATTN__TABLE_AVX512. */
+#if defined(ATTN_HAVE_AVX512) || defined(ATTN_EMU)
 #define ATTN__AVX512_KV_TILE 64 /* keys per chunk: the avx512 tables' kv_tile */
 #define ATTN__AVX512_ROWS_TARGET 128 /* their rows_target: why in table_avx512.c */
 #define ATTN__AVX512_ROWS_MULTIPLE 16 /* their rows_multiple: the lanes tiles put 16 rows
@@ -167,7 +170,11 @@ void attn_tile_heads_fp8e5m2__avx512(const attn_tile_args *a, int32_t n);
 ATTN__DECL_IO(avx512);
 const attn_kernels *attn__kernels_avx512(void);
 const attn__cvt_path *attn__cvt_avx512(int *count);
+/* one VSCALEFPS over 16 lanes (avx512.c; tests/test_emulation.c) */
+void attn__scalef__avx512(float *dst, const float *a, const float *b);
 int attn__cpu_avx512(void);
+#endif
+#ifdef ATTN_HAVE_AVX512
 #define ATTN__TABLE_AVX512(X) X(avx512)
 #else
 #define ATTN__TABLE_AVX512(X)
@@ -175,7 +182,7 @@ int attn__cpu_avx512(void);
 
 /* ---- avx512bf16: the avx512 table plus bf16 tiles on VDPBF16PS
  *      (avx512bf16.c, avx512bf16_lanes.c, table_avx512bf16.c; needs avx512) ---- */
-#ifdef ATTN_HAVE_AVX512BF16
+#if defined(ATTN_HAVE_AVX512BF16) || defined(ATTN_EMU)
 void attn_pairs_bf16__avx512bf16(const attn_tile_args *a);
 int attn_lanes_fits__avx512bf16(const attn_tile_args *a);
 void attn_lanes_bf16__avx512bf16(const attn_tile_args *a);
@@ -194,6 +201,8 @@ const attn__cvt_path *attn__cvt_avx512bf16(int *count);
 /* one VDPBF16PS over 16 lanes (avx512bf16_lanes.c; tests/test_emulation.c) */
 void attn__dpbf16__avx512bf16(float *acc, const uint16_t *a, const uint16_t *b);
 int attn__cpu_avx512bf16(void);
+#endif
+#ifdef ATTN_HAVE_AVX512BF16
 #define ATTN__TABLE_AVX512BF16(X) X(avx512bf16)
 #else
 #define ATTN__TABLE_AVX512BF16(X)
@@ -205,6 +214,7 @@ int attn__cpu_avx512bf16(void);
 #ifdef ATTN_HAVE_AVX512_EMU
 const attn_kernels *attn__kernels_avx512_emu(void);
 const attn__cvt_path *attn__cvt_avx512_emu(int *count);
+void attn__scalef__avx512_emu(float *dst, const float *a, const float *b);
 int attn__cpu_avx512_emu(void);
 #define ATTN__TABLE_AVX512_EMU(X) X(avx512_emu)
 #else
