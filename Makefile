@@ -113,7 +113,7 @@ ENGINE_TESTBIN := $(B)/tests/engine_tests
 HARNESS_TESTBIN := $(B)/tests/harness_tests
 TESTBINS := $(ENGINE_TESTBIN) $(HARNESS_TESTBIN)
 
-.PHONY: all test clean deps check-clang test-suites test-asan test-engine test-harness test-cases test-debug \
+.PHONY: all test clean deps check-clang test-suites test-asan test-asan-emu test-engine test-harness test-cases test-debug \
         test-debug-run
 .DEFAULT_GOAL := all
 
@@ -219,11 +219,19 @@ test-suites: test-engine test-harness
 # exhaustive conversion sweeps (convert/narrow: every fp32 bit pattern
 # through every conversion path, into the test's own arrays, with sentinels
 # for writes past the end); sanitized they took a third of the step.  No
-# emulated tables (EMU_TABLES=): instrumented SIMDe made the step run past
-# 16 minutes on its own; they run in make test's shipped cases and suites.
+# emulated tables (EMU_TABLES=) in the suites: instrumented SIMDe made the
+# step run past 16 minutes on its own.  Their bounded share is
+# test-asan-emu: a sanitized build of its own folder with them, where
+# `attnguard check` runs every shipped case on every variant (each
+# emulated table on each case, and against its native twin where the CPU
+# has one) with AddressSanitizer watching their lane-by-lane accesses.
 test-asan:
 	@$(MAKE) --no-print-directory -j$(NPROC) SANITIZER=address,undefined \
 	    ISA_TABLES='$(NATIVE_TABLES)' EMU_TABLES= ENGINE_FILTER='!(convert/narrow)' test-suites
+	@$(MAKE) --no-print-directory test-asan-emu
+test-asan-emu:
+	@$(MAKE) --no-print-directory -j$(NPROC) SANITIZER=address,undefined \
+	    ISA_TABLES='$(NATIVE_TABLES)' B=build/v-san-emu test-cases
 ENGINE_FILTER ?=
 test-engine: $(ENGINE_TESTBIN)
 	$(TEST_ENV) $(ENGINE_TESTBIN) $(CRITERION_ARGS) $(if $(ENGINE_FILTER),--filter '$(ENGINE_FILTER)')

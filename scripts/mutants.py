@@ -60,10 +60,12 @@ def kernel_table_of(bug):
 
 def tables_here():
     """The kernel tables attnguard's engine offers on this CPU (its isa=
-    option words, as `attnguard engines` lists them)."""
+    option words, as `attnguard engines` lists them), the emulated ones
+    ("avx512@emu") included: a bug in a table this CPU lacks is reached
+    through its emulation."""
     out = subprocess.run([fuzzkit.cli_path(), "engines"], capture_output=True, text=True)
     block = out.stdout.split("\nggml")[0]
-    return sorted(set(re.findall(r"isa=(\w+)", block)))
+    return sorted(set(re.findall(r"isa=([\w@]+)", block)))
 
 
 def engines_here():
@@ -175,14 +177,14 @@ def summarize(runs, bug):
     }
 
 
-def write_reports(out, args, runs, summaries, normal, elapsed, command, unreachable):
+def write_reports(out, args, runs, summaries, normal, elapsed, command, unreachable, here):
     os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
     doc = {
         "command": command, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         "seeds": args.seeds, "cap_s": args.time, "modes": args.modes,
         "targets": args.targets, "elapsed_s": round(elapsed, 1),
         "bugs": summaries, "normal": normal, "runs": runs,
-        "not_measured": unreachable,
+        "not_measured": unreachable, "tables": here,
     }
     with open(out + ".json", "w") as f:
         json.dump(doc, f, indent=2)
@@ -192,7 +194,10 @@ def write_reports(out, args, runs, summaries, normal, elapsed, command, unreacha
         f"Command: `{command}`  ",
         f"Date: {doc['date']}; seeds {args.seeds}; cap {args.time} s per run; "
         f"modes {', '.join(args.modes)}; targets {', '.join(args.targets)}; "
-        f"wall time {elapsed / 60:.1f} min.",
+        f"wall time {elapsed / 60:.1f} min.  ",
+        f"attnguard's kernel tables here: {', '.join(here)}"
+        + (" (an @emu table runs the AVX-512 kernels on SIMDe: the bugs in them are "
+           "reached through it)" if any("@" in h for h in here) else "") + ".",
         "",
         "Time-to-detect is the wall time of the fuzzing process from start to its first "
         "finding (corpus loading included).",
@@ -302,7 +307,7 @@ def main():
     summaries = [summarize(runs, b) for b in args.bugs]
     normal = summarize(runs, "normal") if normal_plan else None
     elapsed = time.time() - t_start
-    write_reports(args.out, args, runs, summaries, normal, elapsed, command, unreachable)
+    write_reports(args.out, args, runs, summaries, normal, elapsed, command, unreachable, here)
 
     # The gate: every run catches its bug, from the shipped corpus and from
     # an empty one alike (a bug the fuzzer cannot find from nothing within

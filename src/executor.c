@@ -39,6 +39,9 @@ typedef struct run_ctx {
     size_t q_es, o_es;      /* element sizes */
     int failed;             /* a reduction found a missing piece (set atomically) */
     int wide_kv;            /* an f32 or bf16 cache: K can reach FLT_MAX (needs_wide) */
+    int32_t alibi_m_exp;    /* ALiBi: the largest state exponent at which every nonzero
+                               bias (slope x distance) stays a normal fp32 in 2^m_exp
+                               units; INT32_MAX: no ALiBi (needs_wide) */
     attn__wide wide;        /* what wide.c needs of this run */
 } run_ctx;
 
@@ -290,12 +293,17 @@ static void item_args(const run_ctx *c, int32_t thread, const attn_work_item *it
  *    or an accumulator that is not: q . K or P.V overflowed fp32, which
  *    an f32 or bf16 cache allows even for an ordinary q (an infinite
  *    logit makes NaN weights; all of a row's logits at -inf leave it
- *    empty; fuzz_attention, normal build, 2026-12-02).
+ *    empty; fuzz_attention, normal build, 2026-12-02);
+ *  - ALiBi under a state exponent so large that a bias in its units,
+ *    slope x distance x 2^-m_exp, could leave fp32's normal range (a huge
+ *    scale over a tiny K keeps ordinary logits in 2^250 units: the tile
+ *    would add zeros; fuzz_attention, normal build, 2026-12-04).
  * Ordinary rows pass both tests and keep the tables' results bit for bit;
  * the check reads what the store reads next. */
 static int needs_wide(const run_ctx *c, int32_t qk_exp, const float *acc, const float *m,
                       const float *l, int32_t rows) {
     if (c->wide_kv && qk_exp != c->q_exp) return 1;
+    if (attn__m_exp(qk_exp, c->layer->softcap) > c->alibi_m_exp) return 1;
     uint32_t bad = 0;
     for (int32_t r = 0; r < rows; r++)
         bad |= !(m[r] > -INFINITY && m[r] < INFINITY) | !(l[r] > 0.0f && l[r] < INFINITY);
@@ -593,6 +601,17 @@ attn_status attn_run(const attn_plan *p, const attn_layer_desc *layer, const att
         (double)(layer->scale > 0.0f ? layer->scale : 1.0f / sqrtf((float)p->head_dim)) *
         (double)k_scale;
     c.wide_kv = p->kv_dtype == ATTN_DTYPE_F32 || p->kv_dtype == ATTN_DTYPE_BF16;
+    /* |bias| >= the smallest nonzero |slope| (distances are integers), so
+     * it stays normal in 2^m_exp units while m_exp <= 126 + its exponent */
+    c.alibi_m_exp = INT32_MAX;
+    if (layer->alibi_slopes) {
+        int32_t lo = INT32_MAX;
+        for (int32_t h = 0; h < c.hq; h++) {
+            const float s = fabsf(layer->alibi_slopes[h]);
+            if (s > 0.0f && ilogbf(s) < lo) lo = ilogbf(s);
+        }
+        if (lo != INT32_MAX) c.alibi_m_exp = 126 + lo;
+    }
     if (c.wide_kv)
         split_scale_wide_kv(scale, &c.q_mul, &c.q_exp);
     else

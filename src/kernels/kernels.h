@@ -166,6 +166,21 @@ static inline int32_t attn__m_exp(int32_t qk_exp, float softcap) {
  * M); v_scale 1 leaves alpha / L as it is. */
 static inline float attn__store_factor(float m, float l, int has_sink, float sink,
                                        int32_t m_exp, float v_scale, int *zero) {
+    if (m_exp && has_sink) {
+        /* The sink in 2^m_exp units leaves fp32's range when the state's
+         * logits are far below 2^m_exp (a huge scale over a tiny K:
+         * m_exp near 250 while m is ordinary): in fp64 it stays exact,
+         * and so do the differences scaled back (fuzz_attention, normal
+         * build, 2026-12-04: every element of such a row off by up to
+         * 0.4).  The same formula; the fp32 one below is kept for the
+         * rows without the sink, bit for bit. */
+        const double sd = ldexp((double)sink, -m_exp), md = (double)m;
+        const double Md = md > sd ? md : sd;
+        const double ad = (m == -INFINITY) ? 0.0 : exp(ldexp(md - Md, m_exp));
+        const double Ld = (double)l * ad + exp(ldexp(sd - Md, m_exp));
+        *zero = (Ld == 0.0);
+        return *zero ? 0.0f : (float)(ad / Ld * (double)v_scale);
+    }
     const float s = has_sink ? (m_exp ? ldexpf(sink, -m_exp) : sink) : -INFINITY;
     const float M = m > s ? m : s;
     /* m = -inf means nothing was visible: acc is 0 and l is 0, and
