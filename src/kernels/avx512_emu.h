@@ -42,6 +42,8 @@
 #define SIMDE_ENABLE_NATIVE_ALIASES
 #include <simde/x86/avx512.h>
 
+#include "dtype.h" /* attn__f32_bits, attn__bits_f32 */
+
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -58,16 +60,6 @@
         r_;               \
     })
 
-static inline uint32_t emu_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-static inline float emu_float(uint32_t u) {
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
 
 /* ---- masked loads and stores: only the lanes the mask selects ---- */
 
@@ -254,20 +246,20 @@ static inline uint32_t attn_emu_mm512_reduce_max_epu32(simde__m512i a) {
  * (QNaN_Indefinite for 0 * 2^+inf and inf * 2^-inf; a quiet NaN times
  * 2^+-inf is not a NaN). */
 static inline float emu_scalef1(float a, float b) {
-    const uint32_t ua = emu_bits(a), ub = emu_bits(b);
+    const uint32_t ua = attn__f32_bits(a), ub = attn__f32_bits(b);
     const int b_inf = (ub & 0x7fffffffu) == 0x7f800000u;
     if ((ua & 0x7fffffffu) > 0x7f800000u) {
         /* a quiet NaN scaled by 2^+inf is +inf, by 2^-inf +0 (the table's
          * row for QNaN; seen on Zen 5 too) */
-        if ((ua & 0x00400000u) && b_inf) return emu_float(ub >> 31 ? 0u : 0x7f800000u);
-        return emu_float(ua | 0x00400000u); /* QNaN(a) */
+        if ((ua & 0x00400000u) && b_inf) return attn__bits_f32(ub >> 31 ? 0u : 0x7f800000u);
+        return attn__bits_f32(ua | 0x00400000u); /* QNaN(a) */
     }
-    if ((ub & 0x7fffffffu) > 0x7f800000u) return emu_float(ub | 0x00400000u); /* QNaN(b) */
+    if ((ub & 0x7fffffffu) > 0x7f800000u) return attn__bits_f32(ub | 0x00400000u); /* QNaN(b) */
     const int a_zero = (ua & 0x7fffffffu) == 0, a_inf = (ua & 0x7fffffffu) == 0x7f800000u;
     if (b_inf) {
         const int up = !(ub >> 31);
-        if (up ? a_zero : a_inf) return emu_float(0xffc00000u); /* QNaN_Indefinite */
-        return emu_float((ua & 0x80000000u) | (up ? 0x7f800000u : 0u));
+        if (up ? a_zero : a_inf) return attn__bits_f32(0xffc00000u); /* QNaN_Indefinite */
+        return attn__bits_f32((ua & 0x80000000u) | (up ? 0x7f800000u : 0u));
     }
     if (a_zero || a_inf) return a;
     /* floor(b) beyond +-400 scales any finite a past the format's range */
@@ -287,11 +279,11 @@ static inline simde__m512 attn_emu_mm512_scalef_ps(simde__m512 a, simde__m512 b)
 
 /* subnormal -> zero of the same sign (the instructions' DAZ and FTZ) */
 static inline float emu_daz(float f) {
-    const uint32_t u = emu_bits(f);
-    return (u & 0x7f800000u) == 0 ? emu_float(u & 0x80000000u) : f;
+    const uint32_t u = attn__f32_bits(f);
+    return (u & 0x7f800000u) == 0 ? attn__bits_f32(u & 0x80000000u) : f;
 }
 static inline uint16_t emu_to_bf16(float f) {
-    const uint32_t u = emu_bits(f);
+    const uint32_t u = attn__f32_bits(f);
     if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
     if ((u & 0x7f800000u) == 0) return (uint16_t)((u >> 16) & 0x8000);      /* DAZ */
     return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);                /* nearest even */
@@ -313,10 +305,10 @@ static inline simde__m512 attn_emu_mm512_dpbf16_ps(simde__m512 src, simde__m512b
     EMU_LANES(uint16_t, 32, x, a);
     EMU_LANES(uint16_t, 32, y, b);
     for (int i = 0; i < 16; i++) {
-        const float xo = emu_daz(emu_float((uint32_t)x[2 * i + 1] << 16));
-        const float yo = emu_daz(emu_float((uint32_t)y[2 * i + 1] << 16));
-        const float xe = emu_daz(emu_float((uint32_t)x[2 * i] << 16));
-        const float ye = emu_daz(emu_float((uint32_t)y[2 * i] << 16));
+        const float xo = emu_daz(attn__bits_f32((uint32_t)x[2 * i + 1] << 16));
+        const float yo = emu_daz(attn__bits_f32((uint32_t)y[2 * i + 1] << 16));
+        const float xe = emu_daz(attn__bits_f32((uint32_t)x[2 * i] << 16));
+        const float ye = emu_daz(attn__bits_f32((uint32_t)y[2 * i] << 16));
         const float t = emu_daz(_mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(xo), _mm_set_ss(yo),
                                                              _mm_set_ss(emu_daz(acc[i])))));
         acc[i] = emu_daz(_mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(xe), _mm_set_ss(ye),
