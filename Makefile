@@ -225,13 +225,15 @@ test-suites: test-engine test-harness
 # `attnguard check` runs every shipped case on every variant (each
 # emulated table on each case, and against its native twin where the CPU
 # has one) with AddressSanitizer watching their lane-by-lane accesses.
+# Built with clang: gcc 12's ASan compiles the emulated files several
+# times slower (docs/perf-notes.md, "The emulated tables' build cost").
 test-asan:
 	@$(MAKE) --no-print-directory -j$(NPROC) SANITIZER=address,undefined \
 	    ISA_TABLES='$(NATIVE_TABLES)' EMU_TABLES= ENGINE_FILTER='!(convert/narrow)' test-suites
 	@$(MAKE) --no-print-directory test-asan-emu
 test-asan-emu:
-	@$(MAKE) --no-print-directory -j$(NPROC) SANITIZER=address,undefined \
-	    ISA_TABLES='$(NATIVE_TABLES)' B=build/v-san-emu test-cases
+	@$(MAKE) --no-print-directory -j$(NPROC) CC=clang SANITIZER=address,undefined \
+	    ISA_TABLES='$(NATIVE_TABLES)' B=build/v-clang-san-emu test-cases
 ENGINE_FILTER ?=
 test-engine: $(ENGINE_TESTBIN)
 	$(TEST_ENV) $(ENGINE_TESTBIN) $(CRITERION_ARGS) $(if $(ENGINE_FILTER),--filter '$(ENGINE_FILTER)')
