@@ -261,7 +261,7 @@ test-debug-run: $(DEATH_TESTBIN)
 # (the CLI checks the refusal status itself and passes them).  ENGINE=<name>
 # checks them on that engine (fetched first if it is an external one).
 test-cases: $(CLI)
-	$(CLI) check $(if $(ENGINE),--engine '$(ENGINE)') corpus/cases/*.case
+	$(TEST_ENV) $(CLI) check $(if $(ENGINE),--engine '$(ENGINE)') corpus/cases/*.case
 
 check-clang:
 	@$(MAKE) --no-print-directory all CC=clang EXTRA_CFLAGS=-Werror

@@ -147,7 +147,8 @@ static void scan_variants(agg_lib *lib) {
 /* The value of `key` in space-separated "key=value" words, copied to val.
  * Returns 1 when found, 2 when found more than once (docs/engines.md, create: the
  * caller refuses it), 0 when absent, -1 for a word that is not one of
- * keys[] (its text in val). */
+ * keys[] (its text in val), -2 for a known key without "=value" (its text
+ * in val): a bare "cpu" is not the default variant. */
 static int option(const char *options, const char *key, const char *const *keys, char *val,
                   size_t cap) {
     int found = 0;
@@ -159,9 +160,9 @@ static int option(const char *options, const char *key, const char *const *keys,
         size_t kl = eq ? (size_t)(eq - p) : n;
         int known = 0;
         for (const char *const *k = keys; *k; k++) known |= strlen(*k) == kl && !strncmp(p, *k, kl);
-        if (!known) {
+        if (!known || !eq) {
             snprintf(val, cap, "%.*s", (int)n, p);
-            return -1;
+            return known ? -2 : -1;
         }
         if (eq && strlen(key) == kl && !strncmp(p, key, kl)) {
             snprintf(val, cap, "%.*s", (int)(n - kl - 1), eq + 1);
@@ -205,6 +206,9 @@ ag_status agg_load(const char *options, agg_lib **out, ag_msg *msg) {
     static const char *const keys[] = {"dir", NULL};
     char dir[AGG_PATH_LEN], tried[4 * AGG_PATH_LEN + 16];
     int o = option(options, "dir", keys, dir, sizeof dir);
+    if (o == -2)
+        return agg_fail(msg, AG_REFUSED, AG_R_OPTIONS, "GGML_OPTION",
+                        "engine option '%s' has no value (dir=<folder of libggml-base.so>)", dir);
     if (o < 0)
         return agg_fail(msg, AG_REFUSED, AG_R_OPTIONS, "GGML_OPTION",
                         "unknown engine option '%s' (ggml's engine options: dir=<folder of "
@@ -320,6 +324,10 @@ ag_status agg_group_options(const agg_lib *lib, const char *options, const agg_v
             return agg_fail(msg, AG_REFUSED, AG_R_OPTIONS, "GGML_OPTION",
                             "group option %s given twice", keys[k]);
     int o = option(options, "layout", keys, name, sizeof name);
+    if (o == -2)
+        return agg_fail(msg, AG_REFUSED, AG_R_OPTIONS, "GGML_OPTION",
+                        "group option '%s' has no value (ggml's group options: cpu=<variant>, "
+                        "layout=unified|streams)", name);
     if (o < 0)
         return agg_fail(msg, AG_REFUSED, AG_R_OPTIONS, "GGML_OPTION",
                         "unknown group option '%s' (ggml's group options: cpu=<variant>, "

@@ -142,6 +142,13 @@ ParameterizedTest(int *index, engines, abi_contract) {
             g = group_of(&o, L, 2, twice);
             refused_as(e->create(o.ctx, &g, &grp, &m), &m, AG_R_OPTIONS, twice);
             cr_assert_null(grp);
+            /* the key alone, without "=value": refused, not read as the
+             * default (ggml took a bare "cpu" for its best variant) */
+            char bare[64];
+            snprintf(bare, sizeof bare, "%.*s", (int)kl, w);
+            g = group_of(&o, L, 2, bare);
+            refused_as(e->create(o.ctx, &g, &grp, &m), &m, AG_R_OPTIONS, bare);
+            cr_assert_null(grp);
         }
         w += n;
     }
