@@ -101,9 +101,14 @@ static void print_report(const case_spec *c, const check_report *rep) {
         const check_layer_report *L = &rep->layers[l];
         printf("%s layers.%d  heads=%d window=", c->name, (int)l, (int)c->layers[l].num_heads);
         print_window(L->window_left, L->window_right);
-        if (L->judged)
-            printf("  err_abs=%.3g err_rel=%.3g%s", L->cmp.err_abs, L->cmp.err_rel,
-                   L->cmp.unjudged ? " (some elements unjudged)" : "");
+        if (L->judged) {
+            printf("  err_abs=%.3g err_rel=%.3g", L->cmp.err_abs, L->cmp.err_rel);
+            /* how much the reference left open (its declared limits, a
+             * non-finite input), as a number: an unjudged share is a
+             * blind spot of this case */
+            if (L->cmp.unjudged)
+                printf(" (%zu of %zu elements unjudged)", L->cmp.unjudged, L->cmp.n);
+        }
         printf("\n");
     }
     if (!rep->runs) return;
