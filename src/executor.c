@@ -297,7 +297,7 @@ static void item_args(const run_ctx *c, int32_t thread, const attn_work_item *it
  *  - ALiBi under a state exponent so large that a bias in its units,
  *    slope x distance x 2^-m_exp, could leave fp32's normal range (a huge
  *    scale over a tiny K keeps ordinary logits in 2^250 units: the tile
- *    would add zeros; fuzz_attention, normal build, 2026-12-04).
+ *    would add zeros; corpus/cases/huge-scale-alibi-tiny-k.case).
  * Ordinary rows pass both tests and keep the tables' results bit for bit;
  * the check reads what the store reads next. */
 static int needs_wide(const run_ctx *c, int32_t qk_exp, const float *acc, const float *m,

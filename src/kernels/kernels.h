@@ -170,10 +170,10 @@ static inline float attn__store_factor(float m, float l, int has_sink, float sin
         /* The sink in 2^m_exp units leaves fp32's range when the state's
          * logits are far below 2^m_exp (a huge scale over a tiny K:
          * m_exp near 250 while m is ordinary): in fp64 it stays exact,
-         * and so do the differences scaled back (fuzz_attention, normal
-         * build, 2026-12-04: every element of such a row off by up to
-         * 0.4).  The same formula; the fp32 one below is kept for the
-         * rows without the sink, bit for bit. */
+         * and so do the differences scaled back
+         * (corpus/cases/huge-scale-sinks-tiny-k.case).  The same
+         * formula; the fp32 one below is kept for the rows without the
+         * sink, bit for bit. */
         const double sd = ldexp((double)sink, -m_exp), md = (double)m;
         const double Md = md > sd ? md : sd;
         const double ad = (m == -INFINITY) ? 0.0 : exp(ldexp(md - Md, m_exp));
