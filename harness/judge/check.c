@@ -696,9 +696,9 @@ static void plan_paths(const engine_host *E, void *plan, const ag_plan_info *inf
     for (size_t i = 0; i < info->num_regions && info->regions; i++)
         rep->split_planned |= info->regions[i].kind == AG_REGION_PARTIAL;
     if (!E->e->paths) return;
-    const char *names[8];
-    const int n = E->e->paths(plan, names, 8);
-    rep->n_paths = n < 8 ? n : 8;
+    const char *names[CHECK_MAX_PATHS];
+    const int n = E->e->paths(plan, names, CHECK_MAX_PATHS);
+    rep->n_paths = n < CHECK_MAX_PATHS ? n : CHECK_MAX_PATHS;
     for (int i = 0; i < rep->n_paths; i++)
         snprintf(rep->paths[i], sizeof rep->paths[i], "%s", names[i] ? names[i] : "?");
 }

@@ -78,6 +78,10 @@ typedef struct check_layer_report {
     cmp_result cmp;
 } check_layer_report;
 
+/* The most code-path names one plan's report keeps (ag_engine.paths):
+ * every branch an engine's op can take at once (ggml names up to ~16). */
+#define CHECK_MAX_PATHS 32
+
 typedef struct check_report {
     char engine[32];
     char kernels[32], detail[96];        /* ag_group_info of that run */
@@ -92,7 +96,7 @@ typedef struct check_report {
     int32_t refused_create, refused_plan;/* the refusal kind of each stage's answer, -1: none */
     int split_planned;                   /* the case's plan had split-merge regions */
     int n_paths;                         /* the engine's names of that plan's code paths */
-    char paths[8][40];
+    char paths[CHECK_MAX_PATHS][40];
 } check_report;
 
 /* check_case, also filling *rep (may be NULL). */
