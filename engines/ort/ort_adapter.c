@@ -126,7 +126,7 @@ static const ag_engine ort_engine = {
     .create = ort_create, .destroy = ort_destroy, .group_info = ort_group_info,
     .kv_cache_bytes = og_kv_cache_bytes, .write_kv = og_write_kv,
     .plan = og_plan_make, .plan_destroy = og_plan_destroy, .extents = og_extents,
-    .run = og_run, .internal_needs = og_internal_needs,
+    .run = og_run, .internal_needs = og_internal_needs, .paths = og_paths,
 };
 
 const ag_engine *ag_engine_ort(void) { return &ort_engine; }

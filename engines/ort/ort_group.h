@@ -153,6 +153,19 @@ ag_status og_bridge_verdict(og_bridge *b, ag_status st, ag_msg *msg, const char 
  * (-1: for any layer) with a boolean mask rather than is_causal. */
 int og_masked(const og_plan *P, const og_class *c, int32_t layer);
 
+/* ort_needs.c: which of GQA's CPU routines ORT runs class c of plan P
+ * through for a layer of key k (MAPPING.md, "ORT's internal buffers"):
+ * the decode kernel row by row or with its keys split (flash decoding),
+ * the tiled prompt kernel, every logit in f32 (soft cap, sinks, a lone
+ * first token), or the f16 path. */
+typedef enum og_route {
+    OG_ROUTE_DECODE_ROW = 0, OG_ROUTE_DECODE_SPLIT, OG_ROUTE_FLASH, OG_ROUTE_LOGITS, OG_ROUTE_F16
+} og_route;
+og_route og_gqa_route(const og_plan *P, const og_class *c, const og_key *k);
+
+/* ort_paths.c: the ABI's paths (NULL plan: every name it can give). */
+int og_paths(void *plan, const char **names, int cap);
+
 /* ort_plan.c, ort_needs.c, ort_run.c: the ABI's plan, extents,
  * internal_needs and run. */
 ag_status og_plan_make(void *grp, const ag_batch *batch, const ag_plan_opts *opts, void **plan,

@@ -41,21 +41,40 @@ static size_t flash_tile_floats(size_t l2, size_t D, size_t S, size_t T) {
     return bq * (bk + D + 2);
 }
 
-/* The decode kernel's buffer (f32 GQA without soft cap or sinks, S = 1).
- * Normally one logit row and one output row per thread.  When the batch
- * has fewer (entry, head) pairs than threads, every entry has the same
- * length and the keys span more than one kv_block, ORT splits the keys
- * into blocks instead (flash decoding, ORT pull request #29216: the same
- * conditions): per thread one block of logits, and per entry, head and
- * block a partial output with its max and sum, merged afterwards.  Measured
- * on 1.30 for T 2..5000, D 8..128, 1..4 threads, B 1..3 (MAPPING.md). */
-static size_t decode_floats(const og_plan *P, const og_class *c, size_t hq, size_t th) {
+/* Whether the decode kernel (f32 GQA without soft cap or sinks, S = 1)
+ * splits class c's keys.  Normally it computes one logit row and one
+ * output row per thread.  When the batch has fewer (entry, head) pairs
+ * than threads, every entry has the same length and the keys span more
+ * than one kv_block, ORT splits the keys into blocks instead (flash
+ * decoding, ORT pull request #29216: the same conditions), merged
+ * afterwards.  Measured on 1.30 for T 2..5000, D 8..128, 1..4 threads, B
+ * 1..3 (MAPPING.md). */
+static int decode_splits(const og_plan *P, const og_class *c, size_t hq) {
     const size_t B = (size_t)c->nreq, T = (size_t)c->T, D = (size_t)P->g->d;
-    const size_t kv = kv_block(P->g->lib->l2_bytes, D);
     int ragged = 0;
     for (int32_t i = 1; i < c->nreq; i++)
         ragged |= P->b.seq_lens[P->req[c->first + i]] != P->b.seq_lens[P->req[c->first]];
-    if (B * hq >= th || ragged || T <= kv) return th * (T + D);
+    return B * hq < (size_t)P->g->threads && !ragged && T > kv_block(P->g->lib->l2_bytes, D);
+}
+
+og_route og_gqa_route(const og_plan *P, const og_class *c, const og_key *k) {
+    if (P->g->t_dt != AG_F32) return OG_ROUTE_F16;
+    /* the streaming kernels: a decode over a past (S = 1, T > 1), or a
+     * prompt; a lone first token (S = T = 1) takes the logits path */
+    if (k->softcap != 0.0f || k->sink != OG_SINK_NONE || (c->S == 1 && c->T == 1))
+        return OG_ROUTE_LOGITS;
+    if (c->S > 1) return OG_ROUTE_FLASH;
+    return decode_splits(P, c, (size_t)k->hq) ? OG_ROUTE_DECODE_SPLIT : OG_ROUTE_DECODE_ROW;
+}
+
+/* The decode kernel's buffer: per thread a logit row and an output row,
+ * or when it splits (decode_splits), per thread one block of logits and
+ * per entry, head and block a partial output with its max and sum. */
+static size_t decode_floats(const og_plan *P, const og_class *c, size_t hq, size_t th,
+                            int split) {
+    const size_t B = (size_t)c->nreq, T = (size_t)c->T, D = (size_t)P->g->d;
+    const size_t kv = kv_block(P->g->lib->l2_bytes, D);
+    if (!split) return th * (T + D);
     return th * kv + B * hq * ((T + kv - 1) / kv) * (D + 2);
 }
 
@@ -67,12 +86,14 @@ static void gqa_needs(const og_plan *P, const og_class *c, const og_key *k, og_l
     put(l, B * hq * S * D * es);
     put(l, B * hkv * S * D * es);
     put(l, B * hkv * S * D * es);
-    /* the streaming kernels: a decode over a past (S = 1, T > 1), or a
-     * prompt; a lone first token (S = T = 1) takes the path below */
-    if (g->t_dt == AG_F32 && k->softcap == 0.0f && k->sink == OG_SINK_NONE && (S > 1 || T > 1)) {
-        const size_t th = (size_t)g->threads;
-        if (S == 1) put(l, decode_floats(P, c, hq, th) * sizeof(float));
-        else put(l, th * flash_tile_floats(g->lib->l2_bytes, D, S, T) * sizeof(float));
+    const og_route route = og_gqa_route(P, c, k);
+    const size_t th = (size_t)g->threads;
+    if (route == OG_ROUTE_DECODE_ROW || route == OG_ROUTE_DECODE_SPLIT) {
+        put(l, decode_floats(P, c, hq, th, route == OG_ROUTE_DECODE_SPLIT) * sizeof(float));
+        return;
+    }
+    if (route == OG_ROUTE_FLASH) {
+        put(l, th * flash_tile_floats(g->lib->l2_bytes, D, S, T) * sizeof(float));
         return;
     }
     put(l, B * hq * S * T * sizeof(float));   /* every logit of the batch: B x N x S x T */
