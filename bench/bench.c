@@ -153,13 +153,24 @@ const char *bench_verdict(double target, double pct, double pct_next, int has_ne
 }
 
 /* The compute peak of a row's instruction path: the faster of the FMA and
- * bf16 dot peaks for a bf16 cache, the fp32 FMA peak otherwise (f16 and
- * f32 caches are computed on FMAs). */
+ * bf16 dot peaks for a bf16 or fp8 cache (the AVX-512 tables decode fp8 to
+ * bf16 for VDPBF16PS), the fp32 FMA peak otherwise (f16 and f32 caches are
+ * computed on FMAs). */
 static double row_peak(const row_spec *r, const double *fma, const double *bf, int t,
                        const char **name) {
-    const int dot = r->kv == AG_BF16 && bf[t] > fma[t];
+    const int bf_path = r->kv == AG_BF16 || r->kv == AG_FP8_E4M3 || r->kv == AG_FP8_E5M2;
+    const int dot = bf_path && bf[t] > fma[t];
     if (name) *name = dot ? "bf16 dot peak" : "fp32 FMA peak";
     return dot ? bf[t] : fma[t];
+}
+
+double bench_ceiling_pct(const row_spec *r, double limit_gbs, const bench_limits *L, int t) {
+    const double peak = row_peak(r, L->fma, L->bf16, t, NULL);
+    if (r->kind != ROW_DECODE || !(limit_gbs > 0) || !(peak > 0)) return 0;
+    /* memory time over compute time: below 1, the arithmetic alone takes
+     * longer than the limit's read, whatever the kernel overlaps */
+    const double t_mem = row_bytes(r) / (limit_gbs * 1e9), t_fma = row_flops(r) / (peak * 1e9);
+    return fmin(100.0, 100.0 * t_mem / t_fma);
 }
 
 static void figures(bench_row *b, const bench_limits *L, int limits) {
@@ -173,6 +184,7 @@ static void figures(bench_row *b, const bench_limits *L, int limits) {
         b->pct = limits ? 100.0 * b->gbs / L->dram[t] : 0;
         b->pct_c = limits ? 100.0 * b->gbs / cpu / L->dram_c[t] : 0;
         b->pct_adj = b->adj > 0 ? 100.0 * b->gbs / b->adj : 0;
+        b->ceil_pct = limits ? bench_ceiling_pct(s, L->dram[t], L, t) : 0;
     } else if (s->kind == ROW_PREFILL) {
         b->gflops = row_flops(s) / sec * 1e-9;
         b->metric = "GFLOP/s";
@@ -309,6 +321,7 @@ static int cmd_bench(const char *engine, const char *outdir) {
             b->adj = b->pct_adj = 0;
             b->limit = "plain read of its layout (fp8 rounds)";
             b->verdict = c->verdict[d];
+            b->ceil_pct = c->ceil_pct;
         }
     }
 

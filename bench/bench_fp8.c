@@ -57,6 +57,8 @@ void bench_fp8_rounds(const engine_host *const *E, const bench_limits *L, fp8_cm
             const double gbs = limits_paged_read(L, 1, 16, fp8_step_keys(L), t, 2);
             c->read_ms[k] = gbs > 0 ? fp8_bytes / (gbs * 1e6) : 0;
         }
+        const double read_med = median3(c->read_ms);
+        c->ceil_pct = read_med > 0 ? bench_ceiling_pct(&e4, fp8_bytes / (read_med * 1e6), L, t) : 0;
         for (int d = 0; d < 2; d++) {
             c->ratio[d] = median3(c->bf16_ms) / median3(c->ms[d]);
             c->pct[d] = 100.0 * median3(c->read_ms) / median3(c->ms[d]);
@@ -80,9 +82,12 @@ void bench_fp8_write(FILE *f, const fp8_cmp *c, int n) {
                    "of an fp8 kernel at that moment.  ms are each round's median batch; *%% of "
                    "ceiling* = the read's median over the fp8 row's median (target %.0f %%); "
                    "*rate vs bf16* = bf16's median over the fp8 row's (information: issue 25 "
-                   "wished 1.8x).\n\n| threads | cache | ms per round | read ms per round | %% "
-                   "of ceiling | target | verdict | bf16 ms per round | rate vs bf16 |\n"
-                   "|---:|---|---|---|---:|---:|---|---|---:|\n",
+                   "wished 1.8x); *compute ceiling* = the most of the read's rate that the "
+                   "row's multiply-adds allow at the compute peak measured at the start of the "
+                   "run (the read's time over the flops' time at that peak).\n\n| threads | "
+                   "cache | ms per round | read ms per round | %% of ceiling | target | verdict | "
+                   "compute ceiling | bf16 ms per round | rate vs bf16 |\n"
+                   "|---:|---|---|---|---:|---:|---|---:|---|---:|\n",
                 FP8_ROUNDS, FP8_TARGET_PCT);
     else
         printf("\nfp8 decode against a plain read of its layout (cold B=8, %d rotating rounds; "
@@ -96,13 +101,13 @@ void bench_fp8_write(FILE *f, const fp8_cmp *c, int n) {
             char a[64];
             rounds(a, sizeof a, c[i].ms[d]);
             if (f)
-                fprintf(f, "| %d | %s | %s | %s | %.1f | %.0f %% | %s | %s | %.2fx |\n",
+                fprintf(f, "| %d | %s | %s | %s | %.1f | %.0f %% | %s | %.1f %% | %s | %.2fx |\n",
                         c[i].threads, dn[d], a, rd, c[i].pct[d], FP8_TARGET_PCT, c[i].verdict[d],
-                        b, c[i].ratio[d]);
+                        c[i].ceil_pct, b, c[i].ratio[d]);
             else
-                printf("  %s %d thr  %s ms  (read %s ms)  %.1f%% of the read  %s  (bf16 %s ms, "
-                       "%.2fx)\n", dn[d], c[i].threads, a, rd, c[i].pct[d], c[i].verdict[d], b,
-                       c[i].ratio[d]);
+                printf("  %s %d thr  %s ms  (read %s ms)  %.1f%% of the read  %s  (compute "
+                       "ceiling %.1f%%; bf16 %s ms, %.2fx)\n", dn[d], c[i].threads, a, rd,
+                       c[i].pct[d], c[i].verdict[d], c[i].ceil_pct, b, c[i].ratio[d]);
         }
     }
 }
@@ -116,11 +121,11 @@ void bench_fp8_json(FILE *f, const fp8_cmp *c, int n) {
         for (int d = 0; d < 2; d++) {
             fprintf(f, "%s\n    {\"cache\": \"%s\", \"threads\": %d, \"ms\": [%.3f, %.3f, %.3f], "
                        "\"read_ms\": [%.3f, %.3f, %.3f], \"pct_of_ceiling\": %.1f, "
-                       "\"target_pct\": %.0f, \"verdict\": \"%s\", \"bf16_ms\": [%.3f, %.3f, "
-                       "%.3f], \"rate_vs_bf16\": %.3f}",
+                       "\"target_pct\": %.0f, \"verdict\": \"%s\", \"compute_ceiling_pct\": "
+                       "%.1f, \"bf16_ms\": [%.3f, %.3f, %.3f], \"rate_vs_bf16\": %.3f}",
                     first ? "" : ",", dn[d], c[i].threads, c[i].ms[d][0], c[i].ms[d][1],
                     c[i].ms[d][2], c[i].read_ms[0], c[i].read_ms[1], c[i].read_ms[2], c[i].pct[d],
-                    FP8_TARGET_PCT, c[i].verdict[d], c[i].bf16_ms[0], c[i].bf16_ms[1],
+                    FP8_TARGET_PCT, c[i].verdict[d], c[i].ceil_pct, c[i].bf16_ms[0], c[i].bf16_ms[1],
                     c[i].bf16_ms[2], c[i].ratio[d]);
             first = 0;
         }

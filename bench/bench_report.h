@@ -19,6 +19,12 @@ typedef struct bench_row {
     int threads;
     row_result r;
     double gbs, gflops, pct, pct_c, pct_fma_c, adj, pct_adj, target;
+    /* Decode rows: the most of the row's limit its arithmetic allows, in
+     * %: the limit's time over the time its flops take at the row's
+     * compute peak (row_peak), both measured at the start of the run, at
+     * most 100.  A target above it cannot be met by any kernel of that
+     * instruction path on this machine.  0: not a decode row. */
+    double ceil_pct;
     const char *metric, *limit, *verdict;
     /* Laguna: the roofline's items, each at its bound */
     row_item items[ROW_MAX_ITEMS];
@@ -54,6 +60,11 @@ const bench_target_set *bench_targets(void);
  * which flatters the row.  Returns the verdict's words. */
 const char *bench_verdict(double target, double pct, double pct_next, int has_next);
 
+/* The compute ceiling of a decode row (bench_row.ceil_pct) whose bytes
+ * move at limit_gbs: 100 x (bytes / limit) / (flops / peak), at most 100;
+ * 0 without a limit or a peak. */
+double bench_ceiling_pct(const row_spec *r, double limit_gbs, const bench_limits *L, int threads);
+
 /* fp8 decode in rounds against a plain read of its layout (bench_fp8.c) */
 #define FP8_ROUNDS 3
 #define FP8_TARGET_PCT (bench_targets()->fp8)   /* % of the plain read's rate */
@@ -63,6 +74,7 @@ typedef struct fp8_cmp {
     double read_ms[FP8_ROUNDS];                     /* the plain read of the fp8 layout */
     double ratio[2];                                /* bf16 ms over the fp8 row's: the rate ratio */
     double pct[2];                                  /* % of the plain read's rate (0: none) */
+    double ceil_pct;                                /* the compute ceiling (bench_row's), of the read */
     const char *verdict[2];
 } fp8_cmp;
 
