@@ -17,18 +17,27 @@
 #                                 `attnguard repro` with the binaries built first
 #
 # Knobs: FUZZ_TIME (s, default 60), FUZZ_TARGETS (default: all, mk/fuzz.mk's
-# FUZZ_ALL), FUZZ_SEED (libFuzzer -seed; empty = random), FUZZ_JOBS (targets
-# at a time, default 2), FUZZ_WEIGHTS (time shares, default fuzz_attention=2,
-# others 1; the nightly job uses the same), ENGINE, FUZZ_FROM (empty or
-# unset).  The per-target limits
+# FUZZ_ALL, less other engines' contract targets under ENGINE=), FUZZ_SEED
+# (libFuzzer -seed; empty = random), FUZZ_JOBS (targets at a time, default
+# 2), FUZZ_WEIGHTS (time shares, default fuzz_attention=2, others 1, and
+# under ENGINE=<external> its contract target the others' sum; the nightly
+# job uses the same), ENGINE, FUZZ_FROM (empty or unset).  The per-target limits
 # (timeout, rss_limit_mb, max_len) are those of fuzz/<target>.options.
 FUZZ_TIME ?= 60
-FUZZ_TARGETS ?= $(FUZZ_ALL)
 FUZZ_SEED ?=
 FUZZ_JOBS ?= 2
-FUZZ_WEIGHTS ?= fuzz_attention=2
 FUZZ_FROM ?=
 ENGINE ?=
+# ENGINE=<external engine>: that engine's own contract target is the
+# session's main subject, so it gets half of all core-seconds (a weight
+# equal to the other targets' together: one whole lane of two, half of the
+# one lane of FUZZ_JOBS=1), and other engines' contract targets, which do
+# not drive it, stay out.
+FZ_CONTRACT := $(filter fuzz_$(ENGINE)_contract,$(FUZZ_ALL))
+FUZZ_TARGETS ?= $(if $(ENGINE),$(filter-out $(filter-out $(FZ_CONTRACT),$(filter fuzz_%_contract,$(FUZZ_ALL))),$(FUZZ_ALL)),$(FUZZ_ALL))
+FZ_OTHERS = $(filter-out $(FZ_CONTRACT),$(FUZZ_TARGETS))
+FUZZ_WEIGHTS ?= fuzz_attention=2$(if $(filter $(FZ_CONTRACT),$(FUZZ_TARGETS)), \
+    $(FZ_CONTRACT)=$(words $(FZ_OTHERS) $(filter fuzz_attention,$(FZ_OTHERS))))
 
 # A mutant's or another engine's session never mixes with the normal one
 # (make report reads build/fuzz-session/summary.json as the normal build's).

@@ -9,7 +9,7 @@
 #   make nightly NIGHTLY_TIME=60 NIGHTLY_INJECT=model_wide_heads
 #                                rehearse the triage path on a mutant
 #
-# The targets and their time shares are make fuzz's (FUZZ_ALL, FUZZ_WEIGHTS);
+# The targets and their time shares are make fuzz's (FUZZ_TARGETS, FUZZ_WEIGHTS);
 # ENGINE=<name> fuzzes that engine.
 NIGHTLY_TIME ?= 600
 NIGHTLY_FORK ?= 2
@@ -27,7 +27,7 @@ NIGHTLY_SEED_CORPUS ?=
 .PHONY: nightly
 
 nightly:
-	@NIGHTLY_TIME='$(NIGHTLY_TIME)' NIGHTLY_TARGETS='$(FUZZ_ALL)' \
+	@NIGHTLY_TIME='$(NIGHTLY_TIME)' NIGHTLY_TARGETS='$(FUZZ_TARGETS)' \
 	    NIGHTLY_WEIGHTS='$(FUZZ_WEIGHTS)' NIGHTLY_FORK='$(NIGHTLY_FORK)' \
 	    NIGHTLY_REPRO='$(NIGHTLY_REPRO)' NIGHTLY_MIN_TIME='$(NIGHTLY_MIN_TIME)' \
 	    NIGHTLY_MUTANTS='$(NIGHTLY_MUTANTS)' NIGHTLY_COVERAGE='$(NIGHTLY_COVERAGE)' \
