@@ -56,6 +56,7 @@ static int ort_variants(void *ctx, ag_variant *out, int cap) {
     static const ag_variant v[] = {
         {"op=gqa kv=shared", AG_VARIANT_DEFAULT, NULL},
         {"op=gqa kv=separate", AG_VARIANT_LAYOUT, NULL},
+        {"op=gqa kv=shared qkv=packed", AG_VARIANT_LAYOUT, NULL},
         {"op=attention", AG_VARIANT_LAYOUT, NULL},
     };
     const int n = (int)(sizeof v / sizeof v[0]);
@@ -108,8 +109,10 @@ static ag_status ort_group_info(void *grp, ag_group_info *out) {
              g->op == OG_GQA ? "gqa" : "attention");
     snprintf(out->detail, sizeof out->detail, "ORT %s, T=%s, %s, %d threads", g->lib->version,
              og_dtype_name(g->t_dt),
-             g->op == OG_ATTENTION ? "opset 24" : g->io == OG_IO_GQA_SEPARATE ? "kv separate"
-                                                                             : "kv shared",
+             g->op == OG_ATTENTION            ? "opset 24"
+             : g->io == OG_IO_GQA_SEPARATE    ? "kv separate"
+             : g->io == OG_IO_GQA_PACKED      ? "kv shared, qkv packed"
+                                              : "kv shared",
              (int)g->threads);
     const int f16_node = g->op == OG_ATTENTION && g->t_dt == AG_F16;
     const ag_dtype t16 = f16_node ? AG_F16 : AG_F32;

@@ -27,8 +27,8 @@ ag_status og_parse_options(const char *options, og_op *op, int32_t *io, ag_msg *
     *op = OG_GQA;
     *io = OG_IO_GQA_SHARED;
     /* keys[] NULL: words of other engines are not ours to refuse */
-    static const char *const ours[] = {"op", "kv"};
-    for (int k = 0; k < 2; k++)
+    static const char *const ours[] = {"op", "kv", "qkv"};
+    for (int k = 0; k < 3; k++)
         if (orta_option(options, ours[k], NULL, v, sizeof v) == 2)
             return orta_fail(msg, AG_REFUSED, AG_R_OPTIONS, "ORT_OPTIONS",
                              "group option %s given twice", ours[k]);
@@ -45,6 +45,19 @@ ag_status og_parse_options(const char *options, og_op *op, int32_t *io, ag_msg *
     else if (o == 1 && strcmp(v, "shared") != 0)
         return orta_fail(msg, AG_REFUSED, AG_R_OPTIONS, "ORT_OPTIONS",
                          "group option kv=%s: ort offers kv=shared and kv=separate", v);
+    o = orta_option(options, "qkv", NULL, v, sizeof v);
+    if (o == 1 && strcmp(v, "packed") != 0 && strcmp(v, "separate") != 0)
+        return orta_fail(msg, AG_REFUSED, AG_R_OPTIONS, "ORT_OPTIONS",
+                         "group option qkv=%s: ort offers qkv=separate and qkv=packed", v);
+    if (o == 1 && !strcmp(v, "packed")) {
+        if (*op == OG_ATTENTION)
+            return orta_fail(msg, AG_REFUSED, AG_R_OPTIONS, "ORT_OPTIONS",
+                             "group option qkv=packed: only op=gqa takes packed QKV");
+        if (*io == OG_IO_GQA_SEPARATE)
+            return orta_fail(msg, AG_REFUSED, AG_R_OPTIONS, "ORT_OPTIONS",
+                             "group option qkv=packed: offered with kv=shared only");
+        *io = OG_IO_GQA_PACKED;
+    }
     if (*op == OG_ATTENTION) *io = OG_IO_ATT_CAUSAL;   /* per run: causal or mask */
     return AG_OK;
 }

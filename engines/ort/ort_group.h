@@ -29,10 +29,12 @@ typedef struct og_key {
 } og_key;
 
 /* The graph input/output sets a session is built for.  GQA: past and
- * present in one buffer, or in two.  Attention: lower-right causal through
- * is_causal and nonpad_kv_seqlen, or a boolean mask. */
-enum { OG_IO_GQA_SHARED = 0, OG_IO_GQA_SEPARATE = 1, OG_IO_ATT_CAUSAL = 0, OG_IO_ATT_MASK = 1,
-       OG_IO_KINDS = 2 };
+ * present in one buffer, or in two, or in one with the new rows' q, K and
+ * V packed into the query input (key and value absent: the form of
+ * onnxruntime-genai's fused QKV projections).  Attention: lower-right
+ * causal through is_causal and nonpad_kv_seqlen, or a boolean mask. */
+enum { OG_IO_GQA_SHARED = 0, OG_IO_GQA_SEPARATE = 1, OG_IO_GQA_PACKED = 2, OG_IO_ATT_CAUSAL = 0,
+       OG_IO_ATT_MASK = 1, OG_IO_KINDS = 3 };
 
 typedef struct og_sess {
     og_key key;
@@ -83,7 +85,7 @@ typedef enum og_cls_kind { OG_DECODE = 0, OG_PROMPT, OG_CHUNK } og_cls_kind;
 
 /* Offsets into the scratch of one class's regions (SIZE_MAX: absent). */
 enum { OG_R_Q, OG_R_K, OG_R_V, OG_R_PAST_K, OG_R_PAST_V, OG_R_PRES_K, OG_R_PRES_V, OG_R_OUT,
-       OG_R_MASK, OG_R_LENS, OG_R_COUNT };
+       OG_R_MASK, OG_R_LENS, OG_R_QKV, OG_R_COUNT };
 
 typedef struct og_class {
     int32_t kind;              /* og_cls_kind */
@@ -116,7 +118,8 @@ typedef struct og_plan {
 ag_status og_check_group(const ag_group *in, og_group *g, ag_msg *msg);
 void og_group_free(og_group *g);
 ag_status og_check_batch(const og_group *g, const ag_batch *b, ag_msg *msg);
-/* The words of group.options: op=gqa|attention, kv=shared|separate. */
+/* The words of group.options: op=gqa|attention, kv=shared|separate,
+ * qkv=separate|packed (packed: GQA with kv=shared only). */
 ag_status og_parse_options(const char *options, og_op *op, int32_t *io, ag_msg *msg);
 
 /* ort_cache.c: the cache layout [cells][Hkv][D] in kv dtype, and the

@@ -82,10 +82,15 @@ static void gqa_needs(const og_plan *P, const og_class *c, const og_key *k, og_l
     const og_group *g = P->g;
     const size_t B = (size_t)c->nreq, S = (size_t)c->S, T = (size_t)c->T, D = (size_t)g->d;
     const size_t hq = (size_t)k->hq, hkv = (size_t)g->hkv, es = og_dtype_size(g->t_dt);
-    /* query, key and value, from BSNH to BNSH */
-    put(l, B * hq * S * D * es);
-    put(l, B * hkv * S * D * es);
-    put(l, B * hkv * S * D * es);
+    /* query, key and value, from BSNH to BNSH: three buffers, or one for
+     * the packed input (its q, K and V heads transposed together) */
+    if (g->io == OG_IO_GQA_PACKED) {
+        put(l, B * (hq + 2 * hkv) * S * D * es);
+    } else {
+        put(l, B * hq * S * D * es);
+        put(l, B * hkv * S * D * es);
+        put(l, B * hkv * S * D * es);
+    }
     const og_route route = og_gqa_route(P, c, k);
     const size_t th = (size_t)g->threads;
     if (route == OG_ROUTE_DECODE_ROW || route == OG_ROUTE_DECODE_SPLIT) {

@@ -132,6 +132,13 @@ static int class_sizes(const og_plan *P, const og_class *c, int32_t layer,
 #endif
         if (sep) bad += mulz(B * T, kvrow, &pres);
         sz[OG_R_LENS] = (B + 1) * sizeof(int32_t);
+        /* packed: each row's q then K then V heads, what the query input
+         * carries (q staged and the new rows gathered as above first) */
+        if (g->io == OG_IO_GQA_PACKED) {
+            size_t row = 0;
+            bad += __builtin_add_overflow(qrow, 2 * kvrow, &row);
+            bad += mulz(B * S, row, &sz[OG_R_QKV]);
+        }
     } else {
         sz[OG_R_LENS] = B * sizeof(int64_t);
         if (og_masked(P, c, layer)) bad += mulz(B * S, T, &sz[OG_R_MASK]);
@@ -141,8 +148,9 @@ static int class_sizes(const og_plan *P, const og_class *c, int32_t layer,
     return bad ? -1 : 0;
 }
 
-static const char *const k_region[OG_R_COUNT] = {"q",      "k",      "v",   "past_k", "past_v",
-                                                 "pres_k", "pres_v", "out", "mask",   "lens"};
+static const char *const k_region[OG_R_COUNT] = {"q",      "k",      "v",    "past_k",
+                                                 "past_v", "pres_k", "pres_v", "out",
+                                                 "mask",   "lens",   "qkv"};
 
 /* Offsets of every class's regions, and the region table; `redzone`
  * bytes (the harness's ag_plan_opts.redzone, a multiple of OG_ALIGN or

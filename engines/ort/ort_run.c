@@ -86,6 +86,25 @@ static void *stage_q(const og_ctx *x) {
     return q;
 }
 
+/* The packed query input: per row its q heads (as stage_q left them, at
+ * q), then its new K and V heads (gather's key/value rows), one row after
+ * another in the plan's QKV region. */
+static void *pack_qkv(const og_ctx *x, const char *q) {
+    const og_group *g = x->P->g;
+    const og_class *c = x->c;
+    const size_t es = og_dtype_size(g->t_dt);
+    const size_t qb = (size_t)x->hq * (size_t)g->d * es, kb = (size_t)g->hkv * (size_t)g->d * es;
+    const char *k = region(x, OG_R_K), *v = region(x, OG_R_V);
+    char *o = region(x, OG_R_QKV);
+    for (size_t r = 0; r < (size_t)c->nreq * (size_t)c->S; r++) {
+        char *row = o + r * (qb + 2 * kb);
+        memcpy(row, q + r * qb, qb);
+        memcpy(row + qb, k + r * kb, kb);
+        memcpy(row + qb + kb, v + r * kb, kb);
+    }
+    return o;
+}
+
 static void *out_ptr(const og_ctx *x) {
     const og_class *c = x->c;
     const size_t row = (size_t)x->hq * (size_t)x->P->g->d;
@@ -165,14 +184,18 @@ static OrtStatus *gqa_call(const og_ctx *x, og_call *k) {
     const og_layer *L = &g->layers[x->layer];
     const int et = g->t_dt == AG_F16 ? ORTA_T_FLOAT16 : ORTA_T_FLOAT;
     const int64_t B = c->nreq, S = c->S, hq = x->hq, hkv = g->hkv, D = g->d;
-    const int64_t M = c->M, sep = g->io == OG_IO_GQA_SEPARATE;
+    const int64_t M = c->M, sep = g->io == OG_IO_GQA_SEPARATE, packed = g->io == OG_IO_GQA_PACKED;
     int32_t *lens = region(x, OG_R_LENS);
     for (int32_t i = 0; i < c->nreq; i++) lens[i] = x->P->b.seq_lens[x->P->req[c->first + i]] - 1;
     lens[c->nreq] = c->T;   /* total_sequence_length: the longest request */
     OrtStatus *s = NULL;
-    IN("query", stage_q(x), et, B, S, hq * D);
-    IN("key", region(x, OG_R_K), et, B, S, hkv * D);
-    IN("value", region(x, OG_R_V), et, B, S, hkv * D);
+    if (packed) {
+        IN("query", pack_qkv(x, stage_q(x)), et, B, S, (hq + 2 * hkv) * D);
+    } else {
+        IN("query", stage_q(x), et, B, S, hq * D);
+        IN("key", region(x, OG_R_K), et, B, S, hkv * D);
+        IN("value", region(x, OG_R_V), et, B, S, hkv * D);
+    }
     void *pk = c->size[OG_R_PAST_K] ? region(x, OG_R_PAST_K) : NULL;
     void *pv = c->size[OG_R_PAST_V] ? region(x, OG_R_PAST_V) : NULL;
     IN("past_key", pk, et, B, hkv, M, D);

@@ -30,17 +30,20 @@
 #define INT_ATTR(n, v) {(n), ONNX_ATTR_INT, 0.0f, (v)}
 #define FLOAT_ATTR(n, v) {(n), ONNX_ATTR_FLOAT, (v), 0}
 
-/* GroupQueryAttention (com.microsoft): query/key/value BSNH, past and
- * present BNSH, seqlens_k = total - 1, a scalar total length, and head_sink
- * as input 11 (inputs 7..10, rotary and bias, left out). */
+/* GroupQueryAttention (com.microsoft): query/key/value BSNH (packed: the
+ * query input holds each row's q, K and V heads one after another, key and
+ * value absent), past and present BNSH, seqlens_k = total - 1, a scalar
+ * total length, and head_sink as input 11 (inputs 7..10, rotary and bias,
+ * left out). */
 static int gqa_model(const og_group *g, const og_key *k, int io, uint8_t **out, size_t *len) {
     const int et = g->t_dt == AG_F16 ? ORTA_T_FLOAT16 : ORTA_T_FLOAT;
     const int64_t hq = k->hq, hkv = g->hkv, d = g->d;
-    const char *pres = io == OG_IO_GQA_SHARED ? "M" : "T";
+    const int packed = io == OG_IO_GQA_PACKED;
+    const char *pres = io == OG_IO_GQA_SEPARATE ? "T" : "M";
     const onnx_value in[12] = {
-        {"query", et, 3, {SYM("B"), SYM("S"), DIM(hq * d)}},
-        {"key", et, 3, {SYM("B"), SYM("S"), DIM(hkv * d)}},
-        {"value", et, 3, {SYM("B"), SYM("S"), DIM(hkv * d)}},
+        {"query", et, 3, {SYM("B"), SYM("S"), DIM((packed ? hq + 2 * hkv : hq) * d)}},
+        {packed ? "" : "key", et, 3, {SYM("B"), SYM("S"), DIM(hkv * d)}},
+        {packed ? "" : "value", et, 3, {SYM("B"), SYM("S"), DIM(hkv * d)}},
         {"past_key", et, 4, {SYM("B"), DIM(hkv), SYM("M"), DIM(d)}},
         {"past_value", et, 4, {SYM("B"), DIM(hkv), SYM("M"), DIM(d)}},
         {"seqlens_k", ORTA_T_INT32, 1, {SYM("B")}},
@@ -125,7 +128,8 @@ static ag_status options(const og_group *g, OrtSessionOptions **out, ag_msg *msg
 
 /* Inputs and outputs the node declares, for the probe of positions 30/31. */
 static void io_counts(const og_group *g, const og_key *k, int io, size_t *ni, size_t *no) {
-    if (g->op == OG_GQA) *ni = k->sink == OG_SINK_HEAD ? 8 : 7, *no = 3;
+    if (g->op == OG_GQA)
+        *ni = (k->sink == OG_SINK_HEAD ? 8 : 7) - (io == OG_IO_GQA_PACKED ? 2 : 0), *no = 3;
     else *ni = io == OG_IO_ATT_MASK ? 5 : 4, *no = 1;
 }
 

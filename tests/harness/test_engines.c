@@ -300,3 +300,33 @@ Test(engines, attnguard_emulated_twins) {
     o.e->close(o.ctx);
     if (!emulated) cr_skip_test("this build has no emulated tables (mk/isa.mk, EMU_TABLES)");
 }
+
+/* ORT's option words combine only as its variants do (engines/ort/
+ * MAPPING.md, "Variants"): packed QKV is GQA's, with past and present in
+ * one buffer; every other combination is refused as options, the word
+ * named. */
+Test(engines, ort_option_combinations) {
+    open_engine o = open_or_skip("ort");
+    const ag_engine *e = o.e;
+    static const char *const refused[] = {"op=attention qkv=packed", "op=gqa kv=separate qkv=packed",
+                                          "op=gqa qkv=fused", "op=attention kv=shared"};
+    static const char *const made[] = {"op=gqa kv=shared qkv=packed", "op=gqa qkv=packed",
+                                       "op=gqa kv=separate qkv=separate"};
+    ag_layer L = plain_layer("layers.0", 8);
+    ag_msg m;
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        ag_group g = group_of(&o, &L, 1, refused[i]);
+        void *grp = NULL;
+        refused_as(e->create(o.ctx, &g, &grp, &m), &m, AG_R_OPTIONS, refused[i]);
+        cr_assert_null(grp, "%s: a handle came back with the refusal", refused[i]);
+        cr_assert(strstr(m.text, "qkv") || strstr(m.text, "kv="), "%s: the message names no "
+                  "option word: %s", refused[i], m.text);
+    }
+    for (size_t i = 0; i < sizeof made / sizeof made[0]; i++) {
+        ag_group g = group_of(&o, &L, 1, made[i]);
+        void *grp = NULL;
+        cr_assert_eq(e->create(o.ctx, &g, &grp, &m), AG_OK, "%s: %s", made[i], m.text);
+        e->destroy(grp);
+    }
+    e->close(o.ctx);
+}
