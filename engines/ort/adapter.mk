@@ -34,7 +34,8 @@ endif
 ort_SRC := engines/ort/ort_adapter.c engines/ort/ort_check.c engines/ort/ort_cache.c \
           engines/ort/ort_plan.c engines/ort/ort_run.c engines/ort/ort_session.c \
           engines/ort/ort_alloc.c engines/ort/ort_needs.c engines/ort/ort_load.c \
-          engines/ort/ort_paths.c engines/ort/onnx_proto.c
+          engines/ort/ort_paths.c engines/ort/ort_rotary.c \
+          engines/ort/onnx_proto.c
 ort_CFLAGS := -DAG_HAVE_ORT=1 -DAG_ORT_DEFAULT_DIR=\"$(ORT_LIBDIR)\"
 ort_LDLIBS := -ldl -lpthread -lm
 

@@ -57,6 +57,8 @@ static int ort_variants(void *ctx, ag_variant *out, int cap) {
         {"op=gqa kv=shared", AG_VARIANT_DEFAULT, NULL},
         {"op=gqa kv=separate", AG_VARIANT_LAYOUT, NULL},
         {"op=gqa kv=shared qkv=packed", AG_VARIANT_LAYOUT, NULL},
+        {"op=gqa kv=shared rotary=half", AG_VARIANT_LAYOUT, NULL},
+        {"op=gqa kv=shared qkv=packed rotary=interleaved", AG_VARIANT_LAYOUT, NULL},
         {"op=attention", AG_VARIANT_LAYOUT, NULL},
     };
     const int n = (int)(sizeof v / sizeof v[0]);
@@ -82,7 +84,7 @@ static ag_status ort_create(void *ctx, const ag_group *group, void **grp, ag_msg
     g->lib = ctx;
     pthread_mutex_init(&g->mu, NULL);
     og_bridge_init(&g->bridge, group->alloc, g->lib->cpu);
-    ag_status st = og_parse_options(group->options, &g->op, &g->io, msg);
+    ag_status st = og_parse_options(group->options, &g->op, &g->io, &g->rotary, msg);
     if (st == AG_OK) st = og_check_group(group, g, msg);
     if (st != AG_OK) {
         ort_destroy(g);

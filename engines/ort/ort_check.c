@@ -22,13 +22,15 @@ static const char *lname(const ag_group *in, int32_t l, char *buf, size_t cap) {
     return buf;
 }
 
-ag_status og_parse_options(const char *options, og_op *op, int32_t *io, ag_msg *msg) {
+ag_status og_parse_options(const char *options, og_op *op, int32_t *io, int32_t *rotary,
+                           ag_msg *msg) {
     char v[64];
     *op = OG_GQA;
     *io = OG_IO_GQA_SHARED;
+    *rotary = OG_ROT_NONE;
     /* keys[] NULL: words of other engines are not ours to refuse */
-    static const char *const ours[] = {"op", "kv", "qkv"};
-    for (int k = 0; k < 3; k++)
+    static const char *const ours[] = {"op", "kv", "qkv", "rotary"};
+    for (int k = 0; k < 4; k++)
         if (orta_option(options, ours[k], NULL, v, sizeof v) == 2)
             return orta_fail(msg, AG_REFUSED, AG_R_OPTIONS, "ORT_OPTIONS",
                              "group option %s given twice", ours[k]);
@@ -58,6 +60,16 @@ ag_status og_parse_options(const char *options, og_op *op, int32_t *io, ag_msg *
                              "group option qkv=packed: offered with kv=shared only");
         *io = OG_IO_GQA_PACKED;
     }
+    o = orta_option(options, "rotary", NULL, v, sizeof v);
+    if (o == 1 && !strcmp(v, "half")) *rotary = OG_ROT_HALF;
+    else if (o == 1 && !strcmp(v, "interleaved")) *rotary = OG_ROT_INTERLEAVED;
+    else if (o == 1 && strcmp(v, "none") != 0)
+        return orta_fail(msg, AG_REFUSED, AG_R_OPTIONS, "ORT_OPTIONS",
+                         "group option rotary=%s: ort offers rotary=none, half and interleaved",
+                         v);
+    if (*rotary != OG_ROT_NONE && *op == OG_ATTENTION)
+        return orta_fail(msg, AG_REFUSED, AG_R_OPTIONS, "ORT_OPTIONS",
+                         "group option rotary=%s: only op=gqa has a rotary step", v);
     if (*op == OG_ATTENTION) *io = OG_IO_ATT_CAUSAL;   /* per run: causal or mask */
     return AG_OK;
 }
@@ -213,6 +225,10 @@ ag_status og_check_group(const ag_group *in, og_group *g, ag_msg *msg) {
     if (in->head_dim % 8 != 0 && g->op == OG_GQA)
         return orta_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "ORT_HEAD_DIM",
                          "head_dim %d: GroupQueryAttention wants a multiple of 8",
+                         (int)in->head_dim);
+    if (in->head_dim % 16 != 0 && g->rotary != OG_ROT_NONE)
+        return orta_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "ORT_ROTARY_HEAD_DIM",
+                         "head_dim %d: GroupQueryAttention's rotary step wants a multiple of 16",
                          (int)in->head_dim);
     g->hkv = in->num_kv_heads;
     g->d = in->head_dim;

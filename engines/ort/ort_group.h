@@ -14,6 +14,10 @@
 /* The two ops a group may be mapped onto (group option op=). */
 typedef enum og_op { OG_GQA = 0, OG_ATTENTION = 1 } og_op;
 
+/* GQA's rotary step (group option rotary=): none, or do_rotary with the
+ * rotated pairs (i, i + D/2) or (2i, 2i + 1) (rotary_interleaved). */
+typedef enum og_rotary { OG_ROT_NONE = 0, OG_ROT_HALF, OG_ROT_INTERLEAVED } og_rotary;
+
 /* How a layer's sinks reach ORT. */
 typedef enum og_sink { OG_SINK_NONE = 0, OG_SINK_SMOOTH, OG_SINK_HEAD } og_sink;
 
@@ -67,6 +71,7 @@ typedef struct og_group {
     orta_lib *lib;
     og_op op;
     int32_t io;                /* OG_IO_GQA_* for GQA groups */
+    int32_t rotary;            /* og_rotary (ort_rotary.c) */
     int32_t hkv, d, bs, threads, nl, hq_max, nsess;
     ag_dtype q_dt, kv_dt, out_dt;
     ag_dtype t_dt;             /* ORT's T: AG_F32 or AG_F16 */
@@ -85,7 +90,7 @@ typedef enum og_cls_kind { OG_DECODE = 0, OG_PROMPT, OG_CHUNK } og_cls_kind;
 
 /* Offsets into the scratch of one class's regions (SIZE_MAX: absent). */
 enum { OG_R_Q, OG_R_K, OG_R_V, OG_R_PAST_K, OG_R_PAST_V, OG_R_PRES_K, OG_R_PRES_V, OG_R_OUT,
-       OG_R_MASK, OG_R_LENS, OG_R_QKV, OG_R_COUNT };
+       OG_R_MASK, OG_R_LENS, OG_R_QKV, OG_R_COS, OG_R_SIN, OG_R_COUNT };
 
 typedef struct og_class {
     int32_t kind;              /* og_cls_kind */
@@ -119,8 +124,10 @@ ag_status og_check_group(const ag_group *in, og_group *g, ag_msg *msg);
 void og_group_free(og_group *g);
 ag_status og_check_batch(const og_group *g, const ag_batch *b, ag_msg *msg);
 /* The words of group.options: op=gqa|attention, kv=shared|separate,
- * qkv=separate|packed (packed: GQA with kv=shared only). */
-ag_status og_parse_options(const char *options, og_op *op, int32_t *io, ag_msg *msg);
+ * qkv=separate|packed (packed: GQA with kv=shared only),
+ * rotary=none|half|interleaved (GQA only). */
+ag_status og_parse_options(const char *options, og_op *op, int32_t *io, int32_t *rotary,
+                           ag_msg *msg);
 
 /* ort_cache.c: the cache layout [cells][Hkv][D] in kv dtype, and the
  * element conversions the gathers and copies need. */
@@ -165,6 +172,19 @@ typedef enum og_route {
     OG_ROUTE_DECODE_ROW = 0, OG_ROUTE_DECODE_SPLIT, OG_ROUTE_FLASH, OG_ROUTE_LOGITS, OG_ROUTE_F16
 } og_route;
 og_route og_gqa_route(const og_plan *P, const og_class *c, const og_key *k);
+
+/* ort_rotary.c: GQA's rotary step made exact.  The case's q and K are
+ * the rotated values the reference sees; the adapter hands ORT the
+ * un-rotated ones and cos/sin caches whose every angle is a multiple of a
+ * quarter turn (cos, sin in {-1, 0, 1}), so ORT's rotation gives back the
+ * case's values bit for bit in any float type, while the angle still
+ * depends on the position and the pair, so a wrong position or pairing
+ * moves the result.  og_rot_caches fills rows 0 .. rows - 1 of cos and
+ * sin ([rows][D/2], dtype t); og_unrotate turns n rows of `heads` heads
+ * ([n][heads][D], dtype t) at positions p0 .. p0 + n - 1 back by their
+ * angle. */
+void og_rot_caches(const og_group *g, int32_t rows, void *cos, void *sin);
+void og_unrotate(const og_group *g, void *rows, int32_t n, int32_t heads, int32_t p0);
 
 /* ort_paths.c: the ABI's paths (NULL plan: every name it can give). */
 int og_paths(void *plan, const char **names, int cap);

@@ -91,6 +91,17 @@ static void gqa_needs(const og_plan *P, const og_class *c, const og_key *k, og_l
         put(l, B * hkv * S * D * es);
         put(l, B * hkv * S * D * es);
     }
+    /* the rotary step: the rotated q and K (packed: q, K and V, V
+     * copied); the positions it makes from seqlens_k are not asked of
+     * this allocator in 1.30 */
+    if (g->rotary != OG_ROT_NONE) {
+        if (g->io == OG_IO_GQA_PACKED) {
+            put(l, B * (hq + 2 * hkv) * S * D * es);
+        } else {
+            put(l, B * hq * S * D * es);
+            put(l, B * hkv * S * D * es);
+        }
+    }
     const og_route route = og_gqa_route(P, c, k);
     const size_t th = (size_t)g->threads;
     if (route == OG_ROUTE_DECODE_ROW || route == OG_ROUTE_DECODE_SPLIT) {

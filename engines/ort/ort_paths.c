@@ -23,7 +23,8 @@
     X(P_GQA_ROW, "gqa/decode-row") X(P_GQA_SPLIT, "gqa/decode-split")                        \
     X(P_GQA_FLASH, "gqa/flash-tiled") X(P_GQA_LOGITS, "gqa/logits-f32")                      \
     X(P_GQA_F16, "gqa/f16") X(P_GQA_SHARED, "gqa/kv=shared") X(P_GQA_SEPARATE, "gqa/kv=separate") \
-    X(P_GQA_PACKED, "gqa/qkv=packed") \
+    X(P_GQA_PACKED, "gqa/qkv=packed") X(P_GQA_ROT_HALF, "gqa/rotary=half") \
+    X(P_GQA_ROT_INTER, "gqa/rotary=interleaved") \
     X(P_GQA_WINDOW, "gqa/local-window") X(P_GQA_CAP, "gqa/softcap")                          \
     X(P_GQA_SMOOTH, "gqa/sink=smooth-softmax") X(P_GQA_HEAD, "gqa/sink=head-sink")           \
     X(P_GQA_BCAST, "gqa/kv-broadcast") X(P_GQA_MHA, "gqa/kv-per-head")                      \
@@ -49,6 +50,8 @@ static void gqa_rows(const og_plan *P, int *on) {
     const og_group *g = P->g;
     on[g->io == OG_IO_GQA_SEPARATE ? P_GQA_SEPARATE : P_GQA_SHARED] = 1;
     on[P_GQA_PACKED] = g->io == OG_IO_GQA_PACKED;
+    on[P_GQA_ROT_HALF] = g->rotary == OG_ROT_HALF;
+    on[P_GQA_ROT_INTER] = g->rotary == OG_ROT_INTERLEAVED;
     for (int32_t l = 0; l < g->nl; l++) {
         const og_key *k = &g->layers[l].key;
         on[k->hq > g->hkv ? P_GQA_BCAST : P_GQA_MHA] = 1;

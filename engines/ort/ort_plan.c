@@ -84,7 +84,8 @@ static int padded(const og_plan *P, const og_class *c) {
  * query row is real (no padding) and already in ORT's element type. */
 static int is_direct(const og_plan *P, const og_class *c) {
     const og_group *g = P->g;
-    if (g->q_dt != g->t_dt || g->out_dt != g->t_dt || padded(P, c)) return 0;
+    /* the rotary step turns the staged q back first: never the caller's */
+    if (g->q_dt != g->t_dt || g->out_dt != g->t_dt || padded(P, c) || g->rotary) return 0;
     for (int32_t i = 1; i < c->nreq; i++)
         if (P->req[c->first + i] != P->req[c->first + i - 1] + 1) return 0;
     return 1;
@@ -134,6 +135,11 @@ static int class_sizes(const og_plan *P, const og_class *c, int32_t layer,
         sz[OG_R_LENS] = (B + 1) * sizeof(int32_t);
         /* packed: each row's q then K then V heads, what the query input
          * carries (q staged and the new rows gathered as above first) */
+        /* rotary: the cos and sin caches, a row per position up to T */
+        if (g->rotary != OG_ROT_NONE) {
+            bad += mulz(T * (size_t)(g->d / 2), es, &sz[OG_R_COS]);
+            sz[OG_R_SIN] = sz[OG_R_COS];
+        }
         if (g->io == OG_IO_GQA_PACKED) {
             size_t row = 0;
             bad += __builtin_add_overflow(qrow, 2 * kvrow, &row);
@@ -150,7 +156,8 @@ static int class_sizes(const og_plan *P, const og_class *c, int32_t layer,
 
 static const char *const k_region[OG_R_COUNT] = {"q",      "k",      "v",    "past_k",
                                                  "past_v", "pres_k", "pres_v", "out",
-                                                 "mask",   "lens",   "qkv"};
+                                                 "mask",   "lens",   "qkv",    "cos",
+                                                 "sin"};
 
 /* Offsets of every class's regions, and the region table; `redzone`
  * bytes (the harness's ag_plan_opts.redzone, a multiple of OG_ALIGN or

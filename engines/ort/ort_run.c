@@ -105,6 +105,24 @@ static void *pack_qkv(const og_ctx *x, const char *q) {
     return o;
 }
 
+/* The rotary step's inputs: the staged q rows and the new K rows turned
+ * back by their positions' angles, and the cos/sin caches (ort_rotary.c),
+ * so that ORT's rotation hands its kernels the case's q and K. */
+static void unrotate_class(const og_ctx *x, void *q) {
+    const og_group *g = x->P->g;
+    const og_class *c = x->c;
+    const size_t es = og_dtype_size(g->t_dt), D = (size_t)g->d;
+    char *k = region(x, OG_R_K);
+    for (int32_t i = 0; i < c->nreq; i++) {
+        const int32_t r = x->P->req[c->first + i], ql = q_len(&x->P->b, r);
+        const int32_t p0 = x->P->b.seq_lens[r] - ql;
+        const size_t row0 = (size_t)i * (size_t)c->S;
+        og_unrotate(g, (char *)q + row0 * (size_t)x->hq * D * es, ql, x->hq, p0);
+        og_unrotate(g, k + row0 * (size_t)g->hkv * D * es, ql, g->hkv, p0);
+    }
+    og_rot_caches(g, c->T, region(x, OG_R_COS), region(x, OG_R_SIN));
+}
+
 static void *out_ptr(const og_ctx *x) {
     const og_class *c = x->c;
     const size_t row = (size_t)x->hq * (size_t)x->P->g->d;
@@ -189,10 +207,12 @@ static OrtStatus *gqa_call(const og_ctx *x, og_call *k) {
     for (int32_t i = 0; i < c->nreq; i++) lens[i] = x->P->b.seq_lens[x->P->req[c->first + i]] - 1;
     lens[c->nreq] = c->T;   /* total_sequence_length: the longest request */
     OrtStatus *s = NULL;
+    void *q = stage_q(x);
+    if (g->rotary != OG_ROT_NONE) unrotate_class(x, q);
     if (packed) {
-        IN("query", pack_qkv(x, stage_q(x)), et, B, S, (hq + 2 * hkv) * D);
+        IN("query", pack_qkv(x, q), et, B, S, (hq + 2 * hkv) * D);
     } else {
-        IN("query", stage_q(x), et, B, S, hq * D);
+        IN("query", q, et, B, S, hq * D);
         IN("key", region(x, OG_R_K), et, B, S, hkv * D);
         IN("value", region(x, OG_R_V), et, B, S, hkv * D);
     }
@@ -203,6 +223,10 @@ static OrtStatus *gqa_call(const og_ctx *x, og_call *k) {
     IN("seqlens_k", lens, ORTA_T_INT32, B);
     k->in_names[k->nin] = "total_sequence_length";
     if (!s) s = tensor(x, lens + c->nreq, ORTA_T_INT32, NULL, 0, &k->in[k->nin++]);
+    if (g->rotary != OG_ROT_NONE) {
+        IN("cos_cache", region(x, OG_R_COS), et, c->T, D / 2);
+        IN("sin_cache", region(x, OG_R_SIN), et, c->T, D / 2);
+    }
     if (L->key.sink == OG_SINK_HEAD)
         IN("head_sink", g->t_dt == AG_F16 ? (void *)L->sinks_h : (void *)L->sinks, et, hq);
     OUT("output", out_ptr(x), et, B, S, hq * D);

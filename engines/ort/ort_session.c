@@ -33,12 +33,13 @@
 /* GroupQueryAttention (com.microsoft): query/key/value BSNH (packed: the
  * query input holds each row's q, K and V heads one after another, key and
  * value absent), past and present BNSH, seqlens_k = total - 1, a scalar
- * total length, and head_sink as input 11 (inputs 7..10, rotary and bias,
+ * total length, cos_cache and sin_cache (inputs 7 and 8, [C][D/2]) with
+ * do_rotary, and head_sink as input 11 (9 and 10, position ids and bias,
  * left out). */
 static int gqa_model(const og_group *g, const og_key *k, int io, uint8_t **out, size_t *len) {
     const int et = g->t_dt == AG_F16 ? ORTA_T_FLOAT16 : ORTA_T_FLOAT;
     const int64_t hq = k->hq, hkv = g->hkv, d = g->d;
-    const int packed = io == OG_IO_GQA_PACKED;
+    const int packed = io == OG_IO_GQA_PACKED, rot = g->rotary != OG_ROT_NONE;
     const char *pres = io == OG_IO_GQA_SEPARATE ? "T" : "M";
     const onnx_value in[12] = {
         {"query", et, 3, {SYM("B"), SYM("S"), DIM((packed ? hq + 2 * hkv : hq) * d)}},
@@ -48,8 +49,9 @@ static int gqa_model(const og_group *g, const og_key *k, int io, uint8_t **out, 
         {"past_value", et, 4, {SYM("B"), DIM(hkv), SYM("M"), DIM(d)}},
         {"seqlens_k", ORTA_T_INT32, 1, {SYM("B")}},
         {"total_sequence_length", ORTA_T_INT32, 0, {{0, NULL}}},
-        {"", 0, 0, {{0, NULL}}}, {"", 0, 0, {{0, NULL}}}, {"", 0, 0, {{0, NULL}}},
-        {"", 0, 0, {{0, NULL}}},
+        {rot ? "cos_cache" : "", et, 2, {SYM("C"), DIM(d / 2)}},
+        {rot ? "sin_cache" : "", et, 2, {SYM("C"), DIM(d / 2)}},
+        {"", 0, 0, {{0, NULL}}}, {"", 0, 0, {{0, NULL}}},
         {"head_sink", et, 1, {DIM(hq)}},
     };
     const onnx_value outs[3] = {
@@ -57,16 +59,18 @@ static int gqa_model(const og_group *g, const og_key *k, int io, uint8_t **out, 
         {"present_key", et, 4, {SYM("B"), DIM(hkv), SYM(pres), DIM(d)}},
         {"present_value", et, 4, {SYM("B"), DIM(hkv), SYM(pres), DIM(d)}},
     };
-    onnx_attr at[7] = {INT_ATTR("num_heads", hq), INT_ATTR("kv_num_heads", hkv),
+    onnx_attr at[8] = {INT_ATTR("num_heads", hq), INT_ATTR("kv_num_heads", hkv),
                        FLOAT_ATTR("scale", k->scale)};
     int na = 3;
     if (k->softcap > 0.0f) at[na++] = (onnx_attr)FLOAT_ATTR("softcap", k->softcap);
     if (k->window > 0) at[na++] = (onnx_attr)INT_ATTR("local_window_size", k->window);
     if (k->sink == OG_SINK_SMOOTH) at[na++] = (onnx_attr)INT_ATTR("smooth_softmax", 1);
+    if (rot) at[na++] = (onnx_attr)INT_ATTR("do_rotary", 1);
+    if (g->rotary == OG_ROT_INTERLEAVED) at[na++] = (onnx_attr)INT_ATTR("rotary_interleaved", 1);
     const onnx_node_model m = {
         .ir_version = 10, .opset_onnx = 21, .opset_ms = 1,
         .op_type = "GroupQueryAttention", .domain = "com.microsoft",
-        .in = in, .n_in = k->sink == OG_SINK_HEAD ? 12 : 7, .out = outs, .n_out = 3,
+        .in = in, .n_in = k->sink == OG_SINK_HEAD ? 12 : rot ? 9 : 7, .out = outs, .n_out = 3,
         .attr = at, .n_attr = na,
     };
     return onnx_encode_model(&m, out, len);
@@ -129,7 +133,9 @@ static ag_status options(const og_group *g, OrtSessionOptions **out, ag_msg *msg
 /* Inputs and outputs the node declares, for the probe of positions 30/31. */
 static void io_counts(const og_group *g, const og_key *k, int io, size_t *ni, size_t *no) {
     if (g->op == OG_GQA)
-        *ni = (k->sink == OG_SINK_HEAD ? 8 : 7) - (io == OG_IO_GQA_PACKED ? 2 : 0), *no = 3;
+        *ni = (k->sink == OG_SINK_HEAD ? 8 : 7) - (io == OG_IO_GQA_PACKED ? 2 : 0) +
+              (g->rotary != OG_ROT_NONE ? 2 : 0),
+        *no = 3;
     else *ni = io == OG_IO_ATT_MASK ? 5 : 4, *no = 1;
 }
 

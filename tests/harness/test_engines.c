@@ -303,15 +303,18 @@ Test(engines, attnguard_emulated_twins) {
 
 /* ORT's option words combine only as its variants do (engines/ort/
  * MAPPING.md, "Variants"): packed QKV is GQA's, with past and present in
- * one buffer; every other combination is refused as options, the word
- * named. */
+ * one buffer; the rotary step is GQA's; every other combination is
+ * refused as options, the word named. */
 Test(engines, ort_option_combinations) {
     open_engine o = open_or_skip("ort");
     const ag_engine *e = o.e;
     static const char *const refused[] = {"op=attention qkv=packed", "op=gqa kv=separate qkv=packed",
-                                          "op=gqa qkv=fused", "op=attention kv=shared"};
+                                          "op=gqa qkv=fused", "op=attention kv=shared",
+                                          "op=attention rotary=half", "op=gqa rotary=quarter"};
     static const char *const made[] = {"op=gqa kv=shared qkv=packed", "op=gqa qkv=packed",
-                                       "op=gqa kv=separate qkv=separate"};
+                                       "op=gqa kv=separate qkv=separate",
+                                       "op=gqa kv=separate rotary=interleaved",
+                                       "op=gqa qkv=packed rotary=half"};
     ag_layer L = plain_layer("layers.0", 8);
     ag_msg m;
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
@@ -319,8 +322,8 @@ Test(engines, ort_option_combinations) {
         void *grp = NULL;
         refused_as(e->create(o.ctx, &g, &grp, &m), &m, AG_R_OPTIONS, refused[i]);
         cr_assert_null(grp, "%s: a handle came back with the refusal", refused[i]);
-        cr_assert(strstr(m.text, "qkv") || strstr(m.text, "kv="), "%s: the message names no "
-                  "option word: %s", refused[i], m.text);
+        cr_assert(strstr(m.text, "qkv") || strstr(m.text, "kv=") || strstr(m.text, "rotary"),
+                  "%s: the message names no option word: %s", refused[i], m.text);
     }
     for (size_t i = 0; i < sizeof made / sizeof made[0]; i++) {
         ag_group g = group_of(&o, &L, 1, made[i]);
@@ -328,5 +331,12 @@ Test(engines, ort_option_combinations) {
         cr_assert_eq(e->create(o.ctx, &g, &grp, &m), AG_OK, "%s: %s", made[i], m.text);
         e->destroy(grp);
     }
+    /* the rotary step wants head_dim a multiple of 16: a gap, not a refusal */
+    ag_group g = group_of(&o, &L, 1, "op=gqa rotary=half");
+    g.head_dim = 24;
+    void *grp = NULL;
+    cr_assert_eq(e->create(o.ctx, &g, &grp, &m), AG_UNSUPPORTED, "rotary at head_dim 24: %s",
+                 m.text);
+    cr_assert_null(grp);
     e->close(o.ctx);
 }
