@@ -185,6 +185,12 @@ static void figures(bench_row *b, const bench_limits *L, int limits) {
         b->pct_c = limits ? 100.0 * b->gbs / cpu / L->dram_c[t] : 0;
         b->pct_adj = b->adj > 0 ? 100.0 * b->gbs / b->adj : 0;
         b->ceil_pct = limits ? bench_ceiling_pct(s, L->dram[t], L, t) : 0;
+        /* FMAs per line read: g query heads over each element of the line */
+        const int per_line = 64 / (int)ag_dtype_size(s->kv) * (32 / s->hkv);
+        b->stream_fmas = L->fma_lanes ? per_line / L->fma_lanes : 0;
+        for (int k = 0; limits && k < LIMITS_PAGED_FMA; k++)
+            if (limits_paged_fma_n[k] == b->stream_fmas && L->dram[t] > 0)
+                b->stream_pct = 100.0 * L->paged_fma[k][t] / L->dram[t];
     } else if (s->kind == ROW_PREFILL) {
         b->gflops = row_flops(s) / sec * 1e-9;
         b->metric = "GFLOP/s";
@@ -322,6 +328,11 @@ static int cmd_bench(const char *engine, const char *outdir) {
             b->limit = "plain read of its layout (fp8 rounds)";
             b->verdict = c->verdict[d];
             b->ceil_pct = c->ceil_pct;
+            /* against a plain read: the arithmetic stream over the same
+             * walk without its FMAs (bf16_bs16, the limits' paged rows) */
+            for (int k = 0; k < LIMITS_PAGED_FMA; k++)
+                if (limits_paged_fma_n[k] == b->stream_fmas && L.paged[1][b->threads] > 0)
+                    b->stream_pct = 100.0 * L.paged_fma[k][b->threads] / L.paged[1][b->threads];
         }
     }
 

@@ -61,6 +61,9 @@ void bench_write_json(FILE *f, const bench_limits *L, const char *tune, const ch
         bench_json_num(f, r->max_rel_err);
         fprintf(f, ", \"err_rows\": %d, \"nan\": %zu", r->err_rows, r->nan_count);
         if (b->ceil_pct > 0) fprintf(f, ", \"compute_ceiling_pct\": %.1f", b->ceil_pct);
+        if (b->stream_pct > 0)
+            fprintf(f, ", \"stream_fmas_per_line\": %d, \"stream_pct\": %.1f", b->stream_fmas,
+                    b->stream_pct);
         if (b->n_items && r->ran && b->roof_s > 0) {
             fprintf(f, ",\n     \"roofline\": {\"dram_gbs\": %.2f, \"peak_gflops\": %.2f, "
                        "\"seconds\": %.6f, \"items\": [", b->roof_bw, b->roof_peak, b->roof_s);
@@ -176,9 +179,13 @@ void bench_write_md(FILE *f, const bench_limits *L, const char *tune, const char
                "its multiply-adds allow at the compute peak of its instruction path, both "
                "measured at the start of the run (the limit's time over the flops' time at "
                "that peak, at most 100 %%); a target above it is out of reach of any kernel on "
-               "that path here, however it overlaps memory and arithmetic.\n\n| row | threads "
+               "that path here, however it overlaps memory and arithmetic.  *Stream with its "
+               "FMAs*: the paged read of the limits above with as many FMAs per line read as "
+               "the row does, in %% of the DRAM read (fp8 rows: of the same walk without the "
+               "FMAs): what a loop doing that arithmetic and nothing else (no widening, no "
+               "softmax) streamed here.\n\n| row | threads "
                "| target | %% of the start-of-run limit | %% of the limit next to it | verdict | "
-               "compute ceiling |\n|---|---:|---:|---:|---:|---|---:|\n",
+               "compute ceiling | stream with its FMAs |\n|---|---:|---:|---:|---:|---|---:|---:|\n",
             bench_targets()->source, L->isa, BENCH_TARGET_DECODE, BENCH_TARGET_PREFILL_F32,
             BENCH_TARGET_PREFILL_F16, BENCH_TARGET_PREFILL_BF16, BENCH_TARGET_LAGUNA,
             FP8_TARGET_PCT);
@@ -193,10 +200,14 @@ void bench_write_md(FILE *f, const bench_limits *L, const char *tune, const char
         if (b->ceil_pct > 0)
             snprintf(ce, sizeof ce, "%.1f %%%s", b->ceil_pct,
                      b->ceil_pct < b->target ? " (below the target)" : "");
-        fprintf(f, "| %s | %d | %.0f %% | %.1f | %s | %s | %s |\n", b->name, b->threads,
-                b->target, b->pct, pa, b->verdict, ce);
-        char tail[80] = "";
-        if (b->ceil_pct > 0) snprintf(tail, sizeof tail, "  (compute ceiling %s)", ce);
+        char st[48] = "—";
+        if (b->stream_pct > 0)
+            snprintf(st, sizeof st, "%.1f %% (%d FMAs/line)", b->stream_pct, b->stream_fmas);
+        fprintf(f, "| %s | %d | %.0f %% | %.1f | %s | %s | %s | %s |\n", b->name, b->threads,
+                b->target, b->pct, pa, b->verdict, ce, st);
+        char tail[160] = "";
+        if (b->ceil_pct > 0)
+            snprintf(tail, sizeof tail, "  (compute ceiling %s; stream with its FMAs %s)", ce, st);
         printf("  %-36s %d thr  target %2.0f%%  %5.1f / %5s  %s%s\n", b->name, b->threads,
                b->target, b->pct, pa, b->verdict, tail);
     }

@@ -25,6 +25,13 @@ typedef struct bench_row {
      * most 100.  A target above it cannot be met by any kernel of that
      * instruction path on this machine.  0: not a decode row. */
     double ceil_pct;
+    /* Decode rows: the paged K/V read with as many FMAs per 64-byte line
+     * as the row does (g x elements per line / lanes: the limits' "paged
+     * + N FMA" rows), in % of the DRAM read; 0 where N is not one of them.
+     * The stream a kernel doing exactly that arithmetic and nothing else
+     * reached here. */
+    double stream_pct;
+    int stream_fmas;
     const char *metric, *limit, *verdict;
     /* Laguna: the roofline's items, each at its bound */
     row_item items[ROW_MAX_ITEMS];
