@@ -14,7 +14,8 @@
  *        q and weights at 2^8; NaN codes scanned once per step).
  *   P.V  16 dims x DR rows per pass; softmax is avx2_inl.h's.
  *   memory: decode runs walked chunk by chunk across heads, the next
- *        step prefetched one line per line read.
+ *        step prefetched one line per line read: T1 under the intel
+ *        tuning profile, NTA under amd (kernels.h, attn_tile_args.tune).
  * Numerics: fp32, another association than the portable tile; the same
  * exp, masking and state units.  No threads, allocation or plan scratch:
  * stack copies bounded by DEC_STACK_FLOATS.
@@ -35,6 +36,12 @@ enum { K_F32, K_F16, K_BF16, K_E5M2, K_E4M3S, K_E4M3S_NAN, K_KINDS };
 int attn_decode_fits__avx2(const attn_tile_args *a) {
     return a->n_tok == 1 && a->g <= DEC_MAX_ROWS && a->head_dim <= DEC_MAX_D &&
            a->head_dim % 16 == 0;
+}
+
+/* Prefetch the line at p: NTA (the amd profile) or T1. */
+INLINE void pf_line(const char *p, int nta) {
+    if (nta) _mm_prefetch(p, _MM_HINT_NTA);
+    else _mm_prefetch(p, _MM_HINT_T1);
 }
 
 /* Bytes per element of a kind. */
@@ -95,8 +102,8 @@ INLINE __m128 red2x2(__m256 a0, __m256 a1, __m256 b0, __m256 b1) {
  * only key i is written) into s[r TILE + i].  pf0, pf1 (or NULL): rows
  * whose lines to prefetch, one per 64 bytes read. */
 INLINE void qk2(int R, int kind, const float *q, size_t D, const unsigned char *k0,
-                const unsigned char *k1, const char *pf0, const char *pf1, float *s, int32_t i,
-                int two) {
+                const unsigned char *k1, const char *pf0, const char *pf1, int nta, float *s,
+                int32_t i, int two) {
     const size_t es = kind_size(kind);
     __m256 c[DR][2];
     UNROLL
@@ -104,8 +111,8 @@ INLINE void qk2(int R, int kind, const float *q, size_t D, const unsigned char *
     for (size_t d = 0; d < D; d += 16) {
         const size_t off = d * es;
         if ((off & 63) == 0) {
-            if (pf0) _mm_prefetch(pf0 + off, _MM_HINT_T1);
-            if (pf1) _mm_prefetch(pf1 + off, _MM_HINT_T1);
+            if (pf0) pf_line(pf0 + off, nta);
+            if (pf1) pf_line(pf1 + off, nta);
         }
         __m256 a0, a1, b0, b1;
         widen16(kind, k0 + off, &a0, &a1);
@@ -141,12 +148,12 @@ INLINE void qk2(int R, int kind, const float *q, size_t D, const unsigned char *
  * many of them it prefetched. */
 INLINE int32_t qk_chunk(int R, int kind, const float *q, size_t D,
                         const unsigned char *const *krow, int32_t ilo, int32_t ihi,
-                        const char *const *pf, int32_t npf, float *s) {
+                        const char *const *pf, int32_t npf, int nta, float *s) {
     int32_t j = 0;
     for (int32_t i = ilo; i < ihi; i += 2, j += 2) {
         const int two = i + 1 < ihi;
         qk2(R, kind, q, D, krow[i], krow[two ? i + 1 : i], j < npf ? pf[j] : NULL,
-            j + 1 < npf ? pf[j + 1] : NULL, s, i, two);
+            j + 1 < npf ? pf[j + 1] : NULL, nta, s, i, two);
     }
     return j < npf ? j : npf;
 }
@@ -160,7 +167,7 @@ INLINE int32_t qk_chunk(int R, int kind, const float *q, size_t D,
  * offset when it starts a line. */
 INLINE void pv16(int R, int kind, float *acc, size_t D, size_t dofs, const float *alpha,
                  const float *p, const unsigned char *const *vrow, int32_t ilo, int32_t ihi,
-                 const char *const *pf, int32_t npf) {
+                 const char *const *pf, int32_t npf, int nta) {
     const size_t es = kind_size(kind);
     const size_t off = dofs * es;
     if (pf && (off & 63) != 0) pf = NULL;
@@ -178,7 +185,7 @@ INLINE void pv16(int R, int kind, float *acc, size_t D, size_t dofs, const float
 #endif
     }
     for (int32_t i = ilo; i < ihi; i++) {
-        if (pf && i - ilo < npf) _mm_prefetch(pf[i - ilo] + off, _MM_HINT_T1);
+        if (pf && i - ilo < npf) pf_line(pf[i - ilo] + off, nta);
         __m256 v0, v1;
         widen16(kind, vrow[i] + off, &v0, &v1);
         UNROLL
@@ -198,31 +205,32 @@ INLINE void pv16(int R, int kind, float *acc, size_t D, size_t dofs, const float
 /* The per-kind micro-kernels behind one signature each, R dispatched to a
  * constant. */
 typedef int32_t (*qk_fn)(int32_t R, const float *q, size_t D, const unsigned char *const *krow,
-                         int32_t ilo, int32_t ihi, const char *const *pf, int32_t npf, float *s);
+                         int32_t ilo, int32_t ihi, const char *const *pf, int32_t npf, int nta,
+                         float *s);
 typedef void (*pv_fn)(int32_t R, float *acc, size_t D, const float *alpha, const float *p,
                       const unsigned char *const *vrow, int32_t ilo, int32_t ihi,
-                      const char *const *pf, int32_t npf);
+                      const char *const *pf, int32_t npf, int nta);
 
 #define KIND_FNS(name_, KIND_)                                                               \
     static int32_t qk_##name_(int32_t R, const float *q, size_t D,                           \
                               const unsigned char *const *krow, int32_t ilo, int32_t ihi,    \
-                              const char *const *pf, int32_t npf, float *s) {                \
+                              const char *const *pf, int32_t npf, int nta, float *s) {       \
         switch (R) {                                                                         \
-        case 1: return qk_chunk(1, KIND_, q, D, krow, ilo, ihi, pf, npf, s);                 \
-        case 2: return qk_chunk(2, KIND_, q, D, krow, ilo, ihi, pf, npf, s);                 \
-        case 3: return qk_chunk(3, KIND_, q, D, krow, ilo, ihi, pf, npf, s);                 \
-        default: return qk_chunk(4, KIND_, q, D, krow, ilo, ihi, pf, npf, s);                \
+        case 1: return qk_chunk(1, KIND_, q, D, krow, ilo, ihi, pf, npf, nta, s);            \
+        case 2: return qk_chunk(2, KIND_, q, D, krow, ilo, ihi, pf, npf, nta, s);            \
+        case 3: return qk_chunk(3, KIND_, q, D, krow, ilo, ihi, pf, npf, nta, s);            \
+        default: return qk_chunk(4, KIND_, q, D, krow, ilo, ihi, pf, npf, nta, s);           \
         }                                                                                    \
     }                                                                                        \
     static void pv_##name_(int32_t R, float *acc, size_t D, const float *alpha,              \
                            const float *p, const unsigned char *const *vrow, int32_t ilo,    \
-                           int32_t ihi, const char *const *pf, int32_t npf) {                \
+                           int32_t ihi, const char *const *pf, int32_t npf, int nta) {       \
         for (size_t dofs = 0; dofs < D; dofs += 16) {                                        \
             switch (R) {                                                                     \
-            case 1: pv16(1, KIND_, acc, D, dofs, alpha, p, vrow, ilo, ihi, pf, npf); break;  \
-            case 2: pv16(2, KIND_, acc, D, dofs, alpha, p, vrow, ilo, ihi, pf, npf); break;  \
-            case 3: pv16(3, KIND_, acc, D, dofs, alpha, p, vrow, ilo, ihi, pf, npf); break;  \
-            default: pv16(4, KIND_, acc, D, dofs, alpha, p, vrow, ilo, ihi, pf, npf); break; \
+            case 1: pv16(1, KIND_, acc, D, dofs, alpha, p, vrow, ilo, ihi, pf, npf, nta); break; \
+            case 2: pv16(2, KIND_, acc, D, dofs, alpha, p, vrow, ilo, ihi, pf, npf, nta); break; \
+            case 3: pv16(3, KIND_, acc, D, dofs, alpha, p, vrow, ilo, ihi, pf, npf, nta); break; \
+            default: pv16(4, KIND_, acc, D, dofs, alpha, p, vrow, ilo, ihi, pf, npf, nta); break; \
             }                                                                                \
         }                                                                                    \
     }
@@ -306,9 +314,10 @@ static int e4m3_nan_in(const unsigned char *const *krow, const unsigned char *co
 
 /* Prefetch every line of rows pf[from .. n) (what Q.K or P.V did not
  * spread through their loops). */
-static void prefetch_rest(const char *const *pf, int32_t from, int32_t n, size_t row_bytes) {
+static void prefetch_rest(const char *const *pf, int32_t from, int32_t n, size_t row_bytes,
+                          int nta) {
     for (int32_t i = from; i < n; i++)
-        for (size_t o = 0; o < row_bytes; o += 64) _mm_prefetch(pf[i] + o, _MM_HINT_T1);
+        for (size_t o = 0; o < row_bytes; o += 64) pf_line(pf[i] + o, nta);
 }
 
 /* ------------------------------------------------------------- driver */
@@ -332,6 +341,7 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype dt) {
     if (vlo >= vhi) return; /* nothing visible: every row keeps its state */
 
     const int pairs = dt == ATTN_DTYPE_BF16, e4m3 = dt == ATTN_DTYPE_FP8_E4M3;
+    const int nta = a->tune == ATTN__TUNE_AMD;
     const int kind = dt == ATTN_DTYPE_F32    ? K_F32
                      : dt == ATTN_DTYPE_F16  ? K_F16
                      : pairs                 ? K_BF16
@@ -399,8 +409,9 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype dt) {
                 const int32_t R = rows - r0 < DR ? rows - r0 : DR;
                 const int32_t done =
                     qk_of[kd](R, qh[h] + (size_t)r0 * D, D, krow, ilo, ihi,
-                              (const char *const *)kpf, r0 == 0 ? npf : 0, sc + (size_t)r0 * TILE);
-                if (r0 == 0) prefetch_rest((const char *const *)kpf, done, npf, row_bytes);
+                              (const char *const *)kpf, r0 == 0 ? npf : 0, nta,
+                              sc + (size_t)r0 * TILE);
+                if (r0 == 0) prefetch_rest((const char *const *)kpf, done, npf, row_bytes, nta);
             }
             float alpha[DEC_MAX_ROWS];
             for (int32_t r = 0; r < rows; r++)
@@ -412,9 +423,9 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype dt) {
             for (int32_t r0 = 0; r0 < rows; r0 += DR) {
                 const int32_t R = rows - r0 < DR ? rows - r0 : DR;
                 pv_of[kd](R, ah[h] + (size_t)r0 * D, D, alpha + r0, sc + (size_t)r0 * TILE, vrow,
-                          ilo, ihi, r0 == 0 ? (const char *const *)vpf : NULL, npf);
+                          ilo, ihi, r0 == 0 ? (const char *const *)vpf : NULL, npf, nta);
             }
-            prefetch_rest((const char *const *)vpf, ihi - ilo, npf, row_bytes);
+            prefetch_rest((const char *const *)vpf, ihi - ilo, npf, row_bytes, nta);
         }
     }
     if (pairs)
