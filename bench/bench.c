@@ -185,9 +185,12 @@ static void figures(bench_row *b, const bench_limits *L, int limits) {
         b->pct_c = limits ? 100.0 * b->gbs / cpu / L->dram_c[t] : 0;
         b->pct_adj = b->adj > 0 ? 100.0 * b->gbs / b->adj : 0;
         b->ceil_pct = limits ? bench_ceiling_pct(s, L->dram[t], L, t) : 0;
-        /* FMAs per line read: g query heads over each element of the line */
+        /* FMAs per line read: g query heads over each element of the line
+         * (rows on the bf16 dot path do other arithmetic: no such stream) */
+        const char *path = NULL;
+        row_peak(s, L->fma, L->bf16, t, &path);
         const int per_line = 64 / (int)ag_dtype_size(s->kv) * (32 / s->hkv);
-        b->stream_fmas = L->fma_lanes ? per_line / L->fma_lanes : 0;
+        b->stream_fmas = L->fma_lanes && !strcmp(path, "fp32 FMA peak") ? per_line / L->fma_lanes : 0;
         for (int k = 0; limits && k < LIMITS_PAGED_FMA; k++)
             if (limits_paged_fma_n[k] == b->stream_fmas && L->dram[t] > 0)
                 b->stream_pct = 100.0 * L->paged_fma[k][t] / L->dram[t];
