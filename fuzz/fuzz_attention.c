@@ -123,6 +123,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* the cheap tier: skipped when the deep tier is already decided */
     if (!deep) {
         const unsigned what = CHECK_PLAN | (cheap ? CHECK_RUN | perturb : 0);
+        /* what the engine's own plan may cost: the same cap */
+        check_set_run_budget(FUZZ_CHEAP_MACS);
         if (check_case_report(&c, what, &f, &rep) != ORACLE_NONE) oracle_fire(&f);
         reach |= cheap ? REACH_RAN : REACH_PLAN_ONLY;
         deep = novelty_new_coverage();
@@ -136,6 +138,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                          c.threads <= FUZZ_MAX_RUN_THREADS;
         /* a novel input too costly to run has had its plan oracles above */
         if (runs || by_hash) {
+            check_set_run_budget(by_hash ? g_deep_macs : FUZZ_NOVEL_MACS);
             const unsigned what = CHECK_PLAN | (runs ? CHECK_RUN | CHECK_EVERY_VARIANT |
                                                            CHECK_INVARIANCE | perturb
                                                      : 0);
@@ -143,6 +146,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             reach |= runs ? REACH_RAN | REACH_DEEP : REACH_PLAN_ONLY;
         }
     }
+    /* every configuration past the engine's own budget: the plan alone */
+    if (rep.over_budget && rep.runs == 0)
+        reach = (reach & ~(unsigned)(REACH_RAN | REACH_DEEP)) | REACH_PLAN_ONLY;
     if (f.skipped[0]) engine_host_count_skip(f.skipped);
     reach_count(&c, &rep, E, reach);
     reach_flush_every(getenv("ATTNGUARD_REACH"), "fuzz_attention", 2.0);

@@ -455,6 +455,12 @@ def summarize(a, targets, runs, wall, interrupted):
                      "cov": st["cov"], "ft": st["ft"],
                      "corpus": st["corpus"], "exit_status": None if not r else r.rc,
                      "log": log, "findings": found})
+    # How the core-seconds went, target by target (the shares of the
+    # schedule, FUZZ_WEIGHTS, as they were actually spent).
+    spent = sum(r["time_s"] for r in rows) or 1.0
+    split = {r["target"]: round(100.0 * r["time_s"] / spent, 1) for r in rows}
+    print("time split: " + ", ".join(f"{t} {r['time_s']:.0f}s ({split[t]:.0f} %)"
+                                      for t, r in ((r["target"], r) for r in rows)))
     if findings and not a.keep_going:
         print("\nfindings by oracle:")
         for kind in sorted({f["oracle"] for _, f in findings}):
@@ -476,6 +482,7 @@ def summarize(a, targets, runs, wall, interrupted):
     doc = {"fuzz_time": a.time, "wall_s": round(wall, 1), "inject": a.inject or "",
            "engine": a.engine or "", "seed": "random" if a.seed is None else str(a.seed),
            "interrupted": interrupted, "findings": len(findings), "targets": rows,
+           "time_split_pct": split,
            "reach": reach, "reach_zero": zero}
     path = os.path.join(a.root, "summary.json")
     with open(path, "w") as f:

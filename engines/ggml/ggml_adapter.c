@@ -44,6 +44,8 @@ static void gg_caps(void *ctx, ag_caps *out) {
         .flags = AG_CAP_GQA | AG_CAP_WINDOW | AG_CAP_WINDOW_LR | AG_CAP_SOFTCAP |
                  AG_CAP_ALIBI_STANDARD | AG_CAP_SCALE | AG_CAP_PAGED | AG_CAP_SHARED_BLOCKS |
                  AG_CAP_NONCAUSAL | AG_CAP_MIXED_CAUSAL | AG_CAP_BITWISE |
+                 /* ggml_barrier spins (with a yield) until every worker arrives */
+                 AG_CAP_SPIN_WAIT |
                  (lib->base.ggml_flash_attn_ext_add_sinks ? AG_CAP_SINKS : 0),
         .q_dtypes = AG_DTYPE_BIT(AG_F32),
         .kv_dtypes = AG_DTYPE_BIT(AG_F32) | AG_DTYPE_BIT(AG_F16) | AG_DTYPE_BIT(AG_BF16),
@@ -182,6 +184,20 @@ static int copy_batch(gg_plan *P, const ag_batch *b) {
     return 0;
 }
 
+/* What one run makes ggml compute: per op, every query row of each stream
+ * (S->rows x heads) against every cell of its window (S->n_kv), a dot and
+ * a multiply-add of D each.  The unified layout's one stream holds the
+ * whole batch, so it is rows x cells of all requests: more than the
+ * batch's attention (ag_plan_info.run_macs). */
+static double plan_macs(const gg_plan *P) {
+    double m = 0;
+    for (int s = 0; s < P->nseg; s++) {
+        const gg_seg *S = &P->seg[s];
+        m += 2.0 * S->rows * S->ns * P->g->hq * (double)S->n_kv * P->g->d;
+    }
+    return m;
+}
+
 static ag_status gg_plan_make(void *grp, const ag_batch *batch, const ag_plan_opts *opts,
                               void **plan, ag_plan_info *info, ag_msg *msg) {
     gg_group *g = grp;
@@ -247,7 +263,8 @@ static ag_status gg_plan_make(void *grp, const ag_batch *batch, const ag_plan_op
     P->work = P->work > (size_t)64 * (size_t)g->threads ? P->work - (size_t)64 * (size_t)g->threads
                                                         : 0;
 #endif
-    *info = (ag_plan_info){.scratch_bytes = P->work, .scratch_align = 64};
+    *info = (ag_plan_info){.scratch_bytes = P->work, .scratch_align = 64,
+                           .run_macs = plan_macs(P)};
     *plan = P;
     return AG_OK;
 }

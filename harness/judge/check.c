@@ -30,6 +30,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -371,6 +372,26 @@ static int out_for(run_ctx *x, int32_t l) {
     return 0;
 }
 
+/* The fuzz targets' budget for one run (check_set_run_budget): 0, none. */
+static uint64_t g_run_budget;
+
+/* Most threads per online core a spinning engine runs with under a budget:
+ * beyond it each of its barriers waits for every thread to be scheduled,
+ * which is all the run then measures (ggml at 38 threads on 2 cores timed
+ * out the fuzzer's 25 s on one decode token over 64 layers). */
+#define SPIN_MAX_THREADS_PER_CORE 4
+
+void check_set_run_budget(uint64_t macs) { g_run_budget = macs; }
+
+/* Whether a plan is past the budget: its declared multiply-adds, or its
+ * threads for an engine that spins at its barriers. */
+static int run_over_budget(double run_macs, int32_t threads, int spin) {
+    if (!g_run_budget) return 0;
+    if (run_macs > (double)g_run_budget) return 1;
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return spin && cores > 0 && threads > SPIN_MAX_THREADS_PER_CORE * cores;
+}
+
 /* Create a group for `cf`, write its caches, plan, run every layer in
  * guarded memory, and judge each output for the config's role. */
 static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
@@ -437,6 +458,23 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
         rep->scratch_bytes = info.scratch_bytes;
         rep->num_regions = info.num_regions;
     }
+    /* The engine's own cost of a run (ag_plan_info.run_macs, and its
+     * threads per core when it spins at its barriers): the watchdog allows
+     * for it, and a fuzz budget (check_set_run_budget) runs no plan beyond
+     * itself: its plan oracles above have run. */
+    const int spin = (x->E->caps.flags & AG_CAP_SPIN_WAIT) != 0;
+    double bound_s = x->bound_s;
+    if (info.run_macs > 0 || spin) {
+        const double b = sched_bound_declared(info.run_macs, cf->threads, spin);
+        if (b > bound_s) bound_s = b;
+    }
+    if (run_over_budget(info.run_macs, cf->threads, spin)) {
+        if (x->rep) {   /* planned, not run */
+            x->rep->over_budget++;
+            x->rep->runs--;
+        }
+        goto out_plan;
+    }
     if (guard_init_regions(&sg, "scratch", info.regions, info.num_regions, info.scratch_bytes,
                            info.scratch_align) == 0) {
         sg.oracle = oracle_name(ORACLE_SCRATCH_BOUNDS);
@@ -466,7 +504,7 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
         char watch[160];
         snprintf(watch, sizeof watch, "%s: run of layers.%d (%d threads%s)", cf->what, (int)l,
                  (int)cf->threads, grp_desc.sync_hook ? ", perturbed" : "");
-        sched_watch_arm(x->bound_s, watch);
+        sched_watch_arm(bound_s, watch);
         st = e->run(plan, l, &a, &msg);
         sched_watch_disarm();
         /* Bounds first: a write outside the regions explains anything else. */

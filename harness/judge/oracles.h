@@ -95,9 +95,18 @@ typedef struct check_report {
     uint32_t variants_run;               /* bit i: the engine's variant i ran as a primary path */
     int32_t refused_create, refused_plan;/* the refusal kind of each stage's answer, -1: none */
     int split_planned;                   /* the case's plan had split-merge regions */
+    int over_budget;                     /* configurations not run: check_set_run_budget */
     int n_paths;                         /* the engine's names of that plan's code paths */
     char paths[CHECK_MAX_PATHS][40];
 } check_report;
+
+/* The fuzz targets' budget: from here on no run happens whose plan
+ * declares more than `macs` multiply-adds of the engine's own
+ * (ag_plan_info.run_macs), nor with more than 4 threads per online core on
+ * an engine that spins at its barriers (AG_CAP_SPIN_WAIT); such a plan
+ * gets its plan oracles only and counts in check_report.over_budget.
+ * 0 (the default, and `attnguard check`): no budget. */
+void check_set_run_budget(uint64_t macs);
 
 /* check_case, also filling *rep (may be NULL). */
 oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check_report *rep);

@@ -92,6 +92,13 @@ void sched_watch_disarm(void) {
     pthread_mutex_unlock(&g_mu);
 }
 
+double sched_bound_declared(double macs, int32_t threads, int spin) {
+    double s = 2.0 + (macs > 0 ? macs : 0) * 5e-9;
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (spin && cores > 0 && threads > cores) s *= (double)threads / (double)cores;
+    return s;
+}
+
 double sched_bound_seconds(uint64_t macs, int32_t threads) {
     /* 2 s, and 1 us per multiply-add beyond (a sanitized portable table
      * on a loaded core runs some hundred times faster than that), at most

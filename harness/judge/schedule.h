@@ -33,4 +33,10 @@ void sched_watch_disarm(void);
  * threads per online core beyond one. */
 double sched_bound_seconds(uint64_t macs, int32_t threads);
 
+/* The bound for a run whose engine declared `macs` multiply-adds of its own
+ * (ag_plan_info.run_macs): 2 s and 5 ns per multiply-add (the slowest
+ * engine build here, ggml's x64 CPU variant, made ~1.3 G/s), not capped,
+ * scaled as above when the engine spins at its barriers (spin != 0). */
+double sched_bound_declared(double macs, int32_t threads, int spin);
+
 #endif /* AG_SCHEDULE_H */

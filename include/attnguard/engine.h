@@ -61,7 +61,8 @@
 extern "C" {
 #endif
 
-#define AG_ENGINE_ABI_VERSION 3 /* 3: ag_variant.twin */
+#define AG_ENGINE_ABI_VERSION 4 /* 3: ag_variant.twin; 4: ag_plan_info.run_macs,
+                                   AG_CAP_SPIN_WAIT */
 
 typedef enum ag_status {
     AG_OK = 0,
@@ -146,9 +147,14 @@ enum {
     AG_CAP_REDZONE = 1u << 13,       /* the plan leaves ag_plan_opts.redzone between regions */
     AG_CAP_BITWISE = 1u << 14,       /* same input, same threads: bitwise the same output */
     AG_CAP_KV_SCALES = 1u << 15,     /* per-layer k_scale / v_scale on fp8 caches */
-    AG_CAP_MIXED_HEADS = 1u << 16    /* a group's layers may differ in query-head count: the
+    AG_CAP_MIXED_HEADS = 1u << 16,   /* a group's layers may differ in query-head count: the
                                         plan serves each layer with its own (without it, such
                                         a group must be refused as AG_R_MIXED_HEADS) */
+    AG_CAP_SPIN_WAIT = 1u << 17      /* the engine's workers spin at their barriers (ggml's
+                                        pool): with more threads than online cores a run
+                                        waits for every thread to be scheduled at each one,
+                                        so its time grows with threads / cores; the harness
+                                        bounds and budgets such runs accordingly */
 };
 
 typedef struct ag_caps {
@@ -315,6 +321,13 @@ typedef struct ag_plan_info {
     const ag_region *regions;  /* NULL, or the layout: sorted by offset, valid while the
                                   plan lives */
     size_t num_regions;        /* 0: the scratch has no declared layout */
+    /* Since ABI 4 (the harness zeroes the record before plan): the
+     * multiply-adds one run of the plan's most costly layer makes the
+     * engine do, where that is more than the batch's attention needs (ggml's
+     * unified layout computes every query row of the batch against every
+     * cell); 0: no more than that.  The harness's hang bound for a run
+     * allows for it, and its fuzz targets run no plan beyond their budget. */
+    double run_macs;
 } ag_plan_info;
 
 typedef struct ag_run_args {

@@ -469,7 +469,7 @@ Test(oracles, sizing_fires_for_plan_with_fewer_heads) {
     }
     /* design section 1: the partials of one slot, 6144 bytes for g = 6 */
     cr_assert_eq(x.reg[6].size, 6144);
-    ag_plan_info info = {off, 64, x.reg, 9};
+    ag_plan_info info = {off, 64, x.reg, 9, 0};
     ag_engine fake;
     memset(&fake, 0, sizeof fake);
     fake.name = "seedbug";
