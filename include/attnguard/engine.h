@@ -1,7 +1,7 @@
 /*
  * attnguard/engine.h — the adapter ABI: what a CPU attention engine
  * implements so that attnguard's oracles, fuzz targets, reports and
- * benchmarks can drive it.  Version AG_ENGINE_ABI_VERSION (3).
+ * benchmarks can drive it.  Version AG_ENGINE_ABI_VERSION (4).
  *
  * Owns: the description types the harness hands to an engine (group,
  * layer, batch, run arguments, an allocator), what the engine hands back
