@@ -29,8 +29,18 @@ def bench_rows(doc):
             continue
         key = r["name"]
         if key not in lines:
-            lines[key] = {"limit": r.get("limit", ""), "target": r["target_pct"], "t": {}}
+            lines[key] = {"limit": r.get("limit", ""), "target": r["target_pct"], "t": {},
+                          "ceil": {}}
             order.append(key)
+        # decode rows: how much of the limit the row's arithmetic allows
+        # (compute ceiling) and what a loop with only that arithmetic
+        # streamed (bench_report.h: ceil_pct, stream_pct)
+        parts = []
+        if r.get("compute_ceiling_pct"):
+            parts.append(f"compute {r['compute_ceiling_pct']:.0f} %")
+        if r.get("stream_pct"):
+            parts.append(f"FMA stream {r['stream_pct']:.0f} %")
+        lines[key]["ceil"][r["threads"]] = ", ".join(parts)
         cell = "not run" if r.get("status") != "ok" else \
             f"{r['pct']:.0f} % ({r.get('verdict') or 'no verdict'})"
         lines[key]["t"][r["threads"]] = cell
@@ -72,12 +82,18 @@ def write(bench_path, peer_path, out_path):
     isa = lim.get("isa") or bench.get("isa") or "?"
     text = [f"`make bench` (kernel table `{isa}`, tuning `{bench.get('tune', '?')}`): each row as a "
             "share of the machine's own limit measured in the same run, against its target.", "",
-            "| row | limit | target | 1 thread | 2 threads |", "|---|---|---:|---|---|"]
+            "| row | limit | target | 1 thread | 2 threads | ceilings, 2 threads |",
+            "|---|---|---:|---|---|---|"]
     order, lines = bench_rows(bench)
     for k in order:
         ln = lines[k]
         text.append(f"| {k} | {ln['limit']} | {ln['target']:.0f} % | {ln['t'].get(1, '')} "
-                    f"| {ln['t'].get(2, '')} |")
+                    f"| {ln['t'].get(2, '')} | {ln['ceil'].get(2, '')} |")
+    if any(lines[k]["ceil"].get(2) for k in order):
+        text += ["", "*Ceilings*, as shares of the row's limit: *compute*, what the row's "
+                 "multiply-adds allow at the compute peak measured in the same run; *FMA "
+                 "stream*, what the paged read with the row's own FMAs per line and nothing "
+                 "else reached (bench.md, Targets)."]
     try:
         with open(peer_path) as f:
             peer = json.load(f)
