@@ -70,6 +70,40 @@ attn_status attn_plan_items(const attn_plan *plan, const attn_work_item **items,
 attn_status attn_plan_reductions(const attn_plan *plan, const attn_reduction **reds,
                                  size_t *count, attn_error *err);
 
+/* ---- rows fp32 could not carry (docs/engine.md, "Rows fp32 cannot carry") ----
+ * What the plan's runs so far sent to the fp64 path (wide.c), counted in
+ * stores of a tile's rows: which of needs_wide's tests sent them
+ * ("trigger=..."), and which of the features the fp64 path applies again
+ * the layer had.  The one list; its names are what an adapter reports. */
+#define ATTN_WIDE_LIST(X)                                                                  \
+    X(ATTN_WIDE_TRIG_HUGE_Q, "trigger=huge-q")   /* an f32/bf16 cache, q rows scaled down */ \
+    X(ATTN_WIDE_TRIG_ALIBI, "trigger=alibi")     /* a bias could leave fp32 in 2^m_exp units */ \
+    X(ATTN_WIDE_TRIG_STATE, "trigger=state")     /* m or l not finite, or no key seen */      \
+    X(ATTN_WIDE_TRIG_ACC, "trigger=acc")         /* the accumulator holds an inf or a NaN */  \
+    X(ATTN_WIDE_ROWS, "rows")                    /* any of them */                            \
+    X(ATTN_WIDE_SOFTCAP, "softcap")                                                           \
+    X(ATTN_WIDE_ALIBI, "alibi")                                                               \
+    X(ATTN_WIDE_SINKS, "sinks")                                                               \
+    X(ATTN_WIDE_WINDOW_W, "window=W")            /* the shorthand window W */                 \
+    X(ATTN_WIDE_WINDOW_PAIR, "window=left-right") /* a (left, right) pair with a bound */     \
+    X(ATTN_WIDE_FP8_SCALES, "fp8-scales")        /* an fp8 cache with a K or V scale != 1 */  \
+    X(ATTN_WIDE_GQA, "gqa")                      /* more query heads than KV heads */         \
+    X(ATTN_WIDE_SPLIT, "split-merge")            /* rows merged from split pieces */          \
+    X(ATTN_WIDE_SCALE, "scale")                  /* a scale that is not 1 / sqrt(head_dim) */
+
+#define ATTN_WIDE_ENUM(id, name) id,
+typedef enum attn_wide_count { ATTN_WIDE_LIST(ATTN_WIDE_ENUM) ATTN_WIDE_COUNT } attn_wide_count;
+#undef ATTN_WIDE_ENUM
+
+/* The name of counter i of ATTN_WIDE_LIST ("trigger=acc", ...), NULL past it. */
+const char *attn_wide_count_name(int32_t i);
+
+/* The plan's counters, summed over its runs so far (zero for a new plan):
+ * counts[i] for i < min(cap, ATTN_WIDE_COUNT).  Runs of a plan may be
+ * concurrent with this call only if the caller accepts a count in flux. */
+attn_status attn_plan_wide_counts(const attn_plan *plan, uint64_t *counts, size_t cap,
+                                  attn_error *err);
+
 #ifdef __cplusplus
 }
 #endif

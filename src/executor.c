@@ -43,6 +43,7 @@ typedef struct run_ctx {
                                bias (slope x distance) stays a normal fp32 in 2^m_exp
                                units; INT32_MAX: no ALiBi (needs_wide) */
     attn__wide wide;        /* what wide.c needs of this run */
+    uint64_t *wide_counts;  /* the plan's counters (count_wide) */
 } run_ctx;
 
 static void *region_ptr(const run_ctx *c, size_t region) {
@@ -280,8 +281,9 @@ static void item_args(const run_ctx *c, int32_t thread, const attn_work_item *it
     };
 }
 
-/* 1 when fp32 could not carry these complete rows (acc, m, l: their final
- * state, qk_exp: their logit exponent), so that wide.c must compute them:
+/* Nonzero when fp32 could not carry these complete rows (acc, m, l: their
+ * final state, qk_exp: their logit exponent), so that wide.c must compute
+ * them: 1 + the ATTN_WIDE_TRIG_* of the first test that said so, 0 else:
  *  - an f32 or bf16 cache whose q rows had to be scaled down (a huge q
  *    row, or q x scale beyond FLT_MAX: load_rows).  Such a K can reach
  *    FLT_MAX, so no exponent for q keeps its products from overflowing
@@ -302,18 +304,48 @@ static void item_args(const run_ctx *c, int32_t thread, const attn_work_item *it
  * the check reads what the store reads next. */
 static int needs_wide(const run_ctx *c, int32_t qk_exp, const float *acc, const float *m,
                       const float *l, int32_t rows) {
-    if (c->wide_kv && qk_exp != c->q_exp) return 1;
-    if (attn__m_exp(qk_exp, c->layer->softcap) > c->alibi_m_exp) return 1;
+    if (c->wide_kv && qk_exp != c->q_exp) return ATTN_WIDE_TRIG_HUGE_Q + 1;
+    if (attn__m_exp(qk_exp, c->layer->softcap) > c->alibi_m_exp) return ATTN_WIDE_TRIG_ALIBI + 1;
     uint32_t bad = 0;
     for (int32_t r = 0; r < rows; r++)
         bad |= !(m[r] > -INFINITY && m[r] < INFINITY) | !(l[r] > 0.0f && l[r] < INFINITY);
+    if (bad) return ATTN_WIDE_TRIG_STATE + 1;
     const size_t n = (size_t)rows * (size_t)c->p->head_dim;
     for (size_t i = 0; i < n; i++) {
         uint32_t u;
         memcpy(&u, &acc[i], sizeof u);
         bad |= (u & 0x7f800000u) == 0x7f800000u; /* inf or NaN */
     }
-    return bad != 0;
+    return bad ? ATTN_WIDE_TRIG_ACC + 1 : 0;
+}
+
+/* Counts a store of rows sent to the fp64 path by `trigger` (needs_wide's
+ * answer) in the plan's counters, with the features of the layer the
+ * fp64 path applies again.  The counters are the one part of a plan a run
+ * writes: the plan stays const to the caller, so they are reached through
+ * the run's pointer (run_ctx.wide_counts), atomically (threads store
+ * concurrently). */
+static void count_wide(const run_ctx *c, int trigger, int merged) {
+    uint64_t *n = c->wide_counts;
+    const attn_layer_desc *ly = c->layer;
+    const int fp8 = c->p->kv_dtype == ATTN_DTYPE_FP8_E4M3 || c->p->kv_dtype == ATTN_DTYPE_FP8_E5M2;
+    const int has[ATTN_WIDE_COUNT] = {
+        [ATTN_WIDE_ROWS] = 1,
+        [ATTN_WIDE_SOFTCAP] = ly->softcap > 0.0f,
+        [ATTN_WIDE_ALIBI] = ly->alibi_slopes != NULL,
+        [ATTN_WIDE_SINKS] = ly->sinks != NULL,
+        /* the non-causal pair: both sides as the layer gave them */
+        [ATTN_WIDE_WINDOW_W] = !ly->window_pair && c->win_left[0] >= 0,
+        [ATTN_WIDE_WINDOW_PAIR] = ly->window_pair && (c->win_left[0] >= 0 || c->win_right[0] >= 0),
+        [ATTN_WIDE_FP8_SCALES] = fp8 && ((ly->k_scale > 0.0f && ly->k_scale != 1.0f) ||
+                                         (ly->v_scale > 0.0f && ly->v_scale != 1.0f)),
+        [ATTN_WIDE_GQA] = c->g > 1,
+        [ATTN_WIDE_SPLIT] = merged,
+        [ATTN_WIDE_SCALE] = ly->scale > 0.0f,
+    };
+    __atomic_fetch_add(&n[trigger - 1], 1, __ATOMIC_RELAXED);
+    for (int i = ATTN_WIDE_ROWS; i < ATTN_WIDE_COUNT; i++)
+        if (has[i]) __atomic_fetch_add(&n[i], 1, __ATOMIC_RELAXED);
 }
 
 /* Store the complete rows of (req, tokens [tok0, tok0 + n_tok), kv_head's
@@ -321,12 +353,15 @@ static int needs_wide(const run_ctx *c, int32_t qk_exp, const float *acc, const 
  * could not carry them (needs_wide); acc, m and l are the caller's work
  * areas and may be overwritten. */
 static void store_rows(const run_ctx *c, int32_t req, int32_t tok0, int32_t n_tok,
-                       int32_t kv_head, int32_t qk_exp, float *acc, float *m, float *l) {
+                       int32_t kv_head, int32_t qk_exp, float *acc, float *m, float *l,
+                       int merged) {
     const int32_t D = c->p->head_dim, rows = n_tok * c->g;
     const float *sinks = c->layer->sinks ? c->layer->sinks + (size_t)kv_head * (size_t)c->g : NULL;
     int32_t m_exp = attn__m_exp(qk_exp, c->layer->softcap);
     float v_scale = c->v_scale;
-    if (needs_wide(c, qk_exp, acc, m, l, rows)) {
+    const int trigger = needs_wide(c, qk_exp, acc, m, l, rows);
+    if (trigger) {
+        count_wide(c, trigger, merged);
         attn__wide_rows(&c->wide, req, tok0, n_tok, kv_head, acc, m, l);
         sinks = NULL; /* applied, as the V scale is: the store only converts */
         m_exp = 0;
@@ -351,7 +386,7 @@ static void item_finish(const run_ctx *c, const attn_work_item *it, const attn_t
     const int32_t D = p->head_dim, n_tok = it->tok1 - it->tok0, rows = n_tok * c->g;
     const float *acc = a->acc, *m = a->m, *l = a->l;
     if (it->num_pieces == 1) {
-        store_rows(c, it->req, it->tok0, n_tok, it->kv_head, a->qk_exp, a->acc, a->m, a->l);
+        store_rows(c, it->req, it->tok0, n_tok, it->kv_head, a->qk_exp, a->acc, a->m, a->l, 0);
         return;
     }
     /* A split piece: publish the unnormalised partial (always fp32) and its
@@ -479,7 +514,7 @@ static void run_reduction(run_ctx *c, int32_t thread, const attn_reduction *rd) 
     p->kern->merge(region_ptr(c, (size_t)rd->region_partial), region_ptr(c, (size_t)rd->region_max),
                    region_ptr(c, (size_t)rd->region_sum), rd->num_pieces, rows, D, m_exp, acc,
                    state, state + rows);
-    store_rows(c, rd->req, rd->tok0, n_tok, rd->kv_head, qk_exp, acc, state, state + rows);
+    store_rows(c, rd->req, rd->tok0, n_tok, rd->kv_head, qk_exp, acc, state, state + rows, 1);
 }
 
 static attn_status check_tensors(const attn_plan *p, const attn_layer_desc *l,
@@ -601,6 +636,8 @@ attn_status attn_run(const attn_plan *p, const attn_layer_desc *layer, const att
         (double)(layer->scale > 0.0f ? layer->scale : 1.0f / sqrtf((float)p->head_dim)) *
         (double)k_scale;
     c.wide_kv = p->kv_dtype == ATTN_DTYPE_F32 || p->kv_dtype == ATTN_DTYPE_BF16;
+    /* the plan was allocated writable (plan.c); only its counters change */
+    c.wide_counts = ((attn_plan *)(uintptr_t)p)->wide_counts;
     /* |bias| >= the smallest nonzero |slope| (distances are integers), so
      * it stays normal in 2^m_exp units while m_exp <= 126 + its exponent */
     c.alibi_m_exp = INT32_MAX;
@@ -687,6 +724,29 @@ attn_status attn_run(const attn_plan *p, const attn_layer_desc *layer, const att
         return attn__fail(err, ATTN_E_INTERNAL,
                           "a split piece's completion flag was missing at the merge "
                           "(scratchpad overwritten)");
+    attn__ok(err);
+    return ATTN_OK;
+}
+
+/* ---- the fp64 path's counters (attn_plan_inspect.h) ---- */
+
+static const char *const k_wide_names[ATTN_WIDE_COUNT] = {
+#define ATTN_WIDE_NAME(id, name) [id] = name,
+    ATTN_WIDE_LIST(ATTN_WIDE_NAME)
+#undef ATTN_WIDE_NAME
+};
+
+const char *attn_wide_count_name(int32_t i) {
+    return i >= 0 && i < ATTN_WIDE_COUNT ? k_wide_names[i] : NULL;
+}
+
+attn_status attn_plan_wide_counts(const attn_plan *p, uint64_t *counts, size_t cap,
+                                  attn_error *err) {
+    if (!p || !counts) return attn__fail(err, ATTN_E_NULL_ARG, "%s is NULL", p ? "counts" : "plan");
+    if (p->magic != ATTN_PLAN_MAGIC)
+        return attn__fail(err, ATTN_E_INTERNAL, "plan handle is not a live plan");
+    for (size_t i = 0; i < cap && i < ATTN_WIDE_COUNT; i++)
+        counts[i] = __atomic_load_n(&p->wide_counts[i], __ATOMIC_RELAXED);
     attn__ok(err);
     return ATTN_OK;
 }

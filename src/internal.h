@@ -136,6 +136,10 @@ struct attn_plan {
     size_t scratch_bytes;
     size_t redzone;
     size_t metadata_bytes;  /* what the build allocated (plan_size.c's count) */
+
+    /* what its runs sent to the fp64 path (attn_plan_inspect.h's
+     * ATTN_WIDE_LIST), added to atomically by executor.c's store_rows */
+    uint64_t wide_counts[ATTN_WIDE_COUNT];
 };
 
 /* Per-thread regions, in this order, for every thread of the partition. */

@@ -41,8 +41,9 @@ typedef struct grp {
 typedef struct plan {
     const grp *g;
     attn_plan *p;
-    char paths[5][40];                  /* paths(), filled on first use */
-    int n_paths;
+    char paths[5 + ATTN_WIDE_COUNT + 2][40]; /* paths(): the plan's own, filled on first
+                                               use, then the fp64 path's, on each call */
+    int n_paths, n_fixed;               /* reported by the last paths(); the plan's own */
     ag_region *regions;
     size_t num_regions;
     int32_t *red_tokens, *red_pieces;   /* plan_shape, filled on first use */
@@ -555,12 +556,18 @@ static ag_status op_run(void *pp, int32_t layer, const ag_run_args *a, ag_msg *m
     return from_attn(st, &err, msg);
 }
 
+/* The output dtypes a row can be stored in (attn_dtype names). */
+static const attn_dtype k_out_dtypes[] = {ATTN_DTYPE_F32, ATTN_DTYPE_BF16, ATTN_DTYPE_F16};
+
 /* Every path op_paths can name on this machine: each table offered here
  * with each cache type, both tuning profiles, split merges; decode runs
  * and bf16 rounding only where a table that has them is offered (the
- * AVX-512 tables' tile_heads, the avx512bf16 table's bf16 dot products). */
+ * AVX-512 tables' tile_heads, the avx512bf16 table's bf16 dot products);
+ * and the fp64 path's rows (executor.c, needs_wide): each of its
+ * triggers and features (ATTN_WIDE_LIST), and reached on each table and
+ * each output dtype. */
 static int all_paths(const char **names, int cap) {
-    static char tab[8 * ATTN_DTYPE_COUNT + 8][40];
+    static char tab[9 * ATTN_DTYPE_COUNT + 16 + ATTN_WIDE_COUNT][40];
     static int n;
     if (!n) {
         const char *isas[8];
@@ -570,6 +577,7 @@ static int all_paths(const char **names, int cap) {
             for (int d = 0; d < ATTN_DTYPE_COUNT; d++)
                 snprintf(tab[n++], sizeof tab[0], "%s/%s", isas[i],
                          attn_dtype_name((attn_dtype)d));
+            snprintf(tab[n++], sizeof tab[0], "wide/%s", isas[i]);
             avx512 |= strncmp(isas[i], "avx512", 6) == 0;
             bf16 |= strncmp(isas[i], "avx512bf16", 10) == 0; /* native or @emu */
         }
@@ -578,6 +586,10 @@ static int all_paths(const char **names, int cap) {
         snprintf(tab[n++], sizeof tab[0], "split-merge");
         if (avx512) snprintf(tab[n++], sizeof tab[0], "decode-runs");
         if (bf16) snprintf(tab[n++], sizeof tab[0], "bf16-rounding");
+        for (int i = 0; i < ATTN_WIDE_COUNT; i++)
+            snprintf(tab[n++], sizeof tab[0], "wide/%s", attn_wide_count_name(i));
+        for (size_t i = 0; i < sizeof k_out_dtypes / sizeof k_out_dtypes[0]; i++)
+            snprintf(tab[n++], sizeof tab[0], "wide/out=%s", attn_dtype_name(k_out_dtypes[i]));
     }
     for (int i = 0; names && i < n && i < cap; i++) names[i] = tab[i];
     return n;
@@ -585,27 +597,44 @@ static int all_paths(const char **names, int cap) {
 
 /* The table and cache type the kernels run, the tuning profile, whether
  * the builder rounds to bf16, whether decode rows run as head runs and
- * whether split pieces are merged.  plan NULL: all_paths. */
+ * whether split pieces are merged; then what the plan's runs so far sent
+ * to the fp64 path: "wide/<counter>" for each nonzero counter of
+ * attn_plan_wide_counts, and the table and output dtype it was reached
+ * on.  Those change as the plan runs, so they are read on every call.
+ * plan NULL: all_paths. */
 static int op_paths(void *pp, const char **names, int cap) {
     plan *p = pp;
     if (!p) return all_paths(names, cap);
-    if (!p->n_paths) {
-        attn_builder_info bi;
+    attn_builder_info bi;
+    if (attn_builder_get_info(p->g->b, &bi, NULL) != ATTN_OK) return 0;
+    int fixed = p->n_fixed;
+    if (!fixed) {
         attn_plan_info pi;
-        if (attn_builder_get_info(p->g->b, &bi, NULL) != ATTN_OK ||
-            attn_plan_get_info(p->p, &pi, NULL) != ATTN_OK)
-            return 0;
-        snprintf(p->paths[p->n_paths++], sizeof p->paths[0], "%s/%s", bi.isa,
-                 attn_dtype_name(bi.kv_dtype));
-        snprintf(p->paths[p->n_paths++], sizeof p->paths[0], "tune=%s", bi.tune);
-        if (bi.bf16_rounding)
-            snprintf(p->paths[p->n_paths++], sizeof p->paths[0], "bf16-rounding");
-        if (pi.head_run > 1) snprintf(p->paths[p->n_paths++], sizeof p->paths[0], "decode-runs");
-        if (pi.num_reductions)
-            snprintf(p->paths[p->n_paths++], sizeof p->paths[0], "split-merge");
+        if (attn_plan_get_info(p->p, &pi, NULL) != ATTN_OK) return 0;
+        int n = 0;
+        snprintf(p->paths[n++], sizeof p->paths[0], "%s/%s", bi.isa, attn_dtype_name(bi.kv_dtype));
+        snprintf(p->paths[n++], sizeof p->paths[0], "tune=%s", bi.tune);
+        if (bi.bf16_rounding) snprintf(p->paths[n++], sizeof p->paths[0], "bf16-rounding");
+        if (pi.head_run > 1) snprintf(p->paths[n++], sizeof p->paths[0], "decode-runs");
+        if (pi.num_reductions) snprintf(p->paths[n++], sizeof p->paths[0], "split-merge");
+        fixed = n;
     }
-    for (int i = 0; names && i < p->n_paths && i < cap; i++) names[i] = p->paths[i];
-    return p->n_paths;
+    int n = fixed;
+    uint64_t counts[ATTN_WIDE_COUNT];
+    if (attn_plan_wide_counts(p->p, counts, ATTN_WIDE_COUNT, NULL) == ATTN_OK) {
+        for (int i = 0; i < ATTN_WIDE_COUNT; i++)
+            if (counts[i])
+                snprintf(p->paths[n++], sizeof p->paths[0], "wide/%s", attn_wide_count_name(i));
+        if (counts[ATTN_WIDE_ROWS]) {
+            snprintf(p->paths[n++], sizeof p->paths[0], "wide/%s", bi.isa);
+            snprintf(p->paths[n++], sizeof p->paths[0], "wide/out=%s",
+                     attn_dtype_name(bi.out_dtype));
+        }
+    }
+    p->n_paths = n;
+    p->n_fixed = fixed;
+    for (int i = 0; names && i < n && i < cap; i++) names[i] = p->paths[i];
+    return n;
 }
 
 static const ag_engine k_engine = {

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#define REACH_ROWS 256
+#define REACH_ROWS 384
 #define REACH_NAME 64
 
 static struct {
@@ -94,9 +94,9 @@ static void seed_rows(const engine_host *E) {
         add("variant", E->variants[i].options[0] ? E->variants[i].options : "default", 0);
     if (E && (E->caps.flags & AG_CAP_SPLIT_KV)) hit_by("split/planned", 0);
     /* the code paths the engine can take here, by its own names */
-    const char *names[64];
-    const int n = E && E->e->paths ? E->e->paths(NULL, names, 64) : 0;
-    for (int i = 0; i < n && i < 64; i++) add("path", names[i], 0);
+    const char *names[128];
+    const int n = E && E->e->paths ? E->e->paths(NULL, names, 128) : 0;
+    for (int i = 0; i < n && i < 128; i++) add("path", names[i], 0);
 }
 
 static int fp8(ag_dtype d) { return d == AG_FP8_E4M3 || d == AG_FP8_E5M2; }
