@@ -78,6 +78,7 @@ void case_alibi_standard(int32_t n, float *out) {
 
 static const char *const dist_names[CASE_DIST_COUNT] = {
     "uniform", "normal", "heavy", "const_row", "one_hot", "denormal", "extreme",
+    "spike",
 };
 
 int case_dist_parse(const char *s) {

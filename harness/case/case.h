@@ -99,6 +99,7 @@ typedef enum case_dist {
     CASE_DIST_ONE_HOT,          /* one element per row +-amp, the rest 0 */
     CASE_DIST_DENORMAL,         /* the dtype's subnormals, signs mixed, amp ignored */
     CASE_DIST_EXTREME,          /* +-the dtype's largest finite value, amp ignored */
+    CASE_DIST_SPIKE,            /* one element per row +-amp, the rest uniform in [-1, 1) */
     CASE_DIST_COUNT
 } case_dist;
 

@@ -785,7 +785,7 @@ static void wr_list(writer *w, const float *v, int32_t n) {
  * amplitude from 2^-24 to FLT_MAX (high 5 bits); 0xFF + dist byte + raw amp. */
 static const uint8_t dist_small[8] = {
     CASE_DIST_UNIFORM,  CASE_DIST_NORMAL,  CASE_DIST_HEAVY,    CASE_DIST_CONST_ROW,
-    CASE_DIST_ONE_HOT,  CASE_DIST_DENORMAL, CASE_DIST_EXTREME, CASE_DIST_NORMAL,
+    CASE_DIST_ONE_HOT,  CASE_DIST_DENORMAL, CASE_DIST_EXTREME, CASE_DIST_SPIKE,
 };
 static const float amp_tab[32] = {
     1.0f,     0x1p-24f, 0x1p-20f, 0x1p-14f, 0x1p-10f, 0x1p-6f,  0.0625f, 0.5f,

@@ -442,6 +442,95 @@ static void edit_options(case_spec *c, uint64_t *rng, int invalid, const mutate_
     while (n && c->options[n - 1] == ' ') c->options[--n] = '\0';
 }
 
+/* ------------------------------------------------ rows fp32 cannot carry */
+
+/* Value classes that send rows to attnguard's fp64 path while the
+ * differential oracle still judges them (docs/engine.md, "Rows fp32
+ * cannot carry"; the oracle excuses rows where max|q| sum|k| reaches
+ * FLT_MAX, so every class here stays below that):
+ *  - q between 2^32 and the excuse (one spike per row, at any position)
+ *    over an f32 or bf16 cache with keys of 1 / the spike: the huge-q
+ *    test, with ordinary logits;
+ *  - a scale near 2^120 and more over keys of 1 / scale, with ALiBi: the
+ *    state's exponent passes 126 plus the smallest slope's;
+ *  - K near the overflow edge in one element, q below 1/2: logits near
+ *    FLT_MAX that a scale above 1 or a sum can push over;
+ *  - V near the overflow edge in one element over keys of equal weight:
+ *    P.V overflows the accumulator there.
+ * Each is combined with one to three of the features the fp64 path
+ * applies again (soft cap, ALiBi either way, sinks either way, windows,
+ * a scale, fp8 scales, GQA, split merges, output dtypes, engine words:
+ * the kernel tables). */
+static const float k_wide_q[] = {0x1p33f, 0x1p40f, 0x1p64f, 0x1p90f, 0x1p100f, 0x1p112f};
+static const float k_edge[] = {0x1p120f, 0x1p125f, 0x1p126f, 0x1.8p126f, 0x1p127f,
+                               0x1.fep127f};
+
+static void wide_feature(case_spec *c, uint64_t *rng, const mutate_ctx *m) {
+    case_layer *L = &c->layers[rng_below(rng, (uint64_t)c->num_layers)];
+    switch (rng_below(rng, 12)) {
+    case 0: L->softcap = PICK(rng, k_softcaps); break;
+    case 1: L->alibi = CASE_SRC_STANDARD; break;
+    case 2: L->alibi = CASE_SRC_LIST, L->alibi_off = UINT16_MAX; break;
+    case 3: L->sinks = CASE_SRC_STANDARD; break;
+    case 4: L->sinks = CASE_SRC_LIST, L->sinks_off = UINT16_MAX; break;
+    case 5: case 6: edit_window(c, rng, 0, m ? m->caps : NULL); break;
+    case 7: L->scale = PICK(rng, k_scales); break;
+    case 8: edit_heads(c, rng, 0, m ? m->caps : NULL); break;
+    case 9: c->split = CHANCE(rng, 2) ? AG_SPLIT_ON : AG_SPLIT_FIXED;
+            c->split_count = 2 + (int32_t)rng_below(rng, 3); break;
+    case 10: c->out_dtype = CHANCE(rng, 3) ? AG_F32 : CHANCE(rng, 2) ? AG_BF16 : AG_F16; break;
+    default: edit_options(c, rng, 0, m); break;
+    }
+}
+
+static void edit_wide(case_spec *c, uint64_t *rng, const mutate_ctx *m) {
+    if (c->num_layers < 1) return;
+    case_values *q = &c->values[CASE_T_Q], *k = &c->values[CASE_T_K], *v = &c->values[CASE_T_V];
+    if (c->q_dtype == AG_F16) c->q_dtype = CHANCE(rng, 2) ? AG_F32 : AG_BF16; /* f16 q is small */
+    const int wide_kv = CHANCE(rng, 2) ? AG_F32 : AG_BF16;
+    switch (rng_below(rng, 5)) {
+    case 0: case 1: {
+        c->kv_dtype = (ag_dtype)wide_kv;
+        *q = (case_values){CASE_DIST_SPIKE, PICK(rng, k_wide_q)};
+        /* keys of 1 / amp keep the logits ordinary, where a sink, a
+         * bias or a cap shows (over ordinary keys the spike saturates the
+         * softmax and hides them), and q's ordinary elements meet keys
+         * whose products fp32 holds only as subnormals */
+        const float inv = 1.0f / q->amp;
+        if (CHANCE(rng, 4)) *k = (case_values){CASE_DIST_ONE_HOT, inv};
+        else *k = (case_values){CHANCE(rng, 2) ? CASE_DIST_UNIFORM : CASE_DIST_NORMAL, inv};
+        break;
+    }
+    case 2: {
+        /* a huge scale over keys of 1 / scale, with ALiBi: ordinary logits
+         * in a state of 2^E units, E past 126 + the smallest slope's
+         * exponent (on any cache; an f16 or fp8 one holds such keys as 0,
+         * and the biases alone decide) */
+        static const float huge[] = {0x1p119f, 0x1p122f, 1e37f, 1e38f, 0x1p127f};
+        static const ag_dtype any[] = {AG_F32, AG_BF16, AG_F16, AG_FP8_E4M3, AG_FP8_E5M2};
+        c->kv_dtype = PICK(rng, any);
+        case_layer *L = &c->layers[rng_below(rng, (uint64_t)c->num_layers)];
+        L->scale = PICK(rng, huge);
+        L->alibi = CHANCE(rng, 2) ? CASE_SRC_STANDARD : (L->alibi_off = UINT16_MAX, CASE_SRC_LIST);
+        *q = (case_values){CHANCE(rng, 2) ? CASE_DIST_UNIFORM : CASE_DIST_SPIKE, 1.0f};
+        *k = (case_values){CHANCE(rng, 2) ? CASE_DIST_UNIFORM : CASE_DIST_ONE_HOT, 1.0f / L->scale};
+        break;
+    }
+    case 3:
+        c->kv_dtype = (ag_dtype)wide_kv;
+        *k = (case_values){CASE_DIST_SPIKE, PICK(rng, k_edge)};
+        *q = (case_values){CHANCE(rng, 2) ? CASE_DIST_UNIFORM : CASE_DIST_ONE_HOT, 0.5f};
+        break;
+    default:
+        c->kv_dtype = (ag_dtype)wide_kv;
+        *v = (case_values){CASE_DIST_SPIKE, PICK(rng, k_edge)};
+        *k = (case_values){CHANCE(rng, 2) ? CASE_DIST_CONST_ROW : CASE_DIST_ONE_HOT, 1e-3f};
+        break;
+    }
+    const int features = 1 + (int)rng_below(rng, 3);
+    for (int f = 0; f < features; f++) wide_feature(c, rng, m);
+}
+
 /* ---------------------------------------------------------- the budget */
 
 /* Shortens the valid requests until the case costs at most `budget`
@@ -471,7 +560,7 @@ void case_mutate(case_spec *c, uint64_t *rng, const mutate_ctx *m) {
     const int edits = 1 + (int)rng_below(rng, 4);
     for (int e = 0; e < edits; e++) {
         const int invalid = CHANCE(rng, 8);
-        switch (rng_below(rng, 16)) {
+        switch (rng_below(rng, 18)) {
         case 0: case 1: edit_heads(c, rng, invalid, caps); break;
         case 2: edit_kv_heads(c, rng, invalid, caps); break;
         case 3: edit_model_heads(c, rng); break;
@@ -483,6 +572,7 @@ void case_mutate(case_spec *c, uint64_t *rng, const mutate_ctx *m) {
         case 12: edit_layout(c, rng, invalid, caps); break;
         case 13: edit_schedule(c, rng, invalid, caps); break;
         case 14: edit_values(c, rng); break;
+        case 15: case 16: edit_wide(c, rng, m); break;
         default: edit_options(c, rng, invalid, m); break;
         }
     }

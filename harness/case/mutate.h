@@ -4,8 +4,10 @@
  * mutation of a case mostly decodes to the same or a refused shape, so
  * the fuzzer edits the fields themselves — head counts per layer, KV
  * heads, windows, dtypes, causal flags, lengths, block layout, split,
- * threads, sinks, slopes, soft cap, scale, value classes, engine words —
- * and re-encodes.  Each edit asks for an invalid value one time in eight
+ * threads, sinks, slopes, soft cap, scale, value classes, engine words,
+ * and value classes that send rows to attnguard's fp64 path while they
+ * stay judged, with the features that path applies again — and
+ * re-encodes.  Each edit asks for an invalid value one time in eight
  * (the engine must refuse it); about one mutated case in five ends up
  * invalid, the rest valid.
  *

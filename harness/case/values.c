@@ -178,6 +178,14 @@ void values_fill(void *buf, size_t n, size_t row, ag_dtype dt, const case_values
             if (r & 1u) x = -x;
             break;
         }
+        case CASE_DIST_SPIKE:
+            /* one element of amp among ordinary ones: with amp between 2^32
+             * and the excuse (max|q| sum|k| < FLT_MAX) a q row takes the
+             * engine's fp64 path while it is judged; K or V rows near the
+             * overflow edge overflow in one element, at any position */
+            if (j == 0) hot = (size_t)(rng_next(&state) % row);
+            x = j == hot ? ((rng_next(&state) & 1u) ? amp : -amp) : rng_unit(&state);
+            break;
         case CASE_DIST_EXTREME: {
             const uint64_t r = rng_next(&state);
             x = (r & 3u) == 0 ? ((r & 4u) ? f.max : -f.max) : amp * rng_unit(&state);
