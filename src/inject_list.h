@@ -35,6 +35,9 @@
     X(region_row_short, attnguard, "src/layout.c", "the accumulator region sized one row short") \
     X(no_merge_barrier, attnguard, "src/executor.c", "no barrier between the pieces and their merge") \
     X(large_q_exponent, attnguard, "src/executor.c", "huge-q rows rescaled with an exponent one too small") \
+    X(wide_sink_dropped, attnguard, "src/wide.c", "the fp64 path leaves the sink out of the denominator") \
+    X(wide_alibi_sign, attnguard, "src/wide.c", "the fp64 path's ALiBi distance taken the other way round") \
+    X(wide_softcap_units, attnguard, "src/wide.c", "the fp64 path caps the raw dot product, scales after") \
     X(first_request_only, attnguard, "src/plan.c", "seq_lens checked for the first request only") \
     X(adapter_scratch_short, attnguard, "engines/attnguard/adapter.c", "the adapter reports its scratch one alignment unit short") \
     X(ggml_work_short, ggml, "engines/ggml/ggml_adapter.c", "ggml's work buffer without graph_plan's per-thread cache line") \

@@ -68,9 +68,24 @@ static void wide_row(const attn__wide *w, int32_t req, int32_t tok, int32_t h, f
         attn__row_f32(p->kv_dtype, w->t->k_cache, kr, (int32_t)D, row);
         double dot = 0.0;
         for (size_t d = 0; d < D; d++) dot += (double)q[d] * (double)row[d];
+#ifndef ATTN_INJECT_wide_softcap_units
         double s = dot * w->scale;
         if (ly->softcap > 0.0f) s = (double)ly->softcap * tanh(s / (double)ly->softcap);
+#else
+        /* INJECTED BUG (wide_softcap_units): the cap bounds the raw dot
+         * product and the scale comes after it, so the capped logit is in
+         * the wrong units (cap x scale, not cap) */
+        double s = dot;
+        if (ly->softcap > 0.0f) s = (double)ly->softcap * tanh(s / (double)ly->softcap);
+        s *= w->scale;
+#endif
+#ifndef ATTN_INJECT_wide_alibi_sign
         if (ly->alibi_slopes) s += slope * (double)(k - pos);
+#else
+        /* INJECTED BUG (wide_alibi_sign): the distance taken the other way
+         * round, so the fp64 path favours far keys */
+        if (ly->alibi_slopes) s += slope * (double)(pos - k);
+#endif
         if (s > M) {
             /* a new maximum: what was summed so far shrinks by e^(M - s) */
             const double f = M == -INFINITY ? 0.0 : exp(M - s);
@@ -83,7 +98,13 @@ static void wide_row(const attn__wide *w, int32_t req, int32_t tok, int32_t h, f
         attn__row_f32(p->kv_dtype, w->t->v_cache, kr, (int32_t)D, row);
         for (size_t d = 0; d < D; d++) o[d] += wk * (double)row[d];
     }
+#ifndef ATTN_INJECT_wide_sink_dropped
     if (ly->sinks) {
+#else
+    /* INJECTED BUG (wide_sink_dropped): the fp64 path forgets the sink,
+     * and the executor passes the store none (it was "applied") */
+    if (0) {
+#endif
         /* the sink joins the denominator only (kernels.h, attn_store_fn) */
         const double sk = (double)ly->sinks[h];
         const double top = sk > M ? sk : M;
