@@ -33,6 +33,7 @@
  * docs/engines.md ("ggml's branches in the reach table").
  */
 #include "ggml_group.h"
+#include "../path_names.h"
 
 #include <string.h>
 
@@ -55,10 +56,8 @@
     X(P_GQA, "heads/kv-broadcast") X(P_MHA, "heads/kv-per-head")                            \
     X(P_CHUNK_NTH, "rows/chunk-per-thread") X(P_CHUNK_4, "rows/4-chunks-per-thread")
 
-#define AS_ENUM(e, s) e,
-#define AS_NAME(e, s) s,
-enum { GGML_PATHS(AS_ENUM) P_COUNT };
-static const char *const k_all[P_COUNT] = {GGML_PATHS(AS_NAME)};
+enum { GGML_PATHS(AG_PATH_ENUM) P_COUNT };
+static const char *const k_all[P_COUNT] = {GGML_PATHS(AG_PATH_NAME)};
 
 /* Floats per f32 SIMD vector in backend `name` (1: no SIMD condition). */
 static int f32_width(const char *name) {
@@ -103,10 +102,7 @@ static int q_tile_short(int64_t nr, int64_t rows, int64_t nchunk) {
 }
 
 int ggp_paths(const gg_plan *P, const char **names, int cap) {
-    if (!P) {
-        for (int i = 0; names && i < P_COUNT && i < cap; i++) names[i] = k_all[i];
-        return P_COUNT;
-    }
+    if (!P) return ag_path_names(k_all, NULL, P_COUNT, names, cap);
     const gg_group *g = P->g;
     const int f32_or_f16 = g->kv == AG_F32 || g->kv == AG_F16;
     int on[P_COUNT] = {0};
@@ -153,11 +149,5 @@ int ggp_paths(const gg_plan *P, const char **names, int cap) {
             on[P_SINK_ONE] |= any_sink;
         }
     }
-    int n = 0;
-    for (int i = 0; i < P_COUNT; i++)
-        if (on[i]) {
-            if (names && n < cap) names[n] = k_all[i];
-            n++;
-        }
-    return n;
+    return ag_path_names(k_all, on, P_COUNT, names, cap);
 }

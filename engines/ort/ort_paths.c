@@ -16,8 +16,8 @@
  * in docs/engines.md ("ORT's branches in the reach table").
  */
 #include "ort_group.h"
+#include "../path_names.h"
 
-#include <string.h>
 
 #define ORT_PATHS(X)                                                                         \
     X(P_GQA_ROW, "gqa/decode-row") X(P_GQA_SPLIT, "gqa/decode-split")                        \
@@ -33,10 +33,8 @@
     X(P_ATT_CAUSAL, "attention/is-causal") X(P_ATT_MASK, "attention/bool-mask")              \
     X(P_ATT_F32, "attention/t=f32") X(P_ATT_F16, "attention/t=f16")
 
-#define AS_ENUM(e, s) e,
-#define AS_NAME(e, s) s,
-enum { ORT_PATHS(AS_ENUM) P_COUNT };
-static const char *const k_all[P_COUNT] = {ORT_PATHS(AS_NAME)};
+enum { ORT_PATHS(AG_PATH_ENUM) P_COUNT };
+static const char *const k_all[P_COUNT] = {ORT_PATHS(AG_PATH_NAME)};
 
 /* Whether a prompt class's requests have different lengths (ORT sees them
  * right-padded to the longest). */
@@ -84,18 +82,9 @@ static void attention_rows(const og_plan *P, int *on) {
 
 int og_paths(void *plan, const char **names, int cap) {
     const og_plan *P = plan;
-    if (!P) {
-        for (int i = 0; names && i < P_COUNT && i < cap; i++) names[i] = k_all[i];
-        return P_COUNT;
-    }
+    if (!P) return ag_path_names(k_all, NULL, P_COUNT, names, cap);
     int on[P_COUNT] = {0};
     if (P->g->op == OG_GQA) gqa_rows(P, on);
     else attention_rows(P, on);
-    int n = 0;
-    for (int i = 0; i < P_COUNT; i++)
-        if (on[i]) {
-            if (names && n < cap) names[n] = k_all[i];
-            n++;
-        }
-    return n;
+    return ag_path_names(k_all, on, P_COUNT, names, cap);
 }
