@@ -18,7 +18,6 @@
 #include "ort_group.h"
 #include "../path_names.h"
 
-
 #define ORT_PATHS(X)                                                                         \
     X(P_GQA_ROW, "gqa/decode-row") X(P_GQA_SPLIT, "gqa/decode-split")                        \
     X(P_GQA_FLASH, "gqa/flash-tiled") X(P_GQA_LOGITS, "gqa/logits-f32")                      \
