@@ -203,9 +203,9 @@ ParameterizedTest(int *index, engines, abi_contract) {
     /* the paths a plan names are among those the engine lists for this
      * machine (the reach table's rows) */
     if (e->paths) {
-        const char *all[64], *mine[16];
-        const int na = e->paths(NULL, all, 64), nm = e->paths(plan, mine, 16);
-        cr_assert(na > 0 && na <= 64 && nm > 0, "%s: paths %d / %d", *name, na, nm);
+        const char *all[128], *mine[32];
+        const int na = e->paths(NULL, all, 128), nm = e->paths(plan, mine, 32);
+        cr_assert(na > 0 && na <= 128 && nm > 0 && nm <= 32, "%s: paths %d / %d", *name, na, nm);
         for (int i = 0; i < nm; i++) {
             int found = 0;
             for (int j = 0; j < na; j++) found |= strcmp(mine[i], all[j]) == 0;
