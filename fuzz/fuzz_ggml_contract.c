@@ -34,10 +34,12 @@
 
 #include <dlfcn.h>
 
+#include "../engines/ggml/ggml_branches.h"
 #include "../engines/ggml/ggml_load.h"
 #include "../harness/judge/compare.h"
 #include "../harness/judge/guard.h"
 #include "../harness/judge/oracles.h"
+#include "../harness/judge/reach.h"
 #include "../harness/judge/ref.h"
 
 /* ---- ggml, loaded once ---- */
@@ -119,6 +121,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     }
     lib->base.ggml_set_abort_callback(fuzz_on_abort);
     guard_install_fault_handler();
+    /* ggml's branches at zero: the layouts are the adapter's, not ggml's */
+    for (int i = 0; i < GGP_COUNT; i++)
+        if (i != P_UNIFIED && i != P_STREAMS) reach_enter("path", &ggp_names[i], 1);
     atexit(print_stats);
     return 0;
 }
@@ -614,6 +619,29 @@ static void refused_inside(const fcase *c, enum ggml_status st, int inside, cons
     oracle_fire(&f);
 }
 
+/* ---- the reach table: ggml's branches each computed op took ---- */
+static int ggp_type(enum ggml_type t) {
+    return t == GGML_TYPE_F32 ? GGP_F32 : t == GGML_TYPE_F16 ? GGP_F16 : t == GGML_TYPE_BF16 ? GGP_BF16
+                                                                                          : GGP_OTHER;
+}
+
+/* Adds the branches of the op computed on `threads` threads to on[]
+ * (engines/ggml/ggml_branches.h: the adapter's classification, fed this
+ * target's own calling form). */
+static void op_branches(const fcase *c, int threads, int *on) {
+    const ggp_op o = {c->T, c->hq, c->n3q, c->nkv, c->dk, c->dv, c->hk,
+                      ggp_type(c->tq), ggp_type(c->tk), ggp_type(c->tv),
+                      c->tm != GGML_TYPE_COUNT, c->sinks != 0, c->softcap, c->max_bias,
+                      threads, ggp_simd_width(lib->var[c->variant].name)};
+    ggp_op_branches(&o, on);
+}
+
+static void reach_flush(const int *on) {
+    for (int i = 0; i < GGP_COUNT; i++)
+        if (on[i]) reach_hit("path", ggp_names[i]);
+    reach_flush_every(getenv("ATTNGUARD_REACH"), "fuzz_ggml_contract", 2.0);
+}
+
 /* ---- one input ---- */
 static run R;                  /* static: valid after longjmp */
 static volatile int phase;     /* 0 build, 1 plan, 2 compute */
@@ -625,6 +653,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     decode(&r, &R.c);
     rs = R.c.seed | 1;
     stats.execs++;
+    reach_exec();
+    static int on[GGP_COUNT];   /* the branches this input's computes took (static: the
+                                   abort's longjmp returns here) */
+    memset(on, 0, sizeof on);
     const agg_cpu *cpu = &lib->var[R.c.variant].cpu;
     if (getenv("FUZZ_GGML_VERBOSE")) describe(&R.c);
     if (skipped(&R.c)) {
@@ -635,6 +667,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         count_msg(abort_text);
         phase == 0 ? stats.aborts_build++ : phase == 1 ? stats.aborts_plan++ : stats.aborts_compute++;
         teardown(&R);
+        reach_flush(on);
         return 0;
     }
     phase = 0, armed = 1;
@@ -648,6 +681,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     enum ggml_status st = cpu->ggml_graph_compute(R.gf, &cp);
     armed = 0;
     stats.computed++;
+    if (st == GGML_STATUS_SUCCESS) op_branches(&R.c, 1, on);
     char why[256];
     int exact, inside = in_contract(&R.c, &exact, why, sizeof why);
     const size_t ob = more.ggml_nbytes(R.t[B_OUT]);
@@ -662,6 +696,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         cpn.work_data =
             (uint8_t *)gb_alloc(&R.buf[B_WORKN], "work", cpn.work_size, R.c.guard_front, 0);
         st = cpu->ggml_graph_compute(R.gf, &cpn);   /* a GGML_ASSERT here aborts: a finding */
+        if (st == GGML_STATUS_SUCCESS) op_branches(&R.c, R.c.threads, on);
         refused_inside(&R.c, st, inside, "multi-thread");
         /* the same as the one-thread run, or within the range on its own */
         if (exact && memcmp(out1, R.t[B_OUT]->data, ob)) judge(&R, R.t[B_OUT]->data, "multi-thread");
@@ -671,5 +706,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     else if (inside) stats.unjudgeable++;
     free(out1);
     teardown(&R);
+    reach_flush(on);
     return 0;
 }

@@ -29,11 +29,14 @@
  *   the row split: a chunk per thread (one thread, or fewer than nth
  *              chunks of a quarter share), else four chunks per thread
  *              claimed in turn.
- * Branches no call of this adapter can take, and why, are listed in
- * docs/engines.md ("ggml's branches in the reach table").
+ * The per-op classification (ggp_op_branches) is shared with the contract
+ * target, which calls ggml in forms the adapter never uses (no mask,
+ * quantized K, K and V of other types); branches neither can take, and
+ * why, are listed in docs/engines.md ("The engines' own branches in the
+ * reach table").
  */
 #include "ggml_group.h"
-#include "../path_names.h"
+#include "ggml_branches.h"
 
 #include <string.h>
 
@@ -41,26 +44,9 @@
 #define FA_TILE_KV 64 /* GGML_FA_TILE_KV */
 #define SPLIT_MIN_KV 512
 
-/* One list: the names, in the order paths(NULL) gives them. */
-#define GGML_PATHS(X)                                                                       \
-    X(P_KV_F32, "kv=f32") X(P_KV_F16, "kv=f16") X(P_KV_BF16, "kv=bf16")                     \
-    X(P_UNIFIED, "layout=unified") X(P_STREAMS, "layout=streams")                           \
-    X(P_SPLIT, "split-kv") X(P_TILED, "tiled") X(P_ONE, "one-chunk")                        \
-    X(P_ONE_V16, "one-chunk/v=f16-acc") X(P_ONE_VCONV, "one-chunk/v=to-float")              \
-    X(P_ONE_V32, "one-chunk/v=f32") X(P_TILED_16, "tiled/kv=f16") X(P_TILED_32, "tiled/kv=f32") \
-    X(P_TILE_Q_SHORT, "tiled/q-tile-short") X(P_TILE_KV_SHORT, "tiled/kv-tile-short")       \
-    X(P_CAP_ONE, "softcap/one-chunk") X(P_CAP_TILED, "softcap/tiled")                       \
-    X(P_SINK_ONE, "sinks/one-chunk") X(P_SINK_TILED, "sinks/tiled")                         \
-    X(P_SINK_SPLIT, "sinks/split-kv-first-chunk")                                           \
-    X(P_ALIBI_M0, "alibi/slope-m0") X(P_ALIBI_M1, "alibi/slope-m1")                         \
-    X(P_GQA, "heads/kv-broadcast") X(P_MHA, "heads/kv-per-head")                            \
-    X(P_CHUNK_NTH, "rows/chunk-per-thread") X(P_CHUNK_4, "rows/4-chunks-per-thread")
+const char *const ggp_names[GGP_COUNT] = {GGML_PATHS(AG_PATH_NAME)};
 
-enum { GGML_PATHS(AG_PATH_ENUM) P_COUNT };
-static const char *const k_all[P_COUNT] = {GGML_PATHS(AG_PATH_NAME)};
-
-/* Floats per f32 SIMD vector in backend `name` (1: no SIMD condition). */
-static int f32_width(const char *name) {
+int ggp_simd_width(const char *name) {
     static const char *const w16[] = {"zen4",        "skylakex",       "cannonlake",
                                       "cascadelake", "cooperlake",     "icelake",
                                       "sapphirerapids"};
@@ -101,53 +87,70 @@ static int q_tile_short(int64_t nr, int64_t rows, int64_t nchunk) {
     return 0;
 }
 
-int ggp_paths(const gg_plan *P, const char **names, int cap) {
-    if (!P) return ag_path_names(k_all, NULL, P_COUNT, names, cap);
-    const gg_group *g = P->g;
-    const int f32_or_f16 = g->kv == AG_F32 || g->kv == AG_F16;
-    int on[P_COUNT] = {0};
-    on[g->kv == AG_F32 ? P_KV_F32 : g->kv == AG_F16 ? P_KV_F16 : P_KV_BF16] = 1;
-    on[g->layout == AGG_LAYOUT_STREAMS && !P->fell_back ? P_STREAMS : P_UNIFIED] = 1;
-    on[g->hq > g->hkv ? P_GQA : P_MHA] = 1;
-    /* n_head_log2: the largest power of two <= Hq; heads from there on
-     * take m1's slopes */
-    uint32_t log2h = 1;
-    while (log2h * 2 <= (uint32_t)g->hq) log2h *= 2;
-    int any_cap = 0, any_sink = 0, any_alibi = 0;
-    for (int l = 0; l < g->nl; l++) {
-        any_cap |= g->layers[l].softcap != 0.0f;
-        any_sink |= g->layers[l].sinks != NULL;
-        any_alibi |= g->layers[l].max_bias > 0.0f;
-    }
-    if (any_alibi) {
+void ggp_op_branches(const ggp_op *o, int *on) {
+    static const int kv_row[] = {P_KV_F32, P_KV_F16, P_KV_BF16, P_K_QUANT};
+    on[kv_row[o->k_type]] = 1;
+    on[P_KV_MIXED] |= o->k_type != o->v_type;
+    on[P_NO_MASK] |= !o->mask;
+    on[o->hq > o->hkv ? P_GQA : P_MHA] = 1;
+    if (o->max_bias > 0.0f) {
+        /* n_head_log2: the largest power of two <= Hq; heads from there on
+         * take m1's slopes */
+        int64_t log2h = 1;
+        while (log2h * 2 <= o->hq) log2h *= 2;
         on[P_ALIBI_M0] = 1;
-        if ((uint32_t)g->hq > log2h) on[P_ALIBI_M1] = 1;
+        on[P_ALIBI_M1] |= o->hq > log2h;
     }
-    for (int s = 0; s < P->nseg; s++) {
-        const gg_seg *S = &P->seg[s];
-        const int64_t nr = (int64_t)S->rows * g->hq * S->ns;
-        if (S->rows == 1 && S->ns == 1 && f32_or_f16 && S->n_kv >= SPLIT_MIN_KV) {
-            on[P_SPLIT] = 1;
-            on[g->kv == AG_F16 ? P_ONE_V16 : P_ONE_V32] = 1;
-            on[P_CAP_ONE] |= any_cap;
-            on[P_SINK_SPLIT] |= any_sink;
-            continue;
-        }
-        const int64_t nchunk = row_chunks(nr, g->threads);
-        on[nchunk == g->threads ? P_CHUNK_NTH : P_CHUNK_4] = 1;
-        if (f32_or_f16 && S->rows >= FA_TILE_Q && g->d % f32_width(g->v->name) == 0) {
-            on[P_TILED] = 1;
-            on[g->kv == AG_F16 ? P_TILED_16 : P_TILED_32] = 1;
-            on[P_TILE_Q_SHORT] |= q_tile_short(nr, S->rows, nchunk);
-            on[P_TILE_KV_SHORT] |= S->n_kv % FA_TILE_KV != 0;
-            on[P_CAP_TILED] |= any_cap;
-            on[P_SINK_TILED] |= any_sink;
-        } else {
-            on[P_ONE] = 1;
-            on[g->kv == AG_F16 ? P_ONE_V16 : g->kv == AG_BF16 ? P_ONE_VCONV : P_ONE_V32] = 1;
-            on[P_CAP_ONE] |= any_cap;
-            on[P_SINK_ONE] |= any_sink;
+    const int cap = o->softcap != 0.0f;
+    /* the fast routines' conditions: an f32 q, K and V of one type, f32 or f16 */
+    const int fast = o->q_type == GGP_F32 && o->k_type == o->v_type &&
+                     (o->k_type == GGP_F32 || o->k_type == GGP_F16);
+    /* the row routine's V: accumulated in f16, widened per row, or read */
+    const int v_row = o->v_type == GGP_F16 ? P_ONE_V16 : o->v_type == GGP_F32 ? P_ONE_V32
+                                                                             : P_ONE_VCONV;
+    if (fast && o->rows == 1 && o->ns == 1 && o->n_kv >= SPLIT_MIN_KV) {
+        on[P_SPLIT] = 1;
+        on[v_row] = 1;
+        on[P_CAP_ONE] |= cap;
+        on[P_SINK_SPLIT] |= o->sinks;
+        return;
+    }
+    const int64_t nr = o->rows * o->hq * o->ns;
+    if (nr <= 0 || o->threads < 1) return;   /* no row to split (a contract call may have none) */
+    const int64_t nchunk = row_chunks(nr, o->threads);
+    on[nchunk == o->threads ? P_CHUNK_NTH : P_CHUNK_4] = 1;
+    if (fast && o->rows >= FA_TILE_Q && o->simd_width > 0 && o->dv % o->simd_width == 0) {
+        on[P_TILED] = 1;
+        on[o->k_type == GGP_F16 ? P_TILED_16 : P_TILED_32] = 1;
+        on[P_TILE_Q_SHORT] |= q_tile_short(nr, o->rows, nchunk);
+        on[P_TILE_KV_SHORT] |= o->n_kv % FA_TILE_KV != 0;
+        on[P_CAP_TILED] |= cap;
+        on[P_SINK_TILED] |= o->sinks;
+    } else {
+        on[P_ONE] = 1;
+        on[v_row] = 1;
+        on[P_CAP_ONE] |= cap;
+        on[P_SINK_ONE] |= o->sinks;
+    }
+}
+
+int ggp_paths(const gg_plan *P, const char **names, int cap) {
+    if (!P) return ag_path_names(ggp_names, NULL, GGP_COUNT, names, cap);
+    const gg_group *g = P->g;
+    static const int type_of[] = {[AG_F32] = GGP_F32, [AG_F16] = GGP_F16, [AG_BF16] = GGP_BF16};
+    int on[GGP_COUNT] = {0};
+    on[g->layout == AGG_LAYOUT_STREAMS && !P->fell_back ? P_STREAMS : P_UNIFIED] = 1;
+    /* every op of the plan: one per segment and layer */
+    for (int l = 0; l < (g->nl ? g->nl : 1); l++) {
+        const gg_layer *L = g->nl ? &g->layers[l] : NULL;
+        for (int s = 0; s < P->nseg; s++) {
+            const gg_seg *S = &P->seg[s];
+            const ggp_op o = {S->rows, g->hq, S->ns, S->n_kv, g->d, g->d, g->hkv,
+                              GGP_F32, type_of[g->kv], type_of[g->kv], 1,
+                              L && L->sinks != NULL, L ? L->softcap : 0.0f,
+                              L ? L->max_bias : 0.0f, g->threads, ggp_simd_width(g->v->name)};
+            ggp_op_branches(&o, on);
         }
     }
-    return ag_path_names(k_all, on, P_COUNT, names, cap);
+    return ag_path_names(ggp_names, on, GGP_COUNT, names, cap);
 }

@@ -200,6 +200,14 @@ void reach_count(const case_spec *c, const check_report *rep, const engine_host 
     for (int i = 0; i < rep->n_paths; i++) add("path", rep->paths[i], 1);
 }
 
+void reach_enter(const char *group, const char *const *names, int n) {
+    for (int i = 0; i < n; i++) add(group, names[i], 0);
+}
+
+void reach_exec(void) { g_execs++; }
+
+void reach_hit(const char *group, const char *name) { add(group, name, 1); }
+
 int reach_write(const char *path, const char *target) {
     if (!path || !*path) return 0;
     char tmp[4096];

@@ -34,6 +34,14 @@ enum {
 void reach_count(const case_spec *c, const check_report *rep, const engine_host *E,
                  unsigned flags);
 
+/* For a target that classifies its own calls into an engine's branches
+ * (the contract targets): reach_enter puts rows group/names[0 .. n) in at
+ * zero (once per process is enough), reach_exec counts one execution and
+ * reach_hit one execution that reached group/name. */
+void reach_enter(const char *group, const char *const *names, int n);
+void reach_exec(void);
+void reach_hit(const char *group, const char *name);
+
 /* The counts as one JSON object {"target": ..., "execs": N, "rows": {"group/name": n, ...}}
  * into path (written whole, then renamed into place); 0 or -1.  Does
  * nothing without a path.  reach_flush_every writes at most once per
