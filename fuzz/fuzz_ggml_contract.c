@@ -530,7 +530,7 @@ static void judged_init(const run *R, judged *J) {
  * type before Q.K, f32 weights, an f16 V accumulated in f16. */
 static ag_precision ggml_precision(const fcase *c) {
     const ag_dtype kt = ag_of(c->tk);
-    return (ag_precision){kt, AG_F32, c->tv == GGML_TYPE_F16 ? AG_F16 : AG_F32};
+    return (ag_precision){kt, AG_F32, c->tv == GGML_TYPE_F16 ? AG_F16 : AG_F32, 1};
 }
 
 static void describe(const fcase *c);

@@ -1295,7 +1295,7 @@ static void judge_output(const call *K, judged *J) {
      * |logit| ~ 1e3), which q_dot = f16 bounds (its relative term covers a
      * relative rounding of each logit); weights rounded to f16 before P.V. */
     const int att16 = c->op == OP_ATT && c->f16;
-    const ag_precision prec = {att16 ? AG_F16 : AG_F32, att16 ? AG_F16 : AG_F32, AG_F32};
+    const ag_precision prec = {att16 ? AG_F16 : AG_F32, att16 ? AG_F16 : AG_F32, AG_F32, 0};
     const ref_model md = cmp_error_model(prec, dt, dt, (int32_t)D);
     if (ref_attention_range(&J->in, md, val, lo, hi) != 0) {
         finding f;

@@ -120,7 +120,7 @@ int afx_reference(const problem *p, int32_t l, int bf16, double *out, double *lo
     ref_input in;
     ref_input_of_problem(p, l, &in);
     if (!lo && !hi) return ref_attention(&in, out);
-    const ag_precision prec = {bf16 ? AG_BF16 : AG_F32, bf16 ? AG_BF16 : AG_F32, AG_F32};
+    const ag_precision prec = {bf16 ? AG_BF16 : AG_F32, bf16 ? AG_BF16 : AG_F32, AG_F32, 0};
     return ref_attention_range(&in, cmp_error_model(prec, in.q_dtype, in.kv_dtype, in.head_dim),
                                out, lo, hi);
 }

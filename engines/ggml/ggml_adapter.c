@@ -107,7 +107,8 @@ static ag_status gg_group_info(void *grp, ag_group_info *out) {
                  __atomic_load_n(&g->plans, __ATOMIC_RELAXED));
     snprintf(out->detail, sizeof out->detail, "ggml_flash_attn_ext %s, %d thr, %.40s", lay,
              g->threads, file ? file + 1 : g->v->path);
-    out->precision = (ag_precision){g->kv, AG_F32, g->kv == AG_F16 ? AG_F16 : AG_F32};
+    /* q goes to K's dot type unscaled (q_to_vec_dot on the raw row): q_raw */
+    out->precision = (ag_precision){g->kv, AG_F32, g->kv == AG_F16 ? AG_F16 : AG_F32, 1};
     return AG_OK;
 }
 

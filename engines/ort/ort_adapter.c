@@ -118,7 +118,7 @@ static ag_status ort_group_info(void *grp, ag_group_info *out) {
              (int)g->threads);
     const int f16_node = g->op == OG_ATTENTION && g->t_dt == AG_F16;
     const ag_dtype t16 = f16_node ? AG_F16 : AG_F32;
-    out->precision = (ag_precision){t16, t16, AG_F32};
+    out->precision = (ag_precision){t16, t16, AG_F32, 0};
     return AG_OK;
 }
 

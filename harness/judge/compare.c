@@ -77,7 +77,10 @@ ref_model cmp_error_model(ag_precision prec, ag_dtype q_dtype, ag_dtype kv_dtype
     if (kv_dtype == AG_FP8_E4M3 || kv_dtype == AG_FP8_E5M2) m.rel += U32;
     m.qabs = (qbf || pairs) ? BF16_FLUSH : qf.sub;
     m.kflush = (qbf || pairs) ? BF16_FLUSH : 0x1.0p-150;
-    m.qmax = (q32 || qbf) ? INFINITY : qf.ovf;
+    /* bf16 has fp32's exponent range: q overflows it only near FLT_MAX, which
+     * an engine that rescales huge rows never meets (q_raw 0) */
+    m.qmax = q32 || (qbf && !prec.q_raw) ? INFINITY : qf.ovf;
+    m.q_unscaled = prec.q_raw != 0;
     m.uexp = 8.0 * U32;
     m.wrel = prec.p_dot == AG_F32 ? 0.0 : -log1p(-pf.unit);
     m.wabs = fmax(BF16_FLUSH, pbf ? BF16_FLUSH : pf.sub);

@@ -69,7 +69,9 @@ int ref_attention(const ref_input *in, double *out);
  * (unit u). */
 typedef struct ref_model {
     double rel, qabs, kflush;
-    double qmax;     /* |q_d| sc at or above this overflows the q_dot type: row unjudged */
+    double qmax;     /* |q_d| sc (|q_d| when q_unscaled) at or above this overflows the
+                        q_dot type: row unjudged */
+    int q_unscaled;  /* the engine rounds q to q_dot before the scale (ag_precision.q_raw) */
     double uexp, wrel, wabs, vflush;
     double uacc, accabs, accmax;
     double u;        /* fp32 unit roundoff, 2^-24 */

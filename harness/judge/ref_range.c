@@ -373,7 +373,8 @@ const double *ref_row_keys(const ref_row *row, const ref_model *md, ref_ws *ws) 
         if (!(a <= qm)) qm = a;
     }
     q2 = sqrt(q2);
-    if (!(qm < INFINITY) || !(qm * sc < md->qmax) || !isfinite(row->m)) return NULL;
+    if (!(qm < INFINITY) || !((md->q_unscaled ? qm : qm * sc) < md->qmax) || !isfinite(row->m))
+        return NULL;
 
     /* per key: the logit error before the cap (e: the dot product, and
      * the fp32 steps x / cap or the scale's rounding), mapped through the

@@ -213,6 +213,12 @@ typedef struct ag_precision {
     ag_dtype q_dot;            /* q is rounded to this type before Q.K */
     ag_dtype p_dot;            /* softmax weights are rounded to this type before P.V */
     ag_dtype acc;              /* P.V accumulates in this type */
+    int32_t q_raw;             /* 1: q is rounded to q_dot as given, before the scale and
+                                  with no rescaling of the engine's own, so an element past
+                                  q_dot's range is infinite there (ggml: q in K's type); the
+                                  harness leaves such rows unjudged.  0: the engine keeps q
+                                  within q_dot's range itself (attnguard scales huge rows by
+                                  a power of two first), and is judged on them */
 } ag_precision;
 
 /* An allocator of the harness's, for engines whose work buffers are

@@ -213,8 +213,8 @@ static double inside(const fx *f, ag_precision prec, const float *got, const cha
     return w / vmax;
 }
 
-static const ag_precision P32 = {AG_F32, AG_F32, AG_F32};
-static const ag_precision GGML = {AG_F16, AG_F32, AG_F16};
+static const ag_precision P32 = {AG_F32, AG_F32, AG_F32, 0};
+static const ag_precision GGML = {AG_F16, AG_F32, AG_F16, 1};
 
 /* ------------------------------------------------- the fp32 engine */
 
@@ -416,7 +416,7 @@ Test(compare, tolerances_and_models) {
     cr_assert(m.rel == 131 * u && m.wrel == 0 && m.uacc == u && m.qmax == INFINITY);
     m = cmp_error_model(P32, AG_F32, AG_BF16, 128);   /* q as two bf16 terms */
     cr_assert(m.rel == 0x1.0p-16 + 259 * u);
-    const ag_precision bf = {AG_BF16, AG_BF16, AG_F32};
+    const ag_precision bf = {AG_BF16, AG_BF16, AG_F32, 0};
     m = cmp_error_model(bf, AG_F32, AG_BF16, 64);
     cr_assert(m.rel == 0x1.0p-8 + 67 * u && m.wrel == -log1p(-0x1.0p-8));
     cr_assert(m.kflush == 0x1.0p-126 && m.vflush == 0x1.0p-126);
@@ -424,7 +424,7 @@ Test(compare, tolerances_and_models) {
     cr_assert(m.rel == 0x1.0p-11 + 67 * u && m.qmax == 65520.0 && m.wrel == 0);
     cr_assert(m.uacc > 0x1.0p-11 && m.uacc < 0x1.0p-11 + 0x1.0p-23 && m.accmax == 65520.0);
     cr_assert(m.accabs == 0x1.0p-25);
-    const ag_precision pf16 = {AG_F32, AG_F16, AG_F32};
+    const ag_precision pf16 = {AG_F32, AG_F16, AG_F32, 0};
     m = cmp_error_model(pf16, AG_F32, AG_F32, 64);
     cr_assert(m.wrel == -log1p(-0x1.0p-11) && m.wabs == 0x1.0p-25);
 }

@@ -158,7 +158,7 @@ Test(ref_range, near_records_match_their_definition) {
 static int f32_ranges(const problem *p, int32_t l, double *val, double *lo, double *hi) {
     ref_input in;
     ref_input_of_problem(p, l, &in);
-    const ag_precision f32 = {AG_F32, AG_F32, AG_F32};
+    const ag_precision f32 = {AG_F32, AG_F32, AG_F32, 0};
     return ref_attention_range(&in, cmp_error_model(f32, in.q_dtype, in.kv_dtype, in.head_dim),
                                val, lo, hi);
 }
@@ -225,7 +225,7 @@ Test(ref_range, ordinary_cases_keep_the_tight_check, .timeout = 240) {
         problem p;
         cr_assert_eq(problem_init(&p, &c, (size_t)1 << 30, err, sizeof err), 0, "%s", err);
         cr_assert(p.materialized, "%s: %s", g.gl_pathv[i], p.unmaterialized_reason);
-        const ag_precision f32 = {AG_F32, AG_F32, AG_F32};
+        const ag_precision f32 = {AG_F32, AG_F32, AG_F32, 0};
         const cmp_tol tol = cmp_tolerance(AG_F32);
         for (int32_t l = 0; l < c.num_layers; l++) {
             const size_t n = problem_out_elems(&p, l);
@@ -340,7 +340,7 @@ Test(ref_range, oracles_use_the_range, .timeout = 60) {
     problem p;
     cr_assert_eq(problem_init(&p, &c, (size_t)1 << 30, err, sizeof err), 0, "%s", err);
     oracle_ref ref;
-    cr_assert_eq(oracle_reference(&p, 0, (ag_precision){AG_F32, AG_F32, AG_F32}, &ref), 0);
+    cr_assert_eq(oracle_reference(&p, 0, (ag_precision){AG_F32, AG_F32, AG_F32, 0}, &ref), 0);
     const size_t n = problem_out_elems(&p, 0);
     const size_t at = (21 * (size_t)c.layers[0].num_heads + 29) * (size_t)c.head_dim;
     cr_assert(ref.hi[at] - ref.lo[at] > 1e-3);
@@ -387,7 +387,7 @@ Test(ref_range, bf16_rounding_unit_is_2_to_the_minus_8) {
         if (e > worst) worst = e;
     }
     cr_assert(worst > 0x1.fcp-9 && worst <= 0x1.0p-8, "worst %.6g", worst);
-    const ag_precision bf = {AG_BF16, AG_BF16, AG_F32};
+    const ag_precision bf = {AG_BF16, AG_BF16, AG_F32, 0};
     const ref_model md = cmp_error_model(bf, AG_F32, AG_BF16, 64);
     cr_assert(md.wrel >= -log1p(-0x1.0p-8) && md.rel >= 0x1.0p-8);
 }
@@ -455,9 +455,9 @@ Test(ref_range, bf16_models_hold_the_rounded_softmax, .timeout = 60) {
         ag_precision prec;
         int round_q;
         double weps;
-    } models[] = {{{AG_BF16, AG_BF16, AG_F32}, 1, 0x1.0p-8},
-                  {{AG_F32, AG_BF16, AG_F32}, 0, 0x1.0p-8},
-                  {{AG_BF16, AG_F32, AG_F32}, 1, 0.0}};
+    } models[] = {{{AG_BF16, AG_BF16, AG_F32, 0}, 1, 0x1.0p-8},
+                  {{AG_F32, AG_BF16, AG_F32, 0}, 0, 0x1.0p-8},
+                  {{AG_BF16, AG_F32, AG_F32, 0}, 1, 0.0}};
     int escaped[3] = {0, 0, 0};
     for (int v = 0; v < 4; v++) {
         case_spec c;
@@ -491,7 +491,7 @@ Test(ref_range, bf16_models_hold_the_rounded_softmax, .timeout = 60) {
         double *hi = malloc(n * sizeof(double)), *lo0 = malloc(n * sizeof(double));
         double *hi0 = malloc(n * sizeof(double));
         cr_assert(val && lo && hi && lo0 && hi0);
-        const ag_precision f32 = {AG_F32, AG_F32, AG_F32};
+        const ag_precision f32 = {AG_F32, AG_F32, AG_F32, 0};
         cr_assert_eq(ref_attention_range(&in, cmp_error_model(f32, in.q_dtype, in.kv_dtype,
                                                               in.head_dim), val, lo0, hi0), 0);
         for (int m = 0; m < 3; m++) {
