@@ -6,7 +6,8 @@
  * whose q rows are huge over an f32 cache it names the trigger that sent
  * them (huge-q), the features its layer had (sinks, GQA), the table and
  * the output dtype, and every name it gives is one paths(NULL) lists.
- * Then each shipped case written for the fp64 path (corpus/cases/wide-*)
+ * Then each shipped case written for the fp64 path (corpus/cases/wide-*,
+ * huge-v-spike-sinks)
  * still reaches it by the test its comment names: a case that drifted off
  * it would guard nothing.
  *
@@ -212,7 +213,7 @@ Test(wide_paths, shipped_cases_reach_it) {
         {"wide-q-spike-bf16", {"wide/trigger=huge-q", "wide/rows", NULL}},
         {"wide-huge-scale-alibi", {"wide/trigger=alibi", "wide/alibi", "wide/scale"}},
         {"wide-huge-scale-alibi-f16", {"wide/trigger=alibi", "wide/alibi", NULL}},
-        {"wide-v-edge", {"wide/trigger=acc", "wide/sinks", NULL}},
+        {"huge-v-spike-sinks", {"wide/trigger=acc", "wide/sinks", NULL}},
     };
     ag_msg m;
     const ag_engine *e = ag_engine_find("attnguard", &m);
