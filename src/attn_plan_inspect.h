@@ -84,8 +84,8 @@ attn_status attn_plan_reductions(const attn_plan *plan, const attn_reduction **r
     X(ATTN_WIDE_SOFTCAP, "softcap")                                                           \
     X(ATTN_WIDE_ALIBI, "alibi")                                                               \
     X(ATTN_WIDE_SINKS, "sinks")                                                               \
-    X(ATTN_WIDE_WINDOW_W, "window=W")            /* the shorthand window W */                 \
-    X(ATTN_WIDE_WINDOW_PAIR, "window=left-right") /* a (left, right) pair with a bound */     \
+    X(ATTN_WIDE_WINDOW_ONE, "window=one-side")   /* a left or a right bound, not both */      \
+    X(ATTN_WIDE_WINDOW_BOTH, "window=both-sides") /* left and right bounds (W: W-1 each) */   \
     X(ATTN_WIDE_FP8_SCALES, "fp8-scales")        /* an fp8 cache with a K or V scale != 1 */  \
     X(ATTN_WIDE_GQA, "gqa")                      /* more query heads than KV heads */         \
     X(ATTN_WIDE_SPLIT, "split-merge")            /* rows merged from split pieces */          \

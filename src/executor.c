@@ -334,9 +334,10 @@ static void count_wide(const run_ctx *c, int trigger, int merged) {
         [ATTN_WIDE_SOFTCAP] = ly->softcap > 0.0f,
         [ATTN_WIDE_ALIBI] = ly->alibi_slopes != NULL,
         [ATTN_WIDE_SINKS] = ly->sinks != NULL,
-        /* the non-causal pair: both sides as the layer gave them */
-        [ATTN_WIDE_WINDOW_W] = !ly->window_pair && c->win_left[0] >= 0,
-        [ATTN_WIDE_WINDOW_PAIR] = ly->window_pair && (c->win_left[0] >= 0 || c->win_right[0] >= 0),
+        /* the non-causal pair: both sides as the layer gave them (an
+         * adapter may pass the shorthand W as the pair (W-1, W-1)) */
+        [ATTN_WIDE_WINDOW_ONE] = (c->win_left[0] >= 0) != (c->win_right[0] >= 0),
+        [ATTN_WIDE_WINDOW_BOTH] = c->win_left[0] >= 0 && c->win_right[0] >= 0,
         [ATTN_WIDE_FP8_SCALES] = fp8 && ((ly->k_scale > 0.0f && ly->k_scale != 1.0f) ||
                                          (ly->v_scale > 0.0f && ly->v_scale != 1.0f)),
         [ATTN_WIDE_GQA] = c->g > 1,

@@ -516,6 +516,10 @@ static void edit_wide(case_spec *c, uint64_t *rng, const mutate_ctx *m) {
         case_layer *L = &c->layers[rng_below(rng, (uint64_t)c->num_layers)];
         L->scale = PICK(rng, huge);
         L->alibi = CASE_SRC_STANDARD;   /* explicit slopes: wide_feature */
+        if ((c->kv_dtype == AG_FP8_E4M3 || c->kv_dtype == AG_FP8_E5M2) && CHANCE(rng, 2)) {
+            L->k_scale = PICK(rng, k_kvscales);   /* into q: the logits' units move */
+            L->v_scale = PICK(rng, k_kvscales);   /* the fp64 path applies it itself */
+        }
         *q = (case_values){CHANCE(rng, 2) ? CASE_DIST_UNIFORM : CASE_DIST_SPIKE, 1.0f};
         *k = (case_values){CHANCE(rng, 2) ? CASE_DIST_UNIFORM : CASE_DIST_ONE_HOT, 1.0f / L->scale};
         break;

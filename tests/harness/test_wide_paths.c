@@ -124,7 +124,8 @@ Test(wide_paths, named_after_runs) {
     /* every trigger and feature is listed at zero */
     static const char *const listed[] = {
         "wide/trigger=huge-q", "wide/trigger=alibi", "wide/trigger=state", "wide/trigger=acc",
-        "wide/rows", "wide/softcap", "wide/alibi", "wide/sinks", "wide/window=W", "wide/window=left-right",
+        "wide/rows", "wide/softcap", "wide/alibi", "wide/sinks", "wide/window=one-side",
+        "wide/window=both-sides",
         "wide/fp8-scales", "wide/gqa", "wide/split-merge", "wide/out=bf16"};
     for (size_t i = 0; i < sizeof listed / sizeof listed[0]; i++)
         cr_assert(has_path(e, NULL, listed[i]), "paths(NULL) lacks %s", listed[i]);
@@ -145,7 +146,7 @@ Test(wide_paths, named_after_runs) {
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         cr_assert(has_path(e, plan, want[i]), "after a huge-q run, paths(plan) lacks %s", want[i]);
     static const char *const not_there[] = {"wide/trigger=acc", "wide/softcap", "wide/alibi",
-                                            "wide/window=W", "wide/window=left-right",
+                                            "wide/window=one-side", "wide/window=both-sides",
                                             "wide/split-merge"};
     for (size_t i = 0; i < sizeof not_there / sizeof not_there[0]; i++)
         cr_assert(!has_path(e, plan, not_there[i]), "paths(plan) names %s, which the run lacked",
