@@ -392,6 +392,9 @@ static int run_over_budget(double run_macs, int32_t threads, int spin) {
     return spin && cores > 0 && threads > SPIN_MAX_THREADS_PER_CORE * cores;
 }
 
+static void plan_paths(const engine_host *E, void *plan, const ag_plan_info *info,
+                       check_report *rep);
+
 /* Create a group for `cf`, write its caches, plan, run every layer in
  * guarded memory, and judge each output for the config's role. */
 static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
@@ -557,6 +560,9 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
             memcpy(x->base[l], x->out.buf, x->out_bytes[l]);
         if (!res && cf->twin == TWIN_KEEP) memcpy(x->twin[l], x->out.buf, x->out_bytes[l]);
     }
+    /* the paths the runs took: an engine names some only once it ran
+     * (attnguard's fp64 path, wide/...) */
+    if (rep) plan_paths(x->E, plan, &info, rep);
     if (!res && cf->role == ROLE_PRIMARY && !x->have_base) {
         x->have_base = 1;
         x->base_options = cf->options;
