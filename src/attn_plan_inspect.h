@@ -80,6 +80,7 @@ attn_status attn_plan_reductions(const attn_plan *plan, const attn_reduction **r
     X(ATTN_WIDE_TRIG_ALIBI, "trigger=alibi")     /* a bias could leave fp32 in 2^m_exp units */ \
     X(ATTN_WIDE_TRIG_STATE, "trigger=state")     /* m or l not finite, or no key seen */      \
     X(ATTN_WIDE_TRIG_ACC, "trigger=acc")         /* the accumulator holds an inf or a NaN */  \
+    X(ATTN_WIDE_TRIG_V_SCALE, "trigger=tiny-v-scale") /* the store's factor would be subnormal */ \
     X(ATTN_WIDE_ROWS, "rows")                    /* any of them */                            \
     X(ATTN_WIDE_SOFTCAP, "softcap")                                                           \
     X(ATTN_WIDE_ALIBI, "alibi")                                                               \
