@@ -77,6 +77,9 @@ ref_model cmp_error_model(ag_precision prec, ag_dtype q_dtype, ag_dtype kv_dtype
     if (kv_dtype == AG_FP8_E4M3 || kv_dtype == AG_FP8_E5M2) m.rel += U32;
     m.qabs = (qbf || pairs) ? BF16_FLUSH : qf.sub;
     m.kflush = (qbf || pairs) ? BF16_FLUSH : 0x1.0p-150;
+    /* VDPBF16PS also flushes products below 2^-126 (a huge scale over tiny
+     * K: corpus/cases/bf16-dot-flushed-products.case) */
+    m.pflush = (qbf || pairs) ? BF16_FLUSH : 0.0;
     /* bf16 has fp32's exponent range: q overflows it only near FLT_MAX, which
      * an engine that rescales huge rows never meets (q_raw 0) */
     m.qmax = q32 || (qbf && !prec.q_raw) ? INFINITY : qf.ovf;

@@ -72,6 +72,9 @@ typedef struct ref_model {
     double qmax;     /* |q_d| sc (|q_d| when q_unscaled) at or above this overflows the
                         q_dot type: row unjudged */
     int q_unscaled;  /* the engine rounds q to q_dot before the scale (ag_precision.q_raw) */
+    double pflush;   /* a product of q_dot and K below this may come out 0 (bf16 dot
+                        instructions flush their denormal results): per term, in units of
+                        the scale's power of two, at most 2 sc */
     double uexp, wrel, wabs, vflush;
     double uacc, accabs, accmax;
     double u;        /* fp32 unit roundoff, 2^-24 */
