@@ -113,7 +113,7 @@ ENGINE_TESTBIN := $(B)/tests/engine_tests
 HARNESS_TESTBIN := $(B)/tests/harness_tests
 TESTBINS := $(ENGINE_TESTBIN) $(HARNESS_TESTBIN)
 
-.PHONY: all test clean deps check-clang test-suites test-asan test-asan-emu test-engine test-harness test-cases test-debug \
+.PHONY: all test clean deps check-clang test-suites test-asan test-engine test-harness test-cases test-debug \
         test-debug-run
 .DEFAULT_GOAL := all
 
@@ -214,26 +214,26 @@ CRITERION_ARGS = --jobs $(CRITERION_JOBS) --short-filename \
     $(if $(STEP_XML),--verbose --xml='$(STEP_XML)')
 
 test-suites: test-engine test-harness
-# The suites again under ASan+UBSan, in their own build directory, with the
-# kernel tables this CPU runs (mk/isa.mk's NATIVE_TABLES), but for the
-# exhaustive conversion sweeps (convert/narrow: every fp32 bit pattern
-# through every conversion path, into the test's own arrays, with sentinels
-# for writes past the end); sanitized they took a third of the step.  No
-# emulated tables (EMU_TABLES=) in the suites: instrumented SIMDe made the
-# step run past 16 minutes on its own.  Their bounded share is
-# test-asan-emu: a sanitized build of its own folder with them, where
-# `attnguard check` runs every shipped case on every variant (each
-# emulated table on each case, and against its native twin where the CPU
-# has one) with AddressSanitizer watching their lane-by-lane accesses.
-# Built with clang: gcc 12's ASan compiles the emulated files several
-# times slower (docs/perf-notes.md, "The emulated tables' build cost").
+# The suites and every shipped case again under ASan+UBSan, in one clang
+# build of its own folder (build/v-clang-san) with every table this CPU
+# runs natively and every emulated twin, so that AddressSanitizer watches
+# the emulated AVX-512 kernels' lane-by-lane accesses on any CPU.  The same
+# build is CI's clang gate: `all` with -Werror (make check-clang is that
+# gate alone, without sanitizers).  Left out: the exhaustive conversion
+# sweeps (convert/narrow: every fp32 bit pattern through every conversion
+# path, into the test's own arrays, with sentinels for writes past the
+# end); sanitized they took a third of the step.  clang, because gcc 12's
+# ASan compiles the emulated files several times slower, and one build for
+# all three because the earlier gcc suites build, clang emulated-table build
+# and check-clang build compiled the same sources three times
+# (docs/perf-notes.md, "The emulated tables' build cost").
+ASAN_MAKE = $(MAKE) --no-print-directory CC=clang SANITIZER=address,undefined \
+    EXTRA_CFLAGS=-Werror ISA_TABLES='$(NATIVE_TABLES)'
 test-asan:
-	@$(MAKE) --no-print-directory -j$(NPROC) SANITIZER=address,undefined \
-	    ISA_TABLES='$(NATIVE_TABLES)' EMU_TABLES= ENGINE_FILTER='!(convert/narrow)' test-suites
-	@$(MAKE) --no-print-directory test-asan-emu
-test-asan-emu:
-	@$(MAKE) --no-print-directory -j$(NPROC) CC=clang SANITIZER=address,undefined \
-	    ISA_TABLES='$(NATIVE_TABLES)' B=build/v-clang-san-emu test-cases
+	@$(ASAN_MAKE) -j$(NPROC) all
+	@$(ASAN_MAKE) ENGINE_FILTER='!(convert/narrow)' test-suites
+	@$(ASAN_MAKE) test-cases
+	@echo "test-asan: the clang build (-Werror) of make all is warning-free; suites and cases pass under ASan+UBSan"
 ENGINE_FILTER ?=
 test-engine: $(ENGINE_TESTBIN)
 	$(TEST_ENV) $(ENGINE_TESTBIN) $(CRITERION_ARGS) $(if $(ENGINE_FILTER),--filter '$(ENGINE_FILTER)')
@@ -273,7 +273,6 @@ check-clang:
 # (make cfl-test builds every flavour of project.yaml; the ClusterFuzzLite
 # workflows build them all too).
 CI_STEPS = 'test=$(MAKE) --no-print-directory test $(if $(JUNIT),JUNIT="$$STEP_XML")' \
-    'check-clang=$(MAKE) --no-print-directory -j$(NPROC) check-clang' \
     'test-asan=$(MAKE) --no-print-directory test-asan' \
     'cfl-test=$(MAKE) --no-print-directory cfl-test CFL_SANITIZERS=address' \
     'mutants-quick=$(MAKE) --no-print-directory -j$(NPROC) mutants-quick' \
