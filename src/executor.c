@@ -315,6 +315,12 @@ static int needs_wide(const run_ctx *c, int32_t qk_exp, const float *acc, const 
     for (int32_t r = 0; r < rows; r++)
         bad |= !(m[r] > -INFINITY && m[r] < INFINITY) | !(l[r] > 0.0f && l[r] < INFINITY);
     if (bad) return ATTN_WIDE_TRIG_STATE + 1;
+#ifdef ATTN_INJECT_wide_acc_missed
+    /* INJECTED BUG (wide_acc_missed): the accumulator is not inspected, so
+     * rows whose P.V sums left fp32 are stored as inf or NaN */
+    (void)acc;
+    return 0;
+#else
     const size_t n = (size_t)rows * (size_t)c->p->head_dim;
     for (size_t i = 0; i < n; i++) {
         uint32_t u;
@@ -322,6 +328,7 @@ static int needs_wide(const run_ctx *c, int32_t qk_exp, const float *acc, const 
         bad |= (u & 0x7f800000u) == 0x7f800000u; /* inf or NaN */
     }
     return bad ? ATTN_WIDE_TRIG_ACC + 1 : 0;
+#endif
 }
 
 /* Counts a store of rows sent to the fp64 path by `trigger` (needs_wide's

@@ -38,6 +38,7 @@
     X(wide_sink_dropped, attnguard, "src/wide.c", "the fp64 path leaves the sink out of the denominator") \
     X(wide_alibi_sign, attnguard, "src/wide.c", "the fp64 path's ALiBi distance taken the other way round") \
     X(wide_softcap_units, attnguard, "src/wide.c", "the fp64 path caps the raw dot product, scales after") \
+    X(wide_acc_missed, attnguard, "src/executor.c", "rows whose P.V sums left fp32 not sent to the fp64 path") \
     X(first_request_only, attnguard, "src/plan.c", "seq_lens checked for the first request only") \
     X(adapter_scratch_short, attnguard, "engines/attnguard/adapter.c", "the adapter reports its scratch one alignment unit short") \
     X(ggml_work_short, ggml, "engines/ggml/ggml_adapter.c", "ggml's work buffer without graph_plan's per-thread cache line") \

@@ -207,7 +207,8 @@ static void op_caps(void *c, ag_caps *out) {
     out->flags = AG_CAP_GQA | AG_CAP_WINDOW | AG_CAP_SOFTCAP | AG_CAP_ALIBI |
                  AG_CAP_ALIBI_STANDARD | AG_CAP_SINKS | AG_CAP_SCALE | AG_CAP_PAGED |
                  AG_CAP_SHARED_BLOCKS | AG_CAP_NONCAUSAL | AG_CAP_SPLIT_KV | AG_CAP_REDZONE |
-                 AG_CAP_BITWISE | AG_CAP_WINDOW_LR | AG_CAP_MIXED_CAUSAL | AG_CAP_KV_SCALES;
+                 AG_CAP_BITWISE | AG_CAP_WINDOW_LR | AG_CAP_MIXED_CAUSAL | AG_CAP_KV_SCALES |
+                 AG_CAP_WIDE_ACC;   /* src/wide.c: rows whose sums leave fp32 (trigger=acc) */
     const uint32_t t = AG_DTYPE_BIT(AG_F32) | AG_DTYPE_BIT(AG_BF16) | AG_DTYPE_BIT(AG_F16);
     out->q_dtypes = out->out_dtypes = t;
     out->kv_dtypes = t | AG_DTYPE_BIT(AG_FP8_E4M3) | AG_DTYPE_BIT(AG_FP8_E5M2);

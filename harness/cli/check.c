@@ -96,6 +96,21 @@ static enum verdict unsupported(const char *path, const case_spec *c, const engi
     return V_SKIP;
 }
 
+/* " (E of N elements, R of T rows unjudged: <reason> R1 rows E1 elements,
+ * ...)": every reason ref.h's list names that left something open. */
+static void print_unjudged(const cmp_result *cmp, const ref_unjudged *why) {
+    printf(" (%zu of %zu elements, %llu of %llu rows unjudged:", cmp->unjudged, cmp->n,
+           (unsigned long long)why->rows, (unsigned long long)why->rows_all);
+    const char *sep = " ";
+    for (int32_t w = 0; w < REF_WHY_COUNT; w++) {
+        if (!why->elems[w]) continue;
+        printf("%s%s %llu rows %llu elements", sep, ref_why_name(w),
+               (unsigned long long)why->rows_why[w], (unsigned long long)why->elems[w]);
+        sep = ", ";
+    }
+    printf(")");
+}
+
 static void print_report(const case_spec *c, const check_report *rep) {
     for (int32_t l = 0; l < rep->num_layers; l++) {
         const check_layer_report *L = &rep->layers[l];
@@ -106,8 +121,7 @@ static void print_report(const case_spec *c, const check_report *rep) {
             /* how much the reference left open (its declared limits, a
              * non-finite input), as a number: an unjudged share is a
              * blind spot of this case */
-            if (L->cmp.unjudged)
-                printf(" (%zu of %zu elements unjudged)", L->cmp.unjudged, L->cmp.n);
+            if (L->cmp.unjudged) print_unjudged(&L->cmp, &L->why);
         }
         printf("\n");
     }

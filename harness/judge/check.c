@@ -346,7 +346,7 @@ static int ref_for(run_ctx *x, int32_t l, ag_precision prec, const oracle_ref **
         *out = &slot[0];
         return 0;
     }
-    const int rr = oracle_reference(x->p, l, prec, &slot[i]);
+    const int rr = oracle_reference(x->p, l, prec, &x->E->caps, &slot[i]);
     if (rr == -1)
         *res = oracle_found(f, ORACLE_BAD_INPUT, "the reference refused layers.%d of a case the defect "
                      "model calls valid (harness bug)", (int)l);
@@ -548,7 +548,10 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
         }
         res = oracle_check_differential(p, l, x->out.buf, view,
                                         rep ? &rep->layers[l].cmp : NULL, f);
-        if (rep) rep->layers[l].judged = 1;
+        if (rep) {
+            rep->layers[l].judged = 1;
+            rep->layers[l].why = view->why;
+        }
         if (res && cf->role == ROLE_VARIANT) {
             /* the same comparison, named for the variant that broke it */
             char d[sizeof f->detail];

@@ -12,6 +12,7 @@
 #include "compare.h"
 #include "ref.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -91,6 +92,20 @@ ref_model cmp_error_model(ag_precision prec, ag_dtype q_dtype, ag_dtype kv_dtype
     m.uacc = prec.acc == AG_F32 ? U32 : af.unit + U32 + af.unit * U32;
     m.accabs = (pbf || prec.acc == AG_BF16) ? BF16_FLUSH : fmax(af.sub, 0x1.0p-150);
     m.accmax = af.ovf;
+    m.logit_max = FLT_MAX;
+    return m;
+}
+
+ref_model cmp_engine_model(ag_precision prec, const ag_caps *caps, ag_dtype q_dtype,
+                           ag_dtype kv_dtype, int32_t head_dim) {
+    ref_model m = cmp_error_model(prec, q_dtype, kv_dtype, head_dim);
+    if (!caps) return m;
+    /* What the engine declares, not a rule for every engine: with no
+     * logit limit it is held to its rounding on every row, and with
+     * AG_CAP_WIDE_ACC where its accumulator type would overflow too (it
+     * carries those rows wider, which its rounding bound covers). */
+    m.logit_max = caps->max_abs_logit > 0 ? fmin((double)caps->max_abs_logit, FLT_MAX) : INFINITY;
+    if (caps->flags & AG_CAP_WIDE_ACC) m.accmax = INFINITY;
     return m;
 }
 

@@ -32,6 +32,13 @@ cmp_tol cmp_tolerance(ag_dtype out_dtype);
 ref_model cmp_error_model(ag_precision prec, ag_dtype q_dtype, ag_dtype kv_dtype,
                           int32_t head_dim);
 
+/* cmp_error_model with the limits an engine declares (caps: its
+ * max_abs_logit, AG_CAP_WIDE_ACC); where it declares none the rows are
+ * judged (docs/tolerances.md, "Excused").  caps NULL: the limits of an
+ * fp32 engine that does not rescale (logits and sums up to FLT_MAX). */
+ref_model cmp_engine_model(ag_precision prec, const ag_caps *caps, ag_dtype q_dtype,
+                           ag_dtype kv_dtype, int32_t head_dim);
+
 typedef struct cmp_result {
     double max_abs;        /* max distance of got to the allowed point or interval */
     double max_rel;        /* max of that distance / |nearest allowed value| */

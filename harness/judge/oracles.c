@@ -267,7 +267,8 @@ oracle_id oracle_check_sizing(const engine_host *E, void *plan, const ag_plan_in
 
 /* ------------------------------------------------------ differential etc. */
 
-int oracle_reference(const problem *p, int32_t l, ag_precision prec, oracle_ref *r) {
+int oracle_reference(const problem *p, int32_t l, ag_precision prec, const ag_caps *caps,
+                     oracle_ref *r) {
     memset(r, 0, sizeof *r);
     r->prec = prec;
     const size_t n = problem_out_elems(p, l), bytes = (n ? n : 1) * sizeof(double);
@@ -280,8 +281,9 @@ int oracle_reference(const problem *p, int32_t l, ag_precision prec, oracle_ref 
     }
     ref_input in;
     ref_input_of_problem(p, l, &in);
-    if (ref_attention_range(&in, cmp_error_model(prec, in.q_dtype, in.kv_dtype, in.head_dim),
-                            r->val, r->lo, r->hi) != 0) {
+    if (ref_attention_range_why(&in, cmp_engine_model(prec, caps, in.q_dtype, in.kv_dtype,
+                                                      in.head_dim),
+                                r->val, r->lo, r->hi, &r->why) != 0) {
         oracle_ref_free(r);
         r->prec = prec;
         return -1;

@@ -76,6 +76,7 @@ typedef struct check_layer_report {
     int32_t window_left, window_right;   /* as resolved for the engine */
     int judged;                          /* the differential oracle compared it */
     cmp_result cmp;
+    ref_unjudged why;                    /* what its reference left open, and why */
 } check_layer_report;
 
 /* The most code-path names one plan's report keeps (ag_engine.paths):
@@ -163,14 +164,17 @@ oracle_id oracle_check_sizing(const engine_host *E, void *plan, const ag_plan_in
 typedef struct oracle_ref {
     double *val, *lo, *hi;   /* the exact outputs, and the interval of each */
     ag_precision prec;       /* the rounding model the intervals are for */
+    ref_unjudged why;        /* the elements and rows left open, by reason */
 } oracle_ref;
 
 /* The reference for layer l of a materialized problem under the rounding
  * model of `prec` (an engine's ag_group_info.precision; all AG_F32: fp32
- * arithmetic), allocated into r (free with oracle_ref_free); 0 ok, -1 if
- * the reference refused, -2 if r's buffers could not be allocated (r is
- * then empty). */
-int oracle_reference(const problem *p, int32_t l, ag_precision prec, oracle_ref *r);
+ * arithmetic) and the limits the engine declares in caps (NULL: an fp32
+ * engine's, cmp_engine_model), allocated into r (free with
+ * oracle_ref_free); 0 ok, -1 if the reference refused, -2 if r's buffers
+ * could not be allocated (r is then empty). */
+int oracle_reference(const problem *p, int32_t l, ag_precision prec, const ag_caps *caps,
+                     oracle_ref *r);
 void oracle_ref_free(oracle_ref *r);
 
 /* Differential: `got` (out_dtype, layer l of p) against the reference

@@ -292,9 +292,10 @@ static int64_t row_masked(const ref_input *in, const ref_kv *kv, int32_t t, int3
     return n;
 }
 
-/* ref_attention, and with a model (then lo/hi non-NULL) ref_attention_range. */
+/* ref_attention, and with a model (then lo/hi non-NULL) ref_attention_range,
+ * counting its unjudged rows into why (NULL: not counted). */
 static int attention(const ref_input *in, const ref_model *model, double *out, double *lo,
-                     double *hi) {
+                     double *hi, ref_unjudged *why) {
     int32_t max_seq;
     if (!in || !out || !input_ok(in, &max_seq)) return -1;
     const int32_t Hq = in->num_heads, Hkv = in->num_kv_heads, D = in->head_dim;
@@ -345,10 +346,13 @@ static int attention(const ref_input *in, const ref_model *model, double *out, d
                     const double *G = model && n ? ref_row_keys(&row, model, w.ws) : NULL;
                     row.denom = row_pv(in, &rk, h, rk0, n, w.s, m, w.acc, out + qbase, G, w.bb,
                                        w.M, w.P);
-                    if (model && n)
+                    if (model && n) {
                         ref_row_finish(&row, model, w.ws, w.bb, w.M, w.P, lo + qbase, hi + qbase);
-                    else if (model)   /* no key: exactly 0 */
+                        ref_row_tally(w.ws, why);
+                    } else if (model) {   /* no key: exactly 0 */
                         for (int32_t d = 0; d < D; d++) lo[qbase + d] = hi[qbase + d] = 0.0;
+                        if (why) why->rows_all++;
+                    }
                 }
             }
         }
@@ -358,11 +362,16 @@ static int attention(const ref_input *in, const ref_model *model, double *out, d
 }
 
 int ref_attention(const ref_input *in, double *out) {
-    return attention(in, NULL, out, NULL, NULL);
+    return attention(in, NULL, out, NULL, NULL, NULL);
 }
 
 int ref_attention_range(const ref_input *in, ref_model model, double *out, double *lo,
                         double *hi) {
+    return ref_attention_range_why(in, model, out, lo, hi, NULL);
+}
+
+int ref_attention_range_why(const ref_input *in, ref_model model, double *out, double *lo,
+                            double *hi, ref_unjudged *why) {
     if (!lo || !hi) return -1;
-    return attention(in, &model, out, lo, hi);
+    return attention(in, &model, out, lo, hi, why);
 }

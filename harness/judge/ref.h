@@ -76,7 +76,11 @@ typedef struct ref_model {
                         instructions flush their denormal results): per term, in units of
                         the scale's power of two, at most 2 sc */
     double uexp, wrel, wabs, vflush;
-    double uacc, accabs, accmax;
+    double uacc, accabs, accmax;   /* accmax: P.V's sums overflow there (INFINITY: the
+                                      engine carries such rows wider, AG_CAP_WIDE_ACC) */
+    double logit_max;  /* max_d |q_d| |k|_1 (times the scale when above 1 and no soft cap)
+                          at or above this is past the engine's declared max_abs_logit:
+                          row unjudged.  INFINITY: no limit declared (cmp_engine_model) */
     double u;        /* fp32 unit roundoff, 2^-24 */
     double fmax;     /* fp32 overflow threshold: a decoded K/V value at or above it
                         is infinite in every fp32 engine */
@@ -92,6 +96,39 @@ typedef struct ref_model {
  * Returns 0, -1 as ref_attention. */
 int ref_attention_range(const ref_input *in, ref_model model, double *out, double *lo,
                         double *hi);
+
+/* Why an element was left unjudged: one list, the counters and the names
+ * the check and the fuzz summaries print both come from it. */
+#define REF_UNJUDGED_LIST(X)                                                                \
+    X(REF_WHY_LOGIT_LIMIT, "declared logit limit")     /* past caps.max_abs_logit */       \
+    X(REF_WHY_ACC_LIMIT, "declared accumulator limit") /* acc could overflow, and the   \
+                                                          engine does not declare       \
+                                                          AG_CAP_WIDE_ACC */            \
+    X(REF_WHY_CONVERSION, "conversion")  /* q past its q_dot type, or a decoded K or V    \
+                                            (fp8 times its scale) at fp32's limit */     \
+    X(REF_WHY_NONFINITE, "non-finite input")                                             \
+    X(REF_WHY_MODEL, "beyond the error model") /* the declared roundings leave the row's \
+                                                  weights no usable bound */
+#define REF_WHY_ENUM(id, name) id,
+typedef enum ref_why { REF_UNJUDGED_LIST(REF_WHY_ENUM) REF_WHY_COUNT } ref_why;
+#undef REF_WHY_ENUM
+
+/* The name of reason w ("declared logit limit", ...), NULL outside the list. */
+const char *ref_why_name(int32_t w);
+
+/* Unjudged elements and rows per reason.  A row counts once under each
+ * reason that left any of its elements open; rows counts it once in all. */
+typedef struct ref_unjudged {
+    uint64_t elems[REF_WHY_COUNT];
+    uint64_t rows_why[REF_WHY_COUNT];
+    uint64_t rows;        /* rows with any element unjudged */
+    uint64_t rows_all;    /* rows judged or not (with at least one key) */
+} ref_unjudged;
+
+/* ref_attention_range that also adds its unjudged elements and rows, by
+ * reason, to *why (not cleared; NULL: not counted). */
+int ref_attention_range_why(const ref_input *in, ref_model model, double *out, double *lo,
+                            double *hi, ref_unjudged *why);
 
 /* The least and greatest value of
  *     sum_k w_k v_k / (sum_k w_k + [sink] e^sink),  w_k = e^s_k, a_k <= s_k <= b_k,

@@ -167,7 +167,29 @@ struct ref_ws {
     ref_range_key *keys;
     row_terms rt;             /* the row between ref_row_keys and ref_row_finish */
     int mode;
+    ref_why why;              /* ROW_UNJUDGED: the reason */
+    uint32_t open[REF_WHY_COUNT];  /* the row's unjudged elements by reason */
 };
+
+#define REF_WHY_NAME(id, name) name,
+static const char *const why_names[REF_WHY_COUNT] = {REF_UNJUDGED_LIST(REF_WHY_NAME)};
+#undef REF_WHY_NAME
+
+const char *ref_why_name(int32_t w) {
+    return w >= 0 && w < REF_WHY_COUNT ? why_names[w] : NULL;
+}
+
+void ref_row_tally(const ref_ws *ws, ref_unjudged *why) {
+    if (!why) return;
+    uint32_t any = 0;
+    for (int i = 0; i < REF_WHY_COUNT; i++) {
+        why->elems[i] += ws->open[i];
+        why->rows_why[i] += ws->open[i] > 0;
+        any += ws->open[i];
+    }
+    why->rows += any > 0;
+    why->rows_all++;
+}
 
 void ref_ws_free(ref_ws *ws) {
     if (!ws) return;
@@ -225,7 +247,7 @@ void ref_kv_stats(const ref_model *model, ref_kv *kv) {
         kv->ksub[k] = (unsigned char)tiny;
         /* a decoded value fp32 cannot hold is infinite in every fp32
          * engine: the key's logit is not defined there */
-        kv->kbad[k] = !(mx < model->fmax);
+        kv->kbad[k] = mx < model->fmax ? 0 : mx < INFINITY ? 1 : 2;   /* 2: inf or NaN */
     }
 }
 
@@ -263,11 +285,15 @@ int32_t ref_near_records(const double *s, int64_t n, double t, int32_t *R, int32
     return rmax;
 }
 
-static void unjudged(double *lo, double *hi, int32_t D) {
-    for (int32_t d = 0; d < D; d++) {
-        lo[d] = -INFINITY;
-        hi[d] = INFINITY;
-    }
+/* Element d of the row left open, for reason w. */
+static void open_elem(ref_ws *ws, ref_why w, double *lo, double *hi) {
+    *lo = -INFINITY;
+    *hi = INFINITY;
+    ws->open[w]++;
+}
+
+static void unjudged(ref_ws *ws, ref_why w, double *lo, double *hi, int32_t D) {
+    for (int32_t d = 0; d < D; d++) open_elem(ws, w, lo + d, hi + d);
 }
 
 /* The additive term of visible key j of the row (ALiBi's or the mask's). */
@@ -315,14 +341,18 @@ static void row_exact_range(const ref_row *row, const ref_model *md, ref_ws *ws,
             bad |= !isfinite(v);
             if (fabs(v) > M) M = fabs(v);
         }
-        if (bad || !((double)(n + 2) * M * exp(md->wrel) * (1 + rt->cOmax) < md->accmax)) {
-            lo[d] = -INFINITY, hi[d] = INFINITY;
+        if (bad) {
+            open_elem(ws, REF_WHY_NONFINITE, lo + d, hi + d);
+            continue;
+        }
+        if (!((double)(n + 2) * M * exp(md->wrel) * (1 + rt->cOmax) < md->accmax)) {
+            open_elem(ws, REF_WHY_ACC_LIMIT, lo + d, hi + d);
             continue;
         }
         double rlo, rhi;
         ref_softmax_range(ws->keys, (int32_t)n, row->has_sink, row->sink, &rlo, &rhi);
         if (!(rlo <= rhi)) {
-            lo[d] = -INFINITY, hi[d] = INFINITY;
+            open_elem(ws, REF_WHY_MODEL, lo + d, hi + d);
             continue;
         }
         /* O = sum w v (1 + theta_k), |theta_k| <= cO; L within (1 +- cL) of
@@ -361,6 +391,7 @@ const double *ref_row_keys(const ref_row *row, const ref_model *md, ref_ws *ws) 
     const double c = in->softcap;
     row_terms *rt = &ws->rt;
     memset(rt, 0, sizeof *rt);
+    memset(ws->open, 0, sizeof ws->open);
     ws->mode = ROW_UNJUDGED;
 
     /* q: finite, and inside the q_dot type's range (else every engine of
@@ -373,8 +404,14 @@ const double *ref_row_keys(const ref_row *row, const ref_model *md, ref_ws *ws) 
         if (!(a <= qm)) qm = a;
     }
     q2 = sqrt(q2);
-    if (!(qm < INFINITY) || !((md->q_unscaled ? qm : qm * sc) < md->qmax) || !isfinite(row->m))
+    if (!(qm < INFINITY) || !isfinite(row->m)) {
+        ws->why = REF_WHY_NONFINITE;
         return NULL;
+    }
+    if (!((md->q_unscaled ? qm : qm * sc) < md->qmax)) {
+        ws->why = REF_WHY_CONVERSION;
+        return NULL;
+    }
 
     /* per key: the logit error before the cap (e: the dot product, and
      * the fp32 steps x / cap or the scale's rounding), mapped through the
@@ -382,11 +419,18 @@ const double *ref_row_keys(const ref_row *row, const ref_model *md, ref_ws *ws) 
      * (the cap's tanh and product, slope * (k - p), the add): E in all */
     for (int64_t j = 0; j < n; j++) {
         const int64_t k = k0 + j;
-        if (kv->kbad[k] || !isfinite(row->s[j])) return NULL;
-        /* the dot of the stored q and K itself beyond fp32's range (K near
-         * +-FLT_MAX): no fp32 summation order is safe; excused, see
-         * docs/tolerances.md */
-        if (!(qm * kv->k1[k] < (double)FLT_MAX)) return NULL;
+        if (kv->kbad[k] || !isfinite(row->s[j])) {
+            ws->why = kv->kbad[k] == 1 ? REF_WHY_CONVERSION : REF_WHY_NONFINITE;
+            return NULL;
+        }
+        /* the dot of the stored q and K itself past what the engine declares
+         * it can hold (caps.max_abs_logit; FLT_MAX for an fp32 engine with
+         * no rescaling: no summation order is safe there); an engine that
+         * declares no limit is judged (docs/tolerances.md) */
+        if (!(qm * kv->k1[k] < md->logit_max)) {
+            ws->why = REF_WHY_LOGIT_LIMIT;
+            return NULL;
+        }
         const double x = row->x[j], ms = scale * q2 * kv->k2[k];
         /* K elements below fp32's normal range may be flushed (or rounded,
          * decoded from fp8) in the engine: only keys that have them */
@@ -450,7 +494,10 @@ const double *ref_row_keys(const ref_row *row, const ref_model *md, ref_ws *ws) 
     /* in the engine's units: 2n + Rmax + 12 roundings of O may each lose
      * accabs, each V element vflush; (n + 1) weights wabs each */
     rt->alpha = (double)(n + 1) * md->wabs;
-    if (!(rt->cLmax < 0.5) || !(rt->alpha < 0.25)) return NULL;
+    if (!(rt->cLmax < 0.5) || !(rt->alpha < 0.25)) {
+        ws->why = REF_WHY_MODEL;
+        return NULL;
+    }
     rt->slack = ((2.0 * (double)n + rt->Rmax + 12) * md->accabs + md->vflush) / (1 - rt->cLmax);
     rt->alpha /= 1 - rt->alpha;
     rt->HL = HL;
@@ -467,7 +514,7 @@ void ref_row_finish(const ref_row *row, const ref_model *md, ref_ws *ws, const d
     const row_terms *rt = &ws->rt;
     const double u = md->u;
     if (ws->mode == ROW_UNJUDGED || !isfinite(row->denom)) {
-        unjudged(lo, hi, D);
+        unjudged(ws, ws->mode == ROW_UNJUDGED ? ws->why : REF_WHY_NONFINITE, lo, hi, D);
         return;
     }
     if (ws->mode == ROW_EXACT) {
@@ -478,9 +525,12 @@ void ref_row_finish(const ref_row *row, const ref_model *md, ref_ws *ws, const d
         const double o = row->o[d];
         /* the unnormalised O holds up to (n + 2) M in the engine's units:
          * where acc cannot, the declared precision overflows */
-        if (!isfinite(bb[d]) || !isfinite(o) ||
-            !((double)(row->n + 2) * M[d] * exp(md->wrel) * (1 + rt->cOmax) < md->accmax)) {
-            lo[d] = -INFINITY, hi[d] = INFINITY;
+        if (!isfinite(bb[d]) || !isfinite(o)) {
+            open_elem(ws, REF_WHY_NONFINITE, lo + d, hi + d);
+            continue;
+        }
+        if (!((double)(row->n + 2) * M[d] * exp(md->wrel) * (1 + rt->cOmax) < md->accmax)) {
+            open_elem(ws, REF_WHY_ACC_LIMIT, lo + d, hi + d);
             continue;
         }
         /* O's accumulation steps round partial sums over contiguous keys

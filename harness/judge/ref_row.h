@@ -15,7 +15,7 @@ typedef struct ref_kv {
     const double *kt;        /* [head_dim][seq]: K transposed, kt[d * seq + k] */
     const double *v;         /* [seq][head_dim]: V rows */
     double *k1, *k2;         /* [seq]: sum_d |k_d| and ||k||_2 */
-    unsigned char *kbad;     /* [seq]: K row not finite or at/above the fp32 limit */
+    unsigned char *kbad;     /* [seq]: 1: K row at/above the fp32 limit, 2: not finite */
     unsigned char *ksub;     /* [seq]: K row has elements in (0, 2^-126) */
 } ref_kv;
 
@@ -62,5 +62,8 @@ int32_t ref_near_records(const double *s, int64_t n, double t, int32_t *R, int32
 const double *ref_row_keys(const ref_row *row, const ref_model *model, ref_ws *ws);
 void ref_row_finish(const ref_row *row, const ref_model *model, ref_ws *ws, const double *bb,
                     const double *M, const double *P, double *lo, double *hi);
+/* After ref_row_finish: the row's unjudged elements by reason, added to
+ * *why (NULL: nothing). */
+void ref_row_tally(const ref_ws *ws, ref_unjudged *why);
 
 #endif /* ATTN_REF_ROW_H */

@@ -150,11 +150,16 @@ enum {
     AG_CAP_MIXED_HEADS = 1u << 16,   /* a group's layers may differ in query-head count: the
                                         plan serves each layer with its own (without it, such
                                         a group must be refused as AG_R_MIXED_HEADS) */
-    AG_CAP_SPIN_WAIT = 1u << 17      /* the engine's workers spin at their barriers (ggml's
+    AG_CAP_SPIN_WAIT = 1u << 17,     /* the engine's workers spin at their barriers (ggml's
                                         pool): with more threads than online cores a run
                                         waits for every thread to be scheduled at each one,
                                         so its time grows with threads / cores; the harness
                                         bounds and budgets such runs accordingly */
+    AG_CAP_WIDE_ACC = 1u << 18       /* where P.V's sums would overflow the declared acc
+                                        type, the engine carries the row in a wider one, so
+                                        its declared rounding holds there too: the harness
+                                        judges those elements.  Without it they are left
+                                        unjudged, counted as "declared accumulator limit" */
 };
 
 typedef struct ag_caps {
@@ -173,11 +178,15 @@ typedef struct ag_caps {
     int32_t max_seq_len;       /* keys of a request, and each side of a window */
     int32_t max_splits;        /* ag_plan_opts.split_count */
     float max_alibi_slope;     /* |slope| */
-    float max_abs_logit;       /* 0: no limit.  Else the engine holds <q, k> and, without a
-                                  soft cap, scale * <q, k> in a type that overflows at this
+    float max_abs_logit;       /* 0: no limit: the engine is judged on every row by its
+                                  declared rounding (ag_precision), however large <q, k>.
+                                  Else the engine holds <q, k> and, without a soft cap,
+                                  scale * <q, k> in a type that overflows at this
                                   magnitude (FLT_MAX: fp32 without rescaling) and makes no
                                   promise for inputs that could reach it: the harness skips
-                                  them (a documented limit, not a finding) */
+                                  them, and rows whose max|q| sum|k| reaches it are
+                                  unjudged and counted ("declared logit limit"), a
+                                  documented limit, not a finding */
 } ag_caps;
 
 /* ---- variants: every code path the engine offers on this CPU ---- */

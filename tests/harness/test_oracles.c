@@ -524,7 +524,7 @@ Test(oracles, differential_and_invariance_fire) {
     oracle_ref ref;
     float *got = malloc(n * sizeof *got), *other = malloc(n * sizeof *other);
     cr_assert(got && other);
-    cr_assert_eq(oracle_reference(&p, 0, (ag_precision){AG_F32, AG_F32, AG_F32, 0}, &ref), 0);
+    cr_assert_eq(oracle_reference(&p, 0, (ag_precision){AG_F32, AG_F32, AG_F32, 0}, NULL, &ref), 0);
     for (size_t i = 0; i < n; i++) got[i] = (float)ref.val[i];
     finding f;
     cr_assert_eq(oracle_check_differential(&p, 0, got, &ref, NULL, &f), ORACLE_NONE, "%s", f.detail);

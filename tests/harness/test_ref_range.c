@@ -25,6 +25,7 @@
 #include "../../harness/judge/ref_problem.h"
 #include "../../harness/judge/ref_row.h"
 
+#include <float.h>
 #include <glob.h>
 #include <math.h>
 #include <stdint.h>
@@ -340,7 +341,7 @@ Test(ref_range, oracles_use_the_range, .timeout = 60) {
     problem p;
     cr_assert_eq(problem_init(&p, &c, (size_t)1 << 30, err, sizeof err), 0, "%s", err);
     oracle_ref ref;
-    cr_assert_eq(oracle_reference(&p, 0, (ag_precision){AG_F32, AG_F32, AG_F32, 0}, &ref), 0);
+    cr_assert_eq(oracle_reference(&p, 0, (ag_precision){AG_F32, AG_F32, AG_F32, 0}, NULL, &ref), 0);
     const size_t n = problem_out_elems(&p, 0);
     const size_t at = (21 * (size_t)c.layers[0].num_heads + 29) * (size_t)c.head_dim;
     cr_assert(ref.hi[at] - ref.lo[at] > 1e-3);
@@ -518,4 +519,96 @@ Test(ref_range, bf16_models_hold_the_rounded_softmax, .timeout = 60) {
     }
     for (int m = 0; m < 3; m++)
         cr_assert(escaped[m] > 0, "model %d: the pushed outputs fit the fp32 model", m);
+}
+
+/* ------------------------------------------- what an engine declares */
+
+/* Layer 0 of a shipped case, under the fp32 model with `caps`' limits:
+ * the reference (r, owned by the caller) and how many elements it left
+ * open for reason w. */
+static uint64_t open_for(const char *path, const ag_caps *caps, ref_why w, problem *p,
+                         oracle_ref *r) {
+    case_spec c;
+    char err[256];
+    cr_assert_eq(case_load(path, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(problem_init(p, &c, (size_t)1 << 30, err, sizeof err), 0, "%s", err);
+    cr_assert(p->materialized, "%s", path);
+    cr_assert_eq(oracle_reference(p, 0, (ag_precision){AG_F32, AG_F32, AG_F32, 0}, caps, r), 0);
+    uint64_t all = 0;
+    for (int i = 0; i < REF_WHY_COUNT; i++) all += r->why.elems[i];
+    size_t open = 0, n = problem_out_elems(p, 0);
+    for (size_t i = 0; i < n; i++) open += r->lo[i] == -INFINITY && r->hi[i] == INFINITY;
+    cr_assert_eq(all, (uint64_t)open, "%s: %llu counted, %zu open", path,
+                 (unsigned long long)all, open);
+    cr_assert_leq(r->why.rows, r->why.rows_all);
+    return r->why.elems[w];
+}
+
+/* The excuse follows the declaration: an engine with a logit limit
+ * (FLT_MAX, an fp32 engine) leaves rows whose <q, k> passes it open and
+ * counted; one that declares none (max_abs_logit 0) is judged on them,
+ * and an output off by a tenth there fails. */
+Test(ref_range, declared_logit_limit_decides_the_excuse, .timeout = 60) {
+    const char *path = "corpus/cases/huge-dot-past-fp32.case";
+    problem p;
+    oracle_ref r;
+    const ag_caps fp32 = {.max_abs_logit = FLT_MAX}, none = {.max_abs_logit = 0};
+    const uint64_t excused = open_for(path, &fp32, REF_WHY_LOGIT_LIMIT, &p, &r);
+    cr_assert_gt(excused, 0, "no row past FLT_MAX: the case no longer tests the excuse");
+    cr_assert_gt(r.why.rows_why[REF_WHY_LOGIT_LIMIT], 0);
+    oracle_ref_free(&r);
+    problem_free(&p);
+    cr_assert_eq(open_for(path, NULL, REF_WHY_LOGIT_LIMIT, &p, &r), excused, "NULL caps: fp32's");
+    oracle_ref_free(&r);
+    problem_free(&p);
+
+    cr_assert_eq(open_for(path, &none, REF_WHY_LOGIT_LIMIT, &p, &r), 0);
+    cr_assert_eq(r.why.rows, 0, "every row judged");
+    const size_t n = problem_out_elems(&p, 0);
+    float *got = malloc(n * sizeof *got);
+    cr_assert(got);
+    for (size_t i = 0; i < n; i++) got[i] = (float)r.val[i];
+    finding f;
+    cr_assert_eq(oracle_check_differential(&p, 0, got, &r, NULL, &f), ORACLE_NONE, "%s", f.detail);
+    got[n / 2] = (float)(r.val[n / 2] + 0.1);
+    cr_assert_eq(oracle_check_differential(&p, 0, got, &r, NULL, &f), ORACLE_DIFFERENTIAL);
+    free(got);
+    oracle_ref_free(&r);
+    problem_free(&p);
+}
+
+/* The accumulator's excuse likewise: open and counted without
+ * AG_CAP_WIDE_ACC, judged with it, where an overflowed (infinite) element
+ * fails. */
+Test(ref_range, declared_wide_acc_decides_the_excuse, .timeout = 60) {
+    const char *path = "corpus/cases/huge-v-spike-sinks.case";
+    problem p;
+    oracle_ref r;
+    const ag_caps plain = {.max_abs_logit = 0}, wide = {.flags = AG_CAP_WIDE_ACC};
+    cr_assert_gt(open_for(path, &plain, REF_WHY_ACC_LIMIT, &p, &r), 0);
+    oracle_ref_free(&r);
+    problem_free(&p);
+    cr_assert_eq(open_for(path, &wide, REF_WHY_ACC_LIMIT, &p, &r), 0);
+    const size_t n = problem_out_elems(&p, 0);
+    float *got = malloc(n * sizeof *got);
+    cr_assert(got);
+    size_t big = 0;
+    for (size_t i = 0; i < n; i++) {
+        got[i] = (float)r.val[i];
+        if (fabs(r.val[i]) > fabs(r.val[big])) big = i;
+    }
+    finding f;
+    cr_assert_eq(oracle_check_differential(&p, 0, got, &r, NULL, &f), ORACLE_NONE, "%s", f.detail);
+    got[big] = r.val[big] > 0 ? INFINITY : -INFINITY;
+    cr_assert_eq(oracle_check_differential(&p, 0, got, &r, NULL, &f), ORACLE_DIFFERENTIAL);
+    free(got);
+    oracle_ref_free(&r);
+    problem_free(&p);
+}
+
+/* Every reason has a name, and the list ends where the enum does. */
+Test(ref_range, unjudged_reasons_are_named) {
+    for (int32_t w = 0; w < REF_WHY_COUNT; w++) cr_assert(ref_why_name(w) && ref_why_name(w)[0]);
+    cr_assert_null(ref_why_name(REF_WHY_COUNT));
+    cr_assert_null(ref_why_name(-1));
 }
