@@ -245,7 +245,7 @@ static int cell_build(cell_ctx *x) {
     if (!x->state && x->p.unmaterialized_reason)
         snprintf(x->err, sizeof x->err, "problem: %s", x->p.unmaterialized_reason);
     const ag_precision f32 = {AG_F32, AG_F32, AG_F32};
-    if (x->state && oracle_reference(&x->p, 0, f32, &x->ref) != 0) {
+    if (x->state && oracle_reference(&x->p, 0, f32, NULL, &x->ref) != 0) {
         snprintf(x->err, sizeof x->err, "the reference refused the input");
         x->state = 0;
     }
@@ -262,12 +262,14 @@ static void cell_free(cell_ctx *x) {
 
 /* The reference interval a run of precision pr is judged against (as
  * check.c judges it), computed once per precision; NULL on failure. */
+/* (caps NULL in oracle_reference: the cells are ordinary inputs, far from any
+ * engine's declared logit or accumulator limit.) */
 static const oracle_ref *ref_for(cell_ctx *x, const ag_precision *pr) {
     if (memcmp(&x->ref.prec, pr, sizeof *pr) == 0) return &x->ref;
     for (int i = 0; i < x->n_rref; i++)
         if (memcmp(&x->rref[i].prec, pr, sizeof *pr) == 0) return &x->rref[i];
     if (x->n_rref == MAX_BASELINES) return NULL;
-    if (oracle_reference(&x->p, 0, *pr, &x->rref[x->n_rref]) != 0) return NULL;
+    if (oracle_reference(&x->p, 0, *pr, NULL, &x->rref[x->n_rref]) != 0) return NULL;
     return &x->rref[x->n_rref++];
 }
 
