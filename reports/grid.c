@@ -215,7 +215,7 @@ static int check_naive(cell_ctx *x) {
     const size_t n = problem_out_elems(&x->p, 0);
     float *out = malloc(n * sizeof *out);
     naive_input ni;
-    const ag_precision f32 = {AG_F32, AG_F32, AG_F32};
+    const ag_precision f32 = {AG_F32, AG_F32, AG_F32, 0};
     naive_from(&x->p, &f32, &ni);
     ni.out_dtype = AG_F32;
     if (!out || naive_attention(&ni, out) != 0) {
@@ -244,7 +244,7 @@ static int cell_build(cell_ctx *x) {
                x->p.materialized;
     if (!x->state && x->p.unmaterialized_reason)
         snprintf(x->err, sizeof x->err, "problem: %s", x->p.unmaterialized_reason);
-    const ag_precision f32 = {AG_F32, AG_F32, AG_F32};
+    const ag_precision f32 = {AG_F32, AG_F32, AG_F32, 0};
     if (x->state && oracle_reference(&x->p, 0, f32, NULL, &x->ref) != 0) {
         snprintf(x->err, sizeof x->err, "the reference refused the input");
         x->state = 0;
@@ -261,9 +261,9 @@ static void cell_free(cell_ctx *x) {
 }
 
 /* The reference interval a run of precision pr is judged against (as
- * check.c judges it), computed once per precision; NULL on failure. */
-/* (caps NULL in oracle_reference: the cells are ordinary inputs, far from any
- * engine's declared logit or accumulator limit.) */
+ * check.c judges it), computed once per precision; NULL on failure.  No
+ * engine's caps (NULL): the cells are ordinary inputs, far from any declared
+ * logit or accumulator limit. */
 static const oracle_ref *ref_for(cell_ctx *x, const ag_precision *pr) {
     if (memcmp(&x->ref.prec, pr, sizeof *pr) == 0) return &x->ref;
     for (int i = 0; i < x->n_rref; i++)
