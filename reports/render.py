@@ -601,12 +601,18 @@ def render_md(doc):
     if f:
         L += [f"Last `make fuzz`: {f.get('fuzz_time')} s budget, {f.get('wall_s')} s wall, "
               f"{f.get('findings')} finding(s).", "",
-              "| target | execs | exec/s | cov | ft | corpus | findings |",
-              "|---|---|---|---|---|---|---|"]
+              "| target | execs | exec/s | cov | ft | corpus | unjudged | findings |",
+              "|---|---|---|---|---|---|---|---|"]
+        shares = f.get("unjudged") or {}
         for t in f.get("targets", []):
             fl = [x for x in (t.get("findings") or []) if x]
+            u = shares.get(t.get("target"))
+            # the share of compared elements the reference left open
+            # (scripts/fuzzkit.py), flagged past its threshold
+            un = "-" if not u else (f"{u['pct']:.3g} % of {u['elems']}"
+                                    + (" (HIGH)" if u.get("flag") else ""))
             L.append(f"| {t.get('target')} | {t.get('execs')} | {t.get('exec_per_s')} | "
-                     f"{t.get('cov')} | {t.get('ft')} | {t.get('corpus')} | "
+                     f"{t.get('cov')} | {t.get('ft')} | {t.get('corpus')} | {un} | "
                      + (", ".join(f"{x.get('oracle')} after {x.get('time_s')} s" for x in fl)
                         or "none") + " |")
     else:

@@ -40,6 +40,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLI = os.environ.get("ATTNGUARD_CLI", os.path.join(ROOT, "build", "attnguard"))
 FINDING_PREFIXES = ("crash-", "leak-", "timeout-", "oom-")
 PROGRESS_S = 5
+# A target whose differential left more than this share of the elements it
+# compared unjudged says so in the summary (docs/fuzzing.md, "Unjudged").
+UNJUDGED_FLAG_PCT = 5.0
 
 # Sanitizer options every run gets (a caller's own settings come first and
 # lose to nothing but ours: the dedup token keeps -minimize_crash on the
@@ -253,6 +256,39 @@ def reach_rows(root, targets):
         except (OSError, ValueError):
             pass
     return out
+
+
+def unjudged_shares(reach):
+    """{target: {"elems", "open", "pct", "rows", "rows_open", "reasons": {reason:
+    [elems, rows]}, "flag"}} from the reach files' "judged" figures (targets
+    that compared nothing are left out)."""
+    out = {}
+    for t, doc in sorted(reach.items()):
+        j = doc.get("judged") or {}
+        elems = j.get("elems") or 0
+        if not elems:
+            continue
+        reasons = {k: v for k, v in (j.get("open") or {}).items() if v and v[0]}
+        opened = sum(v[0] for v in reasons.values())
+        pct = 100.0 * opened / elems
+        out[t] = {"elems": elems, "open": opened, "pct": round(pct, 3),
+                  "rows": j.get("rows"), "rows_open": j.get("rows_open"),
+                  "reasons": reasons, "flag": pct > UNJUDGED_FLAG_PCT}
+    return out
+
+
+def print_unjudged(shares):
+    """One line per target: the share of compared elements the reference
+    left open, and why; HIGH past UNJUDGED_FLAG_PCT."""
+    if not shares:
+        return
+    print(f"\nunjudged (elements the differential compared but left open; HIGH: over "
+          f"{UNJUDGED_FLAG_PCT:g} %):")
+    for t, u in shares.items():
+        why = ", ".join(f"{k} {v[0]} ({v[1]} rows)" for k, v in sorted(u["reasons"].items()))
+        print(f"  {t:<20} {u['open']} of {u['elems']} elements ({u['pct']:.3g} %), "
+              f"{u['rows_open']} of {u['rows']} rows" + (f": {why}" if why else "")
+              + ("  HIGH" if u["flag"] else ""))
 
 
 def print_reach(reach):
@@ -479,11 +515,14 @@ def summarize(a, targets, runs, wall, interrupted):
         print("\nno findings.")
     reach = reach_rows(a.root, targets)
     zero = print_reach(reach)
+    shares = unjudged_shares(reach)
+    print_unjudged(shares)
     doc = {"fuzz_time": a.time, "wall_s": round(wall, 1), "inject": a.inject or "",
            "engine": a.engine or "", "seed": "random" if a.seed is None else str(a.seed),
            "interrupted": interrupted, "findings": len(findings), "targets": rows,
            "time_split_pct": split,
-           "reach": reach, "reach_zero": zero}
+           "reach": reach, "reach_zero": zero,
+           "unjudged": shares, "unjudged_high": [t for t, u in shares.items() if u["flag"]]}
     path = os.path.join(a.root, "summary.json")
     with open(path, "w") as f:
         json.dump(doc, f, indent=1)

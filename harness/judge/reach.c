@@ -198,6 +198,22 @@ void reach_count(const case_spec *c, const check_report *rep, const engine_host 
         if (rep->variants_run & (1u << i))
             add("variant", E->variants[i].options[0] ? E->variants[i].options : "default", 1);
     for (int i = 0; i < rep->n_paths; i++) add("path", rep->paths[i], 1);
+    for (int32_t l = 0; l < rep->num_layers && l < CASE_MAX_LAYERS; l++)
+        if (rep->layers[l].judged) reach_judged(rep->layers[l].cmp.n, &rep->layers[l].why);
+}
+
+/* The judged figures: elements and rows compared, and open by reason. */
+static uint64_t g_elems, g_rows_all, g_rows_open, g_open[REF_WHY_COUNT], g_open_rows[REF_WHY_COUNT];
+
+void reach_judged(size_t elems, const ref_unjudged *why) {
+    g_elems += elems;
+    if (!why) return;
+    g_rows_all += why->rows_all;
+    g_rows_open += why->rows;
+    for (int w = 0; w < REF_WHY_COUNT; w++) {
+        g_open[w] += why->elems[w];
+        g_open_rows[w] += why->rows_why[w];
+    }
 }
 
 void reach_enter(const char *group, const char *const *names, int n) {
@@ -218,7 +234,15 @@ int reach_write(const char *path, const char *target) {
             g_execs);
     for (int i = 0; i < g_nrows; i++)
         fprintf(f, "%s\n  \"%s\": %lu", i ? "," : "", g_rows[i].name, g_rows[i].n);
-    fprintf(f, "\n}}\n");
+    /* "judged": what the differential compared and what it left open, by
+     * reason (ref.h's list): the summary's unjudged share */
+    fprintf(f, "\n}, \"judged\": {\"elems\": %llu, \"rows\": %llu, \"rows_open\": %llu, "
+               "\"open\": {", (unsigned long long)g_elems, (unsigned long long)g_rows_all,
+            (unsigned long long)g_rows_open);
+    for (int w = 0; w < REF_WHY_COUNT; w++)
+        fprintf(f, "%s\"%s\": [%llu, %llu]", w ? ", " : "", ref_why_name(w),
+                (unsigned long long)g_open[w], (unsigned long long)g_open_rows[w]);
+    fprintf(f, "}}}\n");
     if (fclose(f) != 0) return -1;
     return rename(tmp, path);
 }

@@ -42,6 +42,13 @@ void reach_enter(const char *group, const char *const *names, int n);
 void reach_exec(void);
 void reach_hit(const char *group, const char *name);
 
+/* Adds one judged output (elems elements compared with the reference) and
+ * what its reference left open, by reason, to the target's "judged"
+ * figures: the fuzz summary's unjudged share.  reach_count adds the
+ * layers of its report itself; a target that judges on its own (the
+ * contract targets) calls this. */
+void reach_judged(size_t elems, const ref_unjudged *why);
+
 /* The counts as one JSON object {"target": ..., "execs": N, "rows": {"group/name": n, ...}}
  * into path (written whole, then renamed into place); 0 or -1.  Does
  * nothing without a path.  reach_flush_every writes at most once per
