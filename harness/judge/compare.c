@@ -93,6 +93,7 @@ ref_model cmp_error_model(ag_precision prec, ag_dtype q_dtype, ag_dtype kv_dtype
     m.accabs = (pbf || prec.acc == AG_BF16) ? BF16_FLUSH : fmax(af.sub, 0x1.0p-150);
     m.accmax = af.ovf;
     m.logit_max = FLT_MAX;
+    m.q_held = INFINITY;
     return m;
 }
 
@@ -101,10 +102,15 @@ ref_model cmp_engine_model(ag_precision prec, const ag_caps *caps, ag_dtype q_dt
     ref_model m = cmp_error_model(prec, q_dtype, kv_dtype, head_dim);
     if (!caps) return m;
     /* What the engine declares, not a rule for every engine: with no
-     * logit limit it is held to its rounding on every row, and with
-     * AG_CAP_WIDE_ACC where its accumulator type would overflow too (it
-     * carries those rows wider, which its rounding bound covers). */
-    m.logit_max = caps->max_abs_logit > 0 ? fmin((double)caps->max_abs_logit, FLT_MAX) : INFINITY;
+     * logit limit it is held to its rounding on every row whose Q.K does
+     * not overflow by K alone (q counted up to AG_NO_LIMIT_Q_HELD, which
+     * it takes down itself past that), and with AG_CAP_WIDE_ACC where its
+     * accumulator type would overflow too (it carries those rows wider,
+     * which its rounding bound covers). */
+    if (caps->max_abs_logit > 0)
+        m.logit_max = fmin((double)caps->max_abs_logit, FLT_MAX);
+    else
+        m.q_held = (double)AG_NO_LIMIT_Q_HELD;
     if (caps->flags & AG_CAP_WIDE_ACC) m.accmax = INFINITY;
     return m;
 }

@@ -34,7 +34,7 @@ ref_model cmp_error_model(ag_precision prec, ag_dtype q_dtype, ag_dtype kv_dtype
 
 /* cmp_error_model with the limits an engine declares (caps: its
  * max_abs_logit, AG_CAP_WIDE_ACC); where it declares none the rows are
- * judged (docs/tolerances.md, "Excused").  caps NULL: the limits of an
+ * judged (docs/tolerances.md §7, "Declared, not assumed").  caps NULL: the limits of an
  * fp32 engine that does not rescale (logits and sums up to FLT_MAX). */
 ref_model cmp_engine_model(ag_precision prec, const ag_caps *caps, ag_dtype q_dtype,
                            ag_dtype kv_dtype, int32_t head_dim);

@@ -78,9 +78,10 @@ typedef struct ref_model {
     double uexp, wrel, wabs, vflush;
     double uacc, accabs, accmax;   /* accmax: P.V's sums overflow there (INFINITY: the
                                       engine carries such rows wider, AG_CAP_WIDE_ACC) */
-    double logit_max;  /* max_d |q_d| |k|_1 (times the scale when above 1 and no soft cap)
-                          at or above this is past the engine's declared max_abs_logit:
-                          row unjudged.  INFINITY: no limit declared (cmp_engine_model) */
+    double logit_max;  /* min(max_d |q_d|, q_held) |k|_1 at or above this is past the
+                          engine's declared limit (cmp_engine_model): row unjudged */
+    double q_held;     /* INFINITY, or AG_NO_LIMIT_Q_HELD for an engine that declares
+                          max_abs_logit 0 (it takes larger q rows down itself) */
     double u;        /* fp32 unit roundoff, 2^-24 */
     double fmax;     /* fp32 overflow threshold: a decoded K/V value at or above it
                         is infinite in every fp32 engine */

@@ -427,7 +427,7 @@ const double *ref_row_keys(const ref_row *row, const ref_model *md, ref_ws *ws) 
          * it can hold (caps.max_abs_logit; FLT_MAX for an fp32 engine with
          * no rescaling: no summation order is safe there); an engine that
          * declares no limit is judged (docs/tolerances.md) */
-        if (!(qm * kv->k1[k] < md->logit_max)) {
+        if (!(fmin(qm, md->q_held) * kv->k1[k] < md->logit_max)) {
             ws->why = REF_WHY_LOGIT_LIMIT;
             return NULL;
         }

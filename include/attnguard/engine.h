@@ -178,8 +178,14 @@ typedef struct ag_caps {
     int32_t max_seq_len;       /* keys of a request, and each side of a window */
     int32_t max_splits;        /* ag_plan_opts.split_count */
     float max_alibi_slope;     /* |slope| */
-    float max_abs_logit;       /* 0: no limit: the engine is judged on every row by its
-                                  declared rounding (ag_precision), however large <q, k>.
+    float max_abs_logit;       /* 0: no limit from q or the scale: the engine never lets
+                                  the scale overflow, and computes Q.K of q rows whose
+                                  largest |element| passes AG_NO_LIMIT_Q_HELD (2^32) on
+                                  q brought down by a power of two, or on a wider path.
+                                  It is judged on every row by its declared rounding
+                                  (ag_precision) but where K alone would overflow fp32's
+                                  Q.K: min(max|q|, 2^32) sum|k| at or past FLT_MAX,
+                                  unjudged and counted ("declared logit limit").
                                   Else the engine holds <q, k> and, without a soft cap,
                                   scale * <q, k> in a type that overflows at this
                                   magnitude (FLT_MAX: fp32 without rescaling) and makes no
@@ -188,6 +194,10 @@ typedef struct ag_caps {
                                   unjudged and counted ("declared logit limit"), a
                                   documented limit, not a finding */
 } ag_caps;
+
+/* The largest q element an engine declaring max_abs_logit = 0 takes into
+ * fp32's Q.K as it is (see there). */
+#define AG_NO_LIMIT_Q_HELD 0x1p32f
 
 /* ---- variants: every code path the engine offers on this CPU ---- */
 typedef enum ag_variant_kind {
