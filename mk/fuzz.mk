@@ -112,10 +112,18 @@ FZ_TRUSTED := harness/case/values.c harness/judge/ref.c harness/judge/ref_range.
 $(FZ_TRUSTED:%.c=$(FZ_B)/obj/%.o): FZ_COV := -fno-sanitize=all
 endif
 
-# fuzz_api drives attnguard's own API over harness problems with the
-# engine tests' fixture (tests/fixture.c), linked from an archive of its
-# own so that no other target pulls it in.
-FZ_FIX_SRC := tests/fixture.c
+# A target's sources: fuzz/<target>.c, its entry points, and what it
+# links from the targets' helper archive (libfixture.a; each target pulls
+# only the objects it references).  fuzz_api drives attnguard's own API
+# over harness problems with the engine tests' fixture (tests/fixture.c).
+# A contract target fuzz_<engine>_contract has its rooms in fuzz/<engine>/
+# (case, run, judge) and shares fuzz/contract/ with the other contract
+# targets: every .c in those folders, so the folders are the one list
+# (the fuzzing build, the replay drivers and mk/coverage.mk all read
+# FZ_FIX_SRC).
+fz_rooms_of = $(if $(filter fuzz_%_contract,$1),$(wildcard fuzz/contract/*.c fuzz/$(call fz_engine_of,$1)/*.c))
+FZ_ROOM_SRC := $(sort $(foreach t,$(FUZZ_ALL),$(call fz_rooms_of,$t)))
+FZ_FIX_SRC := tests/fixture.c $(FZ_ROOM_SRC)
 FZ_LIB_OBJ := $(FZ_LIB_SRC:%.c=$(FZ_B)/obj/%.o)
 FZ_HAR_OBJ := $(HAR_SRC:%.c=$(FZ_B)/obj/%.o)
 FZ_FIX_OBJ := $(FZ_FIX_SRC:%.c=$(FZ_B)/obj/%.o)
@@ -279,4 +287,5 @@ corpus: $(B)/tools/encode_case
 	@echo "corpus: $$(ls corpus/cases/*.case | wc -l) cases -> $(FUZZ_ALL:%=corpus/%/)"
 
 -include $(FZ_LIB_OBJ:.o=.d) $(FZ_EMU_OBJ:.o=.d) $(FZ_HAR_OBJ:.o=.d) $(FZ_FIX_OBJ:.o=.d) $(FUZZ_ALL:%=$(FZ_B)/obj/fuzz/%.d) \
-    $(FUZZ_ALL:%=$(B)/obj/fuzz/%.d) $(B)/obj/fuzz/replay.d $(B)/obj/fuzz/encode_case.d
+    $(FUZZ_ALL:%=$(B)/obj/fuzz/%.d) $(FZ_ROOM_SRC:%.c=$(B)/obj/%.d) $(B)/obj/fuzz/replay.d \
+    $(B)/obj/fuzz/encode_case.d
