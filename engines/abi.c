@@ -16,13 +16,33 @@ const char *ag_status_name(ag_status st) {
 }
 
 const char *ag_dtype_name(ag_dtype d) {
-    static const char *const k[AG_DTYPE_COUNT] = {"f32", "bf16", "f16", "fp8e4m3", "fp8e5m2"};
+    static const char *const k[AG_DTYPE_COUNT] = {"f32",  "bf16", "f16",  "fp8e4m3",
+                                                  "fp8e5m2", "q8_0", "q4_0", "q4_1",
+                                                  "q5_0", "q5_1", "iq4_nl"};
     return (unsigned)d < AG_DTYPE_COUNT ? k[d] : NULL;
 }
 
-size_t ag_dtype_size(ag_dtype d) {
-    static const size_t k[AG_DTYPE_COUNT] = {4, 2, 2, 1, 1};
+/* Bytes of one block: one element for the plain types, AG_DTYPE_BLOCK for
+ * the block types (their layouts: engine.h, ag_dtype). */
+static size_t block_bytes(ag_dtype d) {
+    static const size_t k[AG_DTYPE_COUNT] = {4, 2, 2, 1, 1, 34, 18, 20, 22, 24, 18};
     return (unsigned)d < AG_DTYPE_COUNT ? k[d] : 0;
+}
+
+int ag_dtype_block(ag_dtype d) {
+    if ((unsigned)d >= AG_DTYPE_COUNT) return 0;
+    return d >= AG_Q8_0 ? AG_DTYPE_BLOCK : 1;
+}
+
+size_t ag_dtype_size(ag_dtype d) { return ag_dtype_block(d) == 1 ? block_bytes(d) : 0; }
+
+int ag_dtype_bytes(ag_dtype d, size_t n, size_t *bytes) {
+    const int b = ag_dtype_block(d);
+    size_t out = 0;
+    const int ok = b > 0 && n % (size_t)b == 0 &&
+                   !__builtin_mul_overflow(n / (size_t)b, block_bytes(d), &out);
+    if (bytes) *bytes = ok ? out : 0;
+    return ok ? 0 : -1;
 }
 
 /* The spelling case files use after `expect =` (docs/case-format.md). */

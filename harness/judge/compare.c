@@ -64,11 +64,18 @@ ref_model cmp_error_model(ag_precision prec, ag_dtype q_dtype, ag_dtype kv_dtype
     const type_facts qf = facts(prec.q_dot), pf = facts(prec.p_dot), af = facts(prec.acc);
     const int q32 = prec.q_dot == AG_F32, qbf = prec.q_dot == AG_BF16;
     const int pbf = prec.p_dot == AG_BF16;
+    /* q_dot a block type (ggml: q to K's vec_dot type, q8_0): per block of
+     * 32, n = round(x / d) with d = amax / 127 stored as f16, so each
+     * element moves by at most d/2 + 127 |d - f16(d)| <= amax (1/254 +
+     * 2^-11) (qblock, with slack for the fp32 quotient), or by 127 2^-25
+     * where d is an f16 subnormal or flushes to 0 (qabs); d overflows f16
+     * past amax = 65504 127 (qmax).  docs/tolerances.md, "Block types". */
+    const int qblk = ag_dtype_block(prec.q_dot) > 1;
     ref_model m;
     memset(&m, 0, sizeof m);
     m.u = U32;
     m.fmax = 0x1.ffffffp127;
-    m.rel = (q32 ? 0.0 : qf.unit) + (D + 3.0) * U32;
+    m.rel = (q32 || qblk ? 0.0 : qf.unit) + (D + 3.0) * U32;
     /* q32 with a bf16 cache: an engine may take q as two bf16 terms on
      * bf16 dot-product instructions (attnguard's pairs tile on VDPBF16PS):
      * q's remainder term, and the instruction reads bf16 subnormals (of K,
@@ -85,6 +92,25 @@ ref_model cmp_error_model(ag_precision prec, ag_dtype q_dtype, ag_dtype kv_dtype
      * an engine that rescales huge rows never meets (q_raw 0) */
     m.qmax = q32 || (qbf && !prec.q_raw) ? INFINITY : qf.ovf;
     m.q_unscaled = prec.q_raw != 0;
+    if (qblk) {
+        const int one = kv_dtype == AG_Q4_1 || kv_dtype == AG_Q5_1;
+        m.qblock = 1.0 / 254.0 + 0x1.0p-11 + 0x1.0p-16;
+        m.qabs = 127.0 * 0x1.0p-25;
+        m.qmax = 65504.0 * 127.0;
+        if (one) {
+            /* an _1 cache's dot reads q's block sum as its own f16, s =
+             * f16(d sum n) (q8_1), times the block's offset m: s and f16(d)
+             * each off by 2^-11, d |sum n| <= 1.15 |q_b|_1, |m| <= max|k_b|
+             * (the offset is an element of the block), so by Cauchy-Schwarz
+             * per block 2^-10 1.15 sqrt(32) of ms (rel), or 2^-25 (1 + 32
+             * 127) |k_b|_1 with subnormal f16s (qabs); s overflows f16 past
+             * |q_b|_1 = 65504 / 1.15 (qmax); and the terms d_k d_q sum and
+             * m s, up to 3 sqrt(32) ms each, round on their way (rel) */
+            m.rel += 0x1.0p-10 * 1.15 * sqrt(32.0) + 64.0 * U32;
+            m.qabs += (1.0 + 32.0 * 127.0) * 0x1.0p-25;
+            m.qmax = 65504.0 / (1.15 * 32.0);
+        }
+    }
     m.uexp = 8.0 * U32;
     m.wrel = prec.p_dot == AG_F32 ? 0.0 : -log1p(-pf.unit);
     m.wabs = fmax(BF16_FLUSH, pbf ? BF16_FLUSH : pf.sub);

@@ -5,7 +5,9 @@
  * Owns: the definition of visibility as the harness reads it (positions
  * of causal and non-causal queries, (left, right) windows, seq_len), soft
  * cap, ALiBi, sinks and the softmax, and its own decoding of every ag_dtype
- * (f32, bf16, f16, fp8 e4m3fn / e5m2 times their scale).  Shares no code
+ * (f32, bf16, f16, fp8 e4m3fn / e5m2 times their scale, the block types
+ * q8_0 .. iq4_nl from their bytes as engine.h defines them, exactly in
+ * double: the reference computes on the dequantized cache).  Shares no code
  * with src/: a bug copied into both would be invisible.
  *
  * Shape of the work: per request and KV head, that request's K and V are
@@ -55,6 +57,36 @@ static double e5m2_value(uint8_t b) {
     return sign ? -v : v;
 }
 
+/* The little-endian f16 at p. */
+static double f16_at(const uint8_t *p) { return f16_value((uint16_t)(p[0] | (p[1] << 8))); }
+
+/* The 4-bit field of element j of a block's 16 packed bytes: the low
+ * nibble of byte j for the first half, the high nibble of byte j - 16 for
+ * the second. */
+static int nibble(const uint8_t *qs, int j) {
+    return j < 16 ? qs[j] & 0x0f : qs[j - 16] >> 4;
+}
+
+/* Bit j of a block's little-endian 32-bit high-bit word. */
+static int high_bit(const uint8_t *qh, int j) { return (qh[j / 8] >> (j % 8)) & 1; }
+
+/* Element j of the block at b of block dtype t (layouts: engine.h,
+ * ag_dtype), in double: d n (+ m) exactly, as the format defines it. */
+static double block_value(const uint8_t *b, int j, ag_dtype t) {
+    static const int8_t levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                      1,    13,   25,  38,  53,  69,  89,  113};
+    const double d = f16_at(b);
+    switch (t) {
+    case AG_Q8_0: return d * (double)(int8_t)b[2 + j];
+    case AG_Q4_0: return d * (double)(nibble(b + 2, j) - 8);
+    case AG_Q4_1: return d * (double)nibble(b + 4, j) + f16_at(b + 2);
+    case AG_Q5_0: return d * (double)((nibble(b + 6, j) | high_bit(b + 2, j) << 4) - 16);
+    case AG_Q5_1: return d * (double)(nibble(b + 8, j) | high_bit(b + 4, j) << 4) + f16_at(b + 2);
+    case AG_IQ4_NL: return d * (double)levels[nibble(b + 2, j)];
+    default: return NAN;
+    }
+}
+
 double ref_load(const void *base, size_t index, ag_dtype dtype) {
     switch (dtype) {
     case AG_F32:
@@ -72,6 +104,12 @@ double ref_load(const void *base, size_t index, ag_dtype dtype) {
         return e4m3_value(((const uint8_t *)base)[index]);
     case AG_FP8_E5M2:
         return e5m2_value(((const uint8_t *)base)[index]);
+    case AG_Q8_0: case AG_Q4_0: case AG_Q4_1: case AG_Q5_0: case AG_Q5_1: case AG_IQ4_NL: {
+        size_t bb = 0;
+        (void)ag_dtype_bytes(dtype, AG_DTYPE_BLOCK, &bb);
+        const uint8_t *b = (const uint8_t *)base + index / AG_DTYPE_BLOCK * bb;
+        return block_value(b, (int)(index % AG_DTYPE_BLOCK), dtype);
+    }
     default:
         return NAN;
     }
@@ -96,6 +134,10 @@ static int input_ok(const ref_input *in, int32_t *max_seq) {
         !isfinite(in->scale))
         return 0;
     if ((unsigned)in->q_dtype >= AG_DTYPE_COUNT || (unsigned)in->kv_dtype >= AG_DTYPE_COUNT)
+        return 0;
+    /* a block dtype's rows are whole blocks (q too, if an engine took it so) */
+    if (in->head_dim % ag_dtype_block(in->kv_dtype) != 0 ||
+        in->head_dim % ag_dtype_block(in->q_dtype) != 0)
         return 0;
     if (in->mask && (in->mask_tstride < 0 || in->mask_hstride < 0)) return 0;
     if (is_fp8(in->kv_dtype) && !(in->k_scale > 0 && isfinite(in->k_scale) && in->v_scale > 0 &&

@@ -69,6 +69,9 @@ int ref_attention(const ref_input *in, double *out);
  * (unit u). */
 typedef struct ref_model {
     double rel, qabs, kflush;
+    double qblock;   /* q rounded to a block type (q_dot q8_0): each element moves by at
+                        most qblock times its block's largest |element| (<= qm), plus
+                        qabs: the logit by qblock scale qm |k|_1 more */
     double qmax;     /* |q_d| sc (|q_d| when q_unscaled) at or above this overflows the
                         q_dot type: row unjudged */
     int q_unscaled;  /* the engine rounds q to q_dot before the scale (ag_precision.q_raw) */
@@ -147,8 +150,10 @@ void ref_softmax_range(ref_range_key *keys, int32_t n, int has_sink, double sink
 
 /* Element `index` of a typed buffer, decoded by the reference's own code:
  * f32, bf16, f16, fp8 e4m3fn (no infinities, S.1111.111 NaN, max 448) and
- * fp8 e5m2 (IEEE-like, max 57344); fp8 without its scale.  NaN for a
- * dtype outside ag_dtype. */
+ * fp8 e5m2 (IEEE-like, max 57344); fp8 without its scale; the block
+ * dtypes (q8_0 .. iq4_nl, engine.h) with index counted in elements of a
+ * run of whole blocks (element i lies in block i / 32), exact in double.
+ * NaN for a dtype outside ag_dtype. */
 double ref_load(const void *base, size_t index, ag_dtype dtype);
 
 #endif /* ATTN_REF_H */

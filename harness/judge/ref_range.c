@@ -439,7 +439,8 @@ const double *ref_row_keys(const ref_row *row, const ref_model *md, ref_ws *ws) 
          * below pflush in the units q was brought to (the scale's power of
          * two, <= 2 sc) */
         const double pf = md->pflush * 2.0 * sc * (double)D;
-        const double e = (md->rel * ms + (md->qabs * sc + md->kflush * scale * qm) * kv->k1[k] +
+        const double e = (md->rel * ms +
+                          (md->qabs * sc + (md->kflush + md->qblock) * scale * qm) * kv->k1[k] +
                           kf + pf) * (1 + 0x1.0p-10) + 2 * u * fabs(x);
         const double bias = row_bias(row, j);
         double cap_move = e, after = u * (2 * fabs(bias) + fabs(row->s[j]));

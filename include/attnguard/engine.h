@@ -1,7 +1,7 @@
 /*
  * attnguard/engine.h — the adapter ABI: what a CPU attention engine
  * implements so that attnguard's oracles, fuzz targets, reports and
- * benchmarks can drive it.  Version AG_ENGINE_ABI_VERSION (4).
+ * benchmarks can drive it.  Version AG_ENGINE_ABI_VERSION (5).
  *
  * Owns: the description types the harness hands to an engine (group,
  * layer, batch, run arguments, an allocator), what the engine hands back
@@ -61,8 +61,8 @@
 extern "C" {
 #endif
 
-#define AG_ENGINE_ABI_VERSION 4 /* 3: ag_variant.twin; 4: ag_plan_info.run_macs,
-                                   AG_CAP_SPIN_WAIT */
+#define AG_ENGINE_ABI_VERSION 5 /* 3: ag_variant.twin; 4: ag_plan_info.run_macs,
+                                   AG_CAP_SPIN_WAIT; 5: the block dtypes q8_0 .. iq4_nl */
 
 typedef enum ag_status {
     AG_OK = 0,
@@ -78,10 +78,35 @@ typedef enum ag_dtype {
     AG_F16 = 2,
     AG_FP8_E4M3 = 3,     /* e4m3fn: no infinities, 0x7f/0xff NaN, max 448 */
     AG_FP8_E5M2 = 4,     /* IEEE-like: infinities, max 57344 */
+    /* Block types (KV caches, and an engine's declared q_dot): 32 elements
+     * along head_dim share one f16 scale d (and an f16 offset m for the _1
+     * types), stored in this order, little-endian, no padding.  A row of
+     * head_dim elements is head_dim / 32 whole blocks: a head_dim that is
+     * not a multiple of 32 cannot be expressed (AG_R_HEAD_DIM).  Element j
+     * of a block, with n_j its stored integer:
+     *   q8_0   d, int8 n[32]                         x = d n_j            34 bytes
+     *   q4_0   d, u8 qs[16]                          x = d (n_j - 8)      18 bytes
+     *   q4_1   d, m, u8 qs[16]                       x = d n_j + m        20 bytes
+     *   q5_0   d, u8 qh[4], u8 qs[16]                x = d (n_j - 16)     22 bytes
+     *   q5_1   d, m, u8 qh[4], u8 qs[16]             x = d n_j + m        24 bytes
+     *   iq4_nl d, u8 qs[16]                          x = d T[n_j]         18 bytes
+     * 4-bit fields: n_j is the low nibble of qs[j] for j < 16, the high
+     * nibble of qs[j - 16] for j >= 16; the 5-bit types add bit j of the
+     * little-endian 32-bit qh as n_j's bit 4.  T (iq4_nl's non-linear
+     * levels) = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38,
+     * 53, 69, 89, 113}.  These are ggml's layouts (llama.cpp's
+     * --cache-type-k/v). */
+    AG_Q8_0 = 5,
+    AG_Q4_0 = 6,
+    AG_Q4_1 = 7,
+    AG_Q5_0 = 8,
+    AG_Q5_1 = 9,
+    AG_IQ4_NL = 10,
     AG_DTYPE_COUNT
 } ag_dtype;
 
 #define AG_DTYPE_BIT(d) (1u << (unsigned)(d))
+#define AG_DTYPE_BLOCK 32      /* elements of one block of a block dtype */
 
 /* The kinds of refusal a harness judges.  An engine names the kind of the
  * first defect it met; AG_R_NONE says "not classified" (the harness then
@@ -92,7 +117,8 @@ typedef enum ag_refusal {
     AG_R_NONE = 0,
     AG_R_MIXED_HEADS,    /* the group's layers disagree on the query-head count */
     AG_R_HEADS,          /* a head count below 1, or Hq not a multiple of Hkv */
-    AG_R_HEAD_DIM,       /* head_dim below 1 */
+    AG_R_HEAD_DIM,       /* head_dim below 1, or not a whole number of blocks of a block
+                            kv_dtype (a multiple of AG_DTYPE_BLOCK) */
     AG_R_BLOCK_SIZE,     /* block_size below 1 */
     AG_R_WINDOW,         /* a window side below -1 */
     AG_R_LAYER,          /* soft cap, scale, ALiBi slope, sink or fp8 k/v scale: not finite,
@@ -413,7 +439,8 @@ typedef struct ag_engine {
      * the same spec. */
     ag_status (*kv_cache_bytes)(void *grp, int32_t num_blocks, size_t *bytes, ag_msg *msg);
     /* Store rows: k_rows, v_rows [num_tokens][num_kv_heads][head_dim] in the
-     * group's kv_dtype (fp8: the codes); slot_mapping[i] = block *
+     * group's kv_dtype (fp8: the codes; a block dtype: head_dim / 32 blocks
+     * per head, ag_dtype_bytes); slot_mapping[i] = block *
      * block_size + offset, or -1 to skip row i. */
     ag_status (*write_kv)(void *grp, void *k_cache, void *v_cache, int32_t num_blocks,
                           const void *k_rows, const void *v_rows, int32_t num_tokens,
@@ -464,7 +491,15 @@ int ag_engine_list(const char **names, int cap);
  * values outside an enumeration get "?" (ag_dtype_name: NULL). */
 const char *ag_status_name(ag_status st);          /* "AG_OK", ... */
 const char *ag_dtype_name(ag_dtype d);             /* "f32", "bf16", "f16", "fp8e4m3", ... */
-size_t ag_dtype_size(ag_dtype d);                  /* bytes per element; 0 outside the enum */
+size_t ag_dtype_size(ag_dtype d);                  /* bytes per element; 0 outside the enum
+                                                      and for block dtypes */
+int ag_dtype_block(ag_dtype d);                    /* elements per block: AG_DTYPE_BLOCK for
+                                                      a block dtype, 1 for the others, 0
+                                                      outside the enum */
+/* Bytes of n elements of d into *bytes: 0, or -1 (*bytes 0) when d is
+ * outside the enum, n is not a whole number of d's blocks, or the size
+ * overflows size_t. */
+int ag_dtype_bytes(ag_dtype d, size_t n, size_t *bytes);
 const char *ag_refusal_name(ag_refusal r);         /* "none", "mixed_heads", "heads", ... */
 int ag_refusal_parse(const char *name);            /* the kind named, or -1 */
 const char *ag_region_kind_name(ag_region_kind k); /* "other", "q", "acc", ... */
