@@ -35,7 +35,7 @@
  * says", so inputs older than the block keep their meaning): a budget byte,
  * a flags byte, then the blocks the flags name (per-request causal flags;
  * per layer (left, right), fp8 scales, explicit slope / sink lists; q/k/v
- * values; an fp8 kv dtype; a byte kept for old inputs).  X_* and XL_* spell the bits
+ * values; an fp8 or block kv dtype; a byte kept for old inputs).  X_* and XL_* spell the bits
  * out.  A budget other than 0 or >= 0xF8 caps kv lengths so that case_cost
  * fits 2^16..2^22 multiply-adds: random inputs stay cheap to run.
  *
@@ -492,8 +492,28 @@ static void rd_dtypes(reader *r, case_spec *c) {
 /* An fp8 cache next to q and out dtypes the small byte holds travels in the
  * extension block (the base byte then holds q and out only). */
 static int kv_by_ext(const case_spec *c) {
-    return (c->kv_dtype == AG_FP8_E4M3 || c->kv_dtype == AG_FP8_E5M2) &&
+    return (c->kv_dtype == AG_FP8_E4M3 || c->kv_dtype == AG_FP8_E5M2 ||
+            (c->kv_dtype >= AG_Q8_0 && c->kv_dtype < AG_DTYPE_COUNT)) &&
            (unsigned)c->q_dtype <= AG_F16 && (unsigned)c->out_dtype <= AG_F16;
+}
+
+/* The extension's kv dtype byte b: b % 8 == 1 e4m3, 2 e5m2, 3 a block type
+ * ((b >> 3) % 6: q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl); anything else
+ * keeps the base dtype.  Returns the dtype, or -1 to keep. */
+#define KV_BLOCK_TYPES 6
+static int kv_ext_dtype(unsigned b) {
+    switch (b % 8) {
+    case 1: return AG_FP8_E4M3;
+    case 2: return AG_FP8_E5M2;
+    case 3: return AG_Q8_0 + (int)((b >> 3) % KV_BLOCK_TYPES);
+    default: return -1;
+    }
+}
+
+static unsigned kv_ext_byte(ag_dtype t) {
+    if (t == AG_FP8_E4M3) return 1;
+    if (t == AG_FP8_E5M2) return 2;
+    return 3u | (unsigned)(t - AG_Q8_0) << 3;
 }
 
 static void wr_dtypes(writer *w, const case_spec *c) {
@@ -934,9 +954,8 @@ static void rd_ext(reader *r, case_spec *c, fctx *x) {
     x->l = 0;
     for (int t = 0; (f & X_VALUES) && t < CASE_T_COUNT; t++) rd_values(r, &c->values[t]);
     if (f & X_KV_FP8) {
-        unsigned t = rd_u8(r) % 8;
-        if (t == 1) c->kv_dtype = AG_FP8_E4M3;
-        else if (t == 2) c->kv_dtype = AG_FP8_E5M2;
+        const int t = kv_ext_dtype(rd_u8(r));
+        if (t >= 0) c->kv_dtype = (ag_dtype)t;
     }
     if (f & X_OLD) (void)rd_u8(r);
     shrink_to_budget(c, budget);
@@ -1077,7 +1096,7 @@ static void wr_ext(writer *w, const case_spec *c, case_spec *ctx) {
         static const char *const names[CASE_T_COUNT] = {"q_values", "k_values", "v_values"};
         wr_values(w, &c->values[t], names[t]);
     }
-    if (f & X_KV_FP8) wr_u8(w, c->kv_dtype == AG_FP8_E4M3 ? 1 : 2);
+    if (f & X_KV_FP8) wr_u8(w, kv_ext_byte(c->kv_dtype));
 }
 
 

@@ -261,12 +261,38 @@ static void edit_layer_terms(case_spec *c, uint64_t *rng, int invalid) {
     }
 }
 
-static void edit_dtypes(case_spec *c, uint64_t *rng, int invalid) {
+/* A block kv dtype (q8_0 .. iq4_nl) the engine declares, or -1: drawn
+ * only for engines that take one (for the others every such case would be
+ * a skip). */
+static int block_kv(const ag_caps *caps, uint64_t *rng) {
+    if (!caps) return -1;
+    int n = 0, pick[AG_DTYPE_COUNT];
+    for (int t = AG_Q8_0; t < AG_DTYPE_COUNT; t++)
+        if (caps->kv_dtypes & AG_DTYPE_BIT(t)) pick[n++] = t;
+    return n ? pick[rng_below(rng, (uint64_t)n)] : -1;
+}
+
+static void edit_dtypes(case_spec *c, uint64_t *rng, int invalid, const ag_caps *caps) {
     static const ag_dtype qo[] = {AG_F32, AG_F32, AG_BF16, AG_F16};
     static const ag_dtype kv[] = {AG_F32, AG_BF16, AG_F16, AG_FP8_E4M3, AG_FP8_E5M2};
     if (invalid) {
         ag_dtype *t = CHANCE(rng, 3) ? &c->q_dtype : CHANCE(rng, 2) ? &c->kv_dtype : &c->out_dtype;
         *t = (ag_dtype)(AG_DTYPE_COUNT + (int)rng_below(rng, 3));
+        /* or a block cache whose rows are not whole blocks */
+        const int b = block_kv(caps, rng);
+        if (b >= 0 && CHANCE(rng, 2)) {
+            c->kv_dtype = (ag_dtype)b;
+            c->head_dim = 32 * (1 + (int32_t)rng_below(rng, 4)) + 8 * (1 + (int32_t)rng_below(rng, 3));
+        }
+        return;
+    }
+    const int b = block_kv(caps, rng);
+    if (b >= 0 && CHANCE(rng, 3)) {
+        /* a quantized cache (llama.cpp's --cache-type-k/v): head_dim whole
+         * blocks of 32 */
+        c->kv_dtype = (ag_dtype)b;
+        if (c->head_dim < 32 || c->head_dim % 32 != 0)
+            c->head_dim = c->head_dim >= 32 && c->head_dim <= 256 ? c->head_dim / 32 * 32 : 64;
         return;
     }
     switch (rng_below(rng, 4)) {
@@ -575,7 +601,7 @@ void case_mutate(case_spec *c, uint64_t *rng, const mutate_ctx *m) {
         case 4: edit_layers(c, rng); break;
         case 5: case 6: edit_window(c, rng, invalid, caps); break;
         case 7: edit_layer_terms(c, rng, invalid); break;
-        case 8: edit_dtypes(c, rng, invalid); break;
+        case 8: edit_dtypes(c, rng, invalid, caps); break;
         case 9: case 10: case 11: edit_requests(c, rng, invalid); break;
         case 12: edit_layout(c, rng, invalid, caps); break;
         case 13: edit_schedule(c, rng, invalid, caps); break;

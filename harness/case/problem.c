@@ -172,16 +172,19 @@ static int layer_arrays(problem *p, int32_t l) {
  * their values), stored slot-major [block * bs + slot][Hkv][D]. */
 static int kv_fill(problem *p, void *rows, const case_values *v, uint64_t state) {
     const case_spec *c = &p->c;
-    const size_t es = ag_dtype_size(c->kv_dtype), D = (size_t)c->head_dim;
+    const size_t D = (size_t)c->head_dim;
     const size_t H = (size_t)c->num_kv_heads, bs = (size_t)c->block_size;
-    unsigned char *tmp = malloc(p->row_elems * es);
+    size_t rb, all;   /* bytes of one head's row (whole blocks of a block dtype), of all */
+    if (ag_dtype_bytes(c->kv_dtype, D, &rb) || ag_dtype_bytes(c->kv_dtype, p->row_elems, &all))
+        return -1;    /* init checked both */
+    unsigned char *tmp = malloc(all ? all : 1);
     if (!tmp) return -1;
     values_fill(tmp, p->row_elems, D, c->kv_dtype, v, state);
     for (size_t b = 0; b < (size_t)p->num_blocks; b++)
         for (size_t h = 0; h < H; h++)
             for (size_t s = 0; s < bs; s++)
-                memcpy((unsigned char *)rows + (((b * bs + s) * H + h) * D) * es,
-                       tmp + (((b * H + h) * bs + s) * D) * es, D * es);
+                memcpy((unsigned char *)rows + ((b * bs + s) * H + h) * rb,
+                       tmp + ((b * H + h) * bs + s) * rb, rb);
     free(tmp);
     return 0;
 }
@@ -290,17 +293,27 @@ static int init(problem *p, const case_spec *c, size_t max_bytes, int tensors, c
     }
 
     /* ---- sizes, all checked, against max_bytes ---- */
+    /* bytes through ag_dtype_bytes: a block dtype's rows are whole blocks
+     * (validity refuses a head_dim that is not; a q dtype of blocks is a
+     * feature no engine has, and such rows are not formed either) */
     size_t total = bt_bytes, row_elems = 0, q_elems[CASE_MAX_LAYERS] = {0};
-    size_t kvsz = ag_dtype_size(c->kv_dtype), qsz = ag_dtype_size(c->q_dtype);
+    size_t kv_bytes = 0, q_bytes[CASE_MAX_LAYERS] = {0};
+    if (ag_dtype_bytes(c->q_dtype, (size_t)c->head_dim, &q_bytes[0]) ||
+        ag_dtype_bytes(c->kv_dtype, (size_t)c->head_dim, &kv_bytes)) {
+        p->unmaterialized_reason = "head_dim not whole blocks of a block dtype";
+        return 0;
+    }
     int over = __builtin_mul_overflow((size_t)p->num_blocks, (size_t)c->block_size, &row_elems) ||
                __builtin_mul_overflow(row_elems, (size_t)c->num_kv_heads, &row_elems) ||
                __builtin_mul_overflow(row_elems, (size_t)c->head_dim, &row_elems) ||
-               mul_add(&total, row_elems, 2 * kvsz);
+               ag_dtype_bytes(c->kv_dtype, row_elems, &kv_bytes) ||
+               mul_add(&total, kv_bytes, 2);
     for (int32_t l = 0; l < nl && !over; l++) {
         over = __builtin_mul_overflow((size_t)p->num_tokens, (size_t)c->layers[l].num_heads,
                                       &q_elems[l]) ||
                __builtin_mul_overflow(q_elems[l], (size_t)c->head_dim, &q_elems[l]) ||
-               mul_add(&total, q_elems[l], qsz);
+               ag_dtype_bytes(c->q_dtype, q_elems[l], &q_bytes[l]) ||
+               mul_add(&total, q_bytes[l], 1);
     }
     if (over || total > max_bytes) {
         p->unmaterialized_reason = "inputs exceed max_bytes";
@@ -310,15 +323,16 @@ static int init(problem *p, const case_spec *c, size_t max_bytes, int tensors, c
     /* ---- buffers (the block table is filled above) ---- */
     p->row_elems = row_elems;
     const int fill = tensors == 1;
-    p->k_rows = fill ? malloc(row_elems * kvsz) : calloc(row_elems, kvsz);
-    p->v_rows = fill ? malloc(row_elems * kvsz) : calloc(row_elems, kvsz);
+    p->k_rows = fill ? malloc(kv_bytes ? kv_bytes : 1) : calloc(kv_bytes ? kv_bytes : 1, 1);
+    p->v_rows = fill ? malloc(kv_bytes ? kv_bytes : 1) : calloc(kv_bytes ? kv_bytes : 1, 1);
     if (!p->k_rows || !p->v_rows) return fail(p, errbuf, errlen, "out of memory (K/V rows)");
     const size_t D = (size_t)c->head_dim;
     if (fill && (kv_fill(p, p->k_rows, &c->values[CASE_T_K], stream_state(c->seed, STREAM_K)) ||
                  kv_fill(p, p->v_rows, &c->values[CASE_T_V], stream_state(c->seed, STREAM_V))))
         return fail(p, errbuf, errlen, "out of memory (K/V rows)");
     for (int32_t l = 0; l < nl; l++) {
-        p->q[l] = fill ? malloc(q_elems[l] * qsz) : calloc(q_elems[l], qsz);
+        p->q[l] = fill ? malloc(q_bytes[l] ? q_bytes[l] : 1)
+                       : calloc(q_bytes[l] ? q_bytes[l] : 1, 1);
         if (!p->q[l]) return fail(p, errbuf, errlen, "out of memory (query)");
         if (fill)
             values_fill(p->q[l], q_elems[l], D, c->q_dtype, &c->values[CASE_T_Q],

@@ -29,7 +29,8 @@ typedef struct problem {
     uint8_t *causal;
     int32_t num_tokens, bt_stride, num_blocks;
     void *q[CASE_MAX_LAYERS];                 /* [num_tokens][Hq_l][D] in q_dtype */
-    void *k_rows, *v_rows;                    /* [num_blocks * block_size][Hkv][D], kv_dtype */
+    void *k_rows, *v_rows;                    /* [num_blocks * block_size][Hkv][D], kv_dtype
+                                                 (a block dtype: D / 32 blocks per head) */
     size_t row_elems;                         /* elements of k_rows (and of v_rows) */
     int materialized;                         /* 0: descriptions only (see below) */
     const char *unmaterialized_reason;        /* static text when materialized == 0

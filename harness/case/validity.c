@@ -269,6 +269,16 @@ void validity_defects(const case_spec *c, const validity_engine *e, case_defects
     else if (past(c->head_dim, k->max_head_dim))
         beyond(d, G, AG_R_HEAD_DIM, 0, CASE_KEY_HEAD_DIM, -1, "head_dim = %d (limit %d)",
                (int)c->head_dim, (int)k->max_head_dim);
+    /* a block dtype's rows are whole blocks of 32 (engine.h, ag_dtype):
+     * other rows cannot even be written */
+    const ag_dtype dts[3] = {c->kv_dtype, c->q_dtype, c->out_dtype};
+    for (int i = 0; i < 3 && c->head_dim >= 1; i++)
+        if (dtype_ok(dts[i]) && c->head_dim % ag_dtype_block(dts[i]) != 0) {
+            bad(d, G, AG_R_HEAD_DIM, CASE_KEY_HEAD_DIM, -1,
+                "head_dim = %d, not whole %d-element blocks of %s", (int)c->head_dim,
+                ag_dtype_block(dts[i]), ag_dtype_name(dts[i]));
+            break;
+        }
     if (c->block_size < 1)
         bad(d, G, AG_R_BLOCK_SIZE, CASE_KEY_BLOCK_SIZE, -1, "block_size = %d", (int)c->block_size);
     else if (past(c->block_size, k->max_block_size))
@@ -352,7 +362,8 @@ void validity_defects(const case_spec *c, const validity_engine *e, case_defects
         if (__builtin_mul_overflow((size_t)blocks, (size_t)hkv, &x) ||
             __builtin_mul_overflow(x, (size_t)c->block_size, &x) ||
             __builtin_mul_overflow(x, (size_t)c->head_dim, &x) ||
-            __builtin_mul_overflow(x, ag_dtype_size(c->kv_dtype), &x))
+            (c->head_dim % ag_dtype_block(c->kv_dtype) == 0 &&
+             ag_dtype_bytes(c->kv_dtype, x, &x)))
             bad(d, P, AG_R_OVERFLOW, CASE_KEY_REQUESTS, -1, "a KV cache of %lld blocks overflows",
                 (long long)blocks);
     }

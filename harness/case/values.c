@@ -27,6 +27,13 @@ static fmt fmt_of(ag_dtype dt) {
     case AG_F16: return (fmt){11, -14, 65504.0, 1};
     case AG_FP8_E4M3: return (fmt){4, -6, 448.0, 0};
     case AG_FP8_E5M2: return (fmt){3, -14, 57344.0, 1};
+    /* block types: values are drawn at the scale's (f16's) precision and
+     * range, up to the largest magnitude a block's levels reach from an f16
+     * scale (an _1 type's offset is an f16 itself) */
+    case AG_Q8_0: case AG_IQ4_NL: return (fmt){11, -14, 65504.0 * 127.0, 1};
+    case AG_Q4_0: return (fmt){11, -14, 65504.0 * 8.0, 1};
+    case AG_Q5_0: return (fmt){11, -14, 65504.0 * 16.0, 1};
+    case AG_Q4_1: case AG_Q5_1: return (fmt){11, -14, 65504.0, 1};
     default: return (fmt){24, -126, (double)FLT_MAX, 1};
     }
 }
@@ -119,6 +126,92 @@ void values_store(void *buf, size_t i, ag_dtype dt, double x) {
     }
 }
 
+/* ------------------------------------------------------- block types */
+
+static void put_f16(uint8_t *p, double x) {
+    const uint16_t h = f16_bits((float)x);
+    p[0] = (uint8_t)(h & 0xffu);
+    p[1] = (uint8_t)(h >> 8);
+}
+
+/* x rounded to f16 (the value a scale stored as f16 holds). */
+static double as_f16(double x) { return round_to((double)(float)x, fmt_of(AG_F16)); }
+
+static int clampi(double x, int lo, int hi) {
+    if (!(x >= lo)) return lo;   /* NaN too */
+    return x > hi ? hi : (int)x;
+}
+
+/* 4-bit field j of a block's packed bytes (engine.h, ag_dtype). */
+static void put_nibble(uint8_t *qs, int j, int n) {
+    if (j < 16) qs[j] = (uint8_t)((qs[j] & 0xf0u) | (unsigned)(n & 15));
+    else qs[j - 16] = (uint8_t)((qs[j - 16] & 0x0fu) | (unsigned)(n & 15) << 4);
+}
+
+static void put_high(uint8_t *qh, int j, int bit) {
+    if (bit) qh[j / 8] = (uint8_t)(qh[j / 8] | 1u << (j % 8));
+}
+
+/* 32 finite values into one block of dt (the harness's own quantizer:
+ * the scale rounded to f16 first, then every element to its nearest
+ * level of that scale).  Symmetric types take d from the element of
+ * largest magnitude, mapped to the most negative level; _1 types span
+ * [min, max] from an f16 offset. */
+static void quantize_block(uint8_t *b, const double *x, ag_dtype dt) {
+    static const int levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                   1,    13,   25,  38,  53,  69,  89,  113};
+    double mx = 0, lo = x[0], hi = x[0];
+    for (int j = 0; j < AG_DTYPE_BLOCK; j++) {
+        if (fabs(x[j]) > fabs(mx)) mx = x[j];
+        if (x[j] < lo) lo = x[j];
+        if (x[j] > hi) hi = x[j];
+    }
+    size_t bb = 0;
+    (void)ag_dtype_bytes(dt, AG_DTYPE_BLOCK, &bb);
+    memset(b, 0, bb);
+    double d, m = 0;
+    switch (dt) {
+    case AG_Q8_0: d = as_f16(fabs(mx) / 127.0); break;
+    case AG_Q4_0: d = as_f16(mx / -8.0); break;
+    case AG_Q5_0: d = as_f16(mx / -16.0); break;
+    case AG_IQ4_NL: d = as_f16(mx / -127.0); break;
+    case AG_Q4_1: m = as_f16(lo), d = as_f16((hi - m) / 15.0); break;
+    case AG_Q5_1: m = as_f16(lo), d = as_f16((hi - m) / 31.0); break;
+    default: return;
+    }
+    if (!isfinite(d)) d = 0;   /* values stay finite: a scale past f16 is not drawn */
+    put_f16(b, d);
+    if (dt == AG_Q4_1 || dt == AG_Q5_1) put_f16(b + 2, m);
+    for (int j = 0; j < AG_DTYPE_BLOCK; j++) {
+        const double t = d != 0 ? (x[j] - m) / d : 0.0;
+        switch (dt) {
+        case AG_Q8_0: b[2 + j] = (uint8_t)(int8_t)clampi(nearbyint(t), -127, 127); break;
+        case AG_Q4_0: put_nibble(b + 2, j, clampi(nearbyint(t) + 8, 0, 15)); break;
+        case AG_Q4_1: put_nibble(b + 4, j, clampi(nearbyint(t), 0, 15)); break;
+        case AG_Q5_0: {
+            const int n = clampi(nearbyint(t) + 16, 0, 31);
+            put_nibble(b + 6, j, n);
+            put_high(b + 2, j, n >> 4);
+            break;
+        }
+        case AG_Q5_1: {
+            const int n = clampi(nearbyint(t), 0, 31);
+            put_nibble(b + 8, j, n);
+            put_high(b + 4, j, n >> 4);
+            break;
+        }
+        case AG_IQ4_NL: {
+            int best = 0;
+            for (int k = 1; k < 16; k++)
+                if (fabs(t - levels[k]) < fabs(t - levels[best])) best = k;
+            put_nibble(b + 2, j, best);
+            break;
+        }
+        default: break;
+        }
+    }
+}
+
 /* Standard normal from two uniforms (Box-Muller). */
 static double normal(uint64_t *s) {
     double u1 = ((double)(rng_next(s) >> 11) + 0.5) * 0x1.0p-53;
@@ -151,6 +244,12 @@ void values_fill(void *buf, size_t n, size_t row, ag_dtype dt, const case_values
         default: break;
         }
     }
+    /* a block type: values gathered per block of 32 and quantized (n is a
+     * whole number of blocks; a partial last block is not written) */
+    const int blk = ag_dtype_block(dt) > 1;
+    size_t bb = 0;
+    (void)ag_dtype_bytes(dt, AG_DTYPE_BLOCK, &bb);
+    double xs[AG_DTYPE_BLOCK];
     double row_val = 0;
     size_t hot = 0;
     for (size_t i = 0; i < n; i++) {
@@ -194,6 +293,12 @@ void values_fill(void *buf, size_t n, size_t row, ag_dtype dt, const case_values
         default: x = amp * rng_unit(&state); break;
         }
         if (fabs(x) > f.max) x = copysign(f.max, x);   /* values stay finite */
-        values_store(buf, i, dt, x);
+        if (!blk) {
+            values_store(buf, i, dt, x);
+        } else {
+            xs[i % AG_DTYPE_BLOCK] = (double)(float)x;
+            if (i % AG_DTYPE_BLOCK == AG_DTYPE_BLOCK - 1)
+                quantize_block((uint8_t *)buf + i / AG_DTYPE_BLOCK * bb, xs, dt);
+        }
     }
 }

@@ -42,8 +42,9 @@ ag_status session_write_rows(const ag_engine *e, void *grp, void *k_cache, void 
                              const problem *p, const int64_t *slots_in, ag_msg *msg) {
     const int32_t rows = (int32_t)(p->row_elems / ((size_t)p->c.num_kv_heads *
                                                    (size_t)p->c.head_dim));
-    const size_t row_bytes = (size_t)p->c.num_kv_heads * (size_t)p->c.head_dim *
-                             ag_dtype_size(p->c.kv_dtype);
+    size_t row_bytes = 0;   /* whole blocks of a block dtype (the problem was built) */
+    (void)ag_dtype_bytes(p->c.kv_dtype, (size_t)p->c.num_kv_heads * (size_t)p->c.head_dim,
+                         &row_bytes);
     int64_t *slots = malloc(((size_t)rows + 1) * sizeof *slots);
     if (!slots) {
         snprintf(msg->text, sizeof msg->text, "out of memory for %d slots", (int)rows);
