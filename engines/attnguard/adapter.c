@@ -276,7 +276,8 @@ static ag_status op_create(void *cp, const ag_group *in, void **out, ag_msg *msg
                           (unsigned)in->out_dtype < AG_DTYPE_COUNT;
         if (known)
             return say(msg, AG_UNSUPPORTED, "dtypes q %s, kv %s, out %s: attnguard takes f32, "
-                       "bf16, f16 (and fp8 for the KV cache)", ag_dtype_name(in->q_dtype),
+                       "bf16, f16 (and fp8 for the KV cache; no quantized block cache)",
+                       ag_dtype_name(in->q_dtype),
                        ag_dtype_name(in->kv_dtype), ag_dtype_name(in->out_dtype));
         return refuse(msg, ATTN_E_BAD_DTYPE, "dtypes q %d, kv %d, out %d: outside ag_dtype",
                       (int)in->q_dtype, (int)in->kv_dtype, (int)in->out_dtype);

@@ -48,7 +48,10 @@ static void gg_caps(void *ctx, ag_caps *out) {
                  AG_CAP_SPIN_WAIT |
                  (lib->base.ggml_flash_attn_ext_add_sinks ? AG_CAP_SINKS : 0),
         .q_dtypes = AG_DTYPE_BIT(AG_F32),
-        .kv_dtypes = AG_DTYPE_BIT(AG_F32) | AG_DTYPE_BIT(AG_F16) | AG_DTYPE_BIT(AG_BF16),
+        .kv_dtypes = AG_DTYPE_BIT(AG_F32) | AG_DTYPE_BIT(AG_F16) | AG_DTYPE_BIT(AG_BF16) |
+                     /* llama.cpp's quantized caches (--cache-type-k/v) */
+                     AG_DTYPE_BIT(AG_Q8_0) | AG_DTYPE_BIT(AG_Q4_0) | AG_DTYPE_BIT(AG_Q4_1) |
+                     AG_DTYPE_BIT(AG_Q5_0) | AG_DTYPE_BIT(AG_Q5_1) | AG_DTYPE_BIT(AG_IQ4_NL),
         .out_dtypes = AG_DTYPE_BIT(AG_F32),
         .max_threads = GGML_MAX_N_THREADS,
         /* Logits are scale * <q, k> in float, the softmax's running maximum
@@ -107,13 +110,21 @@ static ag_status gg_group_info(void *grp, ag_group_info *out) {
                  __atomic_load_n(&g->plans, __ATOMIC_RELAXED));
     snprintf(out->detail, sizeof out->detail, "ggml_flash_attn_ext %s, %d thr, %.40s", lay,
              g->threads, file ? file + 1 : g->v->path);
-    /* q goes to K's dot type unscaled (q_to_vec_dot on the raw row): q_raw */
-    out->precision = (ag_precision){g->kv, AG_F32, g->kv == AG_F16 ? AG_F16 : AG_F32, 1};
+    /* q goes to K's dot type unscaled (q_to_vec_dot on the raw row): q_raw.
+     * A block cache (always the row routine): every block K type's
+     * vec_dot_type is q8_0 (q8_1 for q4_1 and q5_1: q8_0's rounding, plus
+     * the block sum the model derives from the cache type), and V is
+     * widened to f32 per row (to_float) and accumulated in f32. */
+    const int blk = ag_dtype_block(g->kv) > 1;
+    out->precision = (ag_precision){blk ? AG_Q8_0 : g->kv, AG_F32,
+                                    g->kv == AG_F16 ? AG_F16 : AG_F32, 1};
     return AG_OK;
 }
 
-static const enum ggml_type kv_type[] = {[AG_F32] = GGML_TYPE_F32, [AG_F16] = GGML_TYPE_F16,
-                                         [AG_BF16] = GGML_TYPE_BF16};
+static const enum ggml_type kv_type[AG_DTYPE_COUNT] = {
+    [AG_F32] = GGML_TYPE_F32,   [AG_F16] = GGML_TYPE_F16,   [AG_BF16] = GGML_TYPE_BF16,
+    [AG_Q8_0] = GGML_TYPE_Q8_0, [AG_Q4_0] = GGML_TYPE_Q4_0, [AG_Q4_1] = GGML_TYPE_Q4_1,
+    [AG_Q5_0] = GGML_TYPE_Q5_0, [AG_Q5_1] = GGML_TYPE_Q5_1, [AG_IQ4_NL] = GGML_TYPE_IQ4_NL};
 
 /* The graph of layer l over segment S, as llama.cpp builds it
  * (build_attn_mha): streams in the fourth dimension. */

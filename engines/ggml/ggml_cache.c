@@ -9,15 +9,19 @@
 
 #include "ggml_group.h"
 
+/* create checked that a row is whole blocks, and (kv_cache_bytes) that
+ * the cache's size fits */
 size_t ggc_row_bytes(const gg_group *g) {
-    return (size_t)g->hkv * (size_t)g->d * (g->kv == AG_F32 ? 4u : 2u);
+    size_t b = 0;
+    (void)ag_dtype_bytes(g->kv, (size_t)g->hkv * (size_t)g->d, &b);
+    return b;
 }
 
 ag_status ggc_kv_cache_bytes(void *grp, int32_t num_blocks, size_t *bytes, ag_msg *msg) {
     const gg_group *g = grp;
     size_t cells = (size_t)num_blocks * (size_t)g->bs;
     if (num_blocks < 1 || cells / (size_t)g->bs != (size_t)num_blocks ||
-        cells > SIZE_MAX / ggc_row_bytes(g))
+        ggc_row_bytes(g) == 0 || cells > SIZE_MAX / ggc_row_bytes(g))
         return agg_fail(msg, AG_REFUSED, AG_R_BLOCK_ID, "GGML_BAD_BLOCKS", "num_blocks %d", (int)num_blocks);
     *bytes = cells * ggc_row_bytes(g);
     return AG_OK;

@@ -67,8 +67,9 @@ static ag_status check_layer(const ag_group *in, int32_t l, gg_group *g, ag_msg 
                         "%s: softcap %g and scale %g must be finite and >= 0", n,
                         (double)L->softcap, (double)L->scale);
     /* k_scale / v_scale: the ABI has only fp8 caches read them, and ggml
-     * has no fp8 type (create refuses an fp8 cache as unsupported), so
-     * whatever they hold is ignored here. */
+     * has no fp8 type (create refuses an fp8 cache as unsupported; a block
+     * cache carries its scales in its blocks), so whatever they hold is
+     * ignored here. */
     o->wl = L->window_left;
     o->wr = L->window_right;
     o->softcap = L->softcap;
@@ -144,10 +145,18 @@ ag_status ggc_group(const ag_group *in, gg_group *g, ag_msg *msg) {
         return agg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "GGML_DTYPE",
                         "q_dtype %d, out_dtype %d: ggml's CPU flash attention reads q and writes "
                         "out as f32 (AG_F32) only", (int)in->q_dtype, (int)in->out_dtype);
-    if (in->kv_dtype != AG_F32 && in->kv_dtype != AG_F16 && in->kv_dtype != AG_BF16)
+    if (in->kv_dtype == AG_FP8_E4M3 || in->kv_dtype == AG_FP8_E5M2)
         return agg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "GGML_DTYPE",
-                        "kv_dtype %d: the adapter maps f32, f16 and bf16 caches only",
-                        (int)in->kv_dtype);
+                        "kv_dtype %s: ggml has no fp8 type; the adapter maps f32, f16, bf16 "
+                        "and the block caches q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl",
+                        ag_dtype_name(in->kv_dtype));
+    /* a block cache's rows are whole blocks: ggml asserts on any other row
+     * length (ggml_new_tensor of a block type) */
+    if (in->head_dim % ag_dtype_block(in->kv_dtype) != 0)
+        return agg_fail(msg, AG_REFUSED, AG_R_HEAD_DIM, "GGML_BLOCK_ROW",
+                        "head_dim = %d: a %s cache holds rows of whole %d-element blocks",
+                        (int)in->head_dim, ag_dtype_name(in->kv_dtype),
+                        ag_dtype_block(in->kv_dtype));
     ag_status st = check_heads(in, msg);
     if (st != AG_OK) return st;
     g->hq = in->num_layers > 0 ? in->layers[0].num_heads : in->model_num_heads;

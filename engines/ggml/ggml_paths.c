@@ -137,7 +137,10 @@ void ggp_op_branches(const ggp_op *o, int *on) {
 int ggp_paths(const gg_plan *P, const char **names, int cap) {
     if (!P) return ag_path_names(ggp_names, NULL, GGP_COUNT, names, cap);
     const gg_group *g = P->g;
-    static const int type_of[] = {[AG_F32] = GGP_F32, [AG_F16] = GGP_F16, [AG_BF16] = GGP_BF16};
+    static const int type_of[AG_DTYPE_COUNT] = {
+        [AG_F32] = GGP_F32,    [AG_F16] = GGP_F16,    [AG_BF16] = GGP_BF16,
+        [AG_Q8_0] = GGP_OTHER, [AG_Q4_0] = GGP_OTHER, [AG_Q4_1] = GGP_OTHER,
+        [AG_Q5_0] = GGP_OTHER, [AG_Q5_1] = GGP_OTHER, [AG_IQ4_NL] = GGP_OTHER};
     int on[GGP_COUNT] = {0};
     on[g->layout == AGG_LAYOUT_STREAMS && !P->fell_back ? P_STREAMS : P_UNIFIED] = 1;
     /* every op of the plan: one per segment and layer */

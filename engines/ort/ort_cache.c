@@ -72,8 +72,8 @@ size_t og_dtype_size(ag_dtype d) {
 }
 
 const char *og_dtype_name(ag_dtype d) {
-    static const char *const n[AG_DTYPE_COUNT] = {"f32", "bf16", "f16", "fp8e4m3", "fp8e5m2"};
-    return (unsigned)d < AG_DTYPE_COUNT ? n[d] : "?";
+    const char *n = ag_dtype_name(d);
+    return n ? n : "?";
 }
 
 /* ---- element conversions ---- */

@@ -167,6 +167,10 @@ static ag_status check_dtypes(const ag_group *in, int unsupported, ag_msg *msg) 
             return orta_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "ORT_DTYPE",
                              "%s %s: ORT's CPU attention has no fp8 tensors", what[i],
                              og_dtype_name(d[i]));
+        if (unsupported && ag_dtype_block(d[i]) > 1)
+            return orta_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "ORT_DTYPE",
+                             "%s %s: ORT's CPU attention has no quantized (block) tensors; "
+                             "its KV cache is f32 or f16", what[i], og_dtype_name(d[i]));
     }
     return AG_OK;
 }
