@@ -92,6 +92,13 @@ static void seed_rows(const engine_host *E) {
     }
     for (int i = 0; E && i < E->n_variants; i++)
         add("variant", E->variants[i].options[0] ? E->variants[i].options : "default", 0);
+    /* the block (quantized) caches the engine declares: rows it must reach */
+    for (int t = AG_Q8_0; E && t < AG_DTYPE_COUNT; t++)
+        if (E->caps.kv_dtypes & AG_DTYPE_BIT(t)) {
+            char v[32];
+            snprintf(v, sizeof v, "kv=%s", ag_dtype_name((ag_dtype)t));
+            add("dtype", v, 0);
+        }
     if (E && (E->caps.flags & AG_CAP_SPLIT_KV)) hit_by("split/planned", 0);
     /* the code paths the engine can take here, by its own names */
     const char *names[128];
