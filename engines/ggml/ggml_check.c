@@ -143,8 +143,9 @@ ag_status ggc_group(const ag_group *in, gg_group *g, ag_msg *msg) {
                         (int)in->kv_dtype, (int)in->out_dtype);
     if (in->q_dtype != AG_F32 || in->out_dtype != AG_F32)
         return agg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "GGML_DTYPE",
-                        "q_dtype %d, out_dtype %d: ggml's CPU flash attention reads q and writes "
-                        "out as f32 (AG_F32) only", (int)in->q_dtype, (int)in->out_dtype);
+                        "q_dtype %s, out_dtype %s: ggml's CPU flash attention reads q and writes "
+                        "out as f32 (AG_F32) only", ag_dtype_name(in->q_dtype),
+                        ag_dtype_name(in->out_dtype));
     if (in->kv_dtype == AG_FP8_E4M3 || in->kv_dtype == AG_FP8_E5M2)
         return agg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "GGML_DTYPE",
                         "kv_dtype %s: ggml has no fp8 type; the adapter maps f32, f16, bf16 "
