@@ -5,8 +5,10 @@
  * (ref_load) of hand-made block bytes against values worked out here from
  * the layouts engine.h states, the value generator's quantizer against the
  * values it quantized (within its rounding), the case text and byte forms
- * of every block dtype, and the validity model's head_dim defect for rows
- * that are not whole blocks.
+ * of every block dtype, the validity model's head_dim defect for rows
+ * that are not whole blocks, and the error model of a q_dot of q8_0: an
+ * engine that rounds q to q8_0 (as ggml does) lies inside the intervals
+ * of that model and outside those of an fp32 engine.
  */
 #include <criterion/criterion.h>
 
@@ -14,6 +16,7 @@
 #include "../../harness/case/case_bytes.h"
 #include "../../harness/case/validity.h"
 #include "../../harness/case/values.h"
+#include "../../harness/judge/compare.h"
 #include "../../harness/judge/ref.h"
 
 #include <math.h>
@@ -227,4 +230,72 @@ Test(block_types, head_dim_defect) {
     c.head_dim = 80;
     validity_defects(&c, NULL, &d);
     cr_assert_eq(d.n, 0, "f16 rows of 80 are fine");
+}
+
+/* ------------------------------------------------- the q8_0 q_dot model */
+
+/* q rounded to q8_0 as an engine does it, per block of 32: d = amax / 127
+ * as f16 (the harness's f16 rounding, read back by the reference), n =
+ * round(x / d). */
+static void q8_round(const float *q, float *out, int n) {
+    for (int b = 0; b < n / 32; b++) {
+        float amax = 0;
+        for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(q[b * 32 + j]));
+        uint16_t h;
+        values_store(&h, 0, AG_F16, amax / 127.0);
+        const double d = ref_load(&h, 0, AG_F16);
+        for (int j = 0; j < 32; j++)
+            out[b * 32 + j] = d > 0 ? (float)(d * nearbyint(q[b * 32 + j] * 127.0 / amax)) : 0.0f;
+    }
+}
+
+Test(block_types, q8_0_q_dot_model) {
+    enum { D = 64, SEQ = 40, BS = 8, NBLK = 5, H = 2 };
+    const case_values u = {CASE_DIST_UNIFORM, 2.0f};
+    float q[H * D], qq[H * D];
+    values_fill(q, H * D, D, AG_F32, &u, 7);
+    q8_round(q, qq, H * D);
+    size_t kb;
+    cr_assert_eq(ag_dtype_bytes(AG_Q8_0, (size_t)NBLK * BS * D, &kb), 0);
+    uint8_t *k = malloc(kb), *v = malloc(kb);
+    values_fill(k, (size_t)NBLK * BS * D, D, AG_Q8_0, &u, 8);
+    values_fill(v, (size_t)NBLK * BS * D, D, AG_Q8_0, &u, 9);
+    int32_t qsl[2] = {0, 1}, seq[1] = {SEQ}, bt[NBLK] = {4, 0, 3, 1, 2};
+    uint8_t causal[1] = {1};
+    ref_input in;
+    memset(&in, 0, sizeof in);
+    in.num_reqs = 1, in.query_start_loc = qsl, in.seq_lens = seq, in.causal = causal;
+    in.block_table = bt, in.block_table_stride = NBLK, in.num_blocks = NBLK;
+    in.num_heads = H, in.num_kv_heads = 1, in.head_dim = D, in.block_size = BS;
+    in.window_left = in.window_right = -1;
+    in.q = q, in.q_dtype = AG_F32, in.k_rows = k, in.v_rows = v, in.kv_dtype = AG_Q8_0;
+    in.k_scale = in.v_scale = 1;
+    /* the "engine": exact attention over the q it rounded */
+    double got[H * D], out[H * D], lo[H * D], hi[H * D];
+    ref_input eng = in;
+    eng.q = qq;
+    cr_assert_eq(ref_attention(&eng, got), 0);
+    const ag_precision q8 = {AG_Q8_0, AG_F32, AG_F32, 1}, f32 = {AG_F32, AG_F32, AG_F32, 1};
+    cr_assert_eq(ref_attention_range(&in, cmp_error_model(q8, AG_F32, AG_Q8_0, D), out, lo, hi), 0);
+    int moved = 0;
+    for (int i = 0; i < H * D; i++) {
+        cr_assert(got[i] >= lo[i] && got[i] <= hi[i],
+                  "element %d: %.9g outside the q8_0 model's [%.9g, %.9g]", i, got[i], lo[i],
+                  hi[i]);
+        moved |= got[i] != out[i];
+    }
+    cr_assert(moved, "rounding q to q8_0 changed nothing: the test would prove nothing");
+    cr_assert_eq(ref_attention_range(&in, cmp_error_model(f32, AG_F32, AG_Q8_0, D), out, lo, hi),
+                 0);
+    int outside = 0;
+    for (int i = 0; i < H * D; i++) outside += got[i] < lo[i] || got[i] > hi[i];
+    cr_assert_gt(outside, H * D / 4, "an fp32 engine's bound holds q8_0's rounding too (%d)",
+                 outside);
+    /* the declared range: d overflows f16 past 65504 * 127 */
+    const ref_model m = cmp_error_model(q8, AG_F32, AG_Q8_0, D);
+    cr_assert(m.qmax == 65504.0 * 127.0 && m.q_unscaled && m.qblock > 1.0 / 254.0);
+    const ref_model m1 = cmp_error_model(q8, AG_F32, AG_Q4_1, D);
+    cr_assert(m1.rel > m.rel && m1.qmax < m.qmax, "an _1 cache's block-sum term");
+    free(k);
+    free(v);
 }
