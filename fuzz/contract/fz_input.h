@@ -2,10 +2,9 @@
  * fz_input.h — owns how a contract fuzz target reads its input: the bytes
  * libFuzzer hands over, taken one at a time, and the xorshift stream the
  * operands' values are drawn from (seeded by bytes of the same input).
- * Shared by fuzz_ggml_contract and fuzz_ort_contract; header-only (static
- * inline): the readers run once per decoded field and the generator once
- * per element filled, so a call across files would cost more than the
- * work.
+ * Shared by fuzz_ggml_contract and fuzz_ort_contract.  The generator is
+ * static inline (it runs once per element filled: a call across files
+ * would cost more than the work); the byte reader is fz_input.c's.
  */
 #ifndef ATTNGUARD_FZ_INPUT_H
 #define ATTNGUARD_FZ_INPUT_H
@@ -20,8 +19,12 @@ typedef struct fz_rd {
 } fz_rd;
 
 /* The next byte; 0 once the input is used up (a short input is the same
- * as one padded with zeros, so every prefix decodes to a whole case). */
-static inline unsigned fz_u8(fz_rd *r) { return r->n ? (r->n--, *r->p++) : 0; }
+ * as one padded with zeros, so every prefix decodes to a whole case).
+ * Out of line (fz_input.c), as the targets' own readers were: inlined,
+ * its "input used up?" branch becomes one coverage edge per field read,
+ * and libFuzzer keeps an input for every length that ends at a new field
+ * (a third more corpus, no new behaviour of the engine). */
+unsigned fz_u8(fz_rd *r);
 
 /* An entry of the static table tab, chosen by the next byte. */
 #define FZ_PICK(r, tab) (tab)[fz_u8(r) % (sizeof(tab) / sizeof((tab)[0]))]
