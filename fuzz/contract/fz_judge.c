@@ -3,6 +3,8 @@
  */
 #include "fz_judge.h"
 
+#include "../../harness/judge/reach.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,7 +65,14 @@ int fz_range_of(fz_range *R, const ref_input *in, ref_model md, size_t n, findin
     R->hi = malloc(n * sizeof(double) + 8);
     if (!R->val || !R->lo || !R->hi) abort();
     oracle_clean(f);
-    if (ref_attention_range(in, md, R->val, R->lo, R->hi) == 0) return 0;
+    /* what the reference leaves open counts in the target's unjudged
+     * share (the fuzz summary), by reason */
+    ref_unjudged why;
+    memset(&why, 0, sizeof why);
+    if (ref_attention_range_why(in, md, R->val, R->lo, R->hi, &why) == 0) {
+        reach_judged(n, &why);
+        return 0;
+    }
     oracle_found(f, ORACLE_BAD_INPUT, "the reference refused an input the contract fuzzer "
                  "calls judgeable (harness bug)");
     return -1;
