@@ -32,12 +32,13 @@ ENGINE ?=
 # session's main subject, so it gets half of all core-seconds (a weight
 # equal to the other targets' together: one whole lane of two, half of the
 # one lane of FUZZ_JOBS=1), and other engines' contract targets, which do
-# not drive it, stay out.
+# not drive it, stay out.  Alone (FUZZ_TARGETS=fuzz_<e>_contract) it
+# weighs 1, not the others' sum of 0.
 FZ_CONTRACT := $(filter fuzz_$(ENGINE)_contract,$(FUZZ_ALL))
 FUZZ_TARGETS ?= $(if $(ENGINE),$(filter-out $(filter-out $(FZ_CONTRACT),$(filter fuzz_%_contract,$(FUZZ_ALL))),$(FUZZ_ALL)),$(FUZZ_ALL))
 FZ_OTHERS = $(filter-out $(FZ_CONTRACT),$(FUZZ_TARGETS))
 FUZZ_WEIGHTS ?= fuzz_attention=2$(if $(filter $(FZ_CONTRACT),$(FUZZ_TARGETS)), \
-    $(FZ_CONTRACT)=$(words $(FZ_OTHERS) $(filter fuzz_attention,$(FZ_OTHERS))))
+    $(FZ_CONTRACT)=$(if $(FZ_OTHERS),$(words $(FZ_OTHERS) $(filter fuzz_attention,$(FZ_OTHERS))),1))
 
 # A mutant's or another engine's session never mixes with the normal one
 # (make report reads build/fuzz-session/summary.json as the normal build's).

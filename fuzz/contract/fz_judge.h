@@ -60,9 +60,9 @@ typedef struct fz_range {
 /* Computes R for in under md (aborts when out of memory), and adds the
  * elements it leaves open to the target's unjudged share (reach_judged).
  * Returns 0, or -1 when the reference refused the input; f then holds the
- * bad-input
- * finding that says so (the target's judge called the input judgeable:
- * a harness bug), for the caller to fire after describing the case. */
+ * bad-input finding that says so (the target's judge called the input
+ * judgeable: a harness bug), for the caller to fire after describing the
+ * case. */
 int fz_range_of(fz_range *R, const ref_input *in, ref_model md, size_t n, finding *f);
 
 void fz_range_free(fz_range *R);
