@@ -92,16 +92,20 @@ int32_t attn__request_pieces(const attn_builder *b, const attn_batch *bt,
  * where one head at a time strides over the others' pieces, and the
  * longer contiguous reads stream faster (docs/perf-notes.md, "Decode
  * runs").  So: the longest run (a divisor of Hkv, so runs tile the heads)
- * that still leaves 2 units per thread to balance; 1 when the kernel
- * table has no tile_heads or no item has a single token.  singles: the
- * unsplit single-token (request, token) pairs; others: the remaining
- * items. */
-static int32_t head_run(const attn_builder *b, size_t singles, size_t others) {
+ * that still leaves 2 units per thread to balance, or, when every unit
+ * costs the same (uniform: single-token items only, each with the same key
+ * range), a whole number of units per thread; 1 when the kernel table has
+ * no tile_heads or no item has a single token.  singles: the unsplit
+ * single-token (request, token) pairs; others: the remaining items. */
+static int32_t head_run(const attn_builder *b, size_t singles, size_t others, bool uniform) {
     if (!b->kern->tile_heads[b->kv_dtype] || singles == 0) return 1;
     const int32_t hkv = b->num_kv_heads;
-    for (int32_t r = min32(hkv, ATTN__HEAD_RUN_MAX); r > 1; r--)
-        if (hkv % r == 0 && singles * (size_t)(hkv / r) + others >= 2 * (size_t)b->num_threads)
-            return r;
+    const size_t T = (size_t)b->num_threads;
+    for (int32_t r = min32(hkv, ATTN__HEAD_RUN_MAX); r > 1; r--) {
+        if (hkv % r != 0) continue;
+        const size_t units = singles * (size_t)(hkv / r) + others;
+        if (units >= 2 * T || (uniform && others == 0 && units >= T && units % T == 0)) return r;
+    }
     return 1;
 }
 
@@ -161,6 +165,8 @@ attn_status attn__plan_size(const attn_builder *b, const attn_batch *bt, const a
     bool ov = false;
     size_t singles = 0, red_bytes = 0, x;
     int32_t max_tokens = 1;
+    int64_t single_keys = -1; /* the key count of the single-token items, while all agree */
+    bool uniform = true;
     for (int32_t r = 0; r < bt->num_reqs; r++) {
         const int32_t q_len = bt->query_start_loc[r + 1] - bt->query_start_loc[r];
         const int32_t S = attn__request_pieces(b, bt, o, s.total_cost, r);
@@ -176,9 +182,16 @@ attn_status attn__plan_size(const attn_builder *b, const attn_batch *bt, const a
             /* unsplit single-token tiles: all of them when q_tile is 1,
              * else the last one when it holds one token */
             singles += s.q_tile == 1 ? (size_t)q_len : (size_t)((q_len - 1) % s.q_tile == 0);
+            /* a unit's cost is its key range: the same for all only if each
+             * request has one token and the same range */
+            int32_t lo, hi;
+            attn__kv_range(bt->seq_lens[r], q_len, 0, q_len, attn__req_causal(bt, r), &b->win,
+                           &lo, &hi);
+            if (q_len != 1 || (single_keys >= 0 && single_keys != (int64_t)hi - lo)) uniform = false;
+            single_keys = (int64_t)hi - lo;
         }
     }
-    s.head_run = head_run(b, singles, s.num_items - singles * (size_t)Hkv);
+    s.head_run = head_run(b, singles, s.num_items - singles * (size_t)Hkv, uniform);
     s.row_groups = max32(max_tokens, s.head_run);
     /* the scratchpad: every region aligned, a redzone after each but the last */
     ov |= attn__owner_bytes(ATTN_OWNER_THREAD, b->group_size, b->head_dim, s.row_groups,

@@ -650,28 +650,37 @@ Test(plan, fixed_split_counts_exact) {
         }
 }
 
-/* The head-run policy (plan.c, head_run): the longest divisor of Hkv that
- * leaves 2 units per thread, only on a table with tile_heads (the
- * AVX-512 ones); the portable table runs every item alone. */
+/* The head-run policy (plan_size.c, head_run): the longest divisor of Hkv
+ * that leaves 2 units per thread, or, when every unit costs the same (one
+ * token per request, the same key range: `same`), a whole number of units
+ * per thread; only on a table with tile_heads (avx2, the AVX-512 ones, and
+ * their emulated twins: the policy is the plan's, not the CPU's, so every
+ * table the build has checks it); the portable table runs every item
+ * alone. */
 Test(plan, decode_head_runs) {
-    static const struct { const char *isa; int32_t reqs, threads, want; } cases[] = {
-        {"avx512", 8, 2, 8}, {"avx512", 2, 2, 4}, {"avx512", 1, 2, 2}, {"avx512", 1, 1, 4},
-        {"ref", 8, 2, 1},
+    static const struct { int32_t reqs, threads, same, want; } cases[] = {
+        {8, 2, 0, 8}, {2, 2, 0, 4}, {1, 2, 1, 4}, {1, 1, 1, 8}, {2, 2, 1, 8},
+        {3, 2, 1, 4}, {3, 2, 0, 4}, {1, 2, 0, 4},
     };
+    static const char *isas[] = {"avx2", "avx512", "avx512bf16", "avx512@emu", "avx512bf16@emu", "ref"};
+    const char *avail[16];
+    const int na = attn_isa_available(avail, 16);
+    int tried = 0;
+    for (size_t ii = 0; ii < sizeof isas / sizeof *isas; ii++)
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-        const char *avail[8];
-        const int na = attn_isa_available(avail, 8);
         int have = 0;
-        for (int i = 0; i < na; i++) have |= !strcmp(avail[i], cases[c].isa);
+        for (int i = 0; i < na; i++) have |= !strcmp(avail[i], isas[ii]);
         if (!have) continue;
+        tried += strcmp(isas[ii], "ref") != 0;
+        const int32_t want = strcmp(isas[ii], "ref") ? cases[c].want : 1;
         attn_layer_desc l[1] = {tu_layer(32, -1)};
         attn_group_desc g = tu_group(l, 1, 8, 128, 16, cases[c].threads);
-        g.isa = cases[c].isa;
+        g.isa = isas[ii];
         attn_error err;
         attn_builder *b = NULL;
         cr_assert_eq(attn_builder_create(&g, &b, &err), ATTN_OK, "%s", err.message);
         int32_t ql[8], kl[8];
-        for (int r = 0; r < 8; r++) ql[r] = 1, kl[r] = 1000 + 37 * r;
+        for (int r = 0; r < 8; r++) ql[r] = 1, kl[r] = cases[c].same ? 1000 : 1000 + 37 * r;
         tu_batch tb;
         cr_assert_eq(tu_batch_init(&tb, cases[c].reqs, ql, kl, 16, 1, 0), 0);
         attn_plan_opts o = {ATTN_SPLIT_OFF, 0, 0};
@@ -679,12 +688,15 @@ Test(plan, decode_head_runs) {
         cr_assert_eq(attn_builder_build(b, &tb.b, &o, &p, &err), ATTN_OK, "%s", err.message);
         attn_plan_info info;
         cr_assert_eq(attn_plan_get_info(p, &info, &err), ATTN_OK);
-        cr_assert_eq(info.head_run, cases[c].want, "%s, %d requests, %d threads: head_run %d, want %d",
-                     cases[c].isa, cases[c].reqs, cases[c].threads, info.head_run, cases[c].want);
+        cr_assert_eq(info.head_run, want,
+                     "%s, %d requests (%s lengths), %d threads: head_run %d, want %d", isas[ii],
+                     cases[c].reqs, cases[c].same ? "equal" : "unequal", cases[c].threads,
+                     info.head_run, want);
         attn_plan_destroy(p);
         attn_builder_destroy(b);
         tu_batch_free(&tb);
     }
+    cr_assert(tried > 0, "no table with decode runs in this build");
 }
 
 /* Items of a request with several multi-token tiles come head-major (each
