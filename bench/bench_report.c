@@ -5,6 +5,7 @@
  * "results" stay flat objects: reports/render.py tabulates them).
  */
 #include "bench_report.h"
+#include "util.h"
 
 #include <string.h>
 
@@ -97,6 +98,9 @@ void bench_write_md(FILE *f, const bench_limits *L, const char *tune, const char
                "before and after the row (the better of the two; cold decode and prefill "
                "rows): in a VM the host's other load does not show in the cpu share.\n\n",
             engine);
+    char cpu[256];
+    bench_cpu_desc(cpu, sizeof cpu);
+    fprintf(f, "Machine: %s.\n\n", cpu);
     fprintf(f, "## Machine limits (measured in the same run, %s loops)\n\n| limit | 1 thread | "
                "2 threads |\n|---|---:|---:|\n", L->isa);
     fprintf(f, "| fp32 FMA peak, %d-lane FMA chains (GFLOP/s) | %.1f (%.1f) | %.1f (%.1f) |\n",

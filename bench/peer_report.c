@@ -5,6 +5,7 @@
  * round's time).  Ratios are engine 0's time over the best peer's only.
  */
 #include "peer_report.h"
+#include "util.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -29,7 +30,7 @@ static void md_head(FILE *m, const peer_run *run) {
                "%s in its default variant against each peer at its best: every configuration "
                "a peer offers on this machine (its layout, precision and tuning variants, each "
                "with its default kernels and the next ones in its own order: "
-               "BENCH_PEER_KERNELS, 2 by default) and PyTorch in each formulation of "
+               "BENCH_PEER_KERNELS, 2 by default, or named) and PyTorch in each formulation of "
                "bench/peer_forms.py, all timed in one run, round by round in turn (every "
                "configuration once per round, PyTorch last; cold rows rotate through >= 1.5 "
                "GiB of KV), median over the rounds.\n\nA configuration is *correct* when its "
@@ -46,6 +47,9 @@ static void md_head(FILE *m, const peer_run *run) {
                "not are marked (q/out f32): a peer given takes no other; PyTorch computes in "
                "the KV dtype.\n\nConfigurations tried:\n\n",
             us, us, us, us);
+    char cpu[256];
+    bench_cpu_desc(cpu, sizeof cpu);
+    fprintf(m, "Machine: %s.\n\n", cpu);
     for (int e = 0; e < run->neng; e++) {
         const peer_engine *pe = &run->eng[e];
         fprintf(m, "- %s (%s):", pe->name, pe->summary);

@@ -59,22 +59,39 @@ static void merge_words(const char *base, const char *over, char *out, size_t ca
         }
 }
 
-/* The configurations of engine h (BENCH_PEER_KERNELS: how many kernel
- * choices, the default's and the next ones in the engine's order, 2 by
- * default, "all"): every layout, precision and tuning variant with each
- * kernel choice.  The judged engine runs its default only. */
+/* Whether kernel choice `opt` ("cpu=haswell") is one of the comma list
+ * `names`. */
+static int named_kernel(const char *names, const char *opt) {
+    const size_t n = strlen(opt);
+    for (const char *w = names; *w;) {
+        const size_t len = strcspn(w, ",");
+        if (len == n && !strncmp(w, opt, n)) return 1;
+        w += len + (w[len] == ',');
+    }
+    return 0;
+}
+
+/* The configurations of engine h: every layout, precision and tuning
+ * variant with each kernel choice.  BENCH_PEER_KERNELS says which kernel
+ * choices: a count (the default's and the next ones in the engine's
+ * order, 2 by default), "all", or a comma list of choices by name
+ * ("cpu=haswell,cpu=alderlake": the default's and those, so an ISA the
+ * CPU would not pick first can be timed beside it).  The judged engine
+ * runs its default only. */
 static void engine_configs(peer_run *run, const engine_host *h, int judged) {
     peer_engine *pe = &run->eng[run->neng];
     pe->first = run->ncfg;
     const char *env = getenv("BENCH_PEER_KERNELS");
-    const int nk = !env ? 2 : !strcmp(env, "all") ? ENGINE_HOST_MAX_VARIANTS : atoi(env);
+    const int by_name = env && strchr(env, '=') != NULL;
+    const int nk = !env ? 2 : by_name || !strcmp(env, "all") ? ENGINE_HOST_MAX_VARIANTS : atoi(env);
     const ag_variant *v = h->variants;
     const char *kern[ENGINE_HOST_MAX_VARIANTS] = {NULL};   /* NULL: the default's */
     int nkern = 1;
     for (int i = 1; i < h->n_variants && nkern < nk && !judged; i++)
         /* an emulated table ("isa=avx512@emu") is a correctness twin,
          * many times slower than any real path: never timed */
-        if (v[i].kind == AG_VARIANT_KERNELS && !strstr(v[i].options, "@emu"))
+        if (v[i].kind == AG_VARIANT_KERNELS && !strstr(v[i].options, "@emu") &&
+            (!by_name || named_kernel(env, v[i].options)))
             kern[nkern++] = v[i].options;
     for (int b = 0; b < h->n_variants && run->ncfg < ROW_MAX_CONFIGS; b++) {
         if (b > 0 && (judged || v[b].kind == AG_VARIANT_KERNELS)) continue;

@@ -70,3 +70,38 @@ void bench_thp_status(char *mode, size_t cap, long *anon_huge_mib) {
         fclose(f);
     }
 }
+
+void bench_cpu_desc(char *out, size_t cap) {
+    char model[128] = "unknown CPU", line[4096];
+    int family = -1, cpus = 0;
+    static const struct { const char *flag, *name; } ext[] = {
+        {"avx512f", "F"}, {"avx512bw", "BW"}, {"avx512vl", "VL"}, {"avx512_bf16", "BF16"},
+        {"avx512_vnni", "VNNI"}, {"avx512_fp16", "FP16"}};
+    int has[sizeof ext / sizeof *ext] = {0}, avx2 = 0;
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    while (f && fgets(line, sizeof line, f)) {
+        char *v = strchr(line, ':');
+        if (!v) continue;
+        v += 1 + (v[1] == ' ');
+        v[strcspn(v, "\n")] = 0;
+        if (!strncmp(line, "processor", 9)) cpus++;
+        else if (!strncmp(line, "model name", 10) && cpus == 1) snprintf(model, sizeof model, "%s", v);
+        else if (!strncmp(line, "cpu family", 10) && cpus == 1) family = atoi(v);
+        else if (!strncmp(line, "flags", 5) && cpus == 1) {
+            for (char *w = strtok(v, " "); w; w = strtok(NULL, " ")) {
+                avx2 |= !strcmp(w, "avx2");
+                for (size_t i = 0; i < sizeof ext / sizeof *ext; i++) has[i] |= !strcmp(w, ext[i].flag);
+            }
+        }
+    }
+    if (f) fclose(f);
+    size_t n = (size_t)snprintf(out, cap, "%s, family %d, %d CPUs, ", model, family, cpus);
+    if (n >= cap) return;
+    if (!has[0]) {
+        snprintf(out + n, cap - n, "%s, no AVX-512", avx2 ? "AVX2" : "no AVX2");
+        return;
+    }
+    n += (size_t)snprintf(out + n, cap - n, "AVX-512");
+    for (size_t i = 0; i < sizeof ext / sizeof *ext && n < cap; i++)
+        if (has[i]) n += (size_t)snprintf(out + n, cap - n, "%s%s", i ? "/" : " ", ext[i].name);
+}

@@ -28,4 +28,10 @@ void bench_big_free(void *p, size_t bytes);
  * silently stays on 4 KiB pages, so the reports say which it was. */
 void bench_thp_status(char *mode, size_t cap, long *anon_huge_mib);
 
+/* The CPU this ran on, for the reports ("AMD EPYC, family 26, 2 CPUs,
+ * AVX-512 F/BW/VL/BF16/VNNI"): /proc/cpuinfo's model name, family and
+ * AVX-512 flags, so every figure is read beside the machine it came
+ * from (the project's VMs come from a mixed pool). */
+void bench_cpu_desc(char *out, size_t cap);
+
 #endif /* AG_BENCH_UTIL_H */

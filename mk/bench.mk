@@ -9,7 +9,8 @@
 #                     its default variant against every other in each configuration
 #                     it offers here (layouts, precisions, tunings, each with the
 #                     default kernels and the next BENCH_PEER_KERNELS - 1: 2 by
-#                     default, "all") and PyTorch in each formulation of
+#                     default, "all", or by name: "cpu=haswell,cpu=alderlake"
+#                     adds those to the default's) and PyTorch in each formulation of
 #                     bench/peer_forms.py (BENCH_TORCH=0 leaves it out), on the same
 #                     rows, interleaved round by round in one run, each output
 #                     checked against the fp64 reference; per row each peer's fastest
