@@ -10,11 +10,12 @@
 #include "kernels_decl.h"
 #include "cpu.h"
 
-/* rows_target 48: eight of the flash tile's 6-row blocks, so that the
- * K transpose of a chunk is shared by enough rows; tuned on an Intel host
- * with the avx2 table forced (docs/perf-notes.md, "The AVX2 table made
- * first-class"), not on an AVX2-only CPU. */
-#define AVX2_ROWS_TARGET 48
+/* rows_target 192: 32 of the flash tile's 6-row blocks.  Each chunk's K
+ * transpose (and, for 16-bit and fp8 caches, its V widening) is paid once
+ * per item, so the more rows share it the less it weighs; past 192 the
+ * gain is within the machine's noise while fewer, larger items balance
+ * worse on short prompts (docs/perf-notes.md, "Larger prefill items"). */
+#define AVX2_ROWS_TARGET 192
 
 /* Every feature the avx2 -m flags (mk/isa.mk) let the compiler use. */
 int attn__cpu_avx2(void) {
