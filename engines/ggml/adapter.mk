@@ -63,7 +63,7 @@ engines-src:   # ggml's sources too, in build/engines/ggml/src (reading and tria
 # no longer reproduces, so an upstream fix shows.  GGML_REPRO_CPU picks the
 # CPU variant linked (x64 runs on any x86-64).
 GGML_REPRO_CPU ?= x64
-GGML_REPRO_CASES ?= 001 002:a 002:b 003:a 003:b 004 005
+GGML_REPRO_CASES ?= 001 002:a 002:b 003:a 003:b 004 005 006
 .PHONY: ggml-repro
 ENGINES_REPRO += ggml-repro
 ggml-repro: $(ggml_READY)
