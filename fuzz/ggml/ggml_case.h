@@ -53,4 +53,8 @@ void ggc_describe(const fcase *c);
  * FUZZ_GGML_SKIP=<condition>,... replaces the list (empty: run all). */
 int ggc_skipped(const fcase *c);
 
+/* Whether the class `name` is on that list (FUZZ_GGML_SKIP, else the
+ * classes written up in reports/findings). */
+int ggc_triaged(const char *name);
+
 #endif

@@ -169,3 +169,14 @@ void ggc_op_branches(const fcase *c, int threads, int *on) {
                       threads, ggp_simd_width(ggc_lib->var[c->variant].name)};
     ggp_op_branches(&o, on);
 }
+
+const char *ggc_known_wrong(const fcase *c) {
+    int on[GGP_COUNT] = {0};
+    ggc_op_branches(c, 1, on);   /* the tiled choice does not depend on the threads */
+    /* reports/findings/ggml-006: the last KV tile's padding (-inf) goes
+     * through the soft cap and comes out as -softcap, a weight */
+    if (on[P_TILED] && on[P_TILE_KV_SHORT] && on[P_CAP_TILED] &&
+        ggc_triaged("softcap-tiled-kv-short"))
+        return "ggml-006";
+    return NULL;
+}

@@ -25,4 +25,9 @@ void ggc_refused_inside(const fcase *c, enum ggml_status st, int inside, const c
  * target's own calling form). */
 void ggc_op_branches(const fcase *c, int threads, int *on);
 
+/* The finding (reports/findings, "ggml-006") whose wrong result c's op
+ * would repeat, when its class is triaged (ggc_triaged); else NULL.  Such
+ * an input still runs under the guards; its output is not judged. */
+const char *ggc_known_wrong(const fcase *c);
+
 #endif
