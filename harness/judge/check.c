@@ -671,13 +671,18 @@ static oracle_id check_runs(const problem *p, const engine_host *E, unsigned wha
                         c->options[0] ? c->options : NULL, "case config", 0};
         res = run_config(&x, &base, f);
     } else {
+        /* The seed's variant first; one that lacks what the case needs
+         * (a kernel table without the case's dtype, a layout without its
+         * block size) hands the primary run to the next, so a case is
+         * skipped only when no variant takes it. */
         const int n = E->n_variants;
         const int k = (what & CHECK_EVERY_VARIANT) ? n : 1;
         const int first = (int)(c->seed % (uint64_t)n);
-        primary = first;
-        for (int j = 0; j < k && !res; j++) {
+        int ran = 0;
+        char why[sizeof f->skipped] = "";
+        for (int j = 0; j < n && !res && (j < k || !ran); j++) {
             const int i = (first + j) % n;
-            const int32_t threads = j == 0 ? c->threads : 1;
+            const int32_t threads = ran ? 1 : c->threads;
             /* the default variant runs with no options, as production does */
             const char *opt = i == 0 ? NULL : E->variants[i].options;
             char desc[96];
@@ -685,7 +690,15 @@ static oracle_id check_runs(const problem *p, const engine_host *E, unsigned wha
                      opt ? opt : "default variant", threads != c->threads ? ", 1 thread" : "");
             run_cfg v = {threads, i, own, 0, ROLE_PRIMARY, 0xFF, opt, desc, 0};
             res = run_config(&x, &v, f);
+            if (!res && f->skipped[0]) {
+                if (!why[0]) snprintf(why, sizeof why, "%s", f->skipped);
+                f->skipped[0] = '\0';
+                continue;
+            }
+            if (!ran) primary = i;
+            ran = 1;
         }
+        if (!res && !ran) snprintf(f->skipped, sizeof f->skipped, "%s", why);
     }
     if (res || f->skipped[0] || !(what & CHECK_INVARIANCE)) goto done;
     if ((res = check_twins(&x, what, primary, f))) goto done;
@@ -765,9 +778,11 @@ static void group_window(const problem *p, int32_t *left, int32_t *right) {
 
 /* The largest |logit| (scale * <q, k>, or <q, k> itself when the scale is
  * below 1 or a soft cap bounds the scaled one) any layer of a materialized
- * problem could form, as an upper bound: scale * D * max|q| * max|k|.  Used against an engine's declared
- * max_abs_logit only, so a bound, not the exact maximum, is what's needed. */
-static double max_logit_bound(const problem *p) {
+ * problem could form, as an upper bound: scale * D * max|q| * max|k|; and,
+ * for an engine that scales q first (AG_CAP_SCALE_ON_Q), scale * max|q|.
+ * Used against an engine's declared max_abs_logit only, so a bound, not the
+ * exact maximum, is what's needed. */
+static double max_logit_bound(const problem *p, int scale_on_q) {
     const case_spec *c = &p->c;
     const ag_dtype kd = c->kv_dtype;
     double kmax = 0;
@@ -788,9 +803,12 @@ static double max_logit_bound(const problem *p) {
         if (kd == AG_FP8_E4M3 || kd == AG_FP8_E5M2) scale *= fabs((double)L->k_scale);
         /* A soft cap saturates an infinite scaled logit to +-cap (tanh), so
          * there only <q, k> itself must stay finite. */
+        /* an engine that scales q first holds scale * q before any cap */
+        const double scaled_q = scale_on_q ? qmax * scale : 0;
         if (L->softcap > 0) scale = 1;
         const double b = (double)c->head_dim * qmax * kmax * (scale > 1 ? scale : 1);
         if (b > worst || b != b) worst = b;
+        if (scaled_q > worst || scaled_q != scaled_q) worst = scaled_q;
     }
     return worst;
 }
@@ -931,7 +949,9 @@ oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check
         not_run(f, "inputs not formed: %s (the harness's cap: %zu bytes)",
                 p.unmaterialized_reason ? p.unmaterialized_reason : "?", (size_t)ORACLE_MAX_BYTES);
     if ((what & (CHECK_RUN | CHECK_INVARIANCE)) && p.materialized) {
-        const double bound = E->caps.max_abs_logit > 0 ? max_logit_bound(&p) : 0;
+        const double bound = E->caps.max_abs_logit > 0
+                                 ? max_logit_bound(&p, (E->caps.flags & AG_CAP_SCALE_ON_Q) != 0)
+                                 : 0;
         if (E->caps.max_abs_logit > 0 && !(bound < (double)E->caps.max_abs_logit)) {
             /* one text per engine, so the skip summary counts them as one reason */
             char w[128];

@@ -181,11 +181,15 @@ enum {
                                         waits for every thread to be scheduled at each one,
                                         so its time grows with threads / cores; the harness
                                         bounds and budgets such runs accordingly */
-    AG_CAP_WIDE_ACC = 1u << 18       /* where P.V's sums would overflow the declared acc
+    AG_CAP_WIDE_ACC = 1u << 18,      /* where P.V's sums would overflow the declared acc
                                         type, the engine carries the row in a wider one, so
                                         its declared rounding holds there too: the harness
                                         judges those elements.  Without it they are left
                                         unjudged, counted as "declared accumulator limit" */
+    AG_CAP_SCALE_ON_Q = 1u << 19     /* the engine multiplies q by the scale before Q.K
+                                        (vLLM's VEC kernels), so with a max_abs_logit the
+                                        scaled q must stay below it too, soft cap or not: the
+                                        harness skips inputs where scale * max|q| could not */
 };
 
 typedef struct ag_caps {
