@@ -23,7 +23,7 @@ COV_TOOLS_SUFFIX ?= -14
 COV_FLAGS := -fprofile-instr-generate -fcoverage-mapping
 COV_CFLAGS := $(CSTD) -O1 -g $(WARN) -fopenmp -fno-strict-aliasing $(COV_FLAGS) \
               $(ISA_DEFINES) $(ENGINE_CFLAGS)
-COV_LDLIBS := $(COV_FLAGS) -fopenmp -lm
+COV_LDLIBS := $(COV_FLAGS) -fopenmp -lm $(ENGINE_LDFLAGS)
 COVERAGE_CORPUS ?= $(wildcard build/fuzz-session/corpus build/nightly/corpus)
 COVERAGE_TESTS ?= 1
 COVERAGE_ISAS ?= ref $(KERNEL_TABLES)

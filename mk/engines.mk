@@ -1,9 +1,10 @@
 # mk/engines.mk — the external engines the harness can guard
 # (docs/engines.md).  Each adapter folder carries an adapter.mk that
 # declares, for its name N (appended to ADAPTERS): N_SRC (its one source
-# list), N_CFLAGS, N_LDLIBS, N_READY (a file that exists once the engine is
-# fetched, with the rule that fetches it) and, if it has findings to
-# rebuild, a target appended to ENGINES_REPRO.
+# list), N_CFLAGS, N_LDLIBS, optionally N_LDFLAGS (what a binary that links
+# the adapter in needs at its link), N_READY (a file that exists once the
+# engine is fetched, with the rule that fetches it) and, if it has findings
+# to rebuild, a target appended to ENGINES_REPRO.
 #
 #   make engines         fetch every external engine (pinned, checksummed)
 #                        into build/engines/<name>/ (make deps WITH=engines)
@@ -38,7 +39,9 @@ ENGINES_READY := $(foreach a,$(ADAPTERS),$(if $(wildcard $($a_READY)),$a))
 ENGINE_SRC := $(foreach a,$(ENGINES_READY),$($a_SRC))
 ENGINE_CFLAGS := $(if $(ENGINES_READY),-Iinclude) $(foreach a,$(ENGINES_READY),$($a_CFLAGS))
 ENGINE_LDLIBS := $(sort $(foreach a,$(ENGINES_READY),$($a_LDLIBS)))
+ENGINE_LDFLAGS := $(foreach a,$(ENGINES_READY),$($a_LDFLAGS))
 CFLAGS_ALL += $(ENGINE_CFLAGS)
+LDLIBS_ALL += $(ENGINE_LDFLAGS)
 # The engines this build has, for the tools that take a list (ENGINES=).
 ENGINES_BUILTIN := $(subst $(space),$(comma),attnguard $(ENGINES_READY))
 

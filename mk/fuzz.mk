@@ -217,7 +217,7 @@ FZ_LIBS := $(FZ_B)/libfixture.a $(FZ_B)/libattnharness.a $(FZ_B)/libattn.a
 $(FUZZ_ALL:%=$(FZ_OUT)/%): $(FZ_OUT)/%: $(FZ_B)/libfixture.a $(FZ_B)/libattnharness.a \
     $(FZ_B)/libattn.a $(FZ_TGT_OBJ)
 	@mkdir -p $(@D)
-	$(call quiet,LD,$(FZ_LD) $(FZ_LDFLAGS) $(FZ_OPENMP) -o $@ $(filter %/fuzz/$*.o,$(FZ_TGT_OBJ)) $(FZ_LIBS) $(FZ_ENGINE) -lm,$@)
+	$(call quiet,LD,$(FZ_LD) $(FZ_LDFLAGS) $(FZ_OPENMP) -o $@ $(filter %/fuzz/$*.o,$(FZ_TGT_OBJ)) $(FZ_LIBS) $(FZ_ENGINE) $(ENGINE_LDFLAGS) -lm,$@)
 
 $(FZ_OUT)/%.options: fuzz/%.options
 	@mkdir -p $(@D)

