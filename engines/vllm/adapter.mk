@@ -44,3 +44,24 @@ ifneq ($(VLLM_VENV),)
 $(vllm_READY):
 	@echo "engines: VLLM_VENV=$(VLLM_VENV) has no bin/python" >&2; exit 1
 endif
+
+# ---- the reported findings, rebuilt against the installed wheel ----
+# Each reports/findings/vllm-NNN.c is a standalone program that loads torch
+# and vLLM's _C from the venv and calls vLLM's ops through torch's stable C
+# ABI (reports/findings/vllm-repro.h).  A run "reproduces" when it dies on a
+# signal or exits 1; exit 2 is "cannot run here" (no vLLM, or no AMX for the
+# AMX findings); the target fails when a finding no longer reproduces.
+VLLM_REPRO_CASES ?= 001 002 003 004 005
+.PHONY: vllm-repro
+ENGINES_REPRO += vllm-repro
+vllm-repro: $(vllm_READY)
+	@mkdir -p build/engines/repro; fail=0; for n in $(VLLM_REPRO_CASES); do \
+	    $(CC) -O1 -g -Wall -Wextra reports/findings/vllm-$$n.c -o build/engines/repro/vllm-$$n \
+	        -ldl -lm -fopenmp -rdynamic || exit 1; \
+	    (ulimit -c 0; build/engines/repro/vllm-$$n $(VLLM_VENV_DIR) \
+	        > build/engines/repro/vllm-$$n.log 2>&1; exit $$?) 2>/dev/null; rc=$$?; \
+	    if [ $$rc -gt 128 ]; then echo "vllm-$$n: reproduced (signal $$((rc - 128)))"; \
+	    elif [ $$rc -eq 1 ]; then echo "vllm-$$n: reproduced ($$(grep -v '^\[F\|^_C::\|^ ' build/engines/repro/vllm-$$n.log | tail -n 1))"; \
+	    elif [ $$rc -eq 2 ]; then echo "vllm-$$n: not run here ($$(tail -n 1 build/engines/repro/vllm-$$n.log))"; \
+	    else echo "vllm-$$n: NOT reproduced (exit $$rc: $$(tail -n 1 build/engines/repro/vllm-$$n.log))"; fail=1; fi; \
+	done; exit $$fail

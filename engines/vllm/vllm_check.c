@@ -145,7 +145,7 @@ static ag_status plan_heads(const ag_group *in, vg_group *g, ag_msg *msg) {
 }
 
 /* The largest soft cap judged: vLLM's tanh loses the logit's low bits in
- * proportion to the cap (vllm-005), within the error model up to the caps
+ * proportion to the cap (vllm-004), within the error model up to the caps
  * models use (Gemma 2: 50; Grok: 30). */
 #define VG_SOFTCAP_JUDGED 64.0f
 
@@ -182,7 +182,7 @@ static ag_status check_supported(const ag_group *in, vg_group *g, ag_msg *msg) {
         return vg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "VLLM_AMX_DTYPE",
                        "q %s on amx: vLLM's AMX tiles take bf16 (its backend picks amx for "
                        "bf16 only; with f16 or f32 the op aborts the process: "
-                       "reports/findings/vllm-001)", vg_dtype_name(in->q_dtype));
+                       "reports/findings/vllm-003)", vg_dtype_name(in->q_dtype));
     if (!head_dim_built(in->head_dim, eff))
         return vg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "VLLM_HEAD_DIM",
                        "head_dim %d: vLLM 0.32's CPU attention is built for 32, 64, 96, 128, "
@@ -205,10 +205,10 @@ static ag_status check_supported(const ag_group *in, vg_group *g, ag_msg *msg) {
                            "%s: window (%d, %d): vLLM takes one sliding window, the same on "
                            "both sides", lname(in, l, nb, sizeof nb), (int)L->window_left,
                            (int)L->window_right);
-        if (L->softcap > VG_SOFTCAP_JUDGED)
+        if (L->softcap > VG_SOFTCAP_JUDGED && !g->lib->judge_known)
             return vg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "VLLM_SOFTCAP",
                            "%s: softcap %g: vLLM's soft cap errs by about cap * 2^-24 per logit "
-                           "(reports/findings/vllm-005), so caps above %g are not judged",
+                           "(reports/findings/vllm-004), so caps above %g are declined (known=judge runs them)",
                            lname(in, l, nb, sizeof nb), (double)L->softcap,
                            (double)VG_SOFTCAP_JUDGED);
         if (L->window_left >= INT32_MAX)

@@ -53,6 +53,9 @@ typedef struct vg_lib {
     vt_api t;
     vg_build build;
     vg_heads heads;
+    int judge_known;           /* open option known=judge: inputs that meet a written-up
+                                  finding (reports/findings/vllm-*) run and are judged;
+                                  known=skip (default): they are declined, named, counted */
     int has_amx, has_avx512, has_avx512bf16;   /* what vLLM's own choice reads */
     pthread_mutex_t mu;        /* one scratchpad per process: plans and runs take turns */
 } vg_lib;
@@ -95,7 +98,8 @@ typedef struct vg_plan {
 /* Loads torch and vLLM from the first of: options "venv=<folder>",
  * $VLLM_VENV, the venv `make engines ENGINE=vllm` fills
  * (AG_VLLM_DEFAULT_VENV).  Options: build=avx512bf16|avx512|avx2 (default:
- * vLLM's own choice for this CPU), heads=group|model.  AG_UNSUPPORTED when
+ * vLLM's own choice for this CPU), heads=group|model, known=skip|judge.
+ * AG_UNSUPPORTED when
  * vLLM is not installed (msg says how) or the CPU lacks the build;
  * AG_REFUSED for an option this adapter does not know. */
 ag_status vg_load(const char *options, vg_lib **out, ag_msg *msg);

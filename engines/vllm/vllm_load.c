@@ -178,8 +178,8 @@ static ag_status take_api(vg_lib *L, ag_msg *msg) {
 static ag_status parse_options(const char *options, vg_lib *L, const char **venv_opt,
                                char *venv_buf, size_t cap, ag_msg *msg) {
     char v[64];
-    static const char *const keys[] = {"build", "heads", "venv"};
-    for (int k = 0; k < 3; k++)
+    static const char *const keys[] = {"build", "heads", "venv", "known"};
+    for (int k = 0; k < 4; k++)
         if (vg_option(options, keys[k], k == 2 ? venv_buf : v, k == 2 ? cap : sizeof v) == 2)
             return vg_fail(msg, AG_REFUSED, AG_R_OPTIONS, "VLLM_OPTIONS",
                            "engine option %s given twice", keys[k]);
@@ -188,11 +188,11 @@ static ag_status parse_options(const char *options, vg_lib *L, const char **venv
         while (*p == ' ') p++;
         const size_t len = strcspn(p, " ");
         int ok = 0;
-        for (int k = 0; k < 3 && len; k++)
+        for (int k = 0; k < 4 && len; k++)
             ok |= !strncmp(p, keys[k], strlen(keys[k])) && p[strlen(keys[k])] == '=';
         if (len && !ok)
             return vg_fail(msg, AG_REFUSED, AG_R_OPTIONS, "VLLM_OPTIONS",
-                           "engine option '%.*s': vllm takes build=, heads= and venv=",
+                           "engine option '%.*s': vllm takes build=, heads=, known= and venv=",
                            (int)(len < 64 ? len : 64), p);
         p += len;
     }
@@ -203,6 +203,13 @@ static ag_status parse_options(const char *options, vg_lib *L, const char **venv
             return vg_fail(msg, AG_REFUSED, AG_R_OPTIONS, "VLLM_OPTIONS",
                            "engine option heads=%s: vllm takes heads=group (vLLM's builder "
                            "since PR 51852) or heads=model (the builder before it)", v);
+    }
+    if (vg_option(options, "known", v, sizeof v) == 1) {
+        if (!strcmp(v, "judge")) L->judge_known = 1;
+        else if (strcmp(v, "skip") != 0)
+            return vg_fail(msg, AG_REFUSED, AG_R_OPTIONS, "VLLM_OPTIONS",
+                           "engine option known=%s: vllm takes known=skip (decline inputs "
+                           "that meet a written-up finding) or known=judge", v);
     }
     /* vLLM's own choice (its CPU platform's import_kernels). */
     L->build = L->has_avx512bf16 ? VG_BUILD_AVX512BF16
