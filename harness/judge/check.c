@@ -780,9 +780,10 @@ static void group_window(const problem *p, int32_t *left, int32_t *right) {
  * below 1 or a soft cap bounds the scaled one) any layer of a materialized
  * problem could form, as an upper bound: scale * D * max|q| * max|k|; and,
  * for an engine that scales q first (AG_CAP_SCALE_ON_Q), scale * max|q|.
- * Used against an engine's declared max_abs_logit only, so a bound, not the
+ * *softcap_ratio gets the largest bound on |s| / c of a soft-capped layer
+ * (AG_CAP_SOFTCAP_RANGE).  Used against an engine's declared max_abs_logit only, so a bound, not the
  * exact maximum, is what's needed. */
-static double max_logit_bound(const problem *p, int scale_on_q) {
+static double max_logit_bound(const problem *p, int scale_on_q, double *softcap_ratio) {
     const case_spec *c = &p->c;
     const ag_dtype kd = c->kv_dtype;
     double kmax = 0;
@@ -805,7 +806,11 @@ static double max_logit_bound(const problem *p, int scale_on_q) {
          * there only <q, k> itself must stay finite. */
         /* an engine that scales q first holds scale * q before any cap */
         const double scaled_q = scale_on_q ? qmax * scale : 0;
-        if (L->softcap > 0) scale = 1;
+        if (L->softcap > 0) {   /* the capped logit's input, against the cap */
+            const double r = (double)c->head_dim * qmax * kmax * scale / (double)L->softcap;
+            if (r > *softcap_ratio || r != r) *softcap_ratio = r;
+            scale = 1;
+        }
         const double b = (double)c->head_dim * qmax * kmax * (scale > 1 ? scale : 1);
         if (b > worst || b != b) worst = b;
         if (scaled_q > worst || scaled_q != scaled_q) worst = scaled_q;
@@ -949,14 +954,19 @@ oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check
         not_run(f, "inputs not formed: %s (the harness's cap: %zu bytes)",
                 p.unmaterialized_reason ? p.unmaterialized_reason : "?", (size_t)ORACLE_MAX_BYTES);
     if ((what & (CHECK_RUN | CHECK_INVARIANCE)) && p.materialized) {
-        const double bound = E->caps.max_abs_logit > 0
-                                 ? max_logit_bound(&p, (E->caps.flags & AG_CAP_SCALE_ON_Q) != 0)
-                                 : 0;
+        double ratio = 0;
+        const double bound =
+            max_logit_bound(&p, (E->caps.flags & AG_CAP_SCALE_ON_Q) != 0, &ratio);
         if (E->caps.max_abs_logit > 0 && !(bound < (double)E->caps.max_abs_logit)) {
             /* one text per engine, so the skip summary counts them as one reason */
             char w[128];
             snprintf(w, sizeof w, "max_abs_logit (logits that could pass %.3g)",
                      (double)E->caps.max_abs_logit);
+            res = skip(f, w);
+        } else if ((E->caps.flags & AG_CAP_SOFTCAP_RANGE) && !(ratio < AG_SOFTCAP_RANGE)) {
+            char w[128];
+            snprintf(w, sizeof w, "softcap range (soft-capped logits that could pass %g x the cap)",
+                     AG_SOFTCAP_RANGE);
             res = skip(f, w);
         } else {
             res = check_runs(&p, E, what | CHECK_RUN, f, rep);

@@ -186,11 +186,18 @@ enum {
                                         its declared rounding holds there too: the harness
                                         judges those elements.  Without it they are left
                                         unjudged, counted as "declared accumulator limit" */
-    AG_CAP_SCALE_ON_Q = 1u << 19     /* the engine multiplies q by the scale before Q.K
+    AG_CAP_SCALE_ON_Q = 1u << 19,    /* the engine multiplies q by the scale before Q.K
                                         (vLLM's VEC kernels), so with a max_abs_logit the
                                         scaled q must stay below it too, soft cap or not: the
                                         harness skips inputs where scale * max|q| could not */
+    AG_CAP_SOFTCAP_RANGE = 1u << 20  /* the engine's soft cap c * tanh(s / c) holds for
+                                        |s| < AG_SOFTCAP_RANGE * c only (tanh formed from
+                                        e^(2s/c), which overflows past it: vLLM's): the harness
+                                        skips inputs whose bound on |s| could reach it */
 };
+
+/* See AG_CAP_SOFTCAP_RANGE: e^(2x) stays finite in fp32 up to x = 44. */
+#define AG_SOFTCAP_RANGE 32.0
 
 typedef struct ag_caps {
     uint32_t abi_version;      /* AG_ENGINE_ABI_VERSION the adapter was built for */

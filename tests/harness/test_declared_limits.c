@@ -1,5 +1,5 @@
 /*
- * test_variant_primary.c — two rules of check_case about what an engine
+ * test_declared_limits.c — rules of check_case about what an engine
  * declares, each on attnguard's adapter wrapped so the rule is reachable:
  *
  *  - a variant that lacks what a case needs (create answers
@@ -8,7 +8,10 @@
  *    (vLLM's impl=vec cannot take a block size of 16 that its default runs);
  *  - an engine that scales q before Q.K (AG_CAP_SCALE_ON_Q) with a declared
  *    max_abs_logit is not run on inputs whose scale * max|q| could pass it,
- *    soft cap or not (vLLM's VEC kernels turn such a q into infinities).
+ *    soft cap or not (vLLM's VEC kernels turn such a q into infinities);
+ *  - an engine whose soft cap holds only for |s| < AG_SOFTCAP_RANGE * c
+ *    (AG_CAP_SOFTCAP_RANGE, vLLM's: reports/findings/vllm-004) is not run
+ *    on inputs whose bound on |s| could reach it.
  */
 #include <criterion/criterion.h>
 
@@ -127,6 +130,34 @@ Test(variant_primary, scale_on_q_skips_a_scaled_q_past_the_declared_limit) {
 Test(variant_primary, without_scale_on_q_the_capped_case_runs) {
     case_spec c;
     adopt_scaled(0, &c);
+    finding f;
+    cr_assert_eq(check_case(&c, CHECK_PLAN | CHECK_RUN, &f), ORACLE_NONE, "%s", f.detail);
+    cr_assert_str_empty(f.skipped, "skipped without the declaration: %s", f.skipped);
+}
+
+/* scale 200, D 32, q and K within 1: |s| could reach 6400 = 128 caps of 50 */
+static void capped_case(case_spec *c) {
+    char err[256];
+    const char *text = "name = capped\nmodel_num_heads = 2\nkv_heads = 2\nhead_dim = 32\n"
+                       "block_size = 16\ndtype = f32\ncausal = 1\nthreads = 1\nsplit = off\n"
+                       "seed = 3\nblocks = contiguous\nrequests = 1x5\n"
+                       "layer.0 = heads=2 window=none softcap=50 scale=200\n";
+    cr_assert_eq(case_parse(text, c, err, sizeof err), 0, "%s", err);
+}
+
+Test(variant_primary, softcap_range_skips_logits_past_its_range) {
+    case_spec c;
+    adopt_scaled(AG_CAP_SOFTCAP_RANGE, &c);
+    capped_case(&c);
+    finding f;
+    cr_assert_eq(check_case(&c, CHECK_PLAN | CHECK_RUN, &f), ORACLE_NONE, "%s", f.detail);
+    cr_assert(strstr(f.skipped, "softcap range"), "not skipped: '%s'", f.skipped);
+}
+
+Test(variant_primary, without_softcap_range_the_capped_case_runs) {
+    case_spec c;
+    adopt_scaled(0, &c);
+    capped_case(&c);
     finding f;
     cr_assert_eq(check_case(&c, CHECK_PLAN | CHECK_RUN, &f), ORACLE_NONE, "%s", f.detail);
     cr_assert_str_empty(f.skipped, "skipped without the declaration: %s", f.skipped);
