@@ -123,13 +123,18 @@ static ag_status check_refusals(const ag_group *in, ag_msg *msg) {
  * 51852), or the model-wide count (before it, and for a group with no
  * layers). */
 static ag_status plan_heads(const ag_group *in, vg_group *g, ag_msg *msg) {
-    if (g->lib->heads == VG_HEADS_MODEL || in->num_layers == 0) {
-        if (in->model_num_heads < 1 || in->model_num_heads % in->num_kv_heads != 0)
-            return vg_fail(msg, AG_REFUSED, AG_R_HEADS, "VLLM_BAD_HEADS",
-                           "model_num_heads %d must be a positive multiple of num_kv_heads %d "
-                           "(heads=model hands it to vLLM's scheduler)",
-                           (int)in->model_num_heads, (int)in->num_kv_heads);
+    if (in->num_layers == 0) {   /* checked by check_refusals */
         g->plan_heads = in->model_num_heads;
+        return AG_OK;
+    }
+    if (g->lib->heads == VG_HEADS_MODEL && in->model_num_heads > 0) {
+        /* as the builder before PR 51852 handed it on, whatever it is (the
+         * scheduler divides it by the KV heads) */
+        g->plan_heads = in->model_num_heads;
+        return AG_OK;
+    }
+    if (g->lib->heads == VG_HEADS_MODEL) {   /* no model count: the layers' */
+        g->plan_heads = in->layers[0].num_heads;
         return AG_OK;
     }
     g->plan_heads = in->layers[0].num_heads;
@@ -334,18 +339,21 @@ ag_status vg_check_batch(const vg_group *g, const ag_batch *b, ag_msg *msg) {
         if (st != AG_OK) return st;
     }
     /* vLLM places a non-causal request's queries at seq_len - q_len + i
-     * under a window (measured on 0.32.0; the contract says i): the two
-     * agree when q_len == seq_len, the only non-causal windowed shape vLLM's
+     * (measured on 0.32.0 under a window, and under ALiBi with sinks, where
+     * the shift is not absorbed by the softmax); the contract says i.  The
+     * position matters only to a window or ALiBi, and the two agree when
+     * q_len == seq_len: the only non-causal shape with either that vLLM's
      * own callers make (encoder-only layers). */
     for (int32_t r = 0; b->causal && r < b->num_reqs; r++) {
         const int32_t q_len = b->query_start_loc[r + 1] - b->query_start_loc[r];
         for (int32_t l = 0; !b->causal[r] && q_len < b->seq_lens[r] && l < g->nl; l++)
-            if (g->layers[l].window >= 0)
-                return vg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "VLLM_NONCAUSAL_WINDOW",
+            if (g->layers[l].window >= 0 || g->layers[l].alibi)
+                return vg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "VLLM_NONCAUSAL_POSITION",
                                "request %d is non-causal with q_len %d < seq_len %d under "
-                               "layers.%d's window: vLLM positions such queries at seq_len - "
+                               "layers.%d's %s: vLLM positions such queries at seq_len - "
                                "q_len + i, the contract at i", (int)r, (int)q_len,
-                               (int)b->seq_lens[r], (int)l);
+                               (int)b->seq_lens[r], (int)l,
+                               g->layers[l].window >= 0 ? "window" : "ALiBi");
     }
     return AG_OK;
 }
