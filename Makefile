@@ -282,6 +282,7 @@ CI_STEPS = 'test=$(MAKE) --no-print-directory test $(if $(JUNIT),JUNIT="$$STEP_X
     'test-peer=$(MAKE) --no-print-directory test-peer' \
     'ggml-cases=$(MAKE) --no-print-directory test-cases ENGINE=ggml' \
     'ort-cases=$(MAKE) --no-print-directory test-cases ENGINE=ort' \
+    'vllm-compiles=$(MAKE) --no-print-directory vllm-compiles' \
     'lint-workflows=$(MAKE) --no-print-directory lint-workflows'
 .PHONY: ci
 ci:

@@ -7,7 +7,9 @@
 # to rebuild, a target appended to ENGINES_REPRO.
 #
 #   make engines         fetch every external engine (pinned, checksummed)
-#                        into build/engines/<name>/ (make deps WITH=engines)
+#                        into build/engines/<name>/ (make deps WITH=engines),
+#                        but those installed on demand (vllm) unless
+#                        ENGINE= or ENGINES= names them
 #   make engines-build   each fetched adapter as an object a harness opens by
 #                        path: $(B)/engines/libag_<name>.so
 #   make engines-repro   rebuild every reports/findings/<engine>-NNN.c against
@@ -46,7 +48,12 @@ LDLIBS_ALL += $(ENGINE_LDFLAGS)
 ENGINES_BUILTIN := $(subst $(space),$(comma),attnguard $(ENGINES_READY))
 
 .PHONY: engines engines-build engines-repro
-engines: $(foreach a,$(ADAPTERS),$($a_READY))
+# An adapter that sets N_ON_DEMAND (vLLM: 5 GB of wheels) is fetched only
+# when ENGINE= or ENGINES= names it, so `make engines` (and CI's make deps
+# WITH=engines) stays the light ones.
+ENGINES_ON_DEMAND := $(foreach a,$(ADAPTERS),$(if $($a_ON_DEMAND),$a))
+engines: $(foreach a,$(filter-out $(filter-out $(subst $(comma), ,$(ENGINE) $(ENGINES)),\
+    $(ENGINES_ON_DEMAND)),$(ADAPTERS)),$($a_READY))
 
 # Fetch on use: when ENGINE= or ENGINES= names an adapter whose engine is
 # not here, make remakes this included stamp first, which fetches the

