@@ -59,8 +59,10 @@ void case_layer_window(const case_layer *L, int32_t *left, int32_t *right) {
         return;
     }
     /* -1: none; a raw invalid W (0, -5) maps to a pair no engine may accept
-     * (below -1), so the refusal it deserves still comes */
-    *left = *right = L->window == -1 ? -1 : (L->window == 0 ? -2 : L->window - 1);
+     * (below -1), so the refusal it deserves still comes.  W - 1 in 64 bits:
+     * W = INT32_MIN stays INT32_MIN, still below -1 */
+    const int64_t w = L->window == 0 ? -2 : (int64_t)L->window - 1;
+    *left = *right = L->window == -1 ? -1 : (int32_t)(w < INT32_MIN ? INT32_MIN : w);
 }
 
 /* slopes[h] = b^(h+1), b = 2^(-8/P) for the P = largest power of two <= n

