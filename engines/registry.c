@@ -31,6 +31,7 @@ __attribute__((format(printf, 2, 3)))
 #endif
 static void say(ag_msg *msg, const char *fmt, ...) {
     if (!msg) return;
+    msg->refusal = AG_R_NONE;
     msg->code[0] = '\0';
     va_list ap;
     va_start(ap, fmt);
@@ -38,18 +39,49 @@ static void say(ag_msg *msg, const char *fmt, ...) {
     va_end(ap);
 }
 
-static const ag_engine *checked(const ag_engine *e, const char *name, ag_msg *msg) {
+/* The entry points engine.h requires, in the table's order: a table
+ * lacking one is refused with its name before anything calls through it
+ * (the optional ones, variants .. paths, may be NULL). */
+#define AG_REQUIRED_ENTRIES(X)                                                                 \
+    X(open) X(close) X(caps) X(create) X(destroy) X(kv_cache_bytes) X(write_kv) X(plan)       \
+    X(plan_destroy) X(run)
+
+int ag_engine_check(const ag_engine *e, const char *name, ag_msg *msg) {
+    if (!name) name = e && e->name ? e->name : "?";
     if (!e) {
-        say(msg, "engine '%s' has no adapter table", name);
-        return NULL;
+        say(msg, "engine '%.64s' has no adapter table", name);
+        return -1;
     }
+    /* the version first: a table of another version has another layout,
+     * so none of its other fields may be read as this version's */
     if (e->abi_version != AG_ENGINE_ABI_VERSION) {
-        say(msg, "engine '%s' was built for adapter ABI version %u, this harness speaks %u", name,
-            (unsigned)e->abi_version, (unsigned)AG_ENGINE_ABI_VERSION);
-        return NULL;
+        say(msg, "engine '%.64s' was built for adapter ABI version %u, this harness speaks %u",
+            name, (unsigned)e->abi_version, (unsigned)AG_ENGINE_ABI_VERSION);
+        return -1;
     }
-    if (msg) msg->code[0] = msg->text[0] = '\0';
-    return e;
+    if (!e->name || !e->name[0] || !e->summary) {
+        say(msg, "engine '%.64s': its adapter table has no %s (the ABI requires it)", name,
+            !e->name || !e->name[0] ? "name" : "summary");
+        return -1;
+    }
+#define AG_CHECK_ENTRY(f)                                                                      \
+    if (!e->f) {                                                                               \
+        say(msg, "engine '%.64s': its adapter table has no entry '" #f "' (NULL; the ABI "      \
+            "requires it: a table built for another version, cut short, or not filled in)",   \
+            name);                                                                            \
+        return -1;                                                                             \
+    }
+    AG_REQUIRED_ENTRIES(AG_CHECK_ENTRY)
+#undef AG_CHECK_ENTRY
+    if (msg) {
+        msg->refusal = AG_R_NONE;
+        msg->code[0] = msg->text[0] = '\0';
+    }
+    return 0;
+}
+
+static const ag_engine *checked(const ag_engine *e, const char *name, ag_msg *msg) {
+    return ag_engine_check(e, name, msg) == 0 ? e : NULL;
 }
 
 const ag_engine *ag_engine_find(const char *name, ag_msg *msg) {

@@ -71,8 +71,9 @@ int engine_host_adopt(const ag_engine *e, const char *options, char *err, size_t
         return -1;
     }
     memset(&g_host, 0, sizeof g_host);
-    if (!e || e->abi_version != AG_ENGINE_ABI_VERSION) {
-        if (err && cap) snprintf(err, cap, "no adapter table, or one for another ABI version");
+    ag_msg msg;
+    if (ag_engine_check(e, NULL, &msg) != 0) {
+        if (err && cap) snprintf(err, cap, "%s", msg.text);
         return -1;
     }
     g_open = open_table(&g_host, e, options, g_err, sizeof g_err) == 0 ? 1 : -1;

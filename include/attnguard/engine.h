@@ -492,9 +492,17 @@ typedef const ag_engine *(*ag_engine_entry_fn)(void);
 
 /* Adapters linked into this build, and lookup: `name` is a built-in
  * adapter's name, or a path to a shared object exporting AG_ENGINE_ENTRY.
- * Returns NULL (with msg written) when there is none or its ABI version
- * differs. */
+ * Returns NULL (with msg written) when there is none or its table fails
+ * ag_engine_check. */
 const ag_engine *ag_engine_find(const char *name, ag_msg *msg);
+/* Whether a table can be driven: built for this ABI version (read first: a
+ * table of another version has another layout), with a name, a summary and
+ * every entry point not marked optional above (open, close, caps, create,
+ * destroy, kv_cache_bytes, write_kv, plan, plan_destroy, run).  0, or -1
+ * with msg naming the field at fault and `name` (NULL: the table's own).
+ * A table of this version cut short in its initializer has its missing
+ * entries NULL, and is refused here with the first one's name. */
+int ag_engine_check(const ag_engine *e, const char *name, ag_msg *msg);
 /* Built-in adapter names; returns the count (names may be NULL). */
 int ag_engine_list(const char **names, int cap);
 

@@ -129,3 +129,74 @@ Test(malformed, messages_quote_no_terminal_control) {
         cr_assert(strstr(err, "\\x"), "text %zu: '%s' shows no escaped byte", i, err);
     }
 }
+
+/* --------------------------------------------------------- adapter tables */
+
+/* engine.h's required entries, as its comments state them (the registry's
+ * list is checked against this one, not derived from it). */
+static const struct {
+    const char *name;
+    size_t off;
+} k_required[] = {
+    {"open", offsetof(ag_engine, open)},
+    {"close", offsetof(ag_engine, close)},
+    {"caps", offsetof(ag_engine, caps)},
+    {"create", offsetof(ag_engine, create)},
+    {"destroy", offsetof(ag_engine, destroy)},
+    {"kv_cache_bytes", offsetof(ag_engine, kv_cache_bytes)},
+    {"write_kv", offsetof(ag_engine, write_kv)},
+    {"plan", offsetof(ag_engine, plan)},
+    {"plan_destroy", offsetof(ag_engine, plan_destroy)},
+    {"run", offsetof(ag_engine, run)},
+};
+
+static ag_status no_open(const char *options, void **ctx, ag_msg *msg) {
+    (void)options, (void)ctx, (void)msg;
+    cr_assert_fail("a refused table was opened");
+    return AG_INTERNAL;
+}
+
+Test(malformed, registry_refuses_broken_tables) {
+    ag_msg msg;
+    const ag_engine *real = ag_engine_find("attnguard", &msg);
+    cr_assert_not_null(real, "%s", msg.text);
+    cr_assert_eq(ag_engine_check(real, NULL, &msg), 0, "%s", msg.text);
+    for (size_t i = 0; i < sizeof k_required / sizeof k_required[0]; i++) {
+        ag_engine t = *real;
+        void *null = NULL;
+        memcpy((char *)&t + k_required[i].off, &null, sizeof null);
+        cr_assert_neq(ag_engine_check(&t, "broken", &msg), 0, "NULL %s accepted",
+                      k_required[i].name);
+        char want[64];
+        snprintf(want, sizeof want, "'%s'", k_required[i].name);
+        cr_assert(strstr(msg.text, want) && strstr(msg.text, "broken"), "%s", msg.text);
+    }
+    /* the optional entries may be NULL */
+    ag_engine opt = *real;
+    opt.variants = NULL;
+    opt.group_info = NULL;
+    opt.extents = NULL;
+    opt.plan_shape = NULL;
+    opt.internal_needs = NULL;
+    opt.paths = NULL;
+    cr_assert_eq(ag_engine_check(&opt, "optional", &msg), 0, "%s", msg.text);
+    /* another version: refused on the version, naming both */
+    ag_engine old = *real;
+    old.abi_version = AG_ENGINE_ABI_VERSION - 1;
+    cr_assert_neq(ag_engine_check(&old, "old", &msg), 0);
+    cr_assert(strstr(msg.text, "version") && strstr(msg.text, "old"), "%s", msg.text);
+    /* a table cut short in its initializer: the first missing entry named */
+    const ag_engine shorty = {.abi_version = AG_ENGINE_ABI_VERSION, .name = "short",
+                              .summary = "cut short", .open = no_open};
+    cr_assert_neq(ag_engine_check(&shorty, NULL, &msg), 0);
+    cr_assert(strstr(msg.text, "'close'") && strstr(msg.text, "short"), "%s", msg.text);
+    ag_engine nameless = *real;
+    nameless.name = NULL;
+    cr_assert_neq(ag_engine_check(&nameless, "x.so", &msg), 0);
+    cr_assert(strstr(msg.text, "name"), "%s", msg.text);
+    cr_assert_neq(ag_engine_check(NULL, "none", &msg), 0);
+    /* and a harness never opens one */
+    char err[400];
+    cr_assert_neq(engine_host_adopt(&shorty, NULL, err, sizeof err), 0);
+    cr_assert(strstr(err, "'close'"), "%s", err);
+}
