@@ -28,6 +28,21 @@ fz_engine_of = $(patsubst fuzz_%_contract,%,$1)
 FUZZ_ALL := $(foreach t,$(FUZZ_ALL),$(if $(filter fuzz_%_contract,$t),$(if $(filter \
     $(call fz_engine_of,$t),$(subst $(comma), ,$(ENGINES_BUILTIN))),$t),$t))
 
+# The names the CLI knows (harness/cli/known.c: `repro --target bogus`
+# names the name instead of asking for a build): every fuzz/fuzz_*.c,
+# built in or not, and the bugs of src/inject_list.h.  Only that object
+# gets them on its command line, and it is rebuilt when either list
+# changes ($(B)/.known holds what it was built with).
+FUZZ_KNOWN := $(sort $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c)))
+INJECT_KNOWN := $(shell sed -n 's/^ *X.\([A-Za-z0-9_]*\),.*/\1/p' src/inject_list.h)
+KNOWN_DEFS := -DAG_FUZZ_TARGETS=\"$(subst $(space),$(comma),$(FUZZ_KNOWN))\" \
+              -DAG_INJECT_BUGS=\"$(subst $(space),$(comma),$(strip $(INJECT_KNOWN)))\"
+$(B)/obj/harness/cli/known.o: ISA_FLAGS += $(KNOWN_DEFS)
+$(B)/obj/harness/cli/known.o: $(B)/.known
+$(B)/.known: FORCE
+	@mkdir -p $(@D)
+	@echo '$(KNOWN_DEFS)' | cmp -s - $@ || echo '$(KNOWN_DEFS)' > $@
+
 # ---- the fuzzing build, in OSS-Fuzz's terms ----
 # FZ_CC/FZ_CFLAGS compile, FZ_LD/FZ_LDFLAGS + FZ_ENGINE link, FZ_OUT receives
 # the binaries and their files, FZ_B the objects.  Local values by default;

@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 static const char *const blocks_names[CASE_BLOCKS_COUNT] = {
     "contiguous", "shuffled", "repeated", "outside",
@@ -717,6 +718,15 @@ int case_load(const char *path, case_spec *out, char *errbuf, size_t errlen) {
         if (errbuf && errlen) snprintf(errbuf, errlen, "%s: %s", path, strerror(errno));
         return -1;
     }
+    /* a folder opens but does not read: say so, not "read error" */
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        if (errbuf && errlen)
+            snprintf(errbuf, errlen, "%s: is a directory, not a case file (give the .case files "
+                     "in it)", path);
+        return -1;
+    }
     /* Case files are small; refuse anything absurd instead of reading it. */
     enum { MAX_CASE_FILE = 1 << 20 };
     char *text = malloc(MAX_CASE_FILE + 1);
@@ -731,7 +741,8 @@ int case_load(const char *path, case_spec *out, char *errbuf, size_t errlen) {
     if (rd_err || n > MAX_CASE_FILE) {
         free(text);
         if (errbuf && errlen)
-            snprintf(errbuf, errlen, "%s: %s", path, rd_err ? "read error" : "file too large");
+            snprintf(errbuf, errlen, "%s: %s", path,
+                     rd_err ? "read error" : "file too large (more than 1 MiB)");
         return -1;
     }
     text[n] = '\0';

@@ -28,6 +28,13 @@ char *cli_read_all(const char *path, size_t *len, char *err, size_t errlen) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return NULL;
     }
+    /* a folder opens but does not read: say so, not "read error" */
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        snprintf(err, errlen, "%s: is a directory (give the files in it)", path);
+        return NULL;
+    }
     char *buf = malloc(REPRO_MAX_FILE + 1);
     if (!buf) {
         fclose(f);
@@ -39,7 +46,8 @@ char *cli_read_all(const char *path, size_t *len, char *err, size_t errlen) {
     fclose(f);
     if (bad || n > REPRO_MAX_FILE) {
         free(buf);
-        snprintf(err, errlen, "%s: %s", path, bad ? "read error" : "file too large");
+        if (bad) snprintf(err, errlen, "%s: read error: %s", path, strerror(errno));
+        else snprintf(err, errlen, "%s: file too large (more than %u bytes)", path, REPRO_MAX_FILE);
         return NULL;
     }
     buf[n] = '\0';

@@ -11,6 +11,7 @@
 #include "../case/case_bytes.h"
 #include "child.h"
 #include "input.h"
+#include "known.h"
 #include "minimize.h"
 
 #include <errno.h>
@@ -226,6 +227,13 @@ int cli_repro(int argc, char **argv) {
         fprintf(stderr, "attnguard repro: bad bug name '%s'\n", inject);
         return 2;
     }
+    /* a name this tree does not have: say so, not "build it" */
+    char why[1024];
+    if (!cli_known_target(target, why, sizeof why) ||
+        (inject[0] && !cli_known_bug(inject, why, sizeof why))) {
+        fprintf(stderr, "attnguard repro: %s\n", why);
+        return 2;
+    }
 
     case_spec c;
     repro_input in;
@@ -256,8 +264,15 @@ int cli_repro(int argc, char **argv) {
 
     char bin[PATH_MAX];
     if (repro_find_binary(o.fuzz_dir, target, inject, bin, sizeof bin) != 0) {
-        fprintf(stderr, "attnguard repro: no fuzz binary %s; build it with: make fuzz-build%s%s\n",
-                bin, inject[0] ? " INJECT=" : "", inject);
+        /* a contract target is built with its engine (make fetches it) */
+        char engine[64] = "";
+        const size_t tl = strlen(target);
+        if (tl > 14 && strncmp(target, "fuzz_", 5) == 0 &&
+            strcmp(target + tl - 9, "_contract") == 0 && tl - 14 < sizeof engine)
+            snprintf(engine, sizeof engine, " ENGINE=%.*s", (int)(tl - 14), target + 5);
+        fprintf(stderr,
+                "attnguard repro: no fuzz binary %s; build it with: make fuzz-build%s%s%s\n", bin,
+                engine, inject[0] ? " INJECT=" : "", inject);
         return 2;
     }
 

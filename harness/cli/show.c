@@ -5,6 +5,7 @@
 #include "repro.h"
 
 #include "input.h"
+#include "known.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -31,6 +32,11 @@ int cli_show(int argc, char **argv) {
                 return 2;
             }
             target = argv[++i];
+            char why[1024];
+            if (!cli_known_target(target, why, sizeof why)) {
+                fprintf(stderr, "attnguard show: %s\n", why);
+                return 2;
+            }
         } else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "attnguard show: unknown option '%s'\n", argv[i]);
             show_usage(stderr);

@@ -200,3 +200,111 @@ Test(malformed, registry_refuses_broken_tables) {
     cr_assert_neq(engine_host_adopt(&shorty, NULL, err, sizeof err), 0);
     cr_assert(strstr(err, "'close'"), "%s", err);
 }
+
+/* ------------------------------------------------------------------- CLI */
+
+static char g_dir[PATH_MAX];
+
+static void cli_setup(void) {
+    snprintf(g_dir, sizeof g_dir, "%s/attnguard-test-malformed-XXXXXX",
+             getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    cr_assert_not_null(mkdtemp(g_dir));
+}
+
+static void cli_teardown(void) {
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+    if (system(cmd) != 0) fprintf(stderr, "test_malformed: could not remove %s\n", g_dir);
+}
+
+/* A path in the test's folder (16 kept at once). */
+static const char *in_dir(const char *name) {
+    static char path[16][PATH_MAX + 64];
+    static int next;
+    char *p = path[next++ % 16];
+    snprintf(p, sizeof path[0], "%s/%s", g_dir, name);
+    return p;
+}
+
+static const char *write_case(const char *name, const char *text) {
+    const char *path = in_dir(name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+/* main.c's usage text is not in the harness library: check prints it on a
+ * usage error only, which these tests reach for no command. */
+void cli_usage(FILE *f) { fputs("usage: attnguard (test stand-in)\n", f); }
+
+typedef int (*cli_fn)(int, char **);
+
+/* Runs a subcommand with stdout and stderr in files; returns its status
+ * and both outputs (static, until the next call). */
+static int run_cli(cli_fn fn, const char *const *args, const char **out, const char **err) {
+    static char obuf[16384], ebuf[16384];
+    char *argv[16];
+    int argc = 0;
+    for (; args[argc]; argc++) argv[argc] = (char *)args[argc];
+    argv[argc] = NULL;
+    fflush(stdout);
+    fflush(stderr);
+    char opath[PATH_MAX + 16], epath[PATH_MAX + 16];
+    snprintf(opath, sizeof opath, "%s/stdout", g_dir);
+    snprintf(epath, sizeof epath, "%s/stderr", g_dir);
+    const int o = dup(1), e = dup(2);
+    cr_assert(freopen(opath, "w", stdout) && freopen(epath, "w", stderr));
+    const int rc = fn(argc, argv);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(o, 1);
+    dup2(e, 2);
+    close(o);
+    close(e);
+    FILE *f = fopen(opath, "r");
+    obuf[fread(obuf, 1, sizeof obuf - 1, f)] = '\0';
+    fclose(f);
+    f = fopen(epath, "r");
+    ebuf[fread(ebuf, 1, sizeof ebuf - 1, f)] = '\0';
+    fclose(f);
+    *out = obuf;
+    *err = ebuf;
+    return rc;
+}
+
+TestSuite(malformed_cli, .init = cli_setup, .fini = cli_teardown);
+
+Test(malformed_cli, a_folder_is_named_as_one) {
+    const char *out, *err;
+    const char *dir = in_dir("cases");
+    cr_assert_eq(mkdir(dir, 0700), 0);
+    const char *show[] = {dir, NULL};
+    cr_assert_eq(run_cli(cli_show, show, &out, &err), 1);
+    cr_assert(strstr(err, "is a directory"), "%s", err);
+    const char *check[] = {dir, NULL};
+    cr_assert_eq(run_cli(cli_check, check, &out, &err), 1);
+    cr_assert(strstr(out, "is a directory"), "%s", out);
+    const char *repro[] = {dir, NULL};
+    cr_assert_eq(run_cli(cli_repro, repro, &out, &err), 2);
+    cr_assert(strstr(err, "is a directory"), "%s", err);
+}
+
+Test(malformed_cli, unknown_target_and_bug_are_named) {
+    const char *out, *err;
+    const char *c = write_case("small.case", "requests = 1x8\n");
+    const char *t[] = {c, "--target", "bogus", NULL};
+    cr_assert_eq(run_cli(cli_repro, t, &out, &err), 2);
+    cr_assert(strstr(err, "no fuzz target named 'bogus'") && strstr(err, "fuzz_attention"),
+              "%s", err);
+    const char *b[] = {c, "--inject", "nosuchbug", NULL};
+    cr_assert_eq(run_cli(cli_repro, b, &out, &err), 2);
+    cr_assert(strstr(err, "no injected bug named 'nosuchbug'") &&
+                  strstr(err, "model_wide_heads"),
+              "%s", err);
+    const char *s[] = {"--target", "bogus", c, NULL};
+    cr_assert_eq(run_cli(cli_show, s, &out, &err), 2);
+    cr_assert(strstr(err, "no fuzz target named 'bogus'"), "%s", err);
+    cr_assert_eq(out[0], '\0', "decoded anyway: %s", out);
+}
