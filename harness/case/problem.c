@@ -315,6 +315,7 @@ static int init(problem *p, const case_spec *c, size_t max_bytes, int tensors, c
                ag_dtype_bytes(c->q_dtype, q_elems[l], &q_bytes[l]) ||
                mul_add(&total, q_bytes[l], 1);
     }
+    p->input_bytes = over ? SIZE_MAX : total;
     if (over || total > max_bytes) {
         p->unmaterialized_reason = "inputs exceed max_bytes";
         return 0;

@@ -36,6 +36,9 @@ typedef struct problem {
     const char *unmaterialized_reason;        /* static text when materialized == 0
                                                  ("layers.<i>", "kv_len", "inputs exceed
                                                  max_bytes", ...), else NULL */
+    size_t input_bytes;                       /* the inputs' bytes (q, K/V rows, block
+                                                 table) once sized; SIZE_MAX when their
+                                                 size overflows; 0 when not sized */
 } problem;
 
 /* Build descriptions and, when the case's shapes are valid and the inputs

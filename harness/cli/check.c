@@ -19,11 +19,46 @@
 #include "../host/engine_host.h"
 #include "../judge/oracles.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 enum verdict { V_PASS, V_FAIL, V_SKIP, V_NOT_RUN, V_COUNT };
+
+/* The compute budget: the multiply-adds a case may give the reference and
+ * the engine together (check_work_estimate) before check declines to run
+ * it, and the most one guarded run's plan may declare (run_macs).  2^34
+ * (1.7e10) is about a minute of check on a laptop-class core: three times
+ * what the costliest shipped case is estimated at on any engine here.
+ * $ATTNGUARD_MAX_WORK sets another (0 or none: no budget). */
+#define CHECK_DEFAULT_MAX_WORK ((uint64_t)1 << 34)
+#define MAX_WORK_ENV "ATTNGUARD_MAX_WORK"
+
+/* The budget from the environment: 0 with *out set (0: none), or -1 with
+ * a message. */
+static int max_work(uint64_t *out, char *err, size_t cap) {
+    const char *v = getenv(MAX_WORK_ENV);
+    *out = CHECK_DEFAULT_MAX_WORK;
+    if (!v || !*v) return 0;
+    if (strcmp(v, "none") == 0) {
+        *out = 0;
+        return 0;
+    }
+    char *end = NULL;
+    errno = 0;
+    const double d = strtod(v, &end);   /* 1e12 reads as well as 1000000000000 */
+    if (errno || end == v || *end || !(d >= 0) || d >= 0x1p64) {
+        snprintf(err, cap, "%s='%.40s': not a number of multiply-adds from 0 to 2^64 (0 or "
+                 "none: no budget)", MAX_WORK_ENV, v);
+        return -1;
+    }
+    *out = (uint64_t)d;
+    return 0;
+}
+static uint64_t g_max_work;
 
 static double now_seconds(void) {
     struct timespec ts;
@@ -139,6 +174,30 @@ static void print_report(const case_spec *c, const check_report *rep) {
            rep->num_regions, rep->runs);
 }
 
+/* A case whose estimated work is past the budget is not run: name the
+ * estimate, the budget and the fields it comes from.  1 if it printed such
+ * a verdict. */
+static int over_budget(const char *path, const case_spec *c, const engine_host *E) {
+    check_work w;
+    check_work_estimate(c, E, CHECK_ALL, &w);
+    const double total = (double)w.reference + (double)w.engine;
+    if (!g_max_work || total <= (double)g_max_work) return 0;
+    uint64_t heads = 0;
+    for (int32_t l = 0; l < c->num_layers; l++)
+        heads += c->layers[l].num_heads > 0 ? (uint64_t)c->layers[l].num_heads : 1;
+    char at[160], dim[160];
+    where(at, sizeof at, path, c, CASE_KEY_REQUESTS, -1);
+    where(dim, sizeof dim, path, c, CASE_KEY_HEAD_DIM, -1);
+    printf("%s  NOT RUN: about %.3g multiply-adds (the fp64 reference %.3g over %d rounding "
+           "models, engine %s %.3g over %d guarded runs), past the compute budget of %.3g "
+           "(%s; 0 or none: no budget): each pass is the requests' query rows x keys (%s) "
+           "x %llu heads over %d layers x head_dim %d (%s)\n",
+           c->name, total, (double)w.reference, w.models, E->e->name, (double)w.engine,
+           w.runs, (double)g_max_work, MAX_WORK_ENV, at, (unsigned long long)heads,
+           (int)c->num_layers, (int)c->head_dim, dim);
+    return 1;
+}
+
 static enum verdict check_one(const char *path, const engine_host *E, const engine_host *own) {
     case_spec c;
     char err[512];
@@ -149,6 +208,7 @@ static enum verdict check_one(const char *path, const engine_host *E, const engi
     if (defective(path, &c, E)) return V_NOT_RUN;
     const enum verdict u = unsupported(path, &c, E, own);
     if (u != V_COUNT) return u;
+    if (over_budget(path, &c, E)) return V_NOT_RUN;
     /* Name the case before running it: if the engine crashes, the last
      * stderr line says which case did it. */
     fprintf(stderr, "attnguard: running %s (%s)\n", c.name, path);
@@ -173,9 +233,16 @@ static enum verdict check_one(const char *path, const engine_host *E, const engi
     int judged = 0;
     for (int32_t l = 0; l < rep.num_layers; l++) judged |= rep.layers[l].judged;
     if (c.expect == AG_R_NONE && !judged) {
-        printf("%s  NOT RUN: no output was compared: %s\n", c.name,
+        /* name where the reason comes from: the key the judge names, or
+         * `layers = none` for a group without layers */
+        const case_key k = f.not_run[0] ? f.not_run_key
+                           : rep.num_layers ? CASE_KEY_COUNT : CASE_KEY_LAYERS;
+        char at[160] = "";
+        if (k != CASE_KEY_COUNT) where(at, sizeof at, path, &c, k, -1);
+        printf("%s  NOT RUN: no output was compared: %s%s%s%s\n", c.name,
                f.not_run[0] ? f.not_run : rep.num_layers ? "no guarded run happened"
-                                                         : "the group has no layers");
+                                                         : "the group has no layers",
+               at[0] ? " (" : "", at, at[0] ? ")" : "");
         return V_NOT_RUN;
     }
     printf("%s  PASS\n", c.name);
@@ -202,6 +269,12 @@ int cli_check(int argc, char **argv) {
         fprintf(stderr, "attnguard: %s\n", err);
         return 2;
     }
+    if (max_work(&g_max_work, err, sizeof err) != 0) {
+        fprintf(stderr, "attnguard: %s\n", err);
+        return 2;
+    }
+    /* the engine's own declared work, known from its plan, too */
+    check_set_work_limit(g_max_work);
     /* attnguard's own engine: the measure of what "no engine here computes"
      * means (the selected one, when that is attnguard) */
     engine_host own_host;

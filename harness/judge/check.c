@@ -47,17 +47,20 @@ static oracle_id skip(finding *f, const char *why) {
     return ORACLE_NONE;
 }
 
-/* Keeps the first reason a run did not happen (finding.not_run). */
+/* Keeps the first reason a run did not happen (finding.not_run), and the
+ * case key it comes from (CASE_KEY_COUNT: none in particular). */
 #if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
+__attribute__((format(printf, 3, 4)))
 #endif
-static void not_run(finding *f, const char *fmt, ...) {
+static void not_run_at(finding *f, case_key key, const char *fmt, ...) {
     if (f->not_run[0]) return;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(f->not_run, sizeof f->not_run, fmt, ap);
     va_end(ap);
+    f->not_run_key = key;
 }
+#define not_run(f, ...) not_run_at((f), CASE_KEY_COUNT, __VA_ARGS__)
 
 /* ------------------------------------------------------------ inputs */
 
@@ -383,6 +386,11 @@ static uint64_t g_run_budget;
 
 void check_set_run_budget(uint64_t macs) { g_run_budget = macs; }
 
+/* `attnguard check`'s compute budget (check_set_work_limit): 0, none. */
+static uint64_t g_work_limit;
+
+void check_set_work_limit(uint64_t macs) { g_work_limit = macs; }
+
 /* Whether a plan is past the budget: its declared multiply-adds, or its
  * threads for an engine that spins at its barriers. */
 static int run_over_budget(double run_macs, int32_t threads, int spin) {
@@ -470,6 +478,16 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
     if (info.run_macs > 0 || spin) {
         const double b = sched_bound_declared(info.run_macs, cf->threads, spin);
         if (b > bound_s) bound_s = b;
+    }
+    /* what the engine declares beyond the case's own work, over check's
+     * budget: planned (its plan oracles have run), not run */
+    const double declared = info.run_macs * (double)c->num_layers;
+    if (g_work_limit && declared > (double)g_work_limit) {
+        not_run(f, "%s: the engine's plan declares %.3g multiply-adds a layer (ag_plan_info."
+                "run_macs), %.3g for the %d layers, over the compute budget of %llu", cf->what,
+                info.run_macs, declared, (int)c->num_layers, (unsigned long long)g_work_limit);
+        if (x->rep) x->rep->runs--;
+        goto out_plan;
     }
     if (run_over_budget(info.run_macs, cf->threads, spin)) {
         if (x->rep) {   /* planned, not run */
@@ -629,6 +647,38 @@ static oracle_id check_twins(run_ctx *x, unsigned what, int primary, finding *f)
     return res;
 }
 
+/* The metamorphic runs of check_runs (split off, on, fixed 3, another
+ * thread count, permuted blocks, the bitwise rerun): its table has this
+ * many rows, and check_work_estimate counts them all. */
+#define CHECK_METAMORPHIC_RUNS 6
+
+static uint64_t sat_mul_u64(uint64_t a, uint64_t b) {
+    uint64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+/* An upper bound of check_runs' work, from what it would run on E: the
+ * primary runs (one variant, or each with CHECK_EVERY_VARIANT), two more
+ * per emulated twin pair, the metamorphic table; each run and each
+ * reference model one pass of Q.K and one of P.V over the case. */
+void check_work_estimate(const case_spec *c, const engine_host *E, unsigned what,
+                         check_work *w) {
+    memset(w, 0, sizeof *w);
+    if (!c || !E || !(what & (CHECK_RUN | CHECK_INVARIANCE)) || c->num_layers < 1) return;
+    const int n = E->n_variants > 1 && !c->options[0] ? E->n_variants : 1;
+    int runs = (what & CHECK_EVERY_VARIANT) ? n : 1;
+    if (what & CHECK_INVARIANCE) {
+        for (int i = 0; i < E->n_variants; i++)
+            if (E->variants[i].twin) runs += 2;
+        runs += CHECK_METAMORPHIC_RUNS;
+    }
+    w->runs = runs;
+    w->models = runs < CHECK_MODELS ? runs : CHECK_MODELS;
+    const uint64_t pass = sat_mul_u64(case_cost(c), 2);
+    w->engine = sat_mul_u64(pass, (uint64_t)runs);
+    w->reference = sat_mul_u64(pass, (uint64_t)w->models);
+}
+
 static oracle_id check_runs(const problem *p, const engine_host *E, unsigned what, finding *f,
                             check_report *rep) {
     const case_spec *c = &p->c;
@@ -719,6 +769,8 @@ static oracle_id check_runs(const problem *p, const engine_host *E, unsigned wha
          * read of scratch nobody wrote shows up as a bitwise difference. */
         {c->threads, -1, own, 0, ROLE_BITWISE, 0x3C, opt, "rerun with the same input and threads", 0},
     };
+    _Static_assert(sizeof variants / sizeof variants[0] == CHECK_METAMORPHIC_RUNS,
+                   "check_work_estimate counts these runs");
     for (size_t i = 0; i < sizeof variants / sizeof variants[0] && !res; i++) {
         const run_cfg *v = &variants[i];
         if (i < 3) {   /* the split variants */
@@ -827,6 +879,7 @@ oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check
     if (!f) f = &scratch_f;
     oracle_clean(f);
     f->not_run[0] = '\0';
+    f->not_run_key = CASE_KEY_COUNT;
     if (rep) {
         memset(rep, 0, sizeof *rep);
         rep->refused_create = rep->refused_plan = -1;
@@ -909,8 +962,8 @@ oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check
     /* problem.c replaces a block table beyond its input cap by a
      * one-column stand-in; the engine's verdict on that says nothing. */
     if (p.unmaterialized_reason && strstr(p.unmaterialized_reason, "block table")) {
-        not_run(f, "%s (over the harness's cap of %zu bytes of inputs)",
-                p.unmaterialized_reason, (size_t)ORACLE_MAX_BYTES);
+        not_run_at(f, CASE_KEY_REQUESTS, "%s (over the harness's cap of %zu bytes of inputs)",
+                   p.unmaterialized_reason, (size_t)ORACLE_MAX_BYTES);
         goto out;
     }
 
@@ -951,8 +1004,19 @@ oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check
     grp = NULL;
 
     if ((what & (CHECK_RUN | CHECK_INVARIANCE)) && !p.materialized)
-        not_run(f, "inputs not formed: %s (the harness's cap: %zu bytes)",
-                p.unmaterialized_reason ? p.unmaterialized_reason : "?", (size_t)ORACLE_MAX_BYTES);
+    {
+        /* the bytes come from the requests' lengths (times heads and
+         * head_dim): they are what to shorten */
+        if (p.input_bytes)
+            not_run_at(f, CASE_KEY_REQUESTS, "inputs not formed: q, the K/V rows and the "
+                       "block table need %s%zu bytes, over the harness's cap of %zu bytes "
+                       "(ORACLE_MAX_BYTES)", p.input_bytes == SIZE_MAX ? "more than " : "",
+                       p.input_bytes, (size_t)ORACLE_MAX_BYTES);
+        else
+            not_run(f, "inputs not formed: %s (the harness's cap: %zu bytes)",
+                    p.unmaterialized_reason ? p.unmaterialized_reason : "?",
+                    (size_t)ORACLE_MAX_BYTES);
+    }
     if ((what & (CHECK_RUN | CHECK_INVARIANCE)) && p.materialized) {
         double ratio = 0;
         const double bound =

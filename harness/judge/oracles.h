@@ -45,6 +45,8 @@ typedef struct finding {
     char not_run[200];   /* ORACLE_NONE, no skip, and not empty: the first reason a guarded
                             run did not happen or stopped (a resource refusal, an input over
                             the harness's cap): what the case did not get judged on */
+    case_key not_run_key;    /* the case key that reason comes from (an input over the cap:
+                                the requests), else CASE_KEY_COUNT */
 } finding;
 
 /* What check_case runs. */
@@ -108,6 +110,28 @@ typedef struct check_report {
  * gets its plan oracles only and counts in check_report.over_budget.
  * 0 (the default, and `attnguard check`): no budget. */
 void check_set_run_budget(uint64_t macs);
+
+/* The work check_case would give the reference and the engine on c (what:
+ * CHECK_*) against E, estimated from the case alone, before anything runs:
+ * one pass is case_cost(c) multiply-adds for Q.K and as many for P.V; the
+ * engine makes one per guarded configuration (its primary variants, their
+ * emulated twins, the metamorphic runs: an upper bound), the reference one
+ * per rounding model those runs may declare.  Saturates at UINT64_MAX.
+ * What an engine computes beyond the case (ag_plan_info.run_macs) is known
+ * only from its plan: check_set_work_limit judges that. */
+typedef struct check_work {
+    uint64_t reference, engine;  /* multiply-adds */
+    int runs, models;            /* guarded configurations, reference models counted */
+} check_work;
+void check_work_estimate(const case_spec *c, const engine_host *E, unsigned what,
+                         check_work *w);
+
+/* `attnguard check`'s compute budget (0, the default: none): from here on
+ * no run happens whose plan declares more than `macs` multiply-adds of the
+ * engine's own (ag_plan_info.run_macs, times the layers), and the finding's
+ * not_run says which plan and which limit.  Unlike check_set_run_budget it
+ * leaves thread counts alone: the CLI runs the case as written or not. */
+void check_set_work_limit(uint64_t macs);
 
 /* check_case, also filling *rep (may be NULL). */
 oracle_id check_case_report(const case_spec *c, unsigned what, finding *f, check_report *rep);

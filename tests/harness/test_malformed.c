@@ -308,3 +308,47 @@ Test(malformed_cli, unknown_target_and_bug_are_named) {
     cr_assert(strstr(err, "no fuzz target named 'bogus'"), "%s", err);
     cr_assert_eq(out[0], '\0', "decoded anyway: %s", out);
 }
+
+Test(malformed_cli, compute_budget_names_the_limit_and_the_fields) {
+    const char *out, *err;
+    cr_assert_eq(unsetenv("ATTNGUARD_MAX_WORK"), 0);
+    /* the case: under every byte cap, about 10^14 multiply-adds */
+    const char *big = write_case("big.case", "kv_heads = 16\nhead_dim = 17\n"
+                                             "requests = 100000x100000\nlayer.0 = heads=16\n");
+    const char *a[] = {big, NULL};
+    cr_assert_eq(run_cli(cli_check, a, &out, &err), 1);
+    cr_assert(strstr(out, "NOT RUN") && strstr(out, "compute budget") &&
+                  strstr(out, "ATTNGUARD_MAX_WORK") && strstr(out, "line 3 (requests)") &&
+                  strstr(out, "line 2 (head_dim)"),
+              "%s", out);
+    /* overridable: the default small case past a budget of 1000 */
+    const char *small = write_case("small.case", "requests = 1x37\n");
+    cr_assert_eq(setenv("ATTNGUARD_MAX_WORK", "1000", 1), 0);
+    const char *b[] = {small, NULL};
+    cr_assert_eq(run_cli(cli_check, b, &out, &err), 1);
+    cr_assert(strstr(out, "NOT RUN") && strstr(out, "budget of 1e+03"), "%s", out);
+    cr_assert_eq(setenv("ATTNGUARD_MAX_WORK", "lots", 1), 0);
+    cr_assert_eq(run_cli(cli_check, b, &out, &err), 2);
+    cr_assert(strstr(err, "ATTNGUARD_MAX_WORK='lots'"), "%s", err);
+    cr_assert_eq(setenv("ATTNGUARD_MAX_WORK", "none", 1), 0);
+    cr_assert_eq(run_cli(cli_check, b, &out, &err), 0, "%s%s", out, err);
+    cr_assert(strstr(out, "PASS"), "%s", out);
+}
+
+Test(malformed_cli, not_run_names_the_line) {
+    const char *out, *err;
+    cr_assert_eq(setenv("ATTNGUARD_MAX_WORK", "none", 1), 0);
+    const char *none = write_case("none.case", "model_num_heads = 8\nlayers = none\n");
+    const char *a[] = {none, NULL};
+    cr_assert_eq(run_cli(cli_check, a, &out, &err), 1);
+    cr_assert(strstr(out, "the group has no layers") && strstr(out, "line 2 (layers)"), "%s",
+              out);
+    /* 6.5 GB of inputs for one decode row */
+    const char *bytes = write_case("bytes.case", "kv_heads = 8\nhead_dim = 256\n"
+                                                 "requests = 1x400000\nlayer.0 = heads=8\n");
+    const char *b[] = {bytes, NULL};
+    cr_assert_eq(run_cli(cli_check, b, &out, &err), 1);
+    cr_assert(strstr(out, "need 6554494628 bytes") && strstr(out, "268435456") &&
+                  strstr(out, "line 3 (requests)"),
+              "%s", out);
+}
