@@ -17,7 +17,9 @@
  *                       (reaches kv_len 16384, 128 heads, D 256, ...)
  *     0xFE b0 b1 b2 b3  raw form: int32 LE clamped into the field's range
  *     0xFF k            invalid form: the field's k-th deliberately invalid
- *                       value (heads 0, window -3, q_len = kv_len + 1, ...)
+ *                       value (heads 0, window -3, q_len = kv_len + 1, ...);
+ *                       k = 0xFE / 0xFF: INT32_MIN / INT32_MAX for every
+ *                       count, length, window, head and thread field
  *
  * Floats (softcap, scale): b < 0xFE table, 0xFE + 4 raw bytes, 0xFF k invalid.
  * Field order:
@@ -26,10 +28,12 @@
  *     blocks  num_reqs  { kv_len q_len } x reqs  seed  options  expect  name
  * attr is one byte: bits 0-2 == 7 -> alibi, bits 3-5 == 7 -> sinks, bit 6 ->
  * a softcap follows, bit 7 -> a scale follows.  dtypes is one byte (0xFF +
- * three int8 for raw values); split is an escaped code (0xFD: FIXED n,
- * 0xFE: raw int8 mode + int16 count); seed is b < 0xFD, or 0xFD/0xFE/0xFF +
- * 2/4/8 bytes; options and name are empty unless their length byte is
- * >= 0xF0; expect is ok unless 0xFF k (k-th refusal kind).
+ * three int8 for raw values, -128 and 127 standing for INT32_MIN and
+ * INT32_MAX); split is an escaped code (0xFD: FIXED n, 0xFE: raw int8 mode
+ * + int16 count, 0xFF 0xFC..0xFF: mode or count at int32's ends); seed is
+ * b < 0xFD, or 0xFD/0xFE/0xFF + 2/4/8 bytes; options and name are empty
+ * unless their length byte is >= 0xF0; expect is ok unless 0xFF k (k-th
+ * refusal kind).
  *
  * Extension block (after name; absent bytes read as 0 = "as the base
  * says", so inputs older than the block keep their meaning): a budget byte,
@@ -130,7 +134,21 @@ typedef struct ispec {
     imap_fn small;         /* b in 0..0xFC */
     imap_fn bad;           /* k in 0..255 */
     int32_t lo, hi;        /* the field's decodable range (wide and raw forms) */
+    int extremes;          /* the invalid form's last two k are int32's ends (bad_of) */
 } ispec;
+
+/* A value the harness hands an engine raw reaches int32's two ends through
+ * the invalid form: k = K_INT_MIN is INT32_MIN, K_INT_MAX is INT32_MAX
+ * (the field's own map covers the rest), so the arithmetic where a raw
+ * value meets an expression (the harness's, the engine's) is fuzzed at its
+ * edges too.  Not for the fields that shape the case itself (layer and
+ * request counts, the block policy, causal, expect). */
+enum { K_INT_MIN = 0xFE, K_INT_MAX = 0xFF };
+
+static int32_t bad_of(const ispec *s, unsigned k, const fctx *x) {
+    if (s->extremes && k >= K_INT_MIN) return k == K_INT_MIN ? INT32_MIN : INT32_MAX;
+    return s->bad(k, x);
+}
 
 static int32_t clamp64(int64_t v, int32_t lo, int32_t hi) {
     if (v < lo) return lo;
@@ -143,7 +161,7 @@ static int32_t rd_int(reader *r, const ispec *s, const fctx *x) {
     if (b < ESC_WIDE) return s->small(b, x);
     if (b == ESC_WIDE) return clamp64((int64_t)s->lo + (int64_t)rd_le(r, 2), s->lo, s->hi);
     if (b == ESC_RAW) return clamp64((int32_t)(uint32_t)rd_le(r, 4), s->lo, s->hi);
-    return s->bad(rd_u8(r), x);
+    return bad_of(s, rd_u8(r), x);
 }
 
 static void wr_int(writer *w, const ispec *s, const fctx *x, int32_t v) {
@@ -153,7 +171,7 @@ static void wr_int(writer *w, const ispec *s, const fctx *x, int32_t v) {
             return;
         }
     for (unsigned k = 0; k < 256; k++)
-        if (s->bad(k, x) == v) {
+        if (bad_of(s, k, x) == v) {
             wr_u8(w, ESC_BAD);
             wr_u8(w, k);
             return;
@@ -398,8 +416,8 @@ static int32_t b_kv(unsigned k, const fctx *x) {
 /* q_len relative to kv_len: half decode, then prefill (q = kv), chunked
  * prefill (q < kv) of several sizes. */
 static int32_t m_q(unsigned b, const fctx *x) {
-    int32_t kv = x->c->kv_len[x->r];
-    int32_t v;
+    const int64_t kv = x->c->kv_len[x->r];   /* raw: INT32_MIN .. INT32_MAX */
+    int64_t v;
     switch (b % 16) {
     case 8: v = kv; break;
     case 9: v = 2; break;
@@ -413,15 +431,15 @@ static int32_t m_q(unsigned b, const fctx *x) {
     }
     if (v > kv) v = kv;
     if (v < 1) v = 1;
-    return v;
+    return (int32_t)v;
 }
 static int32_t b_q(unsigned k, const fctx *x) {
-    int32_t kv = x->c->kv_len[x->r];
+    const int32_t kv = x->c->kv_len[x->r];
     switch (k % 4) {
     case 0: return kv < SEQ_HI ? kv + 1 : kv;   /* q_len > kv_len */
     case 1: return 0;
     case 2: return -1;
-    default: return kv < SEQ_HI / 2 ? 2 * kv + 2 : kv;
+    default: return kv >= 0 && kv < SEQ_HI / 2 ? 2 * kv + 2 : kv;
     }
 }
 
@@ -435,20 +453,20 @@ static int32_t b_expect(unsigned k, const fctx *x) {
     return (int32_t)(k % AG_R_COUNT);
 }
 
-static const ispec S_KVH = {"kv_heads", m_kvh, b_kvh, -2, 1 << 20};
-static const ispec S_LAYERS = {"num_layers", m_layers, b_layers, 0, CASE_MAX_LAYERS};
-static const ispec S_HEADS = {"heads", m_heads, b_heads, -2, 1 << 20};
-static const ispec S_WINDOW = {"window", m_window, b_window, -3, SEQ_HI};
-static const ispec S_MODEL = {"model_num_heads", m_model, b_model, -2, 1 << 20};
-static const ispec S_DIM = {"head_dim", m_dim, b_dim, -2, 1 << 20};
-static const ispec S_BS = {"block_size", m_bs, b_bs, -2, 1 << 20};
-static const ispec S_CAUSAL = {"causal", m_causal, b_causal, 0, 1};
-static const ispec S_THREADS = {"threads", m_threads, b_threads, -1, 1024};
-static const ispec S_BLOCKS = {"blocks", m_blocks, b_blocks, 0, CASE_BLOCKS_COUNT - 1};
-static const ispec S_REQS = {"num_reqs", m_reqs, b_reqs, 0, CASE_MAX_REQS};
-static const ispec S_KV = {"kv_len", m_kv, b_kv, -1, SEQ_HI};
-static const ispec S_Q = {"q_len", m_q, b_q, -1, SEQ_HI};
-static const ispec S_EXPECT = {"expect", m_expect, b_expect, 0, AG_R_COUNT - 1};
+static const ispec S_KVH = {"kv_heads", m_kvh, b_kvh, -2, 1 << 20, 1};
+static const ispec S_LAYERS = {"num_layers", m_layers, b_layers, 0, CASE_MAX_LAYERS, 0};
+static const ispec S_HEADS = {"heads", m_heads, b_heads, -2, 1 << 20, 1};
+static const ispec S_WINDOW = {"window", m_window, b_window, -3, SEQ_HI, 1};
+static const ispec S_MODEL = {"model_num_heads", m_model, b_model, -2, 1 << 20, 1};
+static const ispec S_DIM = {"head_dim", m_dim, b_dim, -2, 1 << 20, 1};
+static const ispec S_BS = {"block_size", m_bs, b_bs, -2, 1 << 20, 1};
+static const ispec S_CAUSAL = {"causal", m_causal, b_causal, 0, 1, 0};
+static const ispec S_THREADS = {"threads", m_threads, b_threads, -1, 1024, 1};
+static const ispec S_BLOCKS = {"blocks", m_blocks, b_blocks, 0, CASE_BLOCKS_COUNT - 1, 0};
+static const ispec S_REQS = {"num_reqs", m_reqs, b_reqs, 0, CASE_MAX_REQS, 0};
+static const ispec S_KV = {"kv_len", m_kv, b_kv, -1, SEQ_HI, 1};
+static const ispec S_Q = {"q_len", m_q, b_q, -1, SEQ_HI, 1};
+static const ispec S_EXPECT = {"expect", m_expect, b_expect, 0, AG_R_COUNT - 1, 0};
 
 static const float softcap_tab[8] = {30.0f, 50.0f, 5.0f, 1.0f, 0.5f, 20.0f, 10.0f, 2.0f};
 static const float scale_tab[8] = {0.125f, 0.0883883476f, 1.0f, 0.5f,
@@ -476,13 +494,19 @@ static void dtypes_small(unsigned d, ag_dtype out[3]) {
     out[2] = (ag_dtype)o;
 }
 
+/* A raw dtype byte: int8, its two ends standing for int32's (bad_of). */
+static int32_t dtype_raw(unsigned b) {
+    const int8_t v = (int8_t)(uint8_t)b;
+    return v == INT8_MIN ? INT32_MIN : v == INT8_MAX ? INT32_MAX : v;
+}
+
 static void rd_dtypes(reader *r, case_spec *c) {
     unsigned d = rd_u8(r);
     ag_dtype t[3];
     if (d != ESC_BAD) {
         dtypes_small(d, t);
     } else {
-        for (int i = 0; i < 3; i++) t[i] = (ag_dtype)(int8_t)(uint8_t)rd_u8(r);
+        for (int i = 0; i < 3; i++) t[i] = (ag_dtype)dtype_raw(rd_u8(r));
     }
     c->q_dtype = t[0];
     c->kv_dtype = t[1];
@@ -526,16 +550,21 @@ static void wr_dtypes(writer *w, const case_spec *c) {
             return;
         }
     }
-    const ag_dtype v[3] = {c->q_dtype, c->kv_dtype, c->out_dtype};
+    const int32_t v[3] = {(int32_t)c->q_dtype, (int32_t)c->kv_dtype, (int32_t)c->out_dtype};
     static const char *const names[3] = {"q_dtype", "kv_dtype", "out_dtype"};
-    for (int i = 0; i < 3; i++)
-        if ((int)v[i] < INT8_MIN || (int)v[i] > INT8_MAX) {
-            wr_fail(w, "%s = %d is outside the decodable range %d..%d", names[i], (int)v[i],
-                    INT8_MIN, INT8_MAX);
+    uint8_t raw[3];
+    for (int i = 0; i < 3; i++) {
+        unsigned b = 0;
+        while (b < 256 && dtype_raw(b) != v[i]) b++;
+        if (b == 256) {
+            wr_fail(w, "%s = %d is outside the decodable range %d..%d and its two ends",
+                    names[i], (int)v[i], INT8_MIN + 1, INT8_MAX - 1);
             return;
         }
+        raw[i] = (uint8_t)b;
+    }
     wr_u8(w, ESC_BAD);
-    for (int i = 0; i < 3; i++) wr_u8(w, (uint8_t)(int8_t)v[i]);
+    for (int i = 0; i < 3; i++) wr_u8(w, raw[i]);
 }
 
 /* split: small codes, 0xFD FIXED n (n in -1..SPLITS_HI), 0xFE raw
@@ -567,6 +596,11 @@ static split_v split_bad(unsigned k) {
         {AG_SPLIT_FIXED, 0}, {AG_SPLIT_FIXED, SPLITS_HI}, {4, 0}, {-1, 0},
         {AG_SPLIT_FIXED, -1},
     };
+    /* the last four: the mode and the count at int32's ends (bad_of) */
+    static const int32_t ends[4][2] = {
+        {INT32_MIN, 0}, {INT32_MAX, 0}, {AG_SPLIT_FIXED, INT32_MIN}, {AG_SPLIT_FIXED, INT32_MAX},
+    };
+    if (k >= 0xFC) return split_norm(ends[k - 0xFC][0], ends[k - 0xFC][1]);
     return split_norm(t[k % 5][0], t[k % 5][1]);
 }
 
@@ -753,8 +787,8 @@ static int32_t b_side(unsigned k, const fctx *x) {
     static const int32_t t[3] = {-3, -100, SEQ_HI};
     return t[k % 3];
 }
-static const ispec S_LEFT = {"window_left", m_left, b_side, -3, SEQ_HI};
-static const ispec S_RIGHT = {"window_right", m_right, b_side, -3, SEQ_HI};
+static const ispec S_LEFT = {"window_left", m_left, b_side, -3, SEQ_HI, 1};
+static const ispec S_RIGHT = {"window_right", m_right, b_side, -3, SEQ_HI, 1};
 
 /* fp8 k_scale / v_scale: powers of two and odd values; invalid ones too. */
 static const float kvscale_tab[16] = {1.0f,   0.5f,  2.0f,    0.25f,   4.0f,    0.0625f,

@@ -44,6 +44,18 @@ static const float k_amps[] = {1.0f, 1.0f, 1.0f, 0.5f, 4.0f, 1e-3f, 1e3f, 0x1p-2
                                1e30f, 1e-30f};
 static const float k_kvscales[] = {1.0f, 0.5f, 2.0f, 0.0625f, 16.0f, 0.37f, 1e-3f, 300.0f};
 
+/* The value just past an engine's declared limit (the limit itself when it
+ * is int32's largest). */
+static int32_t one_past(int32_t lim) { return lim < INT32_MAX ? lim + 1 : lim; }
+
+/* An invalid value, or one time in four an end of int32 instead: where a
+ * raw value meets the harness's or the engine's arithmetic, its extremes
+ * are the inputs that overflow (issue 61: a window of INT32_MIN). */
+static int32_t or_end(uint64_t *rng, int32_t v) {
+    if (!CHANCE(rng, 4)) return v;
+    return CHANCE(rng, 2) ? INT32_MIN : INT32_MAX;
+}
+
 /* ------------------------------------------------------ explicit lists */
 
 /* The explicit slope / sink lists laid out again from each layer's
@@ -97,6 +109,7 @@ static void edit_heads(case_spec *c, uint64_t *rng, int invalid, const ag_caps *
         static const int32_t bad[] = {0, -1, -2};
         L->num_heads = CHANCE(rng, 2) ? hkv + 1 : PICK(rng, bad);
         if (L->num_heads == 2 && hkv == 1) L->num_heads = 0;
+        L->num_heads = or_end(rng, L->num_heads);
         return;
     }
     const int runs_mixed = caps && (caps->flags & AG_CAP_MIXED_HEADS);
@@ -120,9 +133,10 @@ static void edit_heads(case_spec *c, uint64_t *rng, int invalid, const ag_caps *
 /* KV heads, keeping every layer's group size (heads = kv_heads x g). */
 static void edit_kv_heads(case_spec *c, uint64_t *rng, int invalid, const ag_caps *caps) {
     if (invalid) {
-        c->num_kv_heads = caps && caps->max_heads > 0 && CHANCE(rng, 2) ? caps->max_heads + 1
+        c->num_kv_heads = caps && caps->max_heads > 0 && CHANCE(rng, 2) ? one_past(caps->max_heads)
                           : CHANCE(rng, 2)                              ? 0
                                                                         : -1;
+        c->num_kv_heads = or_end(rng, c->num_kv_heads);
         return;
     }
     const int32_t old = hkv_of(c), hkv = PICK(rng, k_kvh);
@@ -181,12 +195,12 @@ static void edit_window(case_spec *c, uint64_t *rng, int invalid, const ag_caps 
     if (invalid) {
         /* the byte form holds windows from -3 (its invalid values) */
         static const int32_t bad[] = {0, -2, -3};
-        if (CHANCE(rng, 2)) L->window = PICK(rng, bad);
+        if (CHANCE(rng, 2)) L->window = or_end(rng, PICK(rng, bad));
         else {
             L->window = -1;
-            L->window_left = caps && caps->max_seq_len > 0 && CHANCE(rng, 3)
-                                 ? caps->max_seq_len + 1
-                                 : -2 - (int32_t)rng_below(rng, 2);
+            L->window_left = or_end(rng, caps && caps->max_seq_len > 0 && CHANCE(rng, 3)
+                                             ? one_past(caps->max_seq_len)
+                                             : -2 - (int32_t)rng_below(rng, 2));
             L->window_right = -1;
         }
         return;
@@ -331,8 +345,10 @@ static void edit_requests(case_spec *c, uint64_t *rng, int invalid) {
         }
         const int32_t r = (int32_t)rng_below(rng, (uint64_t)c->num_reqs);
         switch (rng_below(rng, 3)) {
-        case 0: c->q_len[r] = c->kv_len[r] + 1; break;
-        case 1: c->q_len[r] = 0; break;
+        case 0:
+            c->q_len[r] = c->kv_len[r] < INT32_MAX ? c->kv_len[r] + 1 : INT32_MIN;
+            break;
+        case 1: c->q_len[r] = or_end(rng, 0); break;
         default: c->causal[r] = 2; break;
         }
         return;
@@ -374,15 +390,15 @@ static void edit_requests(case_spec *c, uint64_t *rng, int invalid) {
 static void edit_layout(case_spec *c, uint64_t *rng, int invalid, const ag_caps *caps) {
     switch (rng_below(rng, 6)) {
     case 0:
-        c->block_size = invalid ? (caps && caps->max_block_size > 0 && CHANCE(rng, 2)
-                                       ? caps->max_block_size + 1
-                                       : 0)
+        c->block_size = invalid ? or_end(rng, caps && caps->max_block_size > 0 && CHANCE(rng, 2)
+                                                  ? one_past(caps->max_block_size)
+                                                  : 0)
                                 : PICK(rng, k_bs);
         break;
     case 1:
-        c->head_dim = invalid ? (caps && caps->max_head_dim > 0 && CHANCE(rng, 2)
-                                     ? caps->max_head_dim + 1
-                                     : 0)
+        c->head_dim = invalid ? or_end(rng, caps && caps->max_head_dim > 0 && CHANCE(rng, 2)
+                                                ? one_past(caps->max_head_dim)
+                                                : 0)
                               : PICK(rng, k_dims);
         break;
     case 2: c->blocks = (case_blocks)rng_below(rng, CASE_BLOCKS_COUNT); break;
@@ -403,13 +419,16 @@ static void edit_schedule(case_spec *c, uint64_t *rng, int invalid, const ag_cap
         c->split_count = c->split == AG_SPLIT_FIXED ? PICK(rng, counts) : 0;
         if (invalid) {
             c->split = AG_SPLIT_FIXED;
-            c->split_count = caps && caps->max_splits > 0 && CHANCE(rng, 2) ? caps->max_splits + 1
-                                                                            : 0;
+            c->split_count = or_end(rng, caps && caps->max_splits > 0 && CHANCE(rng, 2)
+                                             ? one_past(caps->max_splits)
+                                             : 0);
         }
         return;
     }
     if (invalid) {
-        c->threads = caps && caps->max_threads > 0 && CHANCE(rng, 2) ? caps->max_threads + 1 : 0;
+        c->threads = or_end(rng, caps && caps->max_threads > 0 && CHANCE(rng, 2)
+                                     ? one_past(caps->max_threads)
+                                     : 0);
         return;
     }
     const uint64_t t = rng_below(rng, 16);

@@ -162,7 +162,7 @@ Test(case_bytes, encode_refuses_outside_domain) {
     cr_assert_eq(case_encode(&c, buf, sizeof buf, err, sizeof err), 0);
     cr_assert(strstr(err, "options") != NULL, "message names the field: %s", err);
     case_default(&c);
-    c.num_kv_heads = INT32_MIN;
+    c.num_kv_heads = INT32_MIN + 1;   /* int32's ends encode (int32_extremes), not this */
     cr_assert_eq(case_encode(&c, buf, sizeof buf, err, sizeof err), 0);
     cr_assert(strstr(err, "kv_heads") != NULL, "message names the field: %s", err);
     case_default(&c);
@@ -231,6 +231,51 @@ Test(case_bytes, new_fields_reachable) {
     for (int32_t l = 0; l < c.num_layers; l++) c.layers[l] = c.layers[0];
     c.layers[63].window_right = 5;
     cb_check_bytes(&c, "64 layers", buf);
+}
+
+/* Every integer field the harness hands an engine raw reaches int32's two
+ * ends from bytes (issue 61: a window of INT32_MIN overflowed the harness,
+ * and no byte string could draw it): both round-trip through the bytes
+ * and the text, alone and all at once. */
+Test(case_bytes, int32_extremes) {
+    uint8_t buf[CASE_BYTES_MAX];
+    static const int32_t ends[2] = {INT32_MIN, INT32_MAX};
+    for (int e = 0; e < 2; e++) {
+        const int32_t v = ends[e];
+        case_spec all;
+        case_default(&all);
+        int32_t *const fields[] = {
+            &all.num_kv_heads, &all.layers[0].num_heads, &all.layers[0].window,
+            &all.model_num_heads, &all.head_dim, &all.block_size, &all.threads,
+            &all.kv_len[0], &all.q_len[0],
+        };
+        for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+            case_spec one;
+            case_default(&one);
+            *(int32_t *)((char *)&one + ((char *)fields[i] - (char *)&all)) = v;
+            cb_check_bytes(&one, "one field at an end", buf);
+            cb_check_text(&one, "one field at an end");
+            *fields[i] = v;
+        }
+        cb_check_bytes(&all, "every field at an end", buf);
+        case_spec w;
+        case_default(&w);
+        w.layers[0].window_left = v;
+        w.layers[0].window_right = ends[1 - e];
+        w.layers[0].window = -1;
+        cb_check_bytes(&w, "(left, right) at the ends", buf);
+        w.q_dtype = (ag_dtype)v;
+        w.kv_dtype = (ag_dtype)ends[1 - e];
+        cb_check_bytes(&w, "dtypes at the ends", buf);
+        for (int m = 0; m < 2; m++) {
+            case_spec sp;
+            case_default(&sp);
+            sp.split = m ? AG_SPLIT_FIXED : v;
+            sp.split_count = m ? v : 0;
+            cb_check_bytes(&sp, "split mode or count at an end", buf);
+            cb_check_text(&sp, "split mode or count at an end");
+        }
+    }
 }
 
 /* A budget byte caps the cost: prefill rows first, decode rows kept when
