@@ -47,18 +47,19 @@ static void say(ag_msg *msg, const char *fmt, ...) {
     X(plan_destroy) X(run)
 
 int ag_engine_check(const ag_engine *e, const char *name, ag_msg *msg) {
-    if (!name) name = e && e->name ? e->name : "?";
     if (!e) {
-        say(msg, "engine '%.64s' has no adapter table", name);
+        say(msg, "engine '%.64s' has no adapter table", name ? name : "?");
         return -1;
     }
     /* the version first: a table of another version has another layout,
      * so none of its other fields may be read as this version's */
     if (e->abi_version != AG_ENGINE_ABI_VERSION) {
         say(msg, "engine '%.64s' was built for adapter ABI version %u, this harness speaks %u",
-            name, (unsigned)e->abi_version, (unsigned)AG_ENGINE_ABI_VERSION);
+            name ? name : "(unnamed)", (unsigned)e->abi_version,
+            (unsigned)AG_ENGINE_ABI_VERSION);
         return -1;
     }
+    if (!name) name = e->name ? e->name : "?";
     if (!e->name || !e->name[0] || !e->summary) {
         say(msg, "engine '%.64s': its adapter table has no %s (the ABI requires it)", name,
             !e->name || !e->name[0] ? "name" : "summary");
