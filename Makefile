@@ -206,8 +206,17 @@ test:
 	    $(if $(JUNIT),--junit '$(JUNIT)') $(TEST_STEPS)
 
 # Under sanitizers, LeakSanitizer ignores Criterion 2.4.1's own runner leak
-# (tests/lsan.supp); every leak through our code still fails.
-TEST_ENV := $(if $(SANITIZER),LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0)
+# (tests/lsan.supp); every leak through our code still fails.  LSAN_TLS is
+# for clang 14's runtime (Debian 12): its __tls_get_addr interceptor reads
+# a malloc'd dynamic TLS block that happens to start 16 bytes into a page
+# as a glibc 2.18 header, and LeakSanitizer's tracer then dies at exit on
+# the bogus range it scans ("Tracer caught signal 11", after a PASS: issue
+# 61).  The block is the OpenMP tool's libomp loads (libarcher, with its
+# libstdc++; OMP_TOOL=disabled avoids it too), taken at exit, so whether a
+# run meets it depends only on how many small allocations came before.
+# Off, dynamic TLS is not scanned: that can only report a leak, not hide one.
+LSAN_TLS := intercept_tls_get_addr=0
+TEST_ENV := $(if $(SANITIZER),LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0:$(LSAN_TLS))
 # Under scripts/steps.py (STEP_XML names the step's JUnit file) the log is
 # verbose: every test's line, and each skip with its reason.
 CRITERION_ARGS = --jobs $(CRITERION_JOBS) --short-filename \
