@@ -7,7 +7,7 @@
 #                   (make test and make fuzz do it on first use) [WITH=...]
 #   make check-clang   the same sources warning-free with clang
 #   make ci         what .ci/run gates on (test, check-clang, cfl-test,
-#                   mutants-quick, test-peer), with one verdict
+#                   mutants-quick, test-peer, test-malformed), with one verdict
 #   make clean
 #
 # Knobs (each gets its own build folder, so flags never mix):
@@ -286,6 +286,7 @@ check-clang:
 # workflows build them all too).
 CI_STEPS = 'test=$(MAKE) --no-print-directory test $(if $(JUNIT),JUNIT="$$STEP_XML")' \
     'test-asan=$(MAKE) --no-print-directory test-asan' \
+    'malformed=$(MAKE) --no-print-directory test-malformed' \
     'cfl-test=$(MAKE) --no-print-directory cfl-test CFL_SANITIZERS=address' \
     'mutants-quick=$(MAKE) --no-print-directory -j$(NPROC) mutants-quick' \
     'test-peer=$(MAKE) --no-print-directory test-peer' \
