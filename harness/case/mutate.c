@@ -140,11 +140,15 @@ static void edit_kv_heads(case_spec *c, uint64_t *rng, int invalid, const ag_cap
         return;
     }
     const int32_t old = hkv_of(c), hkv = PICK(rng, k_kvh);
+    /* counts past int32 once rescaled (a raw one at its end) stay as they are */
     for (int32_t l = 0; l < c->num_layers; l++) {
         case_layer *L = &c->layers[l];
-        if (L->num_heads >= old && L->num_heads % old == 0) L->num_heads = L->num_heads / old * hkv;
+        if (L->num_heads >= old && L->num_heads % old == 0 &&
+            (int64_t)L->num_heads / old * hkv <= INT32_MAX)
+            L->num_heads = L->num_heads / old * hkv;
     }
-    if (c->model_num_heads >= old && c->model_num_heads % old == 0)
+    if (c->model_num_heads >= old && c->model_num_heads % old == 0 &&
+        (int64_t)c->model_num_heads / old * hkv <= INT32_MAX)
         c->model_num_heads = c->model_num_heads / old * hkv;
     c->num_kv_heads = hkv;
 }
@@ -594,7 +598,7 @@ static void fit_budget(case_spec *c, uint64_t budget) {
         int changed = 0;
         for (int32_t r = 0; r < c->num_reqs; r++) {
             if (c->q_len[r] < 1 || c->kv_len[r] < c->q_len[r] || c->kv_len[r] < 2) continue;
-            c->kv_len[r] = (c->kv_len[r] + 1) / 2;
+            c->kv_len[r] = c->kv_len[r] / 2 + c->kv_len[r] % 2;   /* halved, rounded up */
             if (c->q_len[r] > c->kv_len[r]) c->q_len[r] = c->kv_len[r];
             changed = 1;
         }

@@ -12,6 +12,8 @@
 #include <criterion/criterion.h>
 
 #include "../../harness/case/case.h"
+#include "../../harness/case/case_bytes.h"
+#include "../../harness/case/mutate.h"
 #include "../../harness/case/validity.h"
 #include "../../harness/cli/cli.h"
 #include "../../include/attnguard/engine.h"
@@ -117,7 +119,7 @@ Test(malformed, messages_quote_no_terminal_control) {
         "layer.0 = heads=\x1b]0;title\x07\n",
         "name = \xff\xfe\n",
         "requests = 1x1\x1b[2J\n",
-        "layer.\x9b" "1 = heads=8\n",
+        "layer.\x9b\x31 = heads=8\n",
         "kv_heads = 4\r\n\x01\x02 = 3\n",
     };
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
@@ -127,6 +129,49 @@ Test(malformed, messages_quote_no_terminal_control) {
         for (const unsigned char *p = (const unsigned char *)err; *p; p++)
             cr_assert(*p >= 0x20 && *p < 0x7F, "text %zu: byte 0x%02x in '%s'", i, *p, err);
         cr_assert(strstr(err, "\\x"), "text %zu: '%s' shows no escaped byte", i, err);
+    }
+}
+
+/* The structure-aware mutator edits whatever the fuzzer hands it: cases at
+ * int32's ends (which the byte form now decodes to), invalid ones kept, an
+ * engine whose limits are INT32_MAX.  Under UBSan (make test-asan) any
+ * signed overflow in its arithmetic ends the test; everywhere, every
+ * mutated case must still have its byte form. */
+Test(malformed, mutator_takes_cases_at_int32_ends) {
+    static const ag_caps huge = {.max_heads = INT32_MAX, .max_head_dim = INT32_MAX,
+                                 .max_block_size = INT32_MAX, .max_threads = INT32_MAX,
+                                 .max_seq_len = INT32_MAX, .max_splits = INT32_MAX};
+    const mutate_ctx m = {&huge, NULL, 0, (uint64_t)1 << 16};
+    uint64_t rng = 0x61;
+    for (int start = 0; start < 64; start++) {
+        case_spec c;
+        case_default(&c);
+        const int32_t v = start % 2 ? INT32_MAX : INT32_MIN;
+        int32_t *const f[] = {&c.num_kv_heads, &c.layers[0].num_heads, &c.layers[0].window,
+                              &c.model_num_heads, &c.head_dim, &c.block_size, &c.threads,
+                              &c.kv_len[0], &c.q_len[0]};
+        const int nf = (int)(sizeof f / sizeof f[0]);
+        /* one field, or (start >= 32) all of them, at an end; a valid
+         * request of INT32_MAX keys is the budget's to shorten */
+        for (int i = 0; i < nf; i++)
+            if (start >= 32 || i == (start / 2) % nf) *f[i] = v;
+        if (start % 4 == 1) c.q_len[0] = 1, c.kv_len[0] = INT32_MAX;
+        for (int e = 0; e < 200; e++) {
+            if (e % 10 == 9) {   /* a cross-over with a case at the other end */
+                case_spec other, out;
+                case_default(&other);
+                const int32_t w = v == INT32_MAX ? INT32_MIN : INT32_MAX;
+                other.num_kv_heads = other.layers[0].num_heads = w;
+                other.kv_len[0] = w;
+                case_cross(&c, &other, &out, &rng, &m);
+                c = out;
+            }
+            case_mutate(&c, &rng, &m);
+            uint8_t buf[CASE_BYTES_MAX];
+            char err[200];
+            const size_t n = case_encode(&c, buf, sizeof buf, err, sizeof err);
+            cr_assert(n > 0 || strstr(err, "more than"), "start %d edit %d: %s", start, e, err);
+        }
     }
 }
 
