@@ -1,8 +1,8 @@
 /*
  * registry.c — finding an adapter by name: the built-in ones listed in
  * engines.def, or a shared object that exports AG_ENGINE_ENTRY (a user's
- * own engine, loaded without rebuilding attnguard).  The ABI's names and
- * sizes are engines/abi.c's.
+ * own engine, loaded without rebuilding attnguard), refused when it was
+ * built for another ABI version.
  */
 #include "../include/attnguard/engine.h"
 

@@ -38,6 +38,7 @@
 #include "fuzz_common.h"
 #include "../harness/case/problem.h"
 #include "../tests/fixture.h"
+#include "../engines/attnguard/dtype_map.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -631,10 +632,8 @@ static void cache_violation(const char *fmt, ...) {
 #define CACHE_OP_MAX_BYTES ((size_t)256 << 10)   /* per cache: filled and scanned whole */
 #define CACHE_OP_MAX_TOKENS 24
 
-static int is_fp8(attn_dtype d) { return d == ATTN_DTYPE_FP8_E4M3 || d == ATTN_DTYPE_FP8_E5M2; }
-
 /* The element the cache should hold for element i of a source row, by
- * the harness's own code (values_store, ref_load), into out (es bytes). */
+ * the harness's own code (values_store, ag_dtype_decode), into out (es bytes). */
 static void expected_elem(attn_dtype dd, attn_dtype sd, const void *src, size_t i, float scale,
                           uint8_t *out) {
     const size_t es = attn_dtype_size(dd);
@@ -642,9 +641,9 @@ static void expected_elem(attn_dtype dd, attn_dtype sd, const void *src, size_t 
         memcpy(out, (const uint8_t *)src + i * es, es);
         return;
     }
-    float f = (float)ref_load(src, i, (ag_dtype)sd);   /* f32/bf16/f16: exact in float */
-    if (is_fp8(dd) && scale != 1.0f) f /= scale;      /* the quotient rounded to fp32 */
-    values_store(out, 0, (ag_dtype)dd, (double)f);
+    float f = (float)ag_dtype_decode(src, i, ag_dtype_of(sd));   /* f32/bf16/f16: exact */
+    if (ag_dtype_is_fp8(ag_dtype_of(dd)) && scale != 1.0f) f /= scale;   /* rounded to fp32 */
+    values_store(out, 0, ag_dtype_of(dd), (double)f);
 }
 
 /* Compares one slot's row of one cache with the rows it came from.  No
@@ -663,14 +662,14 @@ FUZZ_NO_COVERAGE static void check_slot(const char *which, const attn_kv_desc *k
             uint8_t want_b[4];
             expected_elem(kv->dtype, sd, src, d, scale, want_b);
             if (!memcmp(got + d * es, want_b, es)) continue;
-            const double g = ref_load(got, d, (ag_dtype)kv->dtype),
-                         w = ref_load(want_b, 0, (ag_dtype)kv->dtype);
+            const double g = ag_dtype_decode(got, d, ag_dtype_of(kv->dtype)),
+                         w = ag_dtype_decode(want_b, 0, ag_dtype_of(kv->dtype));
             if (isnan(g) && isnan(w)) continue;   /* "NaN kept": any NaN code */
             cache_violation("%s cache, token %d -> slot %lld (block %zu, offset %zu), kv head %zu, "
                             "element %zu: stored %.9g, the row's %s %.9g converted to %s with "
                             "scale %g is %.9g",
                             which, (int)token, (long long)slot, blk, off, h, d, g,
-                            attn_dtype_name(sd), ref_load(src, d, (ag_dtype)sd),
+                            attn_dtype_name(sd), ag_dtype_decode(src, d, ag_dtype_of(sd)),
                             attn_dtype_name(kv->dtype), (double)scale, w);
         }
     }
@@ -735,8 +734,8 @@ static void op_cache(fixture *x, unsigned arg, unsigned n) {
         free(key), free(val), free(written);
         return;
     }
-    values_fill(key, (size_t)T * row, D, (ag_dtype)sd, &x->p.c.values[CASE_T_K], h ^ 0x6b);
-    values_fill(val, (size_t)T * row, D, (ag_dtype)sd, &x->p.c.values[CASE_T_V], h ^ 0x76);
+    values_fill(key, (size_t)T * row, D, ag_dtype_of(sd), &x->p.c.values[CASE_T_K], h ^ 0x6b);
+    values_fill(val, (size_t)T * row, D, ag_dtype_of(sd), &x->p.c.values[CASE_T_V], h ^ 0x76);
     memset(x->e.k_cache, 0xa5, cache_bytes);
     memset(x->e.v_cache, 0x5a, cache_bytes);
 

@@ -69,8 +69,6 @@ static int32_t clampi(int64_t v, int64_t lo, int64_t hi) {
     return (int32_t)(v < lo ? lo : (v > hi ? hi : v));
 }
 
-static int is_fp8(ag_dtype d) { return d == AG_FP8_E4M3 || d == AG_FP8_E5M2; }
-
 /* ------------------------------------------------------------- batches */
 
 /* Fill the requests of a cell's case; lengths follow the key budget. */
@@ -179,7 +177,8 @@ void grid_describe(const grid_cell *ce, const case_spec *c, grid_cell_info *ci) 
 /* --------------------------------------------------------------- cells */
 
 static void resolve_io(grid_cell *ce) {
-    const ag_dtype kv_io = is_fp8(ce->kv) ? AG_BF16 : ce->kv;   /* fp8 KV serves bf16 models */
+    /* fp8 KV serves bf16 models */
+    const ag_dtype kv_io = ag_dtype_is_fp8(ce->kv) ? AG_BF16 : ce->kv;
     ce->q = ce->out = ce->io == IO_F32 ? AG_F32 : kv_io;
 }
 
@@ -217,7 +216,7 @@ static void apply_dealt(grid_cell *ce, const dealt *d, int i) {
     ce->io = d->io[i];
     ce->dist = d->dist[i] ? CASE_DIST_NORMAL : CASE_DIST_UNIFORM;
     ce->k_scale = ce->v_scale = 1.0f;
-    if (is_fp8(ce->kv)) {
+    if (ag_dtype_is_fp8(ce->kv)) {
         ce->k_scale = fp8_scales[d->scale[i]][0];
         ce->v_scale = fp8_scales[d->scale[i]][1];
     }

@@ -11,8 +11,6 @@
 #include <math.h>
 #include <string.h>
 
-static int is_fp8(attn_dtype d) { return d == ATTN_DTYPE_FP8_E4M3 || d == ATTN_DTYPE_FP8_E5M2; }
-
 /* n elements of src (dtype sd) into dst (dtype dd), dividing by `scale`
  * first for an fp8 destination (vLLM's fp8 KV writers: the quotient in
  * fp32, then rounded to the code, RNE; e4m3fn saturating, dtype.h). */
@@ -20,7 +18,7 @@ static void convert_row(attn_dtype dd, void *dst, attn_dtype sd, const void *src
                         float scale) {
     for (size_t i = 0; i < n; i++) {
         float x = attn__elem_f32(sd, src, i);
-        if (is_fp8(dd) && scale != 1.0f) x /= scale;
+        if (attn__dtype_is_fp8(dd) && scale != 1.0f) x /= scale;
         switch (dd) {
         case ATTN_DTYPE_F32: ((float *)dst)[i] = x; break;
         case ATTN_DTYPE_BF16: ((uint16_t *)dst)[i] = attn__f32_to_bf16(x); break;
@@ -43,7 +41,8 @@ attn_status attn_reshape_and_cache_from(const attn_kv_desc *kv, int32_t num_bloc
                           : !slot_mapping ? "slot_mapping" : !k_cache ? "k_cache" : "v_cache");
     attn_status st = attn__check_kv(kv, err);
     if (st) return st;
-    if ((unsigned)src_dtype >= ATTN_DTYPE_COUNT || (is_fp8(src_dtype) && src_dtype != kv->dtype))
+    if ((unsigned)src_dtype >= ATTN_DTYPE_COUNT ||
+        (attn__dtype_is_fp8(src_dtype) && src_dtype != kv->dtype))
         return attn__fail(err, ATTN_E_BAD_DTYPE,
                           "src_dtype = %d: rows come as f32, bf16, f16 or as the cache's own "
                           "dtype (%s)", (int)src_dtype, attn_dtype_name(kv->dtype));

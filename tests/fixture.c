@@ -3,6 +3,8 @@
  */
 #include "fixture.h"
 
+#include "../engines/attnguard/dtype_map.h"
+
 #include "../harness/judge/compare.h"
 #include "../harness/judge/ref_problem.h"
 
@@ -35,9 +37,9 @@ static void describe(afx_engine *fx, const problem *p) {
     g->kv.num_kv_heads = c->num_kv_heads;
     g->kv.head_dim = c->head_dim;
     g->kv.block_size = c->block_size;
-    g->kv.dtype = (attn_dtype)c->kv_dtype;
-    g->q_dtype = (attn_dtype)c->q_dtype;
-    g->out_dtype = (attn_dtype)c->out_dtype;
+    g->kv.dtype = attn_dtype_of(c->kv_dtype);
+    g->q_dtype = attn_dtype_of(c->q_dtype);
+    g->out_dtype = attn_dtype_of(c->out_dtype);
     g->model_num_heads = c->model_num_heads;
     g->num_threads = c->threads;
     fx->batch.num_reqs = p->batch.num_reqs;
@@ -106,9 +108,9 @@ attn_tensors afx_tensors(const afx_engine *fx, const problem *p, int32_t l, void
     t.num_blocks = p->num_blocks;
     t.num_kv_heads = c->num_kv_heads;
     t.block_size = c->block_size;
-    t.q_dtype = (attn_dtype)c->q_dtype;
-    t.kv_dtype = (attn_dtype)c->kv_dtype;
-    t.out_dtype = (attn_dtype)c->out_dtype;
+    t.q_dtype = attn_dtype_of(c->q_dtype);
+    t.kv_dtype = attn_dtype_of(c->kv_dtype);
+    t.out_dtype = attn_dtype_of(c->out_dtype);
     if (l >= 0 && l < c->num_layers) {
         t.q = p->q[l];
         t.num_heads = c->layers[l].num_heads;

@@ -12,6 +12,7 @@
 #include "../../include/attnguard/engine.h"
 #include "../../src/attn.h"
 #include "../../src/attn_plan_inspect.h"
+#include "dtype_map.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -129,8 +130,11 @@ static ag_status refuse(ag_msg *msg, attn_status st, const char *fmt, ...) {
     return st == ATTN_E_NO_MEMORY ? AG_INTERNAL : AG_REFUSED;
 }
 
-static int is_dtype(ag_dtype d) { return d == AG_F32 || d == AG_BF16 || d == AG_F16; }
-static int is_fp8(ag_dtype d) { return d == AG_FP8_E4M3 || d == AG_FP8_E5M2; }
+/* The engine's q, out and KV types: the ABI's binary floats (and fp8 for KV). */
+static int is_dtype(ag_dtype d) {
+    const ag_dtype_traits *t = ag_dtype_traits_of(d);
+    return t && t->kind == AG_KIND_FLOAT;
+}
 
 /* ------------------------------------------------------------ process */
 
@@ -268,7 +272,7 @@ static ag_status op_create(void *cp, const ag_group *in, void **out, ag_msg *msg
     if (in->num_layers > 0 && !in->layers)
         return refuse(msg, ATTN_E_NULL_ARG, "layers is NULL with num_layers = %d",
                       (int)in->num_layers);
-    if (!(is_dtype(in->kv_dtype) || is_fp8(in->kv_dtype)) || !is_dtype(in->q_dtype) ||
+    if (!(is_dtype(in->kv_dtype) || ag_dtype_is_fp8(in->kv_dtype)) || !is_dtype(in->q_dtype) ||
         !is_dtype(in->out_dtype)) {
         /* an enum value outside ag_dtype is the caller's error, fp8 q/out a missing feature */
         const int known = (unsigned)in->kv_dtype < AG_DTYPE_COUNT &&
@@ -310,15 +314,15 @@ static ag_status op_create(void *cp, const ag_group *in, void **out, ag_msg *msg
         d->window_right = L->window_right;
         /* attn.h reads a scale of 0 as 1; the ABI has no such default */
         const float ks = L->k_scale, vs = L->v_scale;
-        if (is_fp8(in->kv_dtype) && !(ks > 0 && vs > 0)) {
+        if (ag_dtype_is_fp8(in->kv_dtype) && !(ks > 0 && vs > 0)) {
             free(g->layers);
             free(g);
             return refuse(msg, ATTN_E_BAD_LAYER, "layers.%d: k_scale = %g, v_scale = %g: an fp8 "
                           "cache's scales must be finite and > 0", (int)l, (double)ks,
                           (double)vs);
         }
-        d->k_scale = is_fp8(in->kv_dtype) ? ks : 1.0f;
-        d->v_scale = is_fp8(in->kv_dtype) ? vs : 1.0f;
+        d->k_scale = ag_dtype_is_fp8(in->kv_dtype) ? ks : 1.0f;
+        d->v_scale = ag_dtype_is_fp8(in->kv_dtype) ? vs : 1.0f;
         d->softcap = L->softcap;
         d->scale = L->scale;
         d->alibi_slopes = L->alibi_slopes;
@@ -330,9 +334,9 @@ static ag_status op_create(void *cp, const ag_group *in, void **out, ag_msg *msg
     G->kv.num_kv_heads = in->num_kv_heads;
     G->kv.head_dim = in->head_dim;
     G->kv.block_size = in->block_size;
-    G->kv.dtype = (attn_dtype)in->kv_dtype;
-    G->q_dtype = (attn_dtype)in->q_dtype;
-    G->out_dtype = (attn_dtype)in->out_dtype;
+    G->kv.dtype = attn_dtype_of(in->kv_dtype);
+    G->q_dtype = attn_dtype_of(in->q_dtype);
+    G->out_dtype = attn_dtype_of(in->out_dtype);
     G->model_num_heads = in->model_num_heads;
     G->num_threads = in->num_threads;
     G->isa = g->isa[0] ? g->isa : NULL;

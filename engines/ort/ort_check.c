@@ -92,7 +92,7 @@ static ag_status layer_sinks(const ag_layer *L, og_group *g, og_layer *o, const 
     if (!o->sinks || !o->sinks_h)
         return orta_fail(msg, AG_INTERNAL, AG_R_RESOURCE, "ENOMEM", "%s: sinks copy", n);
     memcpy(o->sinks, L->sinks, (size_t)o->key.hq * sizeof(float));
-    for (int32_t h = 0; h < o->key.hq; h++) o->sinks_h[h] = og_f32_to_f16(L->sinks[h]);
+    for (int32_t h = 0; h < o->key.hq; h++) o->sinks_h[h] = ag_encode_f16(L->sinks[h]);
     return AG_OK;
 }
 
@@ -213,7 +213,7 @@ static int sinks_are_f16(const ag_group *in) {
     for (int32_t l = 0; l < in->num_layers; l++) {
         const ag_layer *L = &in->layers[l];
         for (int32_t h = 0; L->sinks && h < L->num_heads; h++) {
-            const uint16_t half = og_f32_to_f16(L->sinks[h]);
+            const uint16_t half = ag_encode_f16(L->sinks[h]);
             float back;
             og_convert(&back, AG_F32, &half, AG_F16, 1);
             if (back != L->sinks[h]) return 0;

@@ -138,12 +138,9 @@ ag_status og_write_kv(void *grp, void *k_cache, void *v_cache, int32_t num_block
 /* n elements of type `from` at src to type `to` at dst (f32, f16, bf16;
  * widening is exact, narrowing rounds to nearest even). */
 void og_convert(void *dst, ag_dtype to, const void *src, ag_dtype from, size_t n);
-/* Bytes per element and name of f32/bf16/f16/fp8 (0 / "?" otherwise): the
- * adapter's own, so that as a shared object it needs nothing of the
- * harness's binary. */
-size_t og_dtype_size(ag_dtype d);
+/* ag_dtype_name, "?" outside the enumeration (sizes and the f16 encoding
+ * are the ABI's header-only ag_dtype_size and ag_encode_f16). */
 const char *og_dtype_name(ag_dtype d);
-uint16_t og_f32_to_f16(float f);
 
 /* ort_session.c: the session of layer l for io kind `io`, created on first
  * use with the group's allocator registered; ORT errors as AG_INTERNAL. */

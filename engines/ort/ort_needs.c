@@ -81,7 +81,7 @@ static size_t decode_floats(const og_plan *P, const og_class *c, size_t hq, size
 static void gqa_needs(const og_plan *P, const og_class *c, const og_key *k, og_list *l) {
     const og_group *g = P->g;
     const size_t B = (size_t)c->nreq, S = (size_t)c->S, T = (size_t)c->T, D = (size_t)g->d;
-    const size_t hq = (size_t)k->hq, hkv = (size_t)g->hkv, es = og_dtype_size(g->t_dt);
+    const size_t hq = (size_t)k->hq, hkv = (size_t)g->hkv, es = ag_dtype_size(g->t_dt);
     /* query, key and value, from BSNH to BNSH: three buffers, or one for
      * the packed input (its q, K and V heads transposed together) */
     if (g->io == OG_IO_GQA_PACKED) {
@@ -131,7 +131,7 @@ static void gqa_needs(const og_plan *P, const og_class *c, const og_key *k, og_l
 static void attention_needs(const og_plan *P, const og_class *c, int32_t layer, og_list *l) {
     const og_group *g = P->g;
     const size_t B = (size_t)c->nreq, S = (size_t)c->S, T = (size_t)c->T;
-    const size_t hq = (size_t)g->layers[layer].key.hq, es = og_dtype_size(g->t_dt);
+    const size_t hq = (size_t)g->layers[layer].key.hq, es = ag_dtype_size(g->t_dt);
     put(l, B * hq * S * T * es);                       /* the weights, in T */
     if (og_masked(P, c, layer)) put(l, B * S * T * es);   /* the boolean mask made additive */
     if (g->t_dt == AG_F16)                             /* a softmax row block in f32 per head */

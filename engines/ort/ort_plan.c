@@ -113,7 +113,7 @@ static int class_sizes(const og_plan *P, const og_class *c, int32_t layer,
                        size_t sz[OG_R_COUNT]) {
     const og_group *g = P->g;
     const int32_t hq = layer >= 0 ? g->layers[layer].key.hq : g->hq_max;
-    const size_t es = og_dtype_size(g->t_dt), B = (size_t)c->nreq, S = (size_t)c->S;
+    const size_t es = ag_dtype_size(g->t_dt), B = (size_t)c->nreq, S = (size_t)c->S;
     const size_t T = (size_t)c->T, hkv = (size_t)g->hkv;
     const int gqa = g->op == OG_GQA, sep = gqa && g->io == OG_IO_GQA_SEPARATE;
     size_t qrow, kvrow, past = 0, pres = 0;

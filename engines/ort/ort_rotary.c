@@ -35,8 +35,8 @@ void og_rot_caches(const og_group *g, int32_t rows, void *cos, void *sin) {
             const uint32_t k = quarter(p, i);
             const float c = (float)k_cos[k], s = (float)k_sin[k];
             const size_t at = (size_t)p * (size_t)half + (size_t)i;
-            og_convert((char *)cos + at * og_dtype_size(g->t_dt), g->t_dt, &c, AG_F32, 1);
-            og_convert((char *)sin + at * og_dtype_size(g->t_dt), g->t_dt, &s, AG_F32, 1);
+            og_convert((char *)cos + at * ag_dtype_size(g->t_dt), g->t_dt, &c, AG_F32, 1);
+            og_convert((char *)sin + at * ag_dtype_size(g->t_dt), g->t_dt, &s, AG_F32, 1);
         }
 }
 
@@ -44,16 +44,16 @@ void og_rot_caches(const og_group *g, int32_t rows, void *cos, void *sin) {
  * values only move between places and change sign). */
 static float get(const og_group *g, const char *row, int32_t j) {
     float f;
-    og_convert(&f, AG_F32, row + (size_t)j * og_dtype_size(g->t_dt), g->t_dt, 1);
+    og_convert(&f, AG_F32, row + (size_t)j * ag_dtype_size(g->t_dt), g->t_dt, 1);
     return f;
 }
 static void put(const og_group *g, char *row, int32_t j, float f) {
-    og_convert(row + (size_t)j * og_dtype_size(g->t_dt), g->t_dt, &f, AG_F32, 1);
+    og_convert(row + (size_t)j * ag_dtype_size(g->t_dt), g->t_dt, &f, AG_F32, 1);
 }
 
 void og_unrotate(const og_group *g, void *rows, int32_t n, int32_t heads, int32_t p0) {
     const int32_t D = g->d, half = D / 2;
-    const size_t hb = (size_t)D * og_dtype_size(g->t_dt);
+    const size_t hb = (size_t)D * ag_dtype_size(g->t_dt);
     for (int32_t r = 0; r < n; r++)
         for (int32_t h = 0; h < heads; h++) {
             char *row = (char *)rows + ((size_t)r * (size_t)heads + (size_t)h) * hb;

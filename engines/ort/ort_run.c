@@ -35,7 +35,7 @@ static const char *cell(const og_ctx *x, const void *cache, int32_t r, int32_t t
     const og_group *g = x->P->g;
     const int32_t *bt = x->P->b.block_table + (size_t)r * (size_t)x->P->b.block_table_stride;
     const size_t slot = (size_t)bt[t / g->bs] * (size_t)g->bs + (size_t)(t % g->bs);
-    return (const char *)cache + slot * (size_t)g->hkv * (size_t)g->d * og_dtype_size(g->kv_dt);
+    return (const char *)cache + slot * (size_t)g->hkv * (size_t)g->d * ag_dtype_size(g->kv_dt);
 }
 
 /* K or V of every member through its block table.  GQA: keys before the
@@ -47,8 +47,8 @@ static const char *cell(const og_ctx *x, const void *cache, int32_t r, int32_t t
 static void gather(const og_ctx *x, const void *cache, int past_r, int new_r) {
     const og_group *g = x->P->g;
     const og_class *c = x->c;
-    const size_t D = (size_t)g->d, hkv = (size_t)g->hkv, es = og_dtype_size(g->t_dt);
-    const size_t kd = og_dtype_size(g->kv_dt);
+    const size_t D = (size_t)g->d, hkv = (size_t)g->hkv, es = ag_dtype_size(g->t_dt);
+    const size_t kd = ag_dtype_size(g->kv_dt);
     char *past = past_r >= 0 && c->size[past_r] ? region(x, past_r) : NULL;
     char *fresh = region(x, new_r);
     const size_t rows = g->op == OG_GQA ? (size_t)c->S : (size_t)c->T;
@@ -73,14 +73,14 @@ static void *stage_q(const og_ctx *x) {
     const og_class *c = x->c;
     const size_t row = (size_t)x->hq * (size_t)g->d;
     const int32_t tok0 = x->P->b.query_start_loc[x->P->req[c->first]];
-    if (c->direct) return (char *)(uintptr_t)x->a->q + (size_t)tok0 * row * og_dtype_size(g->q_dt);
+    if (c->direct) return (char *)(uintptr_t)x->a->q + (size_t)tok0 * row * ag_dtype_size(g->q_dt);
     char *q = region(x, OG_R_Q);
-    const size_t es = og_dtype_size(g->t_dt);
+    const size_t es = ag_dtype_size(g->t_dt);
     memset(q, 0, (size_t)c->nreq * (size_t)c->S * row * es);
     for (int32_t i = 0; i < c->nreq; i++) {
         const int32_t r = x->P->req[c->first + i], t0 = x->P->b.query_start_loc[r];
         og_convert(q + (size_t)i * (size_t)c->S * row * es, g->t_dt,
-                   (const char *)x->a->q + (size_t)t0 * row * og_dtype_size(g->q_dt), g->q_dt,
+                   (const char *)x->a->q + (size_t)t0 * row * ag_dtype_size(g->q_dt), g->q_dt,
                    (size_t)q_len(&x->P->b, r) * row);
     }
     return q;
@@ -92,7 +92,7 @@ static void *stage_q(const og_ctx *x) {
 static void *pack_qkv(const og_ctx *x, const char *q) {
     const og_group *g = x->P->g;
     const og_class *c = x->c;
-    const size_t es = og_dtype_size(g->t_dt);
+    const size_t es = ag_dtype_size(g->t_dt);
     const size_t qb = (size_t)x->hq * (size_t)g->d * es, kb = (size_t)g->hkv * (size_t)g->d * es;
     const char *k = region(x, OG_R_K), *v = region(x, OG_R_V);
     char *o = region(x, OG_R_QKV);
@@ -111,7 +111,7 @@ static void *pack_qkv(const og_ctx *x, const char *q) {
 static void unrotate_class(const og_ctx *x, void *q) {
     const og_group *g = x->P->g;
     const og_class *c = x->c;
-    const size_t es = og_dtype_size(g->t_dt), D = (size_t)g->d;
+    const size_t es = ag_dtype_size(g->t_dt), D = (size_t)g->d;
     char *k = region(x, OG_R_K);
     for (int32_t i = 0; i < c->nreq; i++) {
         const int32_t r = x->P->req[c->first + i], ql = q_len(&x->P->b, r);
@@ -127,7 +127,7 @@ static void *out_ptr(const og_ctx *x) {
     const og_class *c = x->c;
     const size_t row = (size_t)x->hq * (size_t)x->P->g->d;
     const int32_t tok0 = x->P->b.query_start_loc[x->P->req[c->first]];
-    if (c->direct) return (char *)x->a->out + (size_t)tok0 * row * og_dtype_size(x->P->g->out_dt);
+    if (c->direct) return (char *)x->a->out + (size_t)tok0 * row * ag_dtype_size(x->P->g->out_dt);
     return region(x, OG_R_OUT);
 }
 
@@ -135,11 +135,11 @@ static void unstage_out(const og_ctx *x) {
     const og_group *g = x->P->g;
     const og_class *c = x->c;
     if (c->direct) return;
-    const size_t row = (size_t)x->hq * (size_t)g->d, es = og_dtype_size(g->t_dt);
+    const size_t row = (size_t)x->hq * (size_t)g->d, es = ag_dtype_size(g->t_dt);
     const char *o = region(x, OG_R_OUT);
     for (int32_t i = 0; i < c->nreq; i++) {
         const int32_t r = x->P->req[c->first + i], t0 = x->P->b.query_start_loc[r];
-        og_convert((char *)x->a->out + (size_t)t0 * row * og_dtype_size(g->out_dt), g->out_dt,
+        og_convert((char *)x->a->out + (size_t)t0 * row * ag_dtype_size(g->out_dt), g->out_dt,
                    o + (size_t)i * (size_t)c->S * row * es, g->t_dt,
                    (size_t)q_len(&x->P->b, r) * row);
     }

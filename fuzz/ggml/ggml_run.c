@@ -49,9 +49,7 @@ static void put(enum ggml_type t, char *p, float f) {
         ggml_fp16_t h = ggc_lib->base.ggml_fp32_to_fp16(f);
         memcpy(p, &h, 2);
     } else if (t == GGML_TYPE_BF16) {
-        uint32_t u;
-        memcpy(&u, &f, 4);
-        uint16_t h = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+        const uint16_t h = ag_encode_bf16(f);   /* the ABI's bf16 (dtype.h) */
         memcpy(p, &h, 2);
     }
 }

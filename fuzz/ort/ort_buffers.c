@@ -18,7 +18,7 @@
 /* Element i of an f32 or f16 buffer p set to f (rounded to nearest). */
 static void put_t(int et, void *p, size_t i, float f) {
     if (et == ORTA_T_FLOAT) ((float *)p)[i] = f;
-    else ((uint16_t *)p)[i] = og_f32_to_f16(f);
+    else ((uint16_t *)p)[i] = ag_encode_f16(f);
 }
 
 

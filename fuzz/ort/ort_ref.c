@@ -13,7 +13,7 @@
 
 /* Value i of an f32 or f16 buffer p, widened exactly. */
 static double get_t(int et, const void *p, size_t i) {
-    return ref_load(p, i, et == ORTA_T_FLOAT ? AG_F32 : AG_F16);
+    return ag_dtype_decode(p, i, et == ORTA_T_FLOAT ? AG_F32 : AG_F16);
 }
 
 /* What every op shares (fz_judged_ref): the soft cap and scale left out

@@ -840,7 +840,7 @@ static double max_logit_bound(const problem *p, int scale_on_q, double *softcap_
     const ag_dtype kd = c->kv_dtype;
     double kmax = 0;
     for (size_t i = 0; i < p->row_elems; i++) {
-        const double a = fabs(ref_load(p->k_rows, i, kd));
+        const double a = fabs(ag_dtype_decode(p->k_rows, i, kd));
         if (a > kmax) kmax = a;
     }
     double worst = 0;
@@ -849,7 +849,7 @@ static double max_logit_bound(const problem *p, int scale_on_q, double *softcap_
         const size_t nq = (size_t)p->num_tokens * (size_t)L->num_heads * (size_t)c->head_dim;
         double qmax = 0;
         for (size_t i = 0; i < nq; i++) {
-            const double a = fabs(ref_load(p->q[l], i, c->q_dtype));
+            const double a = fabs(ag_dtype_decode(p->q[l], i, c->q_dtype));
             if (a > qmax) qmax = a;
         }
         double scale = L->scale != 0 ? fabs((double)L->scale) : 1 / sqrt((double)c->head_dim);

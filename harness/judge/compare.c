@@ -7,7 +7,7 @@
  * figure stands for.
  *
  * Owns: cmp_tolerance, cmp_error_model, cmp_compare, cmp_elem_get.
- * Element decoding is the reference's (ref_load): one decoder.
+ * Element decoding is the ABI's (ag_dtype_decode, include/attnguard/dtype.h): one decoder.
  */
 #include "compare.h"
 #include "ref.h"
@@ -159,7 +159,7 @@ cmp_tol cmp_tolerance(ag_dtype out_dtype) {
 
 double cmp_elem_get(const void *buf, size_t i, ag_dtype dtype) {
     if (!buf) return NAN;
-    return ref_load(buf, i, dtype);
+    return ag_dtype_decode(buf, i, dtype);
 }
 
 int cmp_compare(const double *ref, const double *lo, const double *hi, const void *got,

@@ -4,11 +4,12 @@
  *
  * Owns: the definition of visibility as the harness reads it (positions
  * of causal and non-causal queries, (left, right) windows, seq_len), soft
- * cap, ALiBi, sinks and the softmax, and its own decoding of every ag_dtype
- * (f32, bf16, f16, fp8 e4m3fn / e5m2 times their scale, the block types
- * q8_0 .. iq4_nl from their bytes as engine.h defines them, exactly in
- * double: the reference computes on the dequantized cache).  Shares no code
- * with src/: a bug copied into both would be invisible.
+ * cap, ALiBi, sinks and the softmax, on every ag_dtype decoded by the
+ * ABI's reference codec (include/attnguard/dtype.h: f32, bf16, f16, fp8
+ * e4m3fn / e5m2 times their scale, the block types q8_0 .. iq4_nl from
+ * their bytes, exactly in double: the reference computes on the
+ * dequantized cache).  Shares no code with src/: a bug copied into both
+ * would be invisible.
  *
  * Shape of the work: per request and KV head, that request's K and V are
  * decoded once into contiguous doubles (K transposed, so that a query
@@ -24,98 +25,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---------------------------------------------------------- decoding */
-
-static double f16_value(uint16_t h) {
-    const int sign = (h >> 15) & 1, ex = (h >> 10) & 0x1f, mant = h & 0x3ff;
-    double v;
-    if (ex == 0) v = ldexp((double)mant, -24);               /* zero, subnormal */
-    else if (ex == 31) v = mant ? NAN : INFINITY;
-    else v = ldexp((double)(mant + 1024), ex - 25);          /* 1.m * 2^(ex - 15) */
-    return sign ? -v : v;
-}
-
-/* e4m3fn: 1 sign, 4 exponent (bias 7), 3 mantissa bits; no infinities,
- * S.1111.111 is NaN, so exponent 15 is an ordinary binade (max 1.75 * 2^8). */
-static double e4m3_value(uint8_t b) {
-    const int sign = b >> 7, ex = (b >> 3) & 0xf, mant = b & 0x7;
-    double v;
-    if (ex == 15 && mant == 7) return NAN;
-    if (ex == 0) v = ldexp((double)mant, -9);                 /* m/8 * 2^(1 - 7) */
-    else v = ldexp((double)(mant + 8), ex - 10);              /* 1.m * 2^(ex - 7) */
-    return sign ? -v : v;
-}
-
-/* e5m2: 1 sign, 5 exponent (bias 15), 2 mantissa bits, IEEE specials. */
-static double e5m2_value(uint8_t b) {
-    const int sign = b >> 7, ex = (b >> 2) & 0x1f, mant = b & 0x3;
-    double v;
-    if (ex == 31) v = mant ? NAN : INFINITY;
-    else if (ex == 0) v = ldexp((double)mant, -16);           /* m/4 * 2^(1 - 15) */
-    else v = ldexp((double)(mant + 4), ex - 17);              /* 1.m * 2^(ex - 15) */
-    return sign ? -v : v;
-}
-
-/* The little-endian f16 at p. */
-static double f16_at(const uint8_t *p) { return f16_value((uint16_t)(p[0] | (p[1] << 8))); }
-
-/* The 4-bit field of element j of a block's 16 packed bytes: the low
- * nibble of byte j for the first half, the high nibble of byte j - 16 for
- * the second. */
-static int nibble(const uint8_t *qs, int j) {
-    return j < 16 ? qs[j] & 0x0f : qs[j - 16] >> 4;
-}
-
-/* Bit j of a block's little-endian 32-bit high-bit word. */
-static int high_bit(const uint8_t *qh, int j) { return (qh[j / 8] >> (j % 8)) & 1; }
-
-/* Element j of the block at b of block dtype t (layouts: engine.h,
- * ag_dtype), in double: d n (+ m) exactly, as the format defines it. */
-static double block_value(const uint8_t *b, int j, ag_dtype t) {
-    static const int8_t levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                      1,    13,   25,  38,  53,  69,  89,  113};
-    const double d = f16_at(b);
-    switch (t) {
-    case AG_Q8_0: return d * (double)(int8_t)b[2 + j];
-    case AG_Q4_0: return d * (double)(nibble(b + 2, j) - 8);
-    case AG_Q4_1: return d * (double)nibble(b + 4, j) + f16_at(b + 2);
-    case AG_Q5_0: return d * (double)((nibble(b + 6, j) | high_bit(b + 2, j) << 4) - 16);
-    case AG_Q5_1: return d * (double)(nibble(b + 8, j) | high_bit(b + 4, j) << 4) + f16_at(b + 2);
-    case AG_IQ4_NL: return d * (double)levels[nibble(b + 2, j)];
-    default: return NAN;
-    }
-}
-
-double ref_load(const void *base, size_t index, ag_dtype dtype) {
-    switch (dtype) {
-    case AG_F32:
-        return (double)((const float *)base)[index];
-    case AG_BF16: {
-        /* bf16 is the top half of an IEEE single. */
-        uint32_t bits = (uint32_t)((const uint16_t *)base)[index] << 16;
-        float f;
-        memcpy(&f, &bits, sizeof f);
-        return (double)f;
-    }
-    case AG_F16:
-        return f16_value(((const uint16_t *)base)[index]);
-    case AG_FP8_E4M3:
-        return e4m3_value(((const uint8_t *)base)[index]);
-    case AG_FP8_E5M2:
-        return e5m2_value(((const uint8_t *)base)[index]);
-    case AG_Q8_0: case AG_Q4_0: case AG_Q4_1: case AG_Q5_0: case AG_Q5_1: case AG_IQ4_NL: {
-        size_t bb = 0;
-        (void)ag_dtype_bytes(dtype, AG_DTYPE_BLOCK, &bb);
-        const uint8_t *b = (const uint8_t *)base + index / AG_DTYPE_BLOCK * bb;
-        return block_value(b, (int)(index % AG_DTYPE_BLOCK), dtype);
-    }
-    default:
-        return NAN;
-    }
-}
-
-static int is_fp8(ag_dtype d) { return d == AG_FP8_E4M3 || d == AG_FP8_E5M2; }
 
 /* --------------------------------------------------------- validation */
 
@@ -140,8 +49,8 @@ static int input_ok(const ref_input *in, int32_t *max_seq) {
         in->head_dim % ag_dtype_block(in->q_dtype) != 0)
         return 0;
     if (in->mask && (in->mask_tstride < 0 || in->mask_hstride < 0)) return 0;
-    if (is_fp8(in->kv_dtype) && !(in->k_scale > 0 && isfinite(in->k_scale) && in->v_scale > 0 &&
-                                  isfinite(in->v_scale)))
+    if (ag_dtype_is_fp8(in->kv_dtype) && !(in->k_scale > 0 && isfinite(in->k_scale) &&
+                                           in->v_scale > 0 && isfinite(in->v_scale)))
         return 0;
     if (in->query_start_loc[0] != 0) return 0;
     size_t cells;   /* K/V rows x heads x D, the largest index formed */
@@ -195,16 +104,16 @@ static void visible_range(const ref_input *in, int causal, int64_t p, int64_t se
 static void gather(const ref_input *in, int32_t r, int32_t kvh, double *kt, double *v) {
     const int32_t seq = in->seq_lens[r], D = in->head_dim, bs = in->block_size;
     const int32_t *bt = in->block_table + (size_t)r * (size_t)in->block_table_stride;
-    const double ks = is_fp8(in->kv_dtype) ? in->k_scale : 1.0;
-    const double vs = is_fp8(in->kv_dtype) ? in->v_scale : 1.0;
+    const double ks = ag_dtype_is_fp8(in->kv_dtype) ? in->k_scale : 1.0;
+    const double vs = ag_dtype_is_fp8(in->kv_dtype) ? in->v_scale : 1.0;
     for (int32_t k = 0; k < seq; k++) {
         const size_t row = (size_t)bt[k / bs] * (size_t)bs + (size_t)(k % bs);
         const size_t base = (row * (size_t)in->num_kv_heads + (size_t)kvh) * (size_t)D;
         for (int32_t d = 0; d < D; d++) {
             kt[(size_t)d * (size_t)seq + (size_t)k] =
-                ref_load(in->k_rows, base + (size_t)d, in->kv_dtype) * ks;
+                ag_dtype_decode(in->k_rows, base + (size_t)d, in->kv_dtype) * ks;
             v[(size_t)k * (size_t)D + (size_t)d] =
-                ref_load(in->v_rows, base + (size_t)d, in->kv_dtype) * vs;
+                ag_dtype_decode(in->v_rows, base + (size_t)d, in->kv_dtype) * vs;
         }
     }
 }
@@ -366,7 +275,7 @@ static int attention(const ref_input *in, const ref_model *model, double *out, d
                     const size_t qbase =
                         ((size_t)(t0 + i) * (size_t)Hq + (size_t)h) * (size_t)D;
                     for (int32_t d = 0; d < D; d++)
-                        w.q[d] = ref_load(in->q, qbase + (size_t)d, in->q_dtype);
+                        w.q[d] = ag_dtype_decode(in->q, qbase + (size_t)d, in->q_dtype);
                     /* the row's keys: kv's [k0, k1], or with a mask its unmasked ones */
                     ref_kv rk = kv;
                     int64_t rk0 = k0, n = k1 >= k0 ? k1 - k0 + 1 : 0;

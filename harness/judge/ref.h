@@ -148,12 +148,7 @@ typedef struct ref_range_key {
 void ref_softmax_range(ref_range_key *keys, int32_t n, int has_sink, double sink, double *lo,
                        double *hi);
 
-/* Element `index` of a typed buffer, decoded by the reference's own code:
- * f32, bf16, f16, fp8 e4m3fn (no infinities, S.1111.111 NaN, max 448) and
- * fp8 e5m2 (IEEE-like, max 57344); fp8 without its scale; the block
- * dtypes (q8_0 .. iq4_nl, engine.h) with index counted in elements of a
- * run of whole blocks (element i lies in block i / 32), exact in double.
- * NaN for a dtype outside ag_dtype. */
-double ref_load(const void *base, size_t index, ag_dtype dtype);
+/* The reference decodes every element with the ABI's codec,
+ * ag_dtype_decode (include/attnguard/dtype.h). */
 
 #endif /* ATTN_REF_H */

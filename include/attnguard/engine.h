@@ -7,9 +7,13 @@
  * layer, batch, run arguments, an allocator), what the engine hands back
  * (capabilities and limits, variants, plan information, a typed region
  * table, messages with a refusal kind), the table of entry points
- * (ag_engine) and the lookup of adapters by name.  Clean as C11 and C++17;
- * no type of any engine appears here: this header is the only door between
- * the harness and an engine.
+ * (ag_engine) and the lookup of adapters by name; the element types and
+ * their codec come from dtype.h beside it.  Clean as C11 and C++17; no
+ * type of any engine appears here: this header is the only door between
+ * the harness and an engine.  An adapter needs nothing else: the ABI's
+ * helpers (names, sizes, codecs) are static inline here and in dtype.h,
+ * so an adapter .so leaves no `ag_` symbol undefined (docs/engines.md,
+ * "An adapter out of tree": the compile line, the installed kit).
  *
  * The life of one attention group, as a serving engine lives it:
  *
@@ -54,8 +58,11 @@
 #ifndef ATTNGUARD_ENGINE_H
 #define ATTNGUARD_ENGINE_H
 
+#include "dtype.h"
+
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -72,41 +79,7 @@ typedef enum ag_status {
     AG_STATUS_COUNT
 } ag_status;
 
-typedef enum ag_dtype {
-    AG_F32 = 0,
-    AG_BF16 = 1,
-    AG_F16 = 2,
-    AG_FP8_E4M3 = 3,     /* e4m3fn: no infinities, 0x7f/0xff NaN, max 448 */
-    AG_FP8_E5M2 = 4,     /* IEEE-like: infinities, max 57344 */
-    /* Block types (KV caches, and an engine's declared q_dot): 32 elements
-     * along head_dim share one f16 scale d (and an f16 offset m for the _1
-     * types), stored in this order, little-endian, no padding.  A row of
-     * head_dim elements is head_dim / 32 whole blocks: a head_dim that is
-     * not a multiple of 32 cannot be expressed (AG_R_HEAD_DIM).  Element j
-     * of a block, with n_j its stored integer:
-     *   q8_0   d, int8 n[32]                         x = d n_j            34 bytes
-     *   q4_0   d, u8 qs[16]                          x = d (n_j - 8)      18 bytes
-     *   q4_1   d, m, u8 qs[16]                       x = d n_j + m        20 bytes
-     *   q5_0   d, u8 qh[4], u8 qs[16]                x = d (n_j - 16)     22 bytes
-     *   q5_1   d, m, u8 qh[4], u8 qs[16]             x = d n_j + m        24 bytes
-     *   iq4_nl d, u8 qs[16]                          x = d T[n_j]         18 bytes
-     * 4-bit fields: n_j is the low nibble of qs[j] for j < 16, the high
-     * nibble of qs[j - 16] for j >= 16; the 5-bit types add bit j of the
-     * little-endian 32-bit qh as n_j's bit 4.  T (iq4_nl's non-linear
-     * levels) = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38,
-     * 53, 69, 89, 113}.  These are ggml's layouts (llama.cpp's
-     * --cache-type-k/v). */
-    AG_Q8_0 = 5,
-    AG_Q4_0 = 6,
-    AG_Q4_1 = 7,
-    AG_Q5_0 = 8,
-    AG_Q5_1 = 9,
-    AG_IQ4_NL = 10,
-    AG_DTYPE_COUNT
-} ag_dtype;
-
-#define AG_DTYPE_BIT(d) (1u << (unsigned)(d))
-#define AG_DTYPE_BLOCK 32      /* elements of one block of a block dtype */
+/* ag_dtype, its traits and the reference codec of each layout: dtype.h. */
 
 /* The kinds of refusal a harness judges.  An engine names the kind of the
  * first defect it met; AG_R_NONE says "not classified" (the harness then
@@ -490,10 +463,13 @@ typedef struct ag_engine {
 #define AG_ENGINE_ENTRY "attnguard_engine"
 typedef const ag_engine *(*ag_engine_entry_fn)(void);
 
-/* Adapters linked into this build, and lookup: `name` is a built-in
- * adapter's name, or a path to a shared object exporting AG_ENGINE_ENTRY.
- * Returns NULL (with msg written) when there is none or its table fails
- * ag_engine_check. */
+/* The host's side, defined by the program that drives engines (attnguard's
+ * CLI and fuzz targets: engines/registry.c), never by an adapter, which
+ * calls none of them.  Adapters linked into the host, and lookup: `name` is
+ * a built-in adapter's name, or a path to a shared object exporting
+ * AG_ENGINE_ENTRY.  Returns NULL (with msg written) when there is none or
+ * its table fails ag_engine_check (another ABI version: the message says
+ * which version the adapter was built for and which the host speaks). */
 const ag_engine *ag_engine_find(const char *name, ag_msg *msg);
 /* Whether a table can be driven: built for this ABI version (read first: a
  * table of another version has another layout), with a name, a summary and
@@ -506,23 +482,55 @@ int ag_engine_check(const ag_engine *e, const char *name, ag_msg *msg);
 /* Built-in adapter names; returns the count (names may be NULL). */
 int ag_engine_list(const char **names, int cap);
 
-/* Names of the ABI's enumerations, for messages, case files and reports;
- * values outside an enumeration get "?" (ag_dtype_name: NULL). */
-const char *ag_status_name(ag_status st);          /* "AG_OK", ... */
-const char *ag_dtype_name(ag_dtype d);             /* "f32", "bf16", "f16", "fp8e4m3", ... */
-size_t ag_dtype_size(ag_dtype d);                  /* bytes per element; 0 outside the enum
-                                                      and for block dtypes */
-int ag_dtype_block(ag_dtype d);                    /* elements per block: AG_DTYPE_BLOCK for
-                                                      a block dtype, 1 for the others, 0
-                                                      outside the enum */
-/* Bytes of n elements of d into *bytes: 0, or -1 (*bytes 0) when d is
- * outside the enum, n is not a whole number of d's blocks, or the size
- * overflows size_t. */
-int ag_dtype_bytes(ag_dtype d, size_t n, size_t *bytes);
-const char *ag_refusal_name(ag_refusal r);         /* "none", "mixed_heads", "heads", ... */
-int ag_refusal_parse(const char *name);            /* the kind named, or -1 */
-const char *ag_region_kind_name(ag_region_kind k); /* "other", "q", "acc", ... */
-const char *ag_variant_kind_name(ag_variant_kind k); /* "default", "kernels", ... */
+/* ---- names of the ABI's enumerations, for messages, case files, reports ----
+ * Header-only, as dtype.h (ag_dtype_name, ag_dtype_size, ag_dtype_block,
+ * ag_dtype_bytes live there): an adapter built as a shared object calls
+ * them with nothing of attnguard linked in.  A library would have to be
+ * installed, named by attnguard.pc and kept at the ABI's version beside
+ * every adapter; these are a few lookups in constant tables, so each user
+ * compiles its own copy.  Values outside an enumeration get "?". */
+
+static inline const char *ag_status_name(ag_status st) {   /* "AG_OK", ... */
+    static const char *const k[] = {"AG_OK", "AG_REFUSED", "AG_UNSUPPORTED", "AG_INTERNAL"};
+    AG_STATIC_ASSERT(sizeof k / sizeof k[0] == AG_STATUS_COUNT, "one name per ag_status");
+    return (unsigned)st < AG_STATUS_COUNT ? k[st] : "AG_?";
+}
+
+/* The spelling case files use after `expect =` (docs/case-format.md);
+ * index AG_R_COUNT is "?". */
+static inline const char *const *ag_refusal_names(void) {
+    static const char *const k[] = {
+        "none",   "mixed_heads", "heads",   "head_dim",    "block_size", "window",  "layer",
+        "dtype",  "threads",     "options", "plan_option", "batch",      "length",  "block_id",
+        "slot",   "limit",       "overflow", "resource",   "mismatch",   "scratch", "null", "?",
+    };
+    AG_STATIC_ASSERT(sizeof k / sizeof k[0] == AG_R_COUNT + 1, "one name per ag_refusal");
+    return k;
+}
+
+static inline const char *ag_refusal_name(ag_refusal r) {  /* "none", "mixed_heads", ... */
+    return ag_refusal_names()[(unsigned)r < AG_R_COUNT ? (unsigned)r : (unsigned)AG_R_COUNT];
+}
+
+/* The kind named, or -1 (name NULL too). */
+static inline int ag_refusal_parse(const char *name) {
+    for (int i = 0; name && i < AG_R_COUNT; i++)
+        if (strcmp(name, ag_refusal_names()[i]) == 0) return i;
+    return -1;
+}
+
+static inline const char *ag_region_kind_name(ag_region_kind k) {   /* "other", "q", ... */
+    static const char *const n[] = {"other",  "q",     "acc",     "state", "scores",
+                                    "kv",     "flags", "partial", "max",   "sum"};
+    AG_STATIC_ASSERT(sizeof n / sizeof n[0] == AG_REGION_KIND_COUNT, "one name per region kind");
+    return (unsigned)k < AG_REGION_KIND_COUNT ? n[k] : "?";
+}
+
+static inline const char *ag_variant_kind_name(ag_variant_kind k) {  /* "default", ... */
+    static const char *const n[] = {"default", "kernels", "tuning", "layout", "precision"};
+    AG_STATIC_ASSERT(sizeof n / sizeof n[0] == AG_VARIANT_KIND_COUNT, "one name per variant kind");
+    return (unsigned)k < AG_VARIANT_KIND_COUNT ? n[k] : "?";
+}
 
 #ifdef __cplusplus
 }

@@ -47,6 +47,11 @@ static inline size_t attn__dtype_size(attn_dtype dtype) {
     }
 }
 
+/* An fp8 type: its elements are codes times the layer's k/v scale. */
+static inline int attn__dtype_is_fp8(attn_dtype dtype) {
+    return dtype == ATTN_DTYPE_FP8_E4M3 || dtype == ATTN_DTYPE_FP8_E5M2;
+}
+
 static inline uint32_t attn__f32_bits(float f) {
     uint32_t u;
     memcpy(&u, &f, sizeof u);

@@ -2,7 +2,7 @@
  * test_block_types.c — the block (quantized) KV dtypes q8_0, q4_0, q4_1,
  * q5_0, q5_1 and iq4_nl through the harness: the ABI's sizes
  * (ag_dtype_block, ag_dtype_bytes), the reference's dequantization
- * (ref_load) of hand-made block bytes against values worked out here from
+ * (ag_dtype_decode) of hand-made block bytes against values worked out here from
  * the layouts engine.h states, the value generator's quantizer against the
  * values it quantized (within its rounding), the case text and byte forms
  * of every block dtype, the validity model's head_dim defect for rows
@@ -71,57 +71,57 @@ Test(block_types, q8_0_bytes) {
     b[36 + 0] = (uint8_t)-3, b[36 + 5] = 100;
     const double want[] = {0.5, -0.5, 63.5, -63.5};
     for (int j = 0; j < 4; j++)
-        cr_assert(ref_load(b, (size_t)j, AG_Q8_0) == want[j], "q8_0 element %d: %g", j,
-                  ref_load(b, (size_t)j, AG_Q8_0));
-    cr_assert(ref_load(b, 4, AG_Q8_0) == 0.0);
-    cr_assert(ref_load(b, 31, AG_Q8_0) == 3.0);
-    cr_assert(ref_load(b, 32, AG_Q8_0) == -6.0, "element 32 is block 1's first");
-    cr_assert(ref_load(b, 37, AG_Q8_0) == 200.0);
+        cr_assert(ag_dtype_decode(b, (size_t)j, AG_Q8_0) == want[j], "q8_0 element %d: %g", j,
+                  ag_dtype_decode(b, (size_t)j, AG_Q8_0));
+    cr_assert(ag_dtype_decode(b, 4, AG_Q8_0) == 0.0);
+    cr_assert(ag_dtype_decode(b, 31, AG_Q8_0) == 3.0);
+    cr_assert(ag_dtype_decode(b, 32, AG_Q8_0) == -6.0, "element 32 is block 1's first");
+    cr_assert(ag_dtype_decode(b, 37, AG_Q8_0) == 200.0);
 }
 
 Test(block_types, q4_q5_iq4_bytes) {
     /* q4_0: d = 1; qs[0] = 0x9f: element 0 = 15 - 8, element 16 = 9 - 8;
      * qs[1] = 0x08: element 1 = 0, element 17 = -8 */
     uint8_t q40[18] = {H(0x3c00), 0x9f, 0x08};
-    cr_assert(ref_load(q40, 0, AG_Q4_0) == 7.0);
-    cr_assert(ref_load(q40, 16, AG_Q4_0) == 1.0);
-    cr_assert(ref_load(q40, 1, AG_Q4_0) == 0.0);
-    cr_assert(ref_load(q40, 17, AG_Q4_0) == -8.0);
-    cr_assert(ref_load(q40, 2, AG_Q4_0) == -8.0, "a zero nibble is the level -8");
+    cr_assert(ag_dtype_decode(q40, 0, AG_Q4_0) == 7.0);
+    cr_assert(ag_dtype_decode(q40, 16, AG_Q4_0) == 1.0);
+    cr_assert(ag_dtype_decode(q40, 1, AG_Q4_0) == 0.0);
+    cr_assert(ag_dtype_decode(q40, 17, AG_Q4_0) == -8.0);
+    cr_assert(ag_dtype_decode(q40, 2, AG_Q4_0) == -8.0, "a zero nibble is the level -8");
 
     /* q4_1: d = 0.5, m = -1; qs[0] = 0x3a: 0.5 * 10 - 1, 0.5 * 3 - 1 */
     uint8_t q41[20] = {H(0x3800), H(0xbc00), 0x3a};
-    cr_assert(ref_load(q41, 0, AG_Q4_1) == 4.0);
-    cr_assert(ref_load(q41, 16, AG_Q4_1) == 0.5);
-    cr_assert(ref_load(q41, 5, AG_Q4_1) == -1.0, "a zero nibble is the offset");
+    cr_assert(ag_dtype_decode(q41, 0, AG_Q4_1) == 4.0);
+    cr_assert(ag_dtype_decode(q41, 16, AG_Q4_1) == 0.5);
+    cr_assert(ag_dtype_decode(q41, 5, AG_Q4_1) == -1.0, "a zero nibble is the offset");
 
     /* q5_0: d = 1; qh bits 0 and 16; qs[0] = 0x21: (1 | 16) - 16, (2 | 16) - 16;
      * element 1: 0 - 16 */
     uint8_t q50[22] = {H(0x3c00), 0x01, 0x00, 0x01, 0x00, 0x21};
-    cr_assert(ref_load(q50, 0, AG_Q5_0) == 1.0);
-    cr_assert(ref_load(q50, 16, AG_Q5_0) == 2.0);
-    cr_assert(ref_load(q50, 1, AG_Q5_0) == -16.0);
+    cr_assert(ag_dtype_decode(q50, 0, AG_Q5_0) == 1.0);
+    cr_assert(ag_dtype_decode(q50, 16, AG_Q5_0) == 2.0);
+    cr_assert(ag_dtype_decode(q50, 1, AG_Q5_0) == -16.0);
 
     /* q5_1: d = 0.25, m = 2; qh bit 31; qs[15] = 0xf0: element 15 = 0 + 2,
      * element 31 = (15 | 16) 0.25 + 2 */
     uint8_t q51[24] = {H(0x3400), H(0x4000), 0x00, 0x00, 0x00, 0x80};
     q51[8 + 15] = 0xf0;
-    cr_assert(ref_load(q51, 15, AG_Q5_1) == 2.0);
-    cr_assert(ref_load(q51, 31, AG_Q5_1) == 9.75);
+    cr_assert(ag_dtype_decode(q51, 15, AG_Q5_1) == 2.0);
+    cr_assert(ag_dtype_decode(q51, 31, AG_Q5_1) == 9.75);
 
     /* iq4_nl: d = 0.5; qs[0] = 0xf0: levels[0] = -127 and levels[15] = 113 */
     uint8_t nl[18] = {H(0x3800), 0xf0, 0x78};
-    cr_assert(ref_load(nl, 0, AG_IQ4_NL) == -63.5);
-    cr_assert(ref_load(nl, 16, AG_IQ4_NL) == 56.5);
-    cr_assert(ref_load(nl, 1, AG_IQ4_NL) == 0.5, "qs[1] low nibble 8: level 1");
-    cr_assert(ref_load(nl, 17, AG_IQ4_NL) == -5.0, "qs[1] high nibble 7: level -10");
+    cr_assert(ag_dtype_decode(nl, 0, AG_IQ4_NL) == -63.5);
+    cr_assert(ag_dtype_decode(nl, 16, AG_IQ4_NL) == 56.5);
+    cr_assert(ag_dtype_decode(nl, 1, AG_IQ4_NL) == 0.5, "qs[1] low nibble 8: level 1");
+    cr_assert(ag_dtype_decode(nl, 17, AG_IQ4_NL) == -5.0, "qs[1] high nibble 7: level -10");
 }
 
 /* An f16 scale of inf or NaN makes the block's values non-finite. */
 Test(block_types, nonfinite_scale) {
     uint8_t b[34] = {H(0x7c00), 1};
-    cr_assert(isinf(ref_load(b, 0, AG_Q8_0)));
-    cr_assert(isnan(ref_load(b, 1, AG_Q8_0)), "inf x 0");
+    cr_assert(isinf(ag_dtype_decode(b, 0, AG_Q8_0)));
+    cr_assert(isnan(ag_dtype_decode(b, 1, AG_Q8_0)), "inf x 0");
 }
 
 /* ------------------------------------------------- the generator */
@@ -147,7 +147,7 @@ static void quantizer_close(ag_dtype t, double half_levels, case_values v) {
         const double span = (t == AG_Q4_1 || t == AG_Q5_1) ? hi - lo : 2 * fmax(fabs(lo), fabs(hi));
         const double step = span / half_levels;
         for (int j = 0; j < 32; j++) {
-            const double x = f[b * 32 + j], y = ref_load(q, (size_t)(b * 32 + j), t);
+            const double x = f[b * 32 + j], y = ag_dtype_decode(q, (size_t)(b * 32 + j), t);
             cr_assert(fabs(x - y) <= step * 0.5 * 1.01 + span * 0x1.0p-10 + 1e-30,
                       "%s block %d element %d: %.9g quantized to %.9g (step %g)",
                       ag_dtype_name(t), b, j, x, y, step);
@@ -243,7 +243,7 @@ static void q8_round(const float *q, float *out, int n) {
         for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(q[b * 32 + j]));
         uint16_t h;
         values_store(&h, 0, AG_F16, amax / 127.0);
-        const double d = ref_load(&h, 0, AG_F16);
+        const double d = ag_dtype_decode(&h, 0, AG_F16);
         for (int j = 0; j < 32; j++)
             out[b * 32 + j] = d > 0 ? (float)(d * nearbyint(q[b * 32 + j] * 127.0 / amax)) : 0.0f;
     }

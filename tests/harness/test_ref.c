@@ -381,7 +381,7 @@ Test(ref, fp8_all_codes) {
         double prev = -1;
         for (int c = 0; c < 256; c++) {
             const uint8_t b = (uint8_t)c;
-            const double got = ref_load(&b, 0, t), want = fp8_def(b, fmt);
+            const double got = ag_dtype_decode(&b, 0, t), want = fp8_def(b, fmt);
             if (isnan(want)) {
                 cr_assert(isnan(got), "fmt %d code 0x%02x: %g, want NaN", fmt, c, got);
                 nans++;
@@ -399,14 +399,14 @@ Test(ref, fp8_all_codes) {
     const double e4v[] = {0x1.0p-9, 0x1.0p-6, 1.0, 448.0, -448.0};
     const double e5v[] = {0x1.0p-16, 0x1.0p-14, 1.0, 57344.0, INFINITY};
     for (int i = 0; i < 5; i++) {
-        cr_assert(ref_load(e4, (size_t)i, AG_FP8_E4M3) == e4v[i], "e4m3 0x%02x", e4[i]);
-        cr_assert(ref_load(e5, (size_t)i, AG_FP8_E5M2) == e5v[i], "e5m2 0x%02x", e5[i]);
+        cr_assert(ag_dtype_decode(e4, (size_t)i, AG_FP8_E4M3) == e4v[i], "e4m3 0x%02x", e4[i]);
+        cr_assert(ag_dtype_decode(e5, (size_t)i, AG_FP8_E5M2) == e5v[i], "e5m2 0x%02x", e5[i]);
     }
     /* e5m2 is the top byte of an IEEE half */
     for (int c = 0; c < 256; c++) {
         const uint8_t b = (uint8_t)c;
         const uint16_t h = (uint16_t)(c << 8);
-        const double x = ref_load(&b, 0, AG_FP8_E5M2), y = ref_load(&h, 0, AG_F16);
+        const double x = ag_dtype_decode(&b, 0, AG_FP8_E5M2), y = ag_dtype_decode(&h, 0, AG_F16);
         cr_assert((isnan(x) && isnan(y)) || x == y, "code 0x%02x", c);
     }
 }
@@ -425,8 +425,8 @@ Test(ref, fp8_cache_with_scales) {
             /* finite codes only: skip the NaN/inf ones */
             kc[i] = (uint8_t)(i * 37 % 0x70);
             vc[i] = (uint8_t)(0x80 | (i * 53 % 0x70));
-            f.k[i] = (float)(ref_load(kc, i, t) * 0.5);
-            f.v[i] = (float)(ref_load(vc, i, t) * 3.0);
+            f.k[i] = (float)(ag_dtype_decode(kc, i, t) * 0.5);
+            f.v[i] = (float)(ag_dtype_decode(vc, i, t) * 3.0);
         }
         double *a = check_brute(&f, "fp8 as f32");
         ref_input in = fx_input(&f);

@@ -417,9 +417,9 @@ static void emulate_row(const ref_input *in, int32_t t, int32_t h, int32_t d, do
         double x = 0;
         for (int32_t e = 0; e < D; e++) {
             const size_t qi = ((size_t)t * (size_t)in->num_heads + (size_t)h) * (size_t)D;
-            const double q = ref_load(in->q, qi + (size_t)e, in->q_dtype);
+            const double q = ag_dtype_decode(in->q, qi + (size_t)e, in->q_dtype);
             const double qs = round_q ? bf16_rne((float)(q * scale)) : (double)(float)(q * scale);
-            x += qs * ref_load(in->k_rows, kb + (size_t)e, in->kv_dtype);
+            x += qs * ag_dtype_decode(in->k_rows, kb + (size_t)e, in->kv_dtype);
         }
         if (in->softcap > 0) x = in->softcap * tanh(x / in->softcap);
         if (in->alibi_slopes) x += (double)in->alibi_slopes[h] * (double)(k - p);
@@ -433,7 +433,7 @@ static void emulate_row(const ref_input *in, int32_t t, int32_t h, int32_t d, do
             const size_t row = (size_t)in->block_table[k / in->block_size] *
                                    (size_t)in->block_size + (size_t)(k % in->block_size);
             const size_t vb = (row * (size_t)in->num_kv_heads + (size_t)kvh) * (size_t)D;
-            const double v = ref_load(in->v_rows, vb + (size_t)d, in->kv_dtype);
+            const double v = ag_dtype_decode(in->v_rows, vb + (size_t)d, in->kv_dtype);
             const double eps = ((v > o) == (dir == 1) ? 1 : -1) * weps;
             const double w = exp(logit[k] - m) * (1 + eps);
             num += w * v;

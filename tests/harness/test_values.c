@@ -2,7 +2,7 @@
  * test_values.c — the harness's value generator (harness/case/values.c): its
  * rounding into each dtype is exact on representable values and rounds
  * halfway cases to even, checked against the reference's own decoder
- * (harness/judge/ref.c, ref_load) over every code of the narrow types; and each
+ * (ag_dtype_decode, include/attnguard/dtype.h) over every code of the narrow types; and each
  * distribution draws what it says.
  */
 #include <criterion/criterion.h>
@@ -28,10 +28,10 @@ static unsigned code_of(ag_dtype dt, double x) {
 static double value_of(ag_dtype dt, unsigned code) {
     if (dt == AG_BF16 || dt == AG_F16) {
         const uint16_t b = (uint16_t)code;
-        return ref_load(&b, 0, dt);
+        return ag_dtype_decode(&b, 0, dt);
     }
     const uint8_t b = (uint8_t)code;
-    return ref_load(&b, 0, dt);
+    return ag_dtype_decode(&b, 0, dt);
 }
 
 /* Every finite code stores back to itself, and the midpoint between two
@@ -89,14 +89,14 @@ Test(values, distributions) {
     v.dist = CASE_DIST_DENORMAL;
     values_fill(h, N, ROW, AG_F16, &v, 4);
     for (int i = 0; i < N; i++) {
-        const double x = fabs(ref_load(h, (size_t)i, AG_F16));
+        const double x = fabs(ag_dtype_decode(h, (size_t)i, AG_F16));
         cr_assert(x > 0 && x < 0x1p-14, "f16 %.9g is not subnormal", x);
     }
     v.dist = CASE_DIST_EXTREME;
     values_fill(h, N, ROW, AG_F16, &v, 5);
     int at_max = 0;
     for (int i = 0; i < N; i++) {
-        const double x = ref_load(h, (size_t)i, AG_F16);
+        const double x = ag_dtype_decode(h, (size_t)i, AG_F16);
         cr_assert(isfinite(x));
         at_max += fabs(x) == 65504.0;
     }
