@@ -138,7 +138,7 @@ static void engine_tune(const engine_host *h, char *tune, size_t cap) {
 static double row_target(const row_spec *s) {
     if (s->kind == ROW_LAGUNA) return BENCH_TARGET_LAGUNA;
     if (s->kind == ROW_DECODE)
-        return s->cold && s->kv != AG_FP8_E4M3 && s->kv != AG_FP8_E5M2 ? BENCH_TARGET_DECODE : 0;
+        return s->cold && !ag_dtype_is_fp8(s->kv) ? BENCH_TARGET_DECODE : 0;
     return s->kv == AG_F32   ? BENCH_TARGET_PREFILL_F32
            : s->kv == AG_F16 ? BENCH_TARGET_PREFILL_F16
                              : BENCH_TARGET_PREFILL_BF16;
@@ -158,7 +158,7 @@ const char *bench_verdict(double target, double pct, double pct_next, int has_ne
  * computed on FMAs). */
 static double row_peak(const row_spec *r, const double *fma, const double *bf, int t,
                        const char **name) {
-    const int bf_path = r->kv == AG_BF16 || r->kv == AG_FP8_E4M3 || r->kv == AG_FP8_E5M2;
+    const int bf_path = r->kv == AG_BF16 || ag_dtype_is_fp8(r->kv);
     const int dot = bf_path && bf[t] > fma[t];
     if (name) *name = dot ? "bf16 dot peak" : "fp32 FMA peak";
     return dot ? bf[t] : fma[t];

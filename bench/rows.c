@@ -60,7 +60,7 @@ void row_name(const row_spec *r, char *buf, size_t cap) {
 }
 
 ag_dtype row_io_dtype(const row_spec *r) {
-    return r->kv == AG_FP8_E4M3 || r->kv == AG_FP8_E5M2 ? AG_BF16 : r->kv;
+    return ag_dtype_is_fp8(r->kv) ? AG_BF16 : r->kv;
 }
 
 /* ------------------------------------------------------------- work */

@@ -146,7 +146,7 @@ ag_status ggc_group(const ag_group *in, gg_group *g, ag_msg *msg) {
                         "q_dtype %s, out_dtype %s: ggml's CPU flash attention reads q and writes "
                         "out as f32 (AG_F32) only", ag_dtype_name(in->q_dtype),
                         ag_dtype_name(in->out_dtype));
-    if (in->kv_dtype == AG_FP8_E4M3 || in->kv_dtype == AG_FP8_E5M2)
+    if (ag_dtype_is_fp8(in->kv_dtype))
         return agg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "GGML_DTYPE",
                         "kv_dtype %s: ggml has no fp8 type; the adapter maps f32, f16, bf16 "
                         "and the block caches q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl",

@@ -163,7 +163,7 @@ static ag_status check_dtypes(const ag_group *in, int unsupported, ag_msg *msg) 
         if (!unsupported && (unsigned)d[i] >= AG_DTYPE_COUNT)
             return orta_fail(msg, AG_REFUSED, AG_R_DTYPE, "ORT_BAD_DTYPE", "%s %d: no such dtype",
                              what[i], (int)d[i]);
-        if (unsupported && (d[i] == AG_FP8_E4M3 || d[i] == AG_FP8_E5M2))
+        if (unsupported && ag_dtype_is_fp8(d[i]))
             return orta_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "ORT_DTYPE",
                              "%s %s: ORT's CPU attention has no fp8 tensors", what[i],
                              og_dtype_name(d[i]));

@@ -516,8 +516,7 @@ static void rd_dtypes(reader *r, case_spec *c) {
 /* An fp8 cache next to q and out dtypes the small byte holds travels in the
  * extension block (the base byte then holds q and out only). */
 static int kv_by_ext(const case_spec *c) {
-    return (c->kv_dtype == AG_FP8_E4M3 || c->kv_dtype == AG_FP8_E5M2 ||
-            (c->kv_dtype >= AG_Q8_0 && c->kv_dtype < AG_DTYPE_COUNT)) &&
+    return (ag_dtype_is_fp8(c->kv_dtype) || ag_dtype_is_block(c->kv_dtype)) &&
            (unsigned)c->q_dtype <= AG_F16 && (unsigned)c->out_dtype <= AG_F16;
 }
 

@@ -872,7 +872,7 @@ static void sb_layer(sbuf *sb, const case_spec *c, int32_t l) {
     sb_printf(sb, " scale=");
     sb_f32(sb, L->scale);
     /* scales mean something for fp8 caches only: shown there, or when set */
-    const int fp8 = c->kv_dtype == AG_FP8_E4M3 || c->kv_dtype == AG_FP8_E5M2;
+    const int fp8 = ag_dtype_is_fp8(c->kv_dtype);
     if (fp8 || memcmp(&L->k_scale, &(float){1.0f}, sizeof(float)) != 0 ||
         memcmp(&L->v_scale, &(float){1.0f}, sizeof(float)) != 0) {
         sb_printf(sb, " k_scale=");

@@ -285,14 +285,21 @@ static void edit_layer_terms(case_spec *c, uint64_t *rng, int invalid) {
 static int block_kv(const ag_caps *caps, uint64_t *rng) {
     if (!caps) return -1;
     int n = 0, pick[AG_DTYPE_COUNT];
-    for (int t = AG_Q8_0; t < AG_DTYPE_COUNT; t++)
-        if (caps->kv_dtypes & AG_DTYPE_BIT(t)) pick[n++] = t;
+    for (int t = 0; t < AG_DTYPE_COUNT; t++)
+        if (ag_dtype_is_block((ag_dtype)t) && (caps->kv_dtypes & AG_DTYPE_BIT(t))) pick[n++] = t;
     return n ? pick[rng_below(rng, (uint64_t)n)] : -1;
+}
+
+/* Any KV type but the block types (the ABI's traits, in enum order). */
+static ag_dtype plain_kv(uint64_t *rng) {
+    int n = 0, pick[AG_DTYPE_COUNT];
+    for (int t = 0; t < AG_DTYPE_COUNT; t++)
+        if (!ag_dtype_is_block((ag_dtype)t)) pick[n++] = t;
+    return (ag_dtype)pick[rng_below(rng, (uint64_t)n)];
 }
 
 static void edit_dtypes(case_spec *c, uint64_t *rng, int invalid, const ag_caps *caps) {
     static const ag_dtype qo[] = {AG_F32, AG_F32, AG_BF16, AG_F16};
-    static const ag_dtype kv[] = {AG_F32, AG_BF16, AG_F16, AG_FP8_E4M3, AG_FP8_E5M2};
     if (invalid) {
         ag_dtype *t = CHANCE(rng, 3) ? &c->q_dtype : CHANCE(rng, 2) ? &c->kv_dtype : &c->out_dtype;
         *t = (ag_dtype)(AG_DTYPE_COUNT + (int)rng_below(rng, 3));
@@ -316,8 +323,8 @@ static void edit_dtypes(case_spec *c, uint64_t *rng, int invalid, const ag_caps 
     switch (rng_below(rng, 4)) {
     case 0: c->q_dtype = PICK(rng, qo); break;
     case 1: c->out_dtype = PICK(rng, qo); break;
-    case 2: c->kv_dtype = PICK(rng, kv); break;
-    default: c->q_dtype = c->out_dtype = PICK(rng, qo), c->kv_dtype = PICK(rng, kv); break;
+    case 2: c->kv_dtype = plain_kv(rng); break;
+    default: c->q_dtype = c->out_dtype = PICK(rng, qo), c->kv_dtype = plain_kv(rng); break;
     }
 }
 
@@ -560,12 +567,11 @@ static void edit_wide(case_spec *c, uint64_t *rng, const mutate_ctx *m) {
          * exponent (on any cache; an f16 or fp8 one holds such keys as 0,
          * and the biases alone decide) */
         static const float huge[] = {0x1p119f, 0x1p122f, 1e37f, 1e38f, 0x1p127f};
-        static const ag_dtype any[] = {AG_F32, AG_BF16, AG_F16, AG_FP8_E4M3, AG_FP8_E5M2};
-        c->kv_dtype = PICK(rng, any);
+        c->kv_dtype = plain_kv(rng);
         case_layer *L = &c->layers[rng_below(rng, (uint64_t)c->num_layers)];
         L->scale = PICK(rng, huge);
         L->alibi = CASE_SRC_STANDARD;   /* explicit slopes: wide_feature */
-        if ((c->kv_dtype == AG_FP8_E4M3 || c->kv_dtype == AG_FP8_E5M2) && CHANCE(rng, 2)) {
+        if (ag_dtype_is_fp8(c->kv_dtype) && CHANCE(rng, 2)) {
             L->k_scale = PICK(rng, k_kvscales);   /* into q: the logits' units move */
             L->v_scale = PICK(rng, k_kvscales);   /* the fp64 path applies it itself */
         }

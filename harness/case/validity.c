@@ -225,7 +225,7 @@ static void layer_defects(const case_spec *c, int32_t l, const ag_caps *k, case_
             }
         }
     }
-    const int fp8 = c->kv_dtype == AG_FP8_E4M3 || c->kv_dtype == AG_FP8_E5M2;
+    const int fp8 = ag_dtype_is_fp8(c->kv_dtype);
     if (fp8 && (!isfinite(L->k_scale) || !(L->k_scale > 0.0f)))
         bad(d, G, AG_R_LAYER, K, l, "layers.%d.k_scale = %g", (int)l, (double)L->k_scale);
     if (fp8 && (!isfinite(L->v_scale) || !(L->v_scale > 0.0f)))

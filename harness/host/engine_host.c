@@ -155,7 +155,7 @@ int engine_host_unsupported_at(const engine_host *E, const case_spec *c, char *w
     const validity_engine ve = engine_host_validity(E);
     if (validity_foreign_options(c, &ve, word, sizeof word))
         return LACKS_AT(CASE_KEY_OPTIONS, -1, "%s (another engine's)", word);
-    const int fp8 = c->kv_dtype == AG_FP8_E4M3 || c->kv_dtype == AG_FP8_E5M2;
+    const int fp8 = ag_dtype_is_fp8(c->kv_dtype);
     for (int32_t l = 0; l < c->num_layers; l++) {
         const case_layer *L = &c->layers[l];
         if (L->num_heads != c->num_kv_heads && !(f & AG_CAP_GQA)) return LACKS_AT(CASE_KEY_LAYER, l, "GQA");

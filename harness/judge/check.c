@@ -853,7 +853,7 @@ static double max_logit_bound(const problem *p, int scale_on_q, double *softcap_
             if (a > qmax) qmax = a;
         }
         double scale = L->scale != 0 ? fabs((double)L->scale) : 1 / sqrt((double)c->head_dim);
-        if (kd == AG_FP8_E4M3 || kd == AG_FP8_E5M2) scale *= fabs((double)L->k_scale);
+        if (ag_dtype_is_fp8(kd)) scale *= fabs((double)L->k_scale);
         /* A soft cap saturates an infinite scaled logit to +-cap (tanh), so
          * there only <q, k> itself must stay finite. */
         /* an engine that scales q first holds scale * q before any cap */

@@ -82,7 +82,7 @@ ref_model cmp_error_model(ag_precision prec, ag_dtype q_dtype, ag_dtype kv_dtype
      * and of that remainder) as zero. */
     const int pairs = q32 && kv_dtype == AG_BF16;
     if (pairs) m.rel += 0x1.0p-16 + D * U32;
-    if (kv_dtype == AG_FP8_E4M3 || kv_dtype == AG_FP8_E5M2) m.rel += U32;
+    if (ag_dtype_is_fp8(kv_dtype)) m.rel += U32;
     m.qabs = (qbf || pairs) ? BF16_FLUSH : qf.sub;
     m.kflush = (qbf || pairs) ? BF16_FLUSH : 0x1.0p-150;
     /* VDPBF16PS also flushes products below 2^-126 (a huge scale over tiny

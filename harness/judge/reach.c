@@ -22,11 +22,10 @@ static int g_nrows, g_seeded;
 static unsigned long g_execs;
 
 /* The features every campaign must reach (the issue's list, and the
- * design's section 2).  Refusal kinds and variants are added per engine. */
+ * design's section 2), after the element types (seed_rows: from the ABI's
+ * traits).  Refusal kinds and variants are added per engine. */
 static const char *const k_expected[] = {
-    "dtype/q=f32", "dtype/q=bf16", "dtype/q=f16", "dtype/kv=f32", "dtype/kv=bf16",
-    "dtype/kv=f16", "dtype/kv=fp8e4m3", "dtype/kv=fp8e5m2", "dtype/out=f32", "dtype/out=bf16",
-    "dtype/out=f16", "heads/gqa", "heads/mqa", "heads/mixed-group", "heads/model-wide-differs",
+    "heads/gqa", "heads/mqa", "heads/mixed-group", "heads/model-wide-differs",
     "heads/no-layers", "layers/many", "window/W", "window/left-right", "window/global-among-windowed",
     "logits/softcap", "logits/scale", "logits/huge-scale", "logits/alibi-standard",
     "logits/alibi-list", "logits/sinks-seeded", "logits/sinks-list", "logits/fp8-scales",
@@ -77,6 +76,18 @@ static void add(const char *group, const char *name, unsigned long by) {
 static void hit(const char *row) { hit_by(row, 1); }
 
 static void seed_rows(const engine_host *E) {
+    /* q and out: the binary floats; kv: those and fp8 (block caches: per
+     * engine, below) */
+    static const char *const tensors[] = {"q", "kv", "out"};
+    for (int k = 0; k < 3; k++)
+        for (int t = 0; t < AG_DTYPE_COUNT; t++) {
+            const ag_dtype_traits *tr = ag_dtype_traits_of((ag_dtype)t);
+            if (tr->kind == AG_KIND_FLOAT || (k == 1 && tr->kind == AG_KIND_FP8)) {
+                char v[32];
+                snprintf(v, sizeof v, "%s=%s", tensors[k], tr->name);
+                add("dtype", v, 0);
+            }
+        }
     for (size_t i = 0; i < sizeof k_expected / sizeof k_expected[0]; i++)
         hit_by(k_expected[i], 0);
     /* the refusal kinds a case can deserve (validity.c) */
@@ -93,8 +104,8 @@ static void seed_rows(const engine_host *E) {
     for (int i = 0; E && i < E->n_variants; i++)
         add("variant", E->variants[i].options[0] ? E->variants[i].options : "default", 0);
     /* the block (quantized) caches the engine declares: rows it must reach */
-    for (int t = AG_Q8_0; E && t < AG_DTYPE_COUNT; t++)
-        if (E->caps.kv_dtypes & AG_DTYPE_BIT(t)) {
+    for (int t = 0; E && t < AG_DTYPE_COUNT; t++)
+        if (ag_dtype_is_block((ag_dtype)t) && (E->caps.kv_dtypes & AG_DTYPE_BIT(t))) {
             char v[32];
             snprintf(v, sizeof v, "kv=%s", ag_dtype_name((ag_dtype)t));
             add("dtype", v, 0);
@@ -105,8 +116,6 @@ static void seed_rows(const engine_host *E) {
     const int n = E && E->e->paths ? E->e->paths(NULL, names, 128) : 0;
     for (int i = 0; i < n && i < 128; i++) add("path", names[i], 0);
 }
-
-static int fp8(ag_dtype d) { return d == AG_FP8_E4M3 || d == AG_FP8_E5M2; }
 
 /* The case's own features. */
 static void count_case(const case_spec *c) {
@@ -135,7 +144,7 @@ static void count_case(const case_spec *c) {
         huge |= fabsf(L->scale) > 1e3f;
         alibi_std |= L->alibi == CASE_SRC_STANDARD, alibi_list |= L->alibi == CASE_SRC_LIST;
         sinks_std |= L->sinks == CASE_SRC_STANDARD, sinks_list |= L->sinks == CASE_SRC_LIST;
-        kvs |= fp8(c->kv_dtype) && (L->k_scale != 1.0f || L->v_scale != 1.0f);
+        kvs |= ag_dtype_is_fp8(c->kv_dtype) && (L->k_scale != 1.0f || L->v_scale != 1.0f);
     }
     if (gqa) hit("heads/gqa");
     if (hkv == 1) hit("heads/mqa");

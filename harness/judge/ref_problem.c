@@ -34,7 +34,7 @@ void ref_input_of_problem(const problem *p, int32_t l, ref_input *in) {
     in->v_rows = p->v_rows;
     in->kv_dtype = c->kv_dtype;
     /* scales apply to fp8 caches only (the ABI's contract) */
-    const int fp8 = c->kv_dtype == AG_FP8_E4M3 || c->kv_dtype == AG_FP8_E5M2;
+    const int fp8 = ag_dtype_is_fp8(c->kv_dtype);
     in->k_scale = fp8 ? L->k_scale : 1.0;
     in->v_scale = fp8 ? L->v_scale : 1.0;
 }
