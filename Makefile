@@ -6,6 +6,8 @@
 #   make deps       install the Debian packages of the build and the tests
 #                   (make test and make fuzz do it on first use) [WITH=...]
 #   make check-clang   the same sources warning-free with clang
+#   make install    the kit for an engine's own tree [PREFIX= DESTDIR= FUZZ=0]
+#                   (mk/install.mk); make uninstall
 #   make ci         what .ci/run gates on (test, check-clang, cfl-test,
 #                   mutants-quick, test-peer, test-malformed), with one verdict
 #   make clean
@@ -164,8 +166,8 @@ $(HARNESS_TESTBIN): $(HARNESS_TEST_OBJ) $(HARLIB) $(LIB)
 # engine (mk/engines.mk) by ENGINE=<name>, ENGINES=... or make engines.
 # `make deps` installs DEPS_PKGS ahead of time; WITH=<group>... adds the
 # optional ones (make deps WITH="peer report engines": everything, as CI).
-DEPS_PKGS := gcc clang libclang-rt-14-dev libcriterion-dev libomp-dev libsimde-dev llvm python3
-DEPS_FOR := the build and the tests: compilers, sanitizer and libFuzzer runtimes, Criterion, OpenMP, SIMDe (the emulated AVX-512 tables), llvm-symbolizer
+DEPS_PKGS := gcc clang libclang-rt-14-dev libcriterion-dev libomp-dev libsimde-dev llvm python3 pkgconf
+DEPS_FOR := the build and the tests: compilers, sanitizer and libFuzzer runtimes, Criterion, OpenMP, SIMDe (the emulated AVX-512 tables), llvm-symbolizer, pkg-config (the test of the installed kit)
 DEPS_GROUPS := peer report engines
 WITH ?=
 $(foreach g,$(WITH),$(if $(filter $g,$(DEPS_GROUPS)),,$(error WITH=$g: no such group (one of: $(DEPS_GROUPS)))))
@@ -178,7 +180,8 @@ DEPS_FIRST_USE = bash .ci/deps.sh --quiet --for '$(DEPS_FOR)' $(DEPS_PKGS)
 
 # ---- tests ----
 # `make test`: build, the Criterion suites, the shipped cases, the corpus
-# replays and the death tests against an ATTN_DEBUG engine, each step's
+# replays, the installed kit (an adapter built out of tree from it:
+# mk/install.mk) and the death tests against an ATTN_DEBUG engine, each step's
 # output in $(B)/test-logs/ and one line per step plus one verdict on the
 # terminal (scripts/steps.py).  After the build the four run side by side
 # (the suites alone leave a core idle behind their longest tests).  JUNIT=<file> also writes JUnit XML: one
@@ -199,6 +202,7 @@ TEST_STEPS = 'build!=$(MAKE) --no-print-directory -j$(NPROC) all $(RP_BINS) && e
     'cases&=$(MAKE) --no-print-directory test-cases' \
     'regress=$(MAKE) --no-print-directory regress' \
     'readme=$(MAKE) --no-print-directory readme-example' \
+    'kit=$(MAKE) --no-print-directory test-kit' \
     'debug=$(MAKE) --no-print-directory -j$(NPROC) test-debug'
 test:
 	@$(DEPS_FIRST_USE)

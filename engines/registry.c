@@ -54,9 +54,10 @@ int ag_engine_check(const ag_engine *e, const char *name, ag_msg *msg) {
     /* the version first: a table of another version has another layout,
      * so none of its other fields may be read as this version's */
     if (e->abi_version != AG_ENGINE_ABI_VERSION) {
-        say(msg, "engine '%.64s' was built for adapter ABI version %u, this harness speaks %u",
+        say(msg, "engine '%.64s' was built for adapter ABI version %u, this host speaks %u: "
+                 "rebuild it against the headers of ABI %u (pkg-config --modversion attnguard)",
             name ? name : "(unnamed)", (unsigned)e->abi_version,
-            (unsigned)AG_ENGINE_ABI_VERSION);
+            (unsigned)AG_ENGINE_ABI_VERSION, (unsigned)AG_ENGINE_ABI_VERSION);
         return -1;
     }
     if (!name) name = e->name ? e->name : "?";

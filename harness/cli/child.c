@@ -111,7 +111,9 @@ static int run_child(char *const argv[], const char *asan_extra, const char *log
 }
 
 /* The libFuzzer binary: --fuzz-dir, else build/fuzz[-inject-X] under the
- * current directory, else next to (or one level above) the CLI itself. */
+ * current directory, else next to (or one level above) the CLI itself,
+ * else where `make install` puts the targets beside an installed CLI
+ * (<prefix>/bin/attnguard: <prefix>/libexec/attnguard/fuzz, mk/install.mk). */
 int repro_find_binary(const char *fuzz_dir, const char *target, const char *inject, char *out,
                        size_t cap) {
     char sub[160], rel[PATH_MAX];
@@ -132,6 +134,10 @@ int repro_find_binary(const char *fuzz_dir, const char *target, const char *inje
         *slash = '\0';
         n = slash - exe;
         if (cli_path_join(out, cap, exe, sub) == 0 && cli_file_executable(out)) return 0;
+        char lib[PATH_MAX];
+        if (up == 0 && cli_path_join(lib, sizeof lib, exe, "../libexec/attnguard") == 0 &&
+            cli_path_join(out, cap, lib, sub) == 0 && cli_file_executable(out))
+            return 0;
     }
     cli_str_copy(out, cap, rel);
     return -1;

@@ -1,0 +1,48 @@
+# mk/install.mk — the installable kit: what a maintainer needs to guard an
+# engine that lives in their own tree (docs/engines.md, "An adapter out of
+# tree").  scripts/kit.sh does the copying and keeps the manifest.
+#
+#   make install [PREFIX=/usr/local] [DESTDIR=] [FUZZ=0]
+#   make uninstall [PREFIX=...] [DESTDIR=]
+#   make test-kit      make test's `kit` step (tests/kit/run.sh)
+#
+# Installs, under PREFIX:
+#   bin/attnguard                         the CLI ($(CLI), this configuration's)
+#   include/attnguard/*.h                 the ABI, header-only: an adapter links
+#                                         nothing of attnguard (libm only)
+#   lib/pkgconfig/attnguard.pc            -I for the headers, -lm; its Version and
+#                                         abi_version are AG_ENGINE_ABI_VERSION
+#   share/attnguard/cases/*.case          the shipped cases (`attnguard check`)
+#   share/doc/attnguard/                  the pages an adapter's author reads
+#   libexec/attnguard/fuzz/<target>       the libFuzzer targets that reach an engine
+#                                         through the ABI only (KIT_FUZZ: every fuzz
+#                                         target but attnguard's own API's and the
+#                                         built-in engines' contract targets), with
+#                                         .options and .dict, loading the adapter
+#                                         named by ATTNGUARD_ENGINE; their seed
+#                                         corpus in share/attnguard/corpus/<target>/
+#
+# The fuzz targets are mk/fuzz.mk's build (clang, libFuzzer, ASan+UBSan:
+# minutes on two cores); FUZZ=0 leaves them out (make test's kit step
+# does, to stay within seconds).  `attnguard repro` finds them there
+# (PREFIX/libexec/attnguard/fuzz, from the CLI's own place).
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+FUZZ ?= 1
+KIT_FUZZ := $(filter-out fuzz_api fuzz_%_contract,$(FUZZ_ALL))
+# The ABI's version, read from the header that defines it.
+AG_ABI_VERSION := $(shell sed -n 's/^\#define AG_ENGINE_ABI_VERSION \([0-9]*\).*/\1/p' include/attnguard/engine.h)
+
+.PHONY: install uninstall test-kit
+install: $(CLI) $(if $(filter 1,$(FUZZ)),$(KIT_FUZZ:%=$(FZ_OUT)/%) $(foreach t,$(KIT_FUZZ),\
+    $(FZ_OUT)/$t.options $(if $(wildcard fuzz/$t.dict),$(FZ_OUT)/$t.dict)))
+	$(if $(INJECT),$(error install: INJECT=$(INJECT) is a mutant build, never installed))
+	@bash scripts/kit.sh install '$(DESTDIR)' '$(PREFIX)' '$(CLI)' '$(AG_ABI_VERSION)' \
+	    '$(FZ_OUT)' $(if $(filter 1,$(FUZZ)),$(KIT_FUZZ))
+
+uninstall:
+	@bash scripts/kit.sh uninstall '$(DESTDIR)' '$(PREFIX)'
+
+test-kit: $(CLI)
+	@MAKE='$(MAKE)' ABI='$(AG_ABI_VERSION)' bash tests/kit/run.sh

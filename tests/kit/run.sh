@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# tests/kit/run.sh — make test's `kit` step (make test-kit): the kit as a
+# maintainer meets it.  Installs it into a temporary prefix (no fuzz
+# targets: FUZZ=0), copies tests/kit/ out of the tree and builds its
+# adapter there with pkg-config alone, checks that the .so leaves no `ag_`
+# symbol undefined, loads it with the installed CLI over installed cases,
+# has a build claiming the previous ABI version refused with both versions
+# named, and checks DESTDIR staging and uninstall.  ABI (the version) and
+# MAKE come from mk/install.mk.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+make=${MAKE:-make}
+abi=${ABI:?ABI: the ABI version (mk/install.mk sets it)}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/attnguard-kit-XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "kit: FAILED: $*" >&2; exit 1; }
+
+prefix=$tmp/prefix
+"$make" -C "$root" --no-print-directory install PREFIX="$prefix" FUZZ=0 > "$tmp/install.log" ||
+    { cat "$tmp/install.log"; fail "make install PREFIX=$prefix FUZZ=0"; }
+
+# The adapter's folder, away from the source tree; no include path but the
+# kit's (the environment's own search paths cleared).
+mkdir "$tmp/adapter"
+cp "$root/tests/kit/kitmin.c" "$root/tests/kit/Makefile" "$tmp/adapter/"
+export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+unset CPATH C_INCLUDE_PATH PKG_CONFIG_LIBDIR || true
+cflags=$(pkg-config --cflags attnguard)
+case " $cflags " in *"$root"*) fail "attnguard.pc's flags reach into the source tree: $cflags" ;; esac
+[ "$(pkg-config --modversion attnguard)" = "$abi" ] || fail "attnguard.pc's Version is not ABI $abi"
+(cd "$tmp/adapter" && "$make" --no-print-directory -s) > "$tmp/build.log" 2>&1 ||
+    { cat "$tmp/build.log"; fail "building the adapter from the installed kit"; }
+so=$tmp/adapter/libag_kitmin.so
+
+undef=$(nm -D --undefined-only "$so" | grep -E ' ag_' || true)
+[ -z "$undef" ] || fail "the adapter leaves ABI helpers undefined: $undef"
+
+# Cases that cover every kind of type the adapter decodes with the kit's
+# codec (f32, bf16 and f16 q; f16, fp8 and block caches), GQA, ALiBi,
+# soft cap, non-causal requests, and the refusals it must name; a second
+# in all (the whole folder takes this naive adapter minutes).
+cases="f32q-decode f32q-gqa f32q-alibi f32q-noncausal f32q-softcap-scale mixed-dtypes
+       fp8-tiny-v-scale ggml-q4_1-kv ggml-q5_0-kv ggml-iq4_nl-kv bad-heads-refused
+       mixed-heads-refused block-id-outside-refused q8_0-head-dim-refused bad-seq-len-refused"
+files=()
+for c in $cases; do files+=("$prefix/share/attnguard/cases/$c.case"); done
+"$prefix/bin/attnguard" check --engine "$so" "${files[@]}" > "$tmp/check.log" 2>&1 ||
+    { cat "$tmp/check.log"; fail "attnguard check with the out-of-tree adapter"; }
+summary=$(grep -E '^[0-9]+ passed, ' "$tmp/check.log" | tail -n 1)
+passed=${summary%% passed*}
+[ "$passed" = "$(echo $cases | wc -w)" ] || { cat "$tmp/check.log"; fail "not every case passed: $summary"; }
+
+# A build for another ABI version: refused, and the message says which.
+old=$((abi - 1))
+(cd "$tmp/adapter" && "$make" --no-print-directory -s OUT=libag_old.so ABI=$old) > "$tmp/build.log" 2>&1 ||
+    { cat "$tmp/build.log"; fail "building the ABI $old adapter"; }
+if "$prefix/bin/attnguard" check --engine "$tmp/adapter/libag_old.so" "${files[0]}" > "$tmp/old.log" 2>&1; then
+    fail "an adapter built for ABI $old was accepted"
+fi
+grep -q "built for adapter ABI version $old, this host speaks $abi" "$tmp/old.log" ||
+    { cat "$tmp/old.log"; fail "the refusal does not name both versions"; }
+
+# DESTDIR stages under itself; the installed paths stay PREFIX's.
+"$make" -C "$root" --no-print-directory install DESTDIR="$tmp/stage" PREFIX=/opt/attnguard FUZZ=0 \
+    > "$tmp/install.log" || { cat "$tmp/install.log"; fail "make install DESTDIR=..."; }
+[ -x "$tmp/stage/opt/attnguard/bin/attnguard" ] || fail "DESTDIR: no bin/attnguard under the stage"
+grep -qx 'prefix=/opt/attnguard' "$tmp/stage/opt/attnguard/lib/pkgconfig/attnguard.pc" ||
+    fail "DESTDIR: attnguard.pc does not name PREFIX"
+
+# uninstall takes every file it installed, and the kit's folders
+n_installed=$(wc -l < "$prefix/share/attnguard/MANIFEST")
+"$make" -C "$root" --no-print-directory uninstall PREFIX="$prefix" > "$tmp/uninstall.log"
+left=$(find "$prefix" -type f | head -n 3)
+[ -z "$left" ] || fail "uninstall left files: $left"
+left=$(find "$prefix" -mindepth 1 -name '*attnguard*' | head -n 3)
+[ -z "$left" ] || fail "uninstall left folders: $left"
+
+echo "kit: installed $n_installed files; an adapter built out of tree with pkg-config only" \
+     "(no ag_ symbol undefined) passed $passed cases through the installed CLI; its ABI $old" \
+     "build refused naming both versions; DESTDIR staging and uninstall clean"
