@@ -11,7 +11,8 @@
 #                        but those installed on demand (vllm) unless
 #                        ENGINE= or ENGINES= names them
 #   make engines-build   each fetched adapter as an object a harness opens by
-#                        path: $(B)/engines/libag_<name>.so
+#                        path: $(B)/engines/libag_<name>.so (refused if it
+#                        leaves an ag_ symbol undefined)
 #   make engines-repro   rebuild every reports/findings/<engine>-NNN.c against
 #                        the packaged engine and say whether each reproduces
 #
@@ -73,9 +74,15 @@ $(ENG_B)/obj/%.o: %.c $(B)/.flags
 	@mkdir -p $(@D)
 	$(call quiet,CC,$(CC) $(CFLAGS_ALL) -fPIC -DAG_ENGINE_SHARED_OBJECT=1 $(DEPFLAGS) -c $< -o $@,$<  [$(ENG_B)])
 
+# An adapter .so needs nothing of the harness: the ABI's helpers are
+# header-only (include/attnguard/dtype.h, engine.h), so a link that leaves
+# an ag_ symbol undefined is refused here, as a host would refuse to load it.
 define adapter_so
 $(ENG_B)/libag_$1.so: $(patsubst %.c,$(ENG_B)/obj/%.o,$($1_SRC))
-	$$(call quiet,LD,$$(CC) $$(CFLAGS_ALL) -shared -o $$@ $$^ $($1_LDLIBS),$$@)
+	$$(call quiet,LD,$$(CC) $$(CFLAGS_ALL) -shared -o $$@.tmp $$^ $($1_LDLIBS),$$@)
+	@u=$$$$(nm -D --undefined-only $$@.tmp | awk '$$$$2 ~ /^ag_/ {printf " %s", $$$$2}'); \
+	    if [ -n "$$$$u" ]; then rm -f $$@.tmp; echo "$$@: leaves ABI symbols undefined:$$$$u" >&2; exit 1; fi
+	@mv $$@.tmp $$@
 endef
 $(foreach a,$(ENGINES_READY),$(eval $(call adapter_so,$a)))
 
