@@ -5,7 +5,8 @@
 # adapter there with pkg-config alone, checks that the .so leaves no `ag_`
 # symbol undefined, loads it with the installed CLI over installed cases,
 # has a build claiming the previous ABI version refused with both versions
-# named, and checks DESTDIR staging and uninstall.  ABI (the version) and
+# named, compiles the headers as C++17, and checks DESTDIR staging and
+# uninstall.  ABI (the version) and
 # MAKE come from mk/install.mk.
 set -euo pipefail
 
@@ -32,6 +33,26 @@ case " $cflags " in *"$root"*) fail "attnguard.pc's flags reach into the source 
 (cd "$tmp/adapter" && "$make" --no-print-directory -s) > "$tmp/build.log" 2>&1 ||
     { cat "$tmp/build.log"; fail "building the adapter from the installed kit"; }
 so=$tmp/adapter/libag_kitmin.so
+
+# The headers are C11 and C++17 clean (an adapter may be C++): every helper
+# used once, warnings as errors.
+cat > "$tmp/cxx.cc" <<'CXX'
+#include <attnguard/engine.h>
+int main() {
+    size_t n = 0;
+    uint8_t b[34] = {0};
+    const double x[32] = {1.0};
+    ag_block_quantize(b, x, AG_Q8_0);
+    ag_dtype_encode(b, 0, AG_BF16, 1.5f);
+    return ag_dtype_bytes(AG_Q8_0, 64, &n) + (ag_dtype_decode(b, 0, AG_BF16) == 1.5 ? 0 : 1) +
+           (ag_refusal_parse(ag_refusal_name(AG_R_HEADS)) == AG_R_HEADS ? 0 : 1) +
+           (ag_status_name(AG_OK)[0] == 'A' ? 0 : 1) + (ag_region_kind_name(AG_REGION_Q)[0] == 'q' ? 0 : 1) +
+           (ag_variant_kind_name(AG_VARIANT_DEFAULT)[0] == 'd' ? 0 : 1) + (ag_dtype_is_fp8(AG_F16) ? 1 : 0);
+}
+CXX
+"${CXX:-c++}" -std=c++17 -Wall -Wextra -Wshadow -pedantic -Werror $cflags "$tmp/cxx.cc" -o "$tmp/cxx" \
+    $(pkg-config --libs attnguard) > "$tmp/cxx.log" 2>&1 || { cat "$tmp/cxx.log"; fail "the headers as C++17"; }
+"$tmp/cxx" || fail "the header-only helpers, compiled as C++17, answer wrongly"
 
 undef=$(nm -D --undefined-only "$so" | grep -E ' ag_' || true)
 [ -z "$undef" ] || fail "the adapter leaves ABI helpers undefined: $undef"
@@ -76,6 +97,5 @@ left=$(find "$prefix" -type f | head -n 3)
 left=$(find "$prefix" -mindepth 1 -name '*attnguard*' | head -n 3)
 [ -z "$left" ] || fail "uninstall left folders: $left"
 
-echo "kit: installed $n_installed files; an adapter built out of tree with pkg-config only" \
-     "(no ag_ symbol undefined) passed $passed cases through the installed CLI; its ABI $old" \
-     "build refused naming both versions; DESTDIR staging and uninstall clean"
+echo "kit: $n_installed files installed; out-of-tree adapter (no ag_ symbol undefined) passed" \
+     "$passed cases; ABI $old build refused; headers C++17-clean; DESTDIR, uninstall clean"
