@@ -33,7 +33,7 @@ vllm_SRC := engines/vllm/vllm_adapter.c engines/vllm/vllm_check.c engines/vllm/v
             engines/vllm/vllm_model.c engines/vllm/vllm_ops.c engines/vllm/vllm_paths.c \
             engines/vllm/vllm_scratch.c
 vllm_CFLAGS := -DAG_HAVE_VLLM=1 -DAG_VLLM_DEFAULT_VENV=\"$(VLLM_VENV_DIR)\"
-vllm_LDLIBS := -ldl -lpthread
+vllm_LDLIBS := -ldl -lpthread -lm
 # A binary that links the adapter in exports vLLM's two scratchpad symbols,
 # so that vLLM's calls reach the adapter (engines/vllm/vllm_scratch.c).
 vllm_LDFLAGS := -Wl,--export-dynamic-symbol=_ZN9cpu_utils17ScratchPadManager7reallocEm \

@@ -128,7 +128,7 @@ static ag_status vllm_group_info(void *grp, ag_group_info *out) {
  * write_kv; run() hands vLLM the section of the group's implementation.
  * Every section is harness memory, guarded like the rest of the cache. */
 static int sections(const vg_group *g, vg_isa *list) {
-    const int fp8 = g->kv_dt == AG_FP8_E4M3 || g->kv_dt == AG_FP8_E5M2;
+    const int fp8 = ag_dtype_is_fp8(g->kv_dt);
     int n = 0;
     if (g->d % 32 == 0 && g->bs % 32 == 0) list[n++] = VG_ISA_VEC;
     if (!fp8 && g->bs % 16 == 0) list[n++] = VG_ISA_VEC16;
@@ -143,7 +143,7 @@ static ag_status section_bytes(const vg_group *g, int32_t num_blocks, size_t *by
     if (num_blocks < 1)
         return vg_fail(msg, AG_REFUSED, AG_R_BATCH, "VLLM_BAD_BLOCKS", "num_blocks %d",
                        (int)num_blocks);
-    size_t b = vg_dtype_size(g->kv_dt);
+    size_t b = ag_dtype_size(g->kv_dt);
     const size_t f[4] = {(size_t)num_blocks, (size_t)g->hkv, (size_t)g->bs, (size_t)g->d};
     for (int i = 0; i < 4; i++) {
         if (f[i] && b > SIZE_MAX / f[i])

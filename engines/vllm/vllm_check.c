@@ -74,7 +74,7 @@ static ag_status check_layer(const ag_group *in, int32_t l, ag_msg *msg) {
         if (!isfinite(L->alibi_slopes[h]))
             return vg_fail(msg, AG_REFUSED, AG_R_LAYER, "VLLM_BAD_ALIBI",
                            "%s: alibi_slopes[%d] = %g", n, (int)h, (double)L->alibi_slopes[h]);
-    const int fp8 = in->kv_dtype == AG_FP8_E4M3 || in->kv_dtype == AG_FP8_E5M2;
+    const int fp8 = ag_dtype_is_fp8(in->kv_dtype);
     if (fp8 && !(isfinite(L->k_scale) && L->k_scale > 0.0f && isfinite(L->v_scale) &&
                  L->v_scale > 0.0f))
         return vg_fail(msg, AG_REFUSED, AG_R_LAYER, "VLLM_BAD_KV_SCALE",
@@ -164,16 +164,16 @@ static int head_dim_built(int32_t d, vg_isa eff) {
 /* What vLLM's CPU attention cannot express (its dispatch and its Python
  * backend's limits), for a group that passed every refusal. */
 static ag_status check_supported(const ag_group *in, vg_group *g, ag_msg *msg) {
-    const int fp8 = in->kv_dtype == AG_FP8_E4M3 || in->kv_dtype == AG_FP8_E5M2;
-    if (in->q_dtype != in->out_dtype || vg_dtype_size(in->q_dtype) < 2)
+    const int fp8 = ag_dtype_is_fp8(in->kv_dtype);
+    if (in->q_dtype != in->out_dtype || ag_dtype_size(in->q_dtype) < 2)
         return vg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "VLLM_DTYPE",
                        "q %s, out %s: vLLM's CPU attention takes f32, bf16 or f16 q and writes "
-                       "out in q's dtype", vg_dtype_name(in->q_dtype),
-                       vg_dtype_name(in->out_dtype));
+                       "out in q's dtype", ag_dtype_name(in->q_dtype),
+                       ag_dtype_name(in->out_dtype));
     if (!fp8 && in->kv_dtype != in->q_dtype)
         return vg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "VLLM_DTYPE",
                        "kv %s with q %s: vLLM's cache holds q's dtype or fp8 (e4m3, e5m2)",
-                       vg_dtype_name(in->kv_dtype), vg_dtype_name(in->q_dtype));
+                       ag_dtype_name(in->kv_dtype), ag_dtype_name(in->q_dtype));
     if (fp8 && g->lib->build == VG_BUILD_AVX2)
         return vg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "VLLM_FP8",
                        "an fp8 cache: vLLM's CPU attention needs AVX-512 or AMX for it (the "
@@ -187,7 +187,7 @@ static ag_status check_supported(const ag_group *in, vg_group *g, ag_msg *msg) {
         return vg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "VLLM_AMX_DTYPE",
                        "q %s on amx: vLLM's AMX tiles take bf16 (its backend picks amx for "
                        "bf16 only; with f16 or f32 the op aborts the process: "
-                       "reports/findings/vllm-003)", vg_dtype_name(in->q_dtype));
+                       "reports/findings/vllm-003)", ag_dtype_name(in->q_dtype));
     if (!head_dim_built(in->head_dim, eff))
         return vg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "VLLM_HEAD_DIM",
                        "head_dim %d: vLLM 0.32's CPU attention is built for 32, 64, 96, 128, "

@@ -115,8 +115,6 @@ ag_status vg_ok(ag_msg *msg);
 int vg_option(const char *options, const char *key, char *val, size_t cap);
 const char *vg_isa_name(vg_isa isa);   /* vLLM's hint: "amx", "vec", "vec16" */
 const char *vg_build_name(vg_build b);
-size_t vg_dtype_size(ag_dtype d);       /* bytes per element (f32, bf16, f16, fp8), else 0 */
-const char *vg_dtype_name(ag_dtype d);
 
 /* ---- vllm_scratch.c ---- */
 /* Start recording what vLLM's scheduler asks its scratchpad manager for;

@@ -74,28 +74,6 @@ const char *vg_build_name(vg_build b) {
     return (unsigned)b < VG_BUILD_COUNT ? n[b] : "?";
 }
 
-/* The adapter's own element sizes: as a shared object it needs nothing of
- * the harness's binary. */
-size_t vg_dtype_size(ag_dtype d) {
-    switch (d) {
-    case AG_F32: return 4;
-    case AG_BF16: case AG_F16: return 2;
-    case AG_FP8_E4M3: case AG_FP8_E5M2: return 1;
-    default: return 0;
-    }
-}
-
-const char *vg_dtype_name(ag_dtype d) {
-    switch (d) {
-    case AG_F32: return "f32";
-    case AG_BF16: return "bf16";
-    case AG_F16: return "f16";
-    case AG_FP8_E4M3: return "fp8e4m3";
-    case AG_FP8_E5M2: return "fp8e5m2";
-    default: return "?";
-    }
-}
-
 /* The CPU features vLLM's own choices read (its platform code asks torch;
  * the same bits come from CPUID's leaf 7: AVX-512F, AVX-512 BF16, AMX-BF16
  * with AMX tiles).  AMX also needs the kernel's permission, which vLLM's

@@ -12,7 +12,6 @@
  * is two buffers [num_blocks][Hkv][block_size][D] (vLLM's key_cache and
  * value_cache views); what the ops keep inside a block is vLLM's business.
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,7 +98,7 @@ static int32_t scalar_dt(const vg_lib *L, ag_dtype d) {
 }
 
 static int32_t cache_dt(const vg_group *g) {
-    const int fp8 = g->kv_dt == AG_FP8_E4M3 || g->kv_dt == AG_FP8_E5M2;
+    const int fp8 = ag_dtype_is_fp8(g->kv_dt);
     return fp8 ? g->lib->t.dt_u8() : scalar_dt(g->lib, g->kv_dt);
 }
 
@@ -148,22 +147,11 @@ ag_status vg_op_schedule(vg_plan *P, ag_msg *msg) {
     return vg_model_read(P, msg);
 }
 
-/* An fp8 code's value (e4m3fn: bias 7, no infinities, S.1111.111 NaN;
- * e5m2: bias 15, IEEE-like), for the cache writer below. */
-static float fp8_value(uint8_t c, ag_dtype d) {
-    const int e4 = d == AG_FP8_E4M3, mbits = e4 ? 3 : 2, bias = e4 ? 7 : 15;
-    const int e = (c & 0x7f) >> mbits, m = c & ((1 << mbits) - 1), emax = e4 ? 15 : 31;
-    float v;
-    if (e4 && e == emax && m == 7) v = NAN;
-    else if (!e4 && e == emax) v = m ? NAN : INFINITY;
-    else if (e == 0) v = ldexpf((float)m, 1 - bias - mbits);
-    else v = ldexpf((float)((1 << mbits) + m), e - bias - mbits);
-    return c & 0x80 ? -v : v;
-}
-
+/* fp8 codes decoded by the ABI's definition of the layout (attnguard/dtype.h),
+ * for the cache writer below. */
 static float *fp8_rows(const void *codes, size_t n, ag_dtype d) {
     float *f = malloc((n ? n : 1) * sizeof *f);
-    for (size_t i = 0; f && i < n; i++) f[i] = fp8_value(((const uint8_t *)codes)[i], d);
+    for (size_t i = 0; f && i < n; i++) f[i] = (float)ag_dtype_decode(codes, i, d);
     return f;
 }
 
@@ -171,7 +159,7 @@ ag_status vg_op_write(const vg_group *g, vg_isa isa, void *k_cache, void *v_cach
                       const void *k_rows, const void *v_rows, int32_t num_tokens,
                       const int64_t *slots, ag_msg *msg) {
     const vg_lib *L = g->lib;
-    const int fp8 = g->kv_dt == AG_FP8_E4M3 || g->kv_dt == AG_FP8_E5M2;
+    const int fp8 = ag_dtype_is_fp8(g->kv_dt);
     vo_stack s = {.L = L};
     const int64_t rows[3] = {num_tokens, g->hkv, g->d};
     const int64_t cache[4] = {num_blocks, g->hkv, g->bs, g->d};
@@ -215,7 +203,7 @@ ag_status vg_op_attend(const vg_plan *P, int32_t layer, const ag_run_args *a, ag
     const int64_t cache[4] = {P->nblocks, g->hkv, g->bs, g->d};
     const int64_t R = P->R, R1 = P->R + 1, hq = ly->hq;
     const int64_t bt[2] = {P->R, P->stride};
-    const int fp8 = g->kv_dt == AG_FP8_E4M3 || g->kv_dt == AG_FP8_E5M2;
+    const int fp8 = ag_dtype_is_fp8(g->kv_dt);
     omp_set_num_threads(g->threads);
     push_t(&s, a->q, 3, qs, scalar_dt(L, g->dt));
     push_t(&s, a->k_cache, 4, cache, cache_dt(g));

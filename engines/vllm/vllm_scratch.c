@@ -79,22 +79,38 @@ void vg_scratch_reclaim(void) {
     g_manager.size = 0;
 }
 
+/* The object this file is linked into (an executable or the adapter's
+ * shared object), told by a function nobody else can define. */
+static const void *own_object(void) {
+    Dl_info di;
+    return dladdr((const void *)&own_object, &di) ? di.dli_fbase : NULL;
+}
+
+/* The object that provides sym in the process's global scope (the main
+ * program's handle searches exactly that: dlsym(RTLD_DEFAULT) from inside a
+ * shared object would also search the object's own scope), or NULL. */
+static const void *provider(const char *sym) {
+    Dl_info di;
+    void *main_prog = dlopen(NULL, RTLD_NOW);
+    void *p = main_prog ? dlsym(main_prog, sym) : NULL;
+    return p && dladdr(p, &di) ? di.dli_fbase : NULL;
+}
+
 /* The global scope decides whom vLLM's PLT calls: when the adapter was
  * loaded as a shared object (RTLD_LOCAL, as the harness opens adapters),
  * its symbols are promoted to the global scope first.  A binary that links
- * the adapter in must export them (adapter.mk's link flags). */
+ * the adapter in must export them (adapter.mk's link flags).  The test
+ * compares objects, not addresses: inside a shared object the address of
+ * an exported function is itself resolved through the global scope, so an
+ * executable with the adapter built in would answer for both. */
 int vg_scratch_interposed(void) {
-    const char *const sym = "_ZN9cpu_utils17ScratchPadManager22get_scratchpad_managerEv";
-    void *mine = (void *)&_ZN9cpu_utils17ScratchPadManager22get_scratchpad_managerEv;
-    void *seen = dlsym(RTLD_DEFAULT, sym);
-    if (seen != mine) {
-        Dl_info di;
-        if (dladdr(mine, &di) && di.dli_fname) {
-            /* kept open: the promotion lasts while a reference does */
-            (void)dlopen(di.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
-        }
-        seen = dlsym(RTLD_DEFAULT, sym);
-    }
-    void *re = dlsym(RTLD_DEFAULT, "_ZN9cpu_utils17ScratchPadManager7reallocEm");
-    return seen == mine && re == (void *)&_ZN9cpu_utils17ScratchPadManager7reallocEm;
+    const char *const get = "_ZN9cpu_utils17ScratchPadManager22get_scratchpad_managerEv";
+    const char *const re = "_ZN9cpu_utils17ScratchPadManager7reallocEm";
+    const void *mine = own_object();
+    if (!mine) return 0;
+    Dl_info di;
+    if (provider(get) != mine && dladdr((const void *)&own_object, &di) && di.dli_fname)
+        /* kept open: the promotion lasts while a reference does */
+        (void)dlopen(di.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
+    return provider(get) == mine && provider(re) == mine;
 }
