@@ -662,7 +662,11 @@ void case_cross(const case_spec *a, const case_spec *b, case_spec *out, uint64_t
             case_layer L = b->layers[l];
             if (L.alibi == CASE_SRC_LIST) L.alibi = CASE_SRC_STANDARD;
             if (L.sinks == CASE_SRC_LIST) L.sinks = CASE_SRC_STANDARD;
-            if (L.num_heads >= hb && L.num_heads % hb == 0) L.num_heads = L.num_heads / hb * ha;
+            /* b's group ratio at a's KV heads; a layer whose heads would
+             * pass int32 at the new count keeps b's */
+            if (L.num_heads >= hb && L.num_heads % hb == 0 &&
+                (int64_t)(L.num_heads / hb) * ha <= INT32_MAX)
+                L.num_heads = L.num_heads / hb * ha;
             const int32_t at = out->num_layers < 8 && CHANCE(rng, 2)
                                    ? out->num_layers++
                                    : (out->num_layers > 0

@@ -163,6 +163,13 @@ Test(malformed, mutator_takes_cases_at_int32_ends) {
                 const int32_t w = v == INT32_MAX ? INT32_MIN : INT32_MAX;
                 other.num_kv_heads = other.layers[0].num_heads = w;
                 other.kv_len[0] = w;
+                /* a layer at int32's top over one KV head, crossed into a
+                 * case of many: its heads scale by a's KV heads */
+                if (e % 20 == 19) {
+                    other.num_kv_heads = 1;
+                    other.layers[0].num_heads = INT32_MAX;
+                    c.num_kv_heads = 64;
+                }
                 case_cross(&c, &other, &out, &rng, &m);
                 c = out;
             }
