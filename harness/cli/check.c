@@ -6,7 +6,8 @@
  * Owns: what a verdict means.  PASS: every oracle ran and none fired (or
  * the case expected a refusal and got it).  FAIL: an oracle fired, or the
  * file does not load.  SKIP: the chosen engine lacks a capability that
- * attnguard's own engine has (counted, not an error).  NOT RUN: the case
+ * attnguard's own engine has, or the case's options are words of another
+ * engine (counted, not an error).  NOT RUN: the case
  * cannot be judged as written — it expects success but carries a defect
  * the engine must refuse, needs what no engine here computes, or stopped
  * at a resource limit before any output was compared; the line names the
@@ -106,8 +107,10 @@ static int defective(const char *path, const case_spec *c, const engine_host *E)
 }
 
 /* A case the chosen engine cannot express: a counted skip when attnguard's
- * own engine can (another engine's gap), else NOT RUN (nothing here can).
- * Returns V_COUNT when the engine can express it. */
+ * own engine can (another engine's gap) or when the case's options are
+ * another engine's words (docs/case-format.md: the case belongs to that
+ * engine, so what attnguard's engine lacks says nothing), else NOT RUN
+ * (nothing here can).  Returns V_COUNT when the engine can express it. */
 static enum verdict unsupported(const char *path, const case_spec *c, const engine_host *E,
                                 const engine_host *own) {
     char why[128];
@@ -121,7 +124,7 @@ static enum verdict unsupported(const char *path, const case_spec *c, const engi
      * it is another engine's gap, counted, not a case nothing here runs */
     const int block_kv = (unsigned)c->kv_dtype < AG_DTYPE_COUNT && ag_dtype_block(c->kv_dtype) > 1;
     if (own && engine_host_unsupported_at(own, c, own_why, sizeof own_why, &ok, &oi) &&
-        !(ok == CASE_KEY_KV_DTYPE && block_kv)) {
+        !(ok == CASE_KEY_KV_DTYPE && block_kv) && ok != CASE_KEY_OPTIONS) {
         char at[160];
         where(at, sizeof at, path, c, ok, oi);
         printf("%s  NOT RUN: it needs %s (%s), which no engine here computes%s\n", c->name,
@@ -250,18 +253,48 @@ static enum verdict check_one(const char *path, const engine_host *E, const engi
     return V_PASS;
 }
 
+static void check_usage(FILE *f) {
+    fputs("usage: attnguard check [--engine E] FILE.case...\n"
+          "  judge each case with every oracle against engine E (a built-in engine's name\n"
+          "  or a path to an adapter .so; default $ATTNGUARD_ENGINE, else attnguard);\n"
+          "  exit status 0 when every case passed or was skipped, 1 otherwise, 2 usage\n",
+          f);
+}
+
 int cli_check(int argc, char **argv) {
-    int i = 0;
     char err[512];
-    if (i + 1 < argc && strcmp(argv[i], "--engine") == 0) {
-        if (engine_host_select(argv[i + 1], NULL, err, sizeof err) != 0) {
-            fprintf(stderr, "attnguard: %s\n", err);
-            return 2;
+    const char *engine = NULL;
+    int nfiles = 0;
+    /* Options first or among the files; a word starting with '-' is an
+     * option (a file named so: ./-x), so `--engine` with nothing after it
+     * is a usage error, not a case file called "--engine". */
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            check_usage(stdout);
+            return 0;
         }
-        i += 2;
+        if (strcmp(argv[i], "--engine") == 0) {
+            if (i + 1 >= argc || !argv[i + 1][0]) {
+                fprintf(stderr, "attnguard check: --engine needs a value (a built-in engine's "
+                                "name or a path to an adapter .so)\n");
+                return 2;
+            }
+            engine = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "attnguard check: unknown option '%s'\n", argv[i]);
+            check_usage(stderr);
+            return 2;
+        } else {
+            argv[nfiles++] = argv[i];   /* the files, in order, at the front */
+        }
     }
-    if (i >= argc) {
-        cli_usage(stderr);
+    if (nfiles == 0) {
+        fprintf(stderr, "attnguard check: no case file given\n");
+        check_usage(stderr);
+        return 2;
+    }
+    if (engine && engine_host_select(engine, NULL, err, sizeof err) != 0) {
+        fprintf(stderr, "attnguard check: %s\n", err);
         return 2;
     }
     const engine_host *E = engine_host_current(err, sizeof err);
@@ -285,7 +318,7 @@ int cli_check(int argc, char **argv) {
         own = own_open ? &own_host : NULL;
     }
     int n[V_COUNT] = {0};
-    for (; i < argc; i++) {
+    for (int i = 0; i < nfiles; i++) {
         n[check_one(argv[i], E, own)]++;
         fflush(stdout);
     }

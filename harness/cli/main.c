@@ -25,9 +25,9 @@ void cli_usage(FILE *f) {
           "$ATTNGUARD_ENGINE, else attnguard.  check prints one line per layer (its window, the\n"
           "error against the fp64 reference), the kernels, profile and rounding that ran, and\n"
           "PASS, FAIL (with the oracle's finding), SKIP (what the engine lacks that attnguard's\n"
-          "own engine has) or NOT RUN (what keeps the case from being judged, with the field,\n"
-          "value and line); then `N passed, N failed, N skipped, N not run`.  Exit status 1 if\n"
-          "any case failed or was not run.\n",
+          "own engine has, or options meant for another engine) or NOT RUN (what keeps the\n"
+          "case from being judged, with the field, value and line); then `N passed, N failed,\n"
+          "N skipped, N not run`.  Exit status 1 if any case failed or was not run.\n",
           f);
 }
 
