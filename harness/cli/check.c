@@ -18,7 +18,9 @@
 
 #include "../case/validity.h"
 #include "../host/engine_host.h"
+#include "../host/isolate.h"
 #include "../judge/oracles.h"
+#include "repro_verdict.h"
 
 #include <errno.h>
 #include <math.h>
@@ -112,7 +114,7 @@ static int defective(const char *path, const case_spec *c, const engine_host *E)
  * engine, so what attnguard's engine lacks says nothing), else NOT RUN
  * (nothing here can).  Returns V_COUNT when the engine can express it. */
 static enum verdict unsupported(const char *path, const case_spec *c, const engine_host *E,
-                                const engine_host *own) {
+                                const engine_host *own, char *skipped, size_t cap) {
     char why[128];
     case_key k;
     int32_t index;
@@ -134,7 +136,7 @@ static enum verdict unsupported(const char *path, const case_spec *c, const engi
         return V_NOT_RUN;
     }
     printf("%s  SKIP (%s lacks: %s)\n", c->name, E->e->name, why);
-    engine_host_count_skip(why);
+    snprintf(skipped, cap, "%s", why);
     return V_SKIP;
 }
 
@@ -201,56 +203,132 @@ static int over_budget(const char *path, const case_spec *c, const engine_host *
     return 1;
 }
 
-static enum verdict check_one(const char *path, const engine_host *E, const engine_host *own) {
-    case_spec c;
-    char err[512];
-    if (case_load(path, &c, err, sizeof(err)) != 0) {
-        printf("%s  FAIL: the file does not load: %s\n", path, err);
-        return V_FAIL;
-    }
-    if (defective(path, &c, E)) return V_NOT_RUN;
-    const enum verdict u = unsupported(path, &c, E, own);
-    if (u != V_COUNT) return u;
-    if (over_budget(path, &c, E)) return V_NOT_RUN;
-    /* Name the case before running it: if the engine crashes, the last
-     * stderr line says which case did it. */
-    fprintf(stderr, "attnguard: running %s (%s)\n", c.name, path);
+/* What a case's child process hands back (memory shared with it). */
+typedef struct outcome {
+    int verdict;               /* enum verdict, once the child has one */
+    char skipped[200];         /* V_SKIP: what the engine lacks (counted by the parent) */
+} outcome;
+
+typedef struct job {
+    const char *path;
+    const case_spec *c;
+    outcome *o;
+} job;
+
+/* In the case's own process: the oracles, the report, the verdict. */
+static void run_case(void *arg) {
+    const job *j = arg;
+    const case_spec *c = j->c;
+    outcome *o = j->o;
     const double t0 = now_seconds();
     finding f;
     check_report rep;
-    const oracle_id id = check_case_report(&c, CHECK_ALL, &f, &rep);
+    const oracle_id id = check_case_report(c, CHECK_ALL, &f, &rep);
     if (id == ORACLE_NONE && f.skipped[0]) {
-        printf("%s  SKIP (%s lacks: %s)\n", c.name, rep.engine[0] ? rep.engine : "engine",
+        printf("%s  SKIP (%s lacks: %s)\n", c->name, rep.engine[0] ? rep.engine : "engine",
                f.skipped);
-        engine_host_count_skip(f.skipped);
-        return V_SKIP;
+        snprintf(o->skipped, sizeof o->skipped, "%s", f.skipped);
+        o->verdict = V_SKIP;
+        return;
     }
-    if (c.expect != AG_R_NONE && id == ORACLE_NONE)
-        printf("%s  expect %s: refused as expected\n", c.name,
-               ag_refusal_name((ag_refusal)c.expect));
-    print_report(&c, &rep);
+    if (c->expect != AG_R_NONE && id == ORACLE_NONE)
+        printf("%s  expect %s: refused as expected\n", c->name,
+               ag_refusal_name((ag_refusal)c->expect));
+    print_report(c, &rep);
     if (id != ORACLE_NONE) {
-        printf("%s  FAIL: ORACLE %s: %s\n", c.name, oracle_name(id), f.detail);
-        return V_FAIL;
+        printf("%s  FAIL: ORACLE %s: %s\n", c->name, oracle_name(id), f.detail);
+        o->verdict = V_FAIL;
+        return;
     }
     int judged = 0;
     for (int32_t l = 0; l < rep.num_layers; l++) judged |= rep.layers[l].judged;
-    if (c.expect == AG_R_NONE && !judged) {
+    if (c->expect == AG_R_NONE && !judged) {
         /* name where the reason comes from: the key the judge names, or
          * `layers = none` for a group without layers */
         const case_key k = f.not_run[0] ? f.not_run_key
                            : rep.num_layers ? CASE_KEY_COUNT : CASE_KEY_LAYERS;
         char at[160] = "";
-        if (k != CASE_KEY_COUNT) where(at, sizeof at, path, &c, k, -1);
-        printf("%s  NOT RUN: no output was compared: %s%s%s%s\n", c.name,
+        if (k != CASE_KEY_COUNT) where(at, sizeof at, j->path, c, k, -1);
+        printf("%s  NOT RUN: no output was compared: %s%s%s%s\n", c->name,
                f.not_run[0] ? f.not_run : rep.num_layers ? "no guarded run happened"
                                                          : "the group has no layers",
                at[0] ? " (" : "", at, at[0] ? ")" : "");
+        o->verdict = V_NOT_RUN;
+        return;
+    }
+    printf("%s  PASS\n", c->name);
+    fprintf(stderr, "attnguard: %s took %.2f s\n", c->name, now_seconds() - t0);
+    o->verdict = V_PASS;
+}
+
+/* The FAIL line of a case whose process did not end well: the oracle a
+ * fault handler or the hang watchdog named (with the buffer and region of
+ * a guard-page fault), else what a sanitizer or the signal says. */
+static void print_death(const case_spec *c, const isolate_end *end) {
+    repro_verdict v;
+    repro_parse_log(end->log, end->status, &v);
+    char how[96];
+    if (end->signal)
+        snprintf(how, sizeof how, "was killed by signal %d (%s)", end->signal,
+                 strsignal(end->signal));
+    else
+        snprintf(how, sizeof how, "exited with status %d", end->status);
+    if (end->returned)   /* its verdict was printed; what came after (a leak report) was not */
+        printf("%s  FAIL: after its verdict the case's process %s: %s%s%s\n", c->name, how,
+               v.kind[0] ? v.kind : "no report", v.error[0] ? ": " : "", v.error);
+    else if (v.from_oracle)
+        printf("%s  FAIL: ORACLE %s: %s (the engine's process %s)\n", c->name, v.kind,
+               v.detail, how);
+    else if (strncmp(v.kind, "asan:", 5) == 0 || strncmp(v.kind, "ubsan:", 6) == 0)
+        printf("%s  FAIL: %s: %s (the engine's process %s; no guarded buffer at the "
+               "address)\n", c->name, v.kind, v.error[0] ? v.error : v.summary, how);
+    else
+        printf("%s  FAIL: the engine's process %s, with no oracle line (a fault outside "
+               "every guarded buffer, or an abort of the engine's own)\n", c->name, how);
+}
+
+/* One case: what the parent decides on its own (the file, the defects,
+ * the capabilities), then the engine's part in a process of its own, so
+ * that a fault, an abort or a hang of the engine is this case's FAIL and
+ * the run goes on.  *skipped gets a skip's reason (the caller counts). */
+static enum verdict check_one(const char *path, const engine_host *E, const engine_host *own,
+                              char *skipped, size_t cap) {
+    case_spec c;
+    char err[512];
+    skipped[0] = '\0';
+    if (case_load(path, &c, err, sizeof(err)) != 0) {
+        printf("%s  FAIL: the file does not load: %s\n", path, err);
+        return V_FAIL;
+    }
+    if (defective(path, &c, E)) return V_NOT_RUN;
+    const enum verdict u = unsupported(path, &c, E, own, skipped, cap);
+    if (u != V_COUNT) return u;
+    if (over_budget(path, &c, E)) return V_NOT_RUN;
+    /* Name the case before running it: the stderr lines that follow (an
+     * engine's own messages, a sanitizer's report) are this case's. */
+    fprintf(stderr, "attnguard: running %s (%s)\n", c.name, path);
+    outcome *o = isolate_shared(sizeof *o);
+    if (!o) {
+        printf("%s  NOT RUN: no memory to share with its process\n", c.name);
         return V_NOT_RUN;
     }
-    printf("%s  PASS\n", c.name);
-    fprintf(stderr, "attnguard: %s took %.2f s\n", c.name, now_seconds() - t0);
-    return V_PASS;
+    o->verdict = -1;
+    job j = {path, &c, o};
+    isolate_end end;
+    enum verdict v;
+    if (isolate_run(run_case, &j, 1, &end, err, sizeof err) != 0) {
+        printf("%s  NOT RUN: %s\n", c.name, err);
+        v = V_NOT_RUN;
+    } else if (end.returned && end.status == 0 && o->verdict >= 0 && o->verdict < V_COUNT) {
+        v = (enum verdict)o->verdict;
+        if (v == V_SKIP) snprintf(skipped, cap, "%s", o->skipped);
+    } else {
+        print_death(&c, &end);
+        v = V_FAIL;
+    }
+    isolate_end_free(&end);
+    isolate_shared_free(o, sizeof *o);
+    return v;
 }
 
 static void check_usage(FILE *f) {
@@ -299,7 +377,7 @@ int cli_check(int argc, char **argv) {
     }
     const engine_host *E = engine_host_current(err, sizeof err);
     if (!E) {
-        fprintf(stderr, "attnguard: %s\n", err);
+        fprintf(stderr, "attnguard check: %s\n", err);
         return 2;
     }
     if (max_work(&g_max_work, err, sizeof err) != 0) {
@@ -319,7 +397,10 @@ int cli_check(int argc, char **argv) {
     }
     int n[V_COUNT] = {0};
     for (int i = 0; i < nfiles; i++) {
-        n[check_one(argv[i], E, own)]++;
+        char skipped[200];
+        const enum verdict v = check_one(argv[i], E, own, skipped, sizeof skipped);
+        if (v == V_SKIP) engine_host_count_skip(skipped);
+        n[v]++;
         fflush(stdout);
     }
     if (own_open) engine_host_close(&own_host);

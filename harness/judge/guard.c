@@ -460,13 +460,20 @@ static int describe_in(const guard *g, uintptr_t a, char *buf, size_t cap) {
         return 1;
     }
     if (a >= e) {
+        /* the region the overrun most likely ran out of: the last one */
+        char last[AG_REGION_NAME_LEN + 64] = "";
+        const ag_region *r = g->num_regions ? &g->regions[g->num_regions - 1] : NULL;
+        if (r && strcmp(r->name, g->label) != 0)
+            snprintf(last, sizeof last, ", after its last region %s (offset %zu, size %zu)",
+                     r->name, r->offset, r->size);
         if (a == e)
             snprintf(buf, cap, "%s: offset %zu, the first byte past the end of the buffer (size "
-                               "%zu), in the PROT_NONE page", g->label, (size_t)(a - b), g->size);
+                               "%zu%s), in the PROT_NONE page", g->label, (size_t)(a - b), g->size,
+                     last);
         else
-            snprintf(buf, cap, "%s: offset %zu, %zu bytes past the end of the buffer (size %zu), "
+            snprintf(buf, cap, "%s: offset %zu, %zu bytes past the end of the buffer (size %zu%s), "
                                "in the PROT_NONE page", g->label, (size_t)(a - b), (size_t)(a - e),
-                     g->size);
+                     g->size, last);
         return 1;
     }
     size_t off = (size_t)(a - b);

@@ -6,13 +6,22 @@
  *
  * Covers: a case whose options are another engine's words is a SKIP that
  * does not fail the run (docs/case-format.md says so); `--engine` with no
- * value is a usage error naming the option, not a case file.
+ * value is a usage error naming the option, not a case file; and nothing
+ * the engine does kills the verdict: an engine that writes past its
+ * scratch onto the guard page (an adapter without `extents`, so no plan
+ * oracle sees it coming), one that aborts and one that hangs each get a
+ * FAIL naming what happened, and the cases after them still run to the
+ * summary.  Those engines are attnguard's adapter wrapped
+ * (engine_host_adopt), misbehaving only on batches of more than one
+ * query token, so a one-token case still passes beside them.
  */
 #include <criterion/criterion.h>
 
 #include "../../harness/cli/cli.h"
+#include "../../harness/host/engine_host.h"
 
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,4 +114,88 @@ Test(check_cli, engine_without_a_value_is_a_usage_error) {
     char *unknown[] = {(char *)"--engin", a};
     cr_assert_eq(run_check(2, unknown, out, sizeof out, err, sizeof err), 2);
     cr_assert(strstr(err, "unknown option '--engin'") != NULL, "stderr:\n%s", err);
+}
+
+/* ---- an engine that misbehaves on batches of more than one token ---- */
+
+enum fault { FAULT_GUARD_PAGE, FAULT_ABORT, FAULT_HANG };
+static const ag_engine *g_real;
+static ag_engine g_wrap;
+static enum fault g_fault;
+
+static ag_status bad_run(void *plan, int32_t layer, const ag_run_args *a, ag_msg *msg) {
+    const ag_status st = g_real->run(plan, layer, a, msg);
+    if (a->num_tokens < 2) return st;
+    if (g_fault == FAULT_ABORT) abort();
+    if (g_fault == FAULT_HANG)
+        for (;;) pause();
+    /* past the planned bytes up to the next page: the guard's PROT_NONE
+     * page follows the scratch there, whatever its size */
+    volatile unsigned char *end = (unsigned char *)a->scratch + a->scratch_bytes;
+    const uintptr_t page = ((uintptr_t)end + 4095) & ~(uintptr_t)4095;
+    for (volatile unsigned char *p = end; (uintptr_t)p <= page; p++) *p = 0x5a;
+    return st;
+}
+
+static void adopt(enum fault fault) {
+    ag_msg msg;
+    g_real = ag_engine_find("attnguard", &msg);
+    cr_assert(g_real, "%s", msg.text);
+    g_wrap = *g_real;
+    g_wrap.name = "overrun";
+    g_wrap.variants = NULL;   /* one code path: one run per configuration */
+    g_wrap.extents = NULL;    /* no sizing oracle: the write is the first sign */
+    g_wrap.run = bad_run;
+    g_fault = fault;
+    char err[256];
+    cr_assert_eq(engine_host_adopt(&g_wrap, NULL, err, sizeof err), 0, "%s", err);
+}
+
+/* prefill (4 tokens: the engine misbehaves), decode (1 token: it does not) */
+static int check_both(char *out, size_t ocap, char *err, size_t ecap) {
+    char a[PATH_MAX + 16], b[PATH_MAX + 16], c[PATH_MAX + 16];
+    write_case("prefill.case", "name = prefill\nkv_heads = 2\nhead_dim = 16\nrequests = 4x8\n"
+                               "layer.0 = heads=4\n", a, sizeof a);
+    write_case("decode.case", "name = decode\n" SMALL_CASE, b, sizeof b);
+    write_case("prefill2.case", "name = prefill2\nkv_heads = 2\nhead_dim = 16\n"
+                                "requests = 2x16\nlayer.0 = heads=2\n", c, sizeof c);
+    char *argv[] = {a, b, c};
+    return run_check(3, argv, out, ocap, err, ecap);
+}
+
+Test(check_cli, a_write_onto_the_guard_page_fails_its_case_and_the_run_goes_on) {
+    adopt(FAULT_GUARD_PAGE);
+    static char out[1 << 16], err[1 << 18];
+    const int rc = check_both(out, sizeof out, err, sizeof err);
+    cr_assert(strstr(out, "prefill  FAIL: ORACLE scratch-bounds: scratch:") != NULL,
+              "no scratch-bounds FAIL naming the buffer:\n%s", out);
+    cr_assert(strstr(out, "PROT_NONE page") != NULL, "the fault's place is not named:\n%s", out);
+    cr_assert(strstr(out, "prefill2  FAIL: ORACLE scratch-bounds") != NULL,
+              "the case after the crash did not run:\n%s", out);
+    cr_assert(strstr(out, "decode  PASS") != NULL, "%s", out);
+    cr_assert(strstr(out, "1 passed, 2 failed, 0 skipped, 0 not run") != NULL,
+              "no summary:\n%s", out);
+    cr_assert_eq(rc, 1);
+}
+
+Test(check_cli, an_abort_in_the_engine_fails_its_case_and_the_run_goes_on) {
+    adopt(FAULT_ABORT);
+    static char out[1 << 16], err[1 << 18];
+    const int rc = check_both(out, sizeof out, err, sizeof err);
+    cr_assert(strstr(out, "prefill  FAIL: the engine's process was killed by signal 6") != NULL ||
+                  strstr(out, "prefill  FAIL: the engine's process exited") != NULL,
+              "no FAIL for the abort:\n%s", out);
+    cr_assert(strstr(out, "1 passed, 2 failed, 0 skipped, 0 not run") != NULL, "%s", out);
+    cr_assert_eq(rc, 1);
+}
+
+/* The watchdog's bound for a small case is 2 s: the hang is named after
+ * it, twice (two such cases), and the run still ends with its summary. */
+Test(check_cli, a_hang_in_the_engine_fails_its_case_and_the_run_goes_on, .timeout = 60) {
+    adopt(FAULT_HANG);
+    static char out[1 << 16], err[1 << 18];
+    const int rc = check_both(out, sizeof out, err, sizeof err);
+    cr_assert(strstr(out, "prefill  FAIL: ORACLE hang:") != NULL, "no hang FAIL:\n%s", out);
+    cr_assert(strstr(out, "1 passed, 2 failed, 0 skipped, 0 not run") != NULL, "%s", out);
+    cr_assert_eq(rc, 1);
 }
