@@ -20,9 +20,11 @@
 #include "../host/engine_host.h"
 #include "../host/isolate.h"
 #include "../judge/oracles.h"
+#include "engine_pick.h"
 #include "repro_verdict.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -371,7 +373,16 @@ int cli_check(int argc, char **argv) {
         check_usage(stderr);
         return 2;
     }
-    if (engine && engine_host_select(engine, NULL, err, sizeof err) != 0) {
+    /* One engine for the whole run: --engine, else the one the files'
+     * fuzz session recorded, else $ATTNGUARD_ENGINE, else the default. */
+    engine_pick pick;
+    if (engine_pick_for(engine, argv, nfiles, stdout, "check: ", &pick, err, sizeof err) != 0) {
+        fprintf(stderr, "attnguard check: %s\n", err);
+        return 2;
+    }
+    if ((pick.source == ENGINE_FROM_FLAG || pick.source == ENGINE_FROM_RECORD) &&
+        engine_host_select(pick.engine, pick.have_options ? pick.options : NULL, err,
+                           sizeof err) != 0) {
         fprintf(stderr, "attnguard check: %s\n", err);
         return 2;
     }
@@ -380,6 +391,12 @@ int cli_check(int argc, char **argv) {
         fprintf(stderr, "attnguard check: %s\n", err);
         return 2;
     }
+    /* the opened engine's own name (an embedding program may have chosen
+     * it: engine_host_adopt) */
+    snprintf(pick.name, sizeof pick.name, "%s", E->e->name);
+    char said[PATH_MAX + 400];
+    engine_pick_describe(&pick, said, sizeof said);
+    printf("check: engine %s\n", said);
     if (max_work(&g_max_work, err, sizeof err) != 0) {
         fprintf(stderr, "attnguard: %s\n", err);
         return 2;

@@ -26,13 +26,24 @@
 
 extern char **environ;
 
+/* The engine the target runs on, as ATTNGUARD_ENGINE[_OPTIONS] entries of
+ * its environment ("" until repro_child_engine sets them). */
+static char g_engine_var[PATH_MAX + 32], g_options_var[320];
+
+void repro_child_engine(const char *engine, const char *options) {
+    snprintf(g_engine_var, sizeof g_engine_var, "ATTNGUARD_ENGINE=%s", engine);
+    if (options) snprintf(g_options_var, sizeof g_options_var, "ATTNGUARD_ENGINE_OPTIONS=%s", options);
+    else g_options_var[0] = '\0';
+}
+
 /* A copy of the environment with ASAN_OPTIONS (a full malloc context, the
- * caller's, then ours: later options win) and UBSAN_OPTIONS set.  Free
- * with env_free. */
+ * caller's, then ours: later options win) and UBSAN_OPTIONS set, and the
+ * engine repro chose (repro_child_engine) in place of the caller's
+ * ATTNGUARD_ENGINE and ATTNGUARD_ENGINE_OPTIONS.  Free with env_free. */
 static char **env_with(const char *asan_extra) {
     size_t n = 0;
     while (environ && environ[n]) n++;
-    char **env = calloc(n + 3, sizeof *env);
+    char **env = calloc(n + 5, sizeof *env);
     if (!env) return NULL;
     size_t k = 0;
     const char *old_asan = getenv("ASAN_OPTIONS");
@@ -40,8 +51,13 @@ static char **env_with(const char *asan_extra) {
     for (size_t i = 0; i < n; i++) {
         if (strncmp(environ[i], "ASAN_OPTIONS=", 13) == 0) continue;
         if (strncmp(environ[i], "UBSAN_OPTIONS=", 14) == 0) continue;
+        if (g_engine_var[0] && (strncmp(environ[i], "ATTNGUARD_ENGINE=", 17) == 0 ||
+                                strncmp(environ[i], "ATTNGUARD_ENGINE_OPTIONS=", 25) == 0))
+            continue;
         env[k++] = environ[i];
     }
+    if (g_engine_var[0]) env[k++] = g_engine_var;
+    if (g_engine_var[0] && g_options_var[0]) env[k++] = g_options_var;
     size_t need = strlen(asan_extra) + (old_asan ? strlen(old_asan) : 0) + 64;
     char *a = malloc(need);
     char *u = malloc(128 + (old_ubsan ? strlen(old_ubsan) : 0));

@@ -30,6 +30,10 @@ int repro_run_with_flags(const char *bin, const repro_flags *fl, char *const *ex
  * message. */
 int repro_run_verdict(const char *bin, const repro_flags *fl, const char *input, const char *log,
                       repro_verdict *v, char *err, size_t errlen);
+/* The engine every later run of a target gets (ATTNGUARD_ENGINE, and
+ * ATTNGUARD_ENGINE_OPTIONS = options, or none when options is NULL), in
+ * place of this process's own variables. */
+void repro_child_engine(const char *engine, const char *options);
 /* A private folder $TMPDIR/attnguard-repro-XXXXXX (0, or -1 with errno);
  * removed, contents and all, by repro_remove_workdir. */
 int repro_make_workdir(char *dir, size_t cap);

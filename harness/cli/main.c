@@ -5,6 +5,7 @@
 #include "cli.h"
 
 #include "../../include/attnguard/engine.h"
+#include "engine_record.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +18,7 @@ void cli_usage(FILE *f) {
           "       attnguard repro FILE [--target T] [--inject BUG] [--minimize [--out F.case]]\n"
           "                       [--keep] [-v]   rerun a crash under AddressSanitizer, name the oracle\n"
           "       attnguard engines                list the built-in engines and their variants\n"
+          "       attnguard engines --record [E]   the record a fuzz session keeps of engine E\n"
           "       attnguard classify [--status N] LOG...   name each log's finding (JSON lines)\n"
           "       attnguard fuzz-flags FILE.options...     a fuzz target's libFuzzer flags\n"
           "       attnguard --help\n"
@@ -31,9 +33,32 @@ void cli_usage(FILE *f) {
           f);
 }
 
+/* `engines --record [E]`: the record of engine E (else $ATTNGUARD_ENGINE,
+ * else the default) with $ATTNGUARD_ENGINE_OPTIONS, as the fuzz launcher
+ * writes it into a session's folder (engine_record.h). */
+static int cmd_engine_record(int argc, char **argv) {
+    if (argc > 1 || (argc == 1 && (!argv[0][0] || argv[0][0] == '-'))) {
+        fputs("usage: attnguard engines --record [E]\n", stderr);
+        return 2;
+    }
+    engine_record r;
+    char err[512];
+    if (engine_record_make(argc ? argv[0] : NULL, NULL, &r, err, sizeof err) != 0) {
+        fprintf(stderr, "attnguard engines: %s\n", err);
+        return 2;
+    }
+    engine_record_print(stdout, &r);
+    return 0;
+}
+
 /* Every built-in adapter, its summary and, when it opens here, its
  * variants. */
-static int cmd_engines(void) {
+static int cmd_engines(int argc, char **argv) {
+    if (argc >= 1 && strcmp(argv[0], "--record") == 0) return cmd_engine_record(argc - 1, argv + 1);
+    if (argc) {
+        fputs("usage: attnguard engines [--record [E]]\n", stderr);
+        return 2;
+    }
     const char *names[16];
     const int n = ag_engine_list(names, 16);
     for (int i = 0; i < n && i < 16; i++) {
@@ -72,7 +97,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "repro")) return cli_repro(argc - 2, argv + 2);
     if (!strcmp(cmd, "classify")) return cli_classify(argc - 2, argv + 2);
     if (!strcmp(cmd, "fuzz-flags")) return cli_fuzz_flags(argc - 2, argv + 2);
-    if (!strcmp(cmd, "engines")) return cmd_engines();
+    if (!strcmp(cmd, "engines")) return cmd_engines(argc - 2, argv + 2);
     fprintf(stderr, "attnguard: unknown command '%s'\n", cmd);
     cli_usage(stderr);
     return 2;

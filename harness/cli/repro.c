@@ -10,6 +10,7 @@
 
 #include "../case/case_bytes.h"
 #include "child.h"
+#include "engine_pick.h"
 #include "input.h"
 #include "known.h"
 #include "minimize.h"
@@ -27,6 +28,7 @@
 
 typedef struct repro_opts {
     const char *file;
+    const char *engine;
     const char *target;
     const char *inject;
     const char *out;
@@ -40,11 +42,14 @@ typedef struct repro_opts {
 } repro_opts;
 
 static void repro_usage(FILE *f) {
-    fputs("usage: attnguard repro FILE [--target T] [--inject BUG] [--minimize [--out F.case]\n"
-          "                       [--runs N] [--time S]] [--fuzz-dir DIR] [--api-prefix HEX]\n"
-          "                       [--keep] [-v]\n"
+    fputs("usage: attnguard repro FILE [--engine E] [--target T] [--inject BUG]\n"
+          "                       [--minimize [--out F.case] [--runs N] [--time S]]\n"
+          "                       [--fuzz-dir DIR] [--api-prefix HEX] [--keep] [-v]\n"
           "  prints FILE as a case, reruns it under AddressSanitizer with the target's\n"
           "  libFuzzer binary (build/fuzz[-inject-BUG]/T) and names the oracle that fired;\n"
+          "  E is the engine it runs on: --engine, else the one recorded for FILE's fuzz\n"
+          "  session (attnguard-engine.txt in its folder or above), else $ATTNGUARD_ENGINE,\n"
+          "  else attnguard; repro says which, and says so when they disagree.\n"
           "  --minimize shrinks a crashing input, keeping the same oracle, into F.case\n"
           "  (default FILE.min.case).  T defaults to the fuzz_* directory FILE is in, else\n"
           "  fuzz_attention; BUG to $ATTN_INJECT, else an *-inject-BUG directory in the path.\n"
@@ -77,6 +82,7 @@ static int parse_repro_args(int argc, char **argv, repro_opts *o) {
         else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) o->verbose = 1;
         else if (strcmp(a, "--keep") == 0) o->keep = 1;
         else if (strcmp(a, "--target") == 0 || strcmp(a, "--inject") == 0 ||
+                 strcmp(a, "--engine") == 0 ||
                  strcmp(a, "--out") == 0 || strcmp(a, "--fuzz-dir") == 0 ||
                  strcmp(a, "--api-prefix") == 0 ||
                  strcmp(a, "--runs") == 0 || strcmp(a, "--time") == 0) {
@@ -86,6 +92,7 @@ static int parse_repro_args(int argc, char **argv, repro_opts *o) {
             }
             i++;
             if (strcmp(a, "--target") == 0) o->target = val;
+            else if (strcmp(a, "--engine") == 0) o->engine = val;
             else if (strcmp(a, "--inject") == 0) o->inject = val;
             else if (strcmp(a, "--out") == 0) o->out = val;
             else if (strcmp(a, "--fuzz-dir") == 0) o->fuzz_dir = val;
@@ -110,6 +117,11 @@ static int parse_repro_args(int argc, char **argv, repro_opts *o) {
         }
     }
     if (!o->file) return -1;
+    if (o->engine && !o->engine[0]) {
+        fprintf(stderr, "attnguard repro: --engine needs a value (a built-in engine's name or "
+                        "a path to an adapter .so)\n");
+        return -1;
+    }
     if (o->target && !cli_valid_word(o->target)) {
         fprintf(stderr, "attnguard repro: bad target name '%s'\n", o->target);
         return -1;
@@ -282,6 +294,25 @@ int cli_repro(int argc, char **argv) {
                         "make fuzz-build%s%s)\n", err, inject[0] ? " INJECT=" : "", inject);
         return 2;
     }
+
+    /* The engine it reruns on: the one its session recorded, unless told
+     * otherwise (engine_pick.h), handed to the target as its
+     * ATTNGUARD_ENGINE.  A target that calls one engine's own API (fuzz_api:
+     * attnguard's; a contract target: its engine's) runs on that one. */
+    engine_pick pick;
+    char *files[1] = {(char *)o.file};
+    if (engine_pick_for(o.engine, files, 1, stdout, "repro: ", &pick, err, sizeof err) != 0) {
+        fprintf(stderr, "attnguard repro: %s\n", err);
+        return 2;
+    }
+    char said[PATH_MAX + 400];
+    engine_pick_describe(&pick, said, sizeof said);
+    if (fl.drives[0])
+        printf("repro: %s calls %s's own API (the engine choice, %s, does not apply to it)\n",
+               target, fl.drives, said);
+    else
+        printf("repro: engine %s\n", said);
+    repro_child_engine(pick.engine, pick.have_options ? pick.options : NULL);
 
     char workdir[PATH_MAX];
     if (repro_make_workdir(workdir, sizeof workdir) != 0) {

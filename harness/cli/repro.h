@@ -15,8 +15,10 @@
 
 #include "input.h"
 
-/* `attnguard show [--target T] FILE...`: print each file as a canonical
- * case.  A file named *.case must parse as text; any other file is shown as
+/* `attnguard show [--engine E] [--target T] FILE...`: print each file as a
+ * canonical case, with a `# engine:` comment naming the engine it runs on
+ * (engine_pick.h) when that was recorded or given, or with the origin
+ * lines of fuzz bytes.  A file named *.case must parse as text; any other file is shown as
  * text when it parses as such, else decoded as fuzz bytes (case_decode,
  * never fails).  Under a fuzz_api directory, or with --target fuzz_api, the
  * 4-byte fuzz_api prefix is read first and shown as a comment.  argv holds
@@ -24,10 +26,12 @@
  * file could not be read or parsed, 2 usage. */
 int cli_show(int argc, char **argv);
 
-/* `attnguard repro FILE [--target T] [--inject BUG] [--minimize]
+/* `attnguard repro FILE [--engine E] [--target T] [--inject BUG] [--minimize]
  * [--out F.case] [--runs N] [--time S] [--fuzz-dir DIR] [--api-prefix HEX]
  * [-v]`: print the case, rerun it under ASan with the target's libFuzzer
- * binary, print `repro: ORACLE <name>` (or the sanitizer/libFuzzer kind) or
+ * binary on engine E (--engine, else the one FILE's fuzz session recorded,
+ * else $ATTNGUARD_ENGINE, else attnguard: engine_pick.h; printed as
+ * `repro: engine ...`), print `repro: ORACLE <name>` (or the sanitizer/libFuzzer kind) or
  * `repro: no finding (the input passes)`.  --minimize shrinks a crashing
  * input with libFuzzer -minimize_crash=1, keeps it only if the same oracle
  * still fires, and writes it as a .case (default FILE.min.case).

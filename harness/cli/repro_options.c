@@ -48,13 +48,14 @@ static int add_flag(repro_flags *out, const char *path, int line, char *err, siz
 
 int repro_read_options(const char *path, repro_flags *out, char *err, size_t errlen) {
     out->n = 0;
+    out->drives[0] = '\0';
     FILE *f = fopen(path, "r");
     if (!f) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return -1;
     }
     char buf[REPRO_FLAG_LEN];
-    int line = 0, in_libfuzzer = 0, have_dict = 0, rc = 0;
+    int line = 0, in_libfuzzer = 0, in_attnguard = 0, have_dict = 0, rc = 0;
     size_t dlen = dir_len(path);
     while (rc == 0 && fgets(buf, sizeof buf, f)) {
         line++;
@@ -72,7 +73,8 @@ int repro_read_options(const char *path, repro_flags *out, char *err, size_t err
                 rc = -1;
                 break;
             }
-            in_libfuzzer = n == strlen("[libfuzzer]") && strcmp(s, "[libfuzzer]") == 0;
+            in_libfuzzer = strcmp(s, "[libfuzzer]") == 0;
+            in_attnguard = strcmp(s, "[attnguard]") == 0;
             continue;
         }
         char *eq = strchr(s, '=');
@@ -88,6 +90,14 @@ int repro_read_options(const char *path, repro_flags *out, char *err, size_t err
                      path, line, key, val);
             rc = -1;
             break;
+        }
+        if (in_attnguard && strcmp(key, "drives") == 0) {
+            if (strlen(val) >= sizeof out->drives) {
+                snprintf(err, errlen, "%s:%d: drives '%s' too long", path, line, val);
+                rc = -1;
+                break;
+            }
+            memcpy(out->drives, val, strlen(val) + 1);
         }
         if (!in_libfuzzer) continue;
         /* a dict named in the file lives beside it, like the file itself */

@@ -9,7 +9,9 @@
  *
  * Format (ClusterFuzz's): INI sections; `key = value` lines in the
  * [libfuzzer] section become `-key=value`; other sections ([asan], [env]...)
- * are skipped; `#` and `;` start comment lines.
+ * are skipped, but for the [attnguard] section's `drives` (which engine
+ * the target exercises: mk/campaign.mk gives `make fuzz ENGINE=X` the
+ * targets that exercise X by it); `#` and `;` start comment lines.
  */
 #ifndef ATTN_REPRO_OPTIONS_H
 #define ATTN_REPRO_OPTIONS_H
@@ -22,6 +24,10 @@
 typedef struct repro_flags {
     int n;                                      /* flags in flag[] */
     char flag[REPRO_FLAGS_MAX][REPRO_FLAG_LEN]; /* "-timeout=N", "-dict=/x/t.dict" */
+    char drives[64];                            /* [attnguard] drives: the engine whose own
+                                                   API the target calls ("attnguard" for
+                                                   fuzz_api, "ggml" for fuzz_ggml_contract);
+                                                   "": the session's engine, through the ABI */
 } repro_flags;
 
 /* Read the [libfuzzer] section of `path` into *out as `-key=value` flags.  A

@@ -10,9 +10,15 @@
  * its input to -exact_artifact_path, so repro's own code paths (encoding a
  * text case, running, reading the verdict, minimising, writing the .case)
  * all run without a libFuzzer build.
+ *
+ * Also: a crash file under a fuzz session's folder reruns on the engine the
+ * session recorded (harness/cli/engine_record.h), with no ATTNGUARD_ENGINE
+ * in the environment: the stand-in target finds the bug only when the
+ * engine it is handed is the recorded one.
  */
 #include <criterion/criterion.h>
 
+#include "../../harness/cli/engine_record.h"
 #include "../../harness/cli/repro.h"
 
 #include <dirent.h>
@@ -141,4 +147,46 @@ Test(repro, keep_keeps_one_folder_with_the_log) {
     cr_assert_not_null(fgets(line, sizeof line, f));
     fclose(f);
     cr_assert(strstr(line, "ORACLE sizing") != NULL, "log holds '%s'", line);
+}
+
+/* build/fuzz-session-engine-mine-<hash>/ as make fuzz leaves it: the
+ * record, and a crash under artifacts/fuzz_plan/. */
+Test(repro, a_recorded_crash_reruns_on_its_engine_without_the_environment) {
+    unsetenv("ATTNGUARD_ENGINE");
+    unsetenv("ATTNGUARD_ENGINE_OPTIONS");
+    char session[PATH_MAX], so[PATH_MAX + 32], rec[PATH_MAX + 64], crash[PATH_MAX + 128];
+    snprintf(session, sizeof session, "%s/fuzz-session-engine-mine", base);
+    snprintf(so, sizeof so, "%s/libmine.so", base);
+    write_file(so, "an adapter object", 0644);
+    char build[40];
+    cr_assert_eq(engine_record_build_of(so, build, sizeof build), 0);
+    cr_assert_eq(mkdir(session, 0700), 0);
+    snprintf(rec, sizeof rec, "%s/artifacts", session);
+    cr_assert_eq(mkdir(rec, 0700), 0);
+    snprintf(rec, sizeof rec, "%s/artifacts/fuzz_plan", session);
+    cr_assert_eq(mkdir(rec, 0700), 0);
+    snprintf(crash, sizeof crash, "%s/crash-1", rec);
+    write_file(crash, "\x01\x02", 0644);
+    char text[2 * PATH_MAX];
+    snprintf(text, sizeof text, "name = mine\nengine = %s\noptions = k=v\nbuild = %s\nkey = mine\n",
+             so, build);
+    snprintf(rec, sizeof rec, "%s/" ENGINE_RECORD_FILE, session);
+    write_file(rec, text, 0644);
+    /* the stand-in target: a finding only on the recorded engine */
+    char path[PATH_MAX + 32], script[3 * PATH_MAX];
+    snprintf(path, sizeof path, "%s/fuzz_plan", bindir);
+    snprintf(script, sizeof script,
+             "#!/bin/sh\n"
+             "[ \"$ATTNGUARD_ENGINE\" = '%s' ] && [ \"$ATTNGUARD_ENGINE_OPTIONS\" = k=v ] || exit 0\n"
+             "echo 'attnguard: ORACLE sizing: layers.0 (8 heads) needs 64 bytes'\n"
+             "exit 1\n", so);
+    write_file(path, script, 0755);
+    snprintf(path, sizeof path, "%s/fuzz_plan.options", bindir);
+    write_file(path, "[libfuzzer]\ntimeout = 25\n", 0644);
+    char *argv[] = {crash, (char *)"--fuzz-dir", bindir};
+    fflush(stdout);
+    cr_assert_eq(cli_repro(3, argv), 1, "the crash did not rerun on the recorded engine");
+    /* --engine names another: it runs there (and the stand-in passes) */
+    char *other[] = {crash, (char *)"--fuzz-dir", bindir, (char *)"--engine", (char *)"attnguard"};
+    cr_assert_eq(cli_repro(5, other), 0);
 }
