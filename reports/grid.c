@@ -26,6 +26,11 @@
  * baseline that drifted from DESIGN §2 would widen the 2x rule), and a
  * cell whose baseline disagrees is not judged but fails as a harness bug.
  *
+ * Each run's engine part (create, plan, run) happens in a process of its
+ * own (harness/host/isolate.h), under the hang bound `attnguard check`
+ * uses: a fault, an abort or a hang of the engine fails that cell, with
+ * the signal or the hang line as its message, and the grid goes on.
+ *
  * Owns: the per-cell pipeline, the verdict and the JSON layout.  Does
  * not own the tolerances (harness/compare.c), the inputs
  * (harness/problem.c) or what an engine can express (harness/engine_host.c).
@@ -40,7 +45,9 @@
 #include "../harness/host/engine_host.h"
 #include "../harness/judge/oracles.h"
 #include "../harness/case/problem.h"
+#include "../harness/host/isolate.h"
 #include "../harness/host/session.h"
+#include "../harness/judge/schedule.h"
 #include "grid_cells.h"
 #include "naive.h"
 
@@ -298,9 +305,98 @@ static int baseline(cell_ctx *x, const ag_precision *pr, cmp_tol tol, err_stats 
     return 0;
 }
 
+/* What the engine's part of a run hands back from its process (memory
+ * shared with it): how far it got and the engine's answers.  The output
+ * itself is a shared buffer of its own. */
+typedef struct engine_part {
+    int unsupported;            /* AG_UNSUPPORTED from create or plan: a skip */
+    char why[96];
+    ag_status status;
+    char code[AG_MSG_CODE_LEN];
+    char message[AG_MSG_TEXT_LEN + 64];
+    ag_group_info gi;
+    size_t scratch_bytes;
+    double engine_ms;
+} engine_part;
+
+typedef struct engine_job {
+    engine_run *er;
+    int v;
+    const cell_ctx *x;
+    engine_part *part;
+    void *out;                  /* shared: problem_out_elems x out_dtype */
+} engine_job;
+
+/* In the run's own process: create, plan and run through the ABI, under
+ * the hang watchdog with the bound `attnguard check` gives a run of this
+ * size (judge/schedule.h), so that a hang ends this process, not the grid. */
+static void engine_part_run(void *arg) {
+    const engine_job *j = arg;
+    engine_part *r = j->part;
+    const case_spec *c = &j->x->c;
+    session s;
+    const ag_plan_opts po = {c->split, c->split_count, 0};
+    if (session_open(&s, &j->er->h, &j->x->p, j->er->var[j->v], c->threads, &po, NULL, NULL) !=
+        0) {
+        r->status = s.status;
+        r->unsupported = s.status == AG_UNSUPPORTED;
+        snprintf(r->why, sizeof r->why, "%s: %.80s", s.stage, s.msg.code[0] ? s.msg.code : s.msg.text);
+        snprintf(r->code, sizeof r->code, "%s", s.msg.code);
+        snprintf(r->message, sizeof r->message, "%s: %s %s: %s", s.stage,
+                 ag_status_name(s.status), s.msg.code, s.msg.text);
+        return;
+    }
+    r->gi = s.gi;
+    r->scratch_bytes = s.info.scratch_bytes;
+    double bound = sched_bound_seconds(case_cost(c), c->threads);
+    const double declared = sched_bound_declared(s.info.run_macs, c->threads,
+                                                 (j->er->h.caps.flags & AG_CAP_SPIN_WAIT) != 0);
+    if (declared > bound) bound = declared;
+    char what[160];
+    snprintf(what, sizeof what, "report_grid: run of %s %s", j->er->name,
+             j->er->var[j->v][0] ? j->er->var[j->v] : "default");
+    const double t0 = now_ms();
+    sched_watch_arm(bound, what);
+    session_run(&s, 0, NULL, j->out);
+    sched_watch_disarm();
+    r->engine_ms = now_ms() - t0;
+    r->status = s.status;
+    snprintf(r->code, sizeof r->code, "%s", s.msg.code);
+    if (s.status != AG_OK)
+        snprintf(r->message, sizeof r->message, "run: %s %s: %s", ag_status_name(s.status),
+                 s.msg.code, s.msg.text);
+    session_close(&s);
+}
+
+/* A run whose process died: a failed cell that says how (the hang oracle's
+ * line when the watchdog ended it). */
+static void engine_died(const isolate_end *end, result *res) {
+    res->status = AG_INTERNAL;
+    const char *hang = strstr(end->log, "attnguard: ORACLE hang: ");
+    if (end->signal)
+        snprintf(res->code, sizeof res->code, "signal %d", end->signal);
+    else
+        snprintf(res->code, sizeof res->code, "exit %d", end->status);
+    if (hang) {
+        hang += strlen("attnguard: ORACLE ");
+        snprintf(res->message, sizeof res->message, "%.*s", (int)strcspn(hang, "\n"), hang);
+    } else if (end->signal) {
+        snprintf(res->message, sizeof res->message,
+                 "the engine's process was killed by signal %d (%s)", end->signal,
+                 strsignal(end->signal));
+    } else {
+        snprintf(res->message, sizeof res->message,
+                 "the engine's process exited with status %d before its run was done",
+                 end->status);
+    }
+    res->eng.nan_count = 1;   /* no output: nothing within any tolerance */
+}
+
 /* Engine er, variant v, on the cell's problem (one the engine can express
- * by its capabilities).  Returns 1 judged (*res filled), 0 skipped (why:
- * AG_UNSUPPORTED from create or plan). */
+ * by its capabilities).  The engine's part runs in a process of its own
+ * (harness/host/isolate.h): a fault, an abort or a hang there is this
+ * cell's failure and the grid goes on.  Returns 1 judged (*res filled), 0
+ * skipped (why: AG_UNSUPPORTED from create or plan). */
 static int run_engine(engine_run *er, int v, cell_ctx *x, result *res, char *why,
                       size_t why_cap) {
     const double t_start = now_ms();
@@ -309,42 +405,47 @@ static int run_engine(engine_run *er, int v, cell_ctx *x, result *res, char *why
     memset(res, 0, sizeof *res);
     res->variant = er->var[v];
     res->tol = cmp_tolerance(c->out_dtype);
-    session s;
-    const ag_plan_opts po = {c->split, c->split_count, 0};
-    if (session_open(&s, &er->h, p, er->var[v], c->threads, &po, NULL, NULL) != 0) {
-        if (s.status == AG_UNSUPPORTED) {
-            snprintf(why, why_cap, "%s: %.80s", s.stage, s.msg.code[0] ? s.msg.code : s.msg.text);
-            return 0;
-        }
-        res->status = s.status;
-        snprintf(res->code, sizeof res->code, "%s", s.msg.code);
-        snprintf(res->message, sizeof res->message, "%s: %s %s: %s", s.stage,
-                 ag_status_name(s.status), s.msg.code, s.msg.text);
+    const size_t n = problem_out_elems(p, 0), osz = ag_dtype_size(c->out_dtype);
+    engine_part *part = isolate_shared(sizeof *part);
+    void *out = isolate_shared(n * osz);
+    if (!part || !out) {
+        isolate_shared_free(part, sizeof *part);
+        isolate_shared_free(out, n * osz);
+        res->status = AG_INTERNAL;
+        snprintf(res->message, sizeof res->message, "report_grid: out of memory");
         res->total_ms = now_ms() - t_start;
         return 1;
     }
-    res->gi = s.gi;
-    res->scratch_bytes = s.info.scratch_bytes;
-    const size_t n = problem_out_elems(p, 0), osz = ag_dtype_size(c->out_dtype);
-    void *out = malloc(n * osz);
-    if (!out) {
-        res->status = AG_INTERNAL;
-        snprintf(res->message, sizeof res->message, "report_grid: out of memory");
-        goto done;
-    }
     memset(out, 0xff, n * osz);   /* NaN in every dtype: unwritten elements show */
-    const double t0 = now_ms();
-    session_run(&s, 0, NULL, out);
-    res->engine_ms = now_ms() - t0;
-    res->status = s.status;
-    snprintf(res->code, sizeof res->code, "%s", s.msg.code);
-    if (s.status != AG_OK) {
-        snprintf(res->message, sizeof res->message, "run: %s %s: %s", ag_status_name(s.status),
-                 s.msg.code, s.msg.text);
+    engine_job job = {er, v, x, part, out};
+    isolate_end end;
+    char err[256];
+    int judged = 1;
+    if (isolate_run(engine_part_run, &job, 1, &end, err, sizeof err) != 0) {
+        res->status = AG_INTERNAL;
+        snprintf(res->message, sizeof res->message, "report_grid: %s", err);
         goto done;
     }
-    const oracle_ref *view = ref_for(x, &s.gi.precision);
-    if (!view || baseline(x, &s.gi.precision, res->tol, &res->base) != 0) {
+    if (!end.returned || end.status != 0) {
+        engine_died(&end, res);
+        isolate_end_free(&end);
+        goto done;
+    }
+    isolate_end_free(&end);
+    if (part->unsupported) {
+        snprintf(why, why_cap, "%s", part->why);
+        judged = 0;
+        goto done;
+    }
+    res->gi = part->gi;
+    res->scratch_bytes = part->scratch_bytes;
+    res->engine_ms = part->engine_ms;
+    res->status = part->status;
+    snprintf(res->code, sizeof res->code, "%s", part->code);
+    snprintf(res->message, sizeof res->message, "%s", part->message);
+    if (part->status != AG_OK) goto done;
+    const oracle_ref *view = ref_for(x, &part->gi.precision);
+    if (!view || baseline(x, &part->gi.precision, res->tol, &res->base) != 0) {
         res->status = AG_INTERNAL;
         snprintf(res->message, sizeof res->message, "the rounding-model reference or the naive "
                  "baseline refused the input (harness bug)");
@@ -364,10 +465,10 @@ static int run_engine(engine_run *er, int v, cell_ctx *x, result *res, char *why
                  res->base.max_rel, res->eng.tol_use,
                  res->eng.nan_count ? " (NaN or unwritten elements)" : "");
 done:
-    free(out);
-    session_close(&s);
+    isolate_shared_free(out, n * osz);
+    isolate_shared_free(part, sizeof *part);
     res->total_ms = now_ms() - t_start;
-    return 1;
+    return judged;
 }
 
 /* ------------------------------------------------------------------ JSON */
