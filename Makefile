@@ -201,6 +201,7 @@ TEST_STEPS = 'build!=$(MAKE) --no-print-directory -j$(NPROC) all $(RP_BINS) && e
     'harness-suite&=$(MAKE) --no-print-directory test-harness' \
     'cases&=$(MAKE) --no-print-directory test-cases' \
     'regress=$(MAKE) --no-print-directory regress' \
+    'fuzz-targets=$(MAKE) --no-print-directory test-fuzz-targets' \
     'readme=$(MAKE) --no-print-directory readme-example' \
     'kit=$(MAKE) --no-print-directory test-kit' \
     'debug=$(MAKE) --no-print-directory -j$(NPROC) test-debug'

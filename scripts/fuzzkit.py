@@ -19,7 +19,12 @@ nothing and writes only under --root (and --into for merge).
 
 A run's files: <root>/corpus/<target>/ (new inputs; the shipped corpus and
 --seeds folders are read only), <root>/artifacts/<target>/ (crashes),
-<root>/logs/<target>.log, <root>/summary.json.
+<root>/logs/<target>.log, <root>/summary.json, and <root>/attnguard-engine.txt:
+the engine the session ran on (`attnguard engines --record`), which
+`attnguard repro`, `show` and `check` follow for any file under <root>.  A
+root may hold `{engine}`: it is replaced by the record's key (the engine's
+name, and for an adapter object a hash of its bytes), so that each engine,
+and each build of one, has a session folder of its own.
 
 Exit status of `run`: 0 no finding, 1 a finding, 2 setup error (missing
 binary, a run that failed without a report), 130 interrupted.
@@ -43,6 +48,8 @@ PROGRESS_S = 5
 # A target whose differential left more than this share of the elements it
 # compared unjudged says so in the summary (docs/fuzzing.md, "Unjudged").
 UNJUDGED_FLAG_PCT = 5.0
+# The capability-skip line of a target names its most frequent reasons.
+SKIP_REASONS_SHOWN = 8
 
 # Sanitizer options every run gets (a caller's own settings come first and
 # lose to nothing but ours: the dedup token keeps -minimize_crash on the
@@ -99,6 +106,55 @@ def classify(logs, status=None):
 
 def classify_one(log, status=None):
     return classify([log], status)[0]
+
+
+RECORD_FILE = "attnguard-engine.txt"   # harness/cli/engine_record.h's ENGINE_RECORD_FILE
+
+
+def engine_record(engine):
+    """The record of the engine the targets will drive (`attnguard engines
+    --record`: $ATTNGUARD_ENGINE and its options when engine is None), as
+    (text, {key: value})."""
+    p = subprocess.run([cli_path(), "engines", "--record"] + ([engine] if engine else []),
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"fuzzkit: {p.stderr.strip() or 'attnguard engines --record failed'}")
+    return p.stdout, parse_record(p.stdout)
+
+
+def parse_record(text):
+    """A record's `key = value` lines as a dict ('#' lines are comments)."""
+    return {k.strip(): v.strip() for k, _, v in
+            (ln.partition("=") for ln in text.splitlines() if "=" in ln
+             and not ln.lstrip().startswith("#"))}
+
+
+def resolve_root(path, rec):
+    """A session path with `{engine}` replaced by the engine record's key."""
+    return path.replace("{engine}", rec["key"]) if path else path
+
+
+def recorded_engine(root):
+    """The engine record in a session folder as {key: value}, or None."""
+    try:
+        with open(os.path.join(root, RECORD_FILE)) as f:
+            return parse_record(f.read())
+    except OSError:
+        return None
+
+
+def keep_record(root, text, rec):
+    """Writes the engine record into the session folder, saying so when the
+    folder held another engine's inputs (a fixed --root used for two)."""
+    os.makedirs(root, exist_ok=True)
+    path = os.path.join(root, RECORD_FILE)
+    old = recorded_engine(root)
+    if old and old.get("key") != rec["key"]:
+        print(f"fuzz: note: {root} held the inputs of engine {old.get('name')} "
+              f"({old.get('engine')}, {old.get('build')}); they now count as {rec['name']}'s",
+              flush=True)
+    with open(path, "w") as f:
+        f.write(text)
 
 
 def run_env(engine=None, reach=None):
@@ -366,7 +422,13 @@ def cmd_run(a):
                   f"{' INJECT=' + a.inject if a.inject else ''})", file=sys.stderr)
             return 2
     plan = schedule(targets, weights, a.jobs, a.time)
-    os.makedirs(a.root, exist_ok=True)
+    # One engine for the whole session, recorded in its folder.
+    rec_text, rec = engine_record(a.engine)
+    a.root = resolve_root(a.root, rec)
+    a.record = rec
+    if a.engine:
+        a.engine = rec["engine"]   # the object by its absolute path
+    keep_record(a.root, rec_text, rec)
     for t in targets:
         for old in (os.path.join(a.root, "logs", t + ".log"),
                     os.path.join(a.root, "reach", t + ".json")):
@@ -377,7 +439,7 @@ def cmd_run(a):
         if a.empty:   # from nothing: no shipped corpus, no earlier session's inputs
             shutil.rmtree(os.path.join(a.root, "corpus", t), ignore_errors=True)
     os.makedirs(os.path.join(a.root, "reach"), exist_ok=True)
-    what = (f" (mutant {a.inject})" if a.inject else "") + (f", engine {a.engine}" if a.engine else "") \
+    what = (f" (mutant {a.inject})" if a.inject else "") + f", engine {engine_words(rec)}" \
         + (", from an empty corpus" if a.empty else "")
     print(f"fuzz: {a.time}s on {len(plan)} lane(s) from {a.bin_dir}{what}, seed "
           f"{a.seed if a.seed is not None else 'random'}" + (f", -fork={a.fork}" if a.fork else ""))
@@ -447,10 +509,47 @@ def cmd_run(a):
     return summarize(a, targets, runs, time.time() - t0, interrupted)
 
 
+def engine_words(rec):
+    """"ggml", or "mine at /abs/libmine.so (build fnv1a64:...)"."""
+    if rec["engine"] == rec["name"]:
+        return rec["name"]
+    return f"{rec['name']} at {rec['engine']} (build {rec['build']})"
+
+
+def skip_shares(reach):
+    """{target: {"execs", "skipped", "pct", "reasons"}}: the executions each
+    target skipped because the case needs a capability the engine does not
+    declare (the reach files' "skipped"), targets that skipped none left out."""
+    out = {}
+    for t, doc in sorted(reach.items()):
+        sk = doc.get("skipped") or {}
+        n, execs = sk.get("execs") or 0, doc.get("execs") or 0
+        if n:
+            out[t] = {"execs": execs, "skipped": n,
+                      "pct": round(100.0 * n / execs, 2) if execs else None,
+                      "reasons": sk.get("reasons") or {}}
+    return out
+
+
+def print_skips(shares):
+    if not shares:
+        return
+    print("\ncapability skips (executions whose case needs what the engine does not declare: "
+          "skipped, not judged):")
+    for t, u in shares.items():
+        top = sorted(u["reasons"].items(), key=lambda kv: -kv[1])
+        why = ", ".join(f"{k} {v}" for k, v in top[:SKIP_REASONS_SHOWN])
+        if len(top) > SKIP_REASONS_SHOWN:
+            more = len(top) - SKIP_REASONS_SHOWN
+            why += f", {more} more reason{'s' if more > 1 else ''} (summary.json)"
+        pct = "-" if u["pct"] is None else f"{u['pct']:.3g} %"
+        print(f"  {t:<20} {u['skipped']} of {u['execs']} execs ({pct})" + (f": {why}" if why else ""))
+
+
 def summarize(a, targets, runs, wall, interrupted):
     rows, findings, errors = [], [], 0
     print(f"\nfuzz summary ({wall:.0f}s wall" + (f", mutant {a.inject}" if a.inject else "")
-          + (f", engine {a.engine}" if a.engine else "") + "):")
+          + f", engine {engine_words(a.record)}):")
     if interrupted:
         print("  (interrupted: the numbers below are partial)")
     fmt_row = "{:<16} {:>6} {:>10} {:>8} {:>12} {:>7} {:>8} {:>7}  {}"
@@ -506,9 +605,9 @@ def summarize(a, targets, runs, wall, interrupted):
                     at = f" at {f['frames'][0]}" if f.get("frames") else ""
                     print(f"    {t}: first after {f['time_s']}s, {f['execs']} execs{at}: "
                           f"{f['artifact']}")
-        print(f"\nreproduce: {'ATTNGUARD_ENGINE=' + a.engine + ' ' if a.engine else ''}"
-              f"build/attnguard repro ARTIFACT{' --inject ' + a.inject if a.inject else ''}"
-              "   (prints the case, reruns it under ASan)")
+        print(f"\nreproduce: build/attnguard repro ARTIFACT{' --inject ' + a.inject if a.inject else ''}"
+              f"   (prints the case, reruns it under ASan on engine {a.record['name']}, "
+              f"as {os.path.join(a.root, RECORD_FILE)} records)")
     elif findings:
         print(f"\n{len(findings)} crash artifact(s) under {a.root}/artifacts/ (triage names them)")
     else:
@@ -517,8 +616,11 @@ def summarize(a, targets, runs, wall, interrupted):
     zero = print_reach(reach)
     shares = unjudged_shares(reach)
     print_unjudged(shares)
+    skips = skip_shares(reach)
+    print_skips(skips)
     doc = {"fuzz_time": a.time, "wall_s": round(wall, 1), "inject": a.inject or "",
-           "engine": a.engine or "", "seed": "random" if a.seed is None else str(a.seed),
+           "engine": a.record["name"], "engine_record": a.record, "skipped": skips,
+           "seed": "random" if a.seed is None else str(a.seed),
            "interrupted": interrupted, "findings": len(findings), "targets": rows,
            "time_split_pct": split,
            "reach": reach, "reach_zero": zero,
@@ -545,6 +647,9 @@ def sorted_artifacts(d):
 
 def cmd_merge(a):
     rc = 0
+    _, rec = engine_record(a.engine)
+    setattr(a, "from", [resolve_root(f, rec) for f in getattr(a, "from")])
+    a.log_dir = resolve_root(a.log_dir, rec)
     for t in a.targets.split():
         into = os.path.join(a.into, t)
         srcs = [os.path.join(s, t) for s in getattr(a, "from") if os.path.isdir(os.path.join(s, t))]
@@ -555,7 +660,7 @@ def cmd_merge(a):
         before = len(os.listdir(into))
         log = os.path.join(a.log_dir or a.into, f"merge-{t}.log")
         r = Run(os.path.join(a.bin_dir, t), target_flags(a.bin_dir, t), ["-merge=1"],
-                [into] + srcs, log, engine=a.engine)
+                [into] + srcs, log, engine=rec["engine"] if a.engine else None)
         if r.run() == 0:
             after = len(os.listdir(into))
             print(f"merge: {t}: {into} {before} -> {after} files (+{after - before} from "
@@ -580,7 +685,8 @@ def main():
     r.add_argument("--seed", type=int, default=None)
     r.add_argument("--fork", type=int, default=0, help="libFuzzer -fork workers per target")
     r.add_argument("--keep-going", action="store_true", help="-ignore_crashes/timeouts/ooms")
-    r.add_argument("--root", default=os.path.join(ROOT, "build", "fuzz-session"))
+    r.add_argument("--root", default=os.path.join(ROOT, "build", "fuzz-session"),
+                   help="the session folder; {engine} in it: the engine record's key")
     r.add_argument("--seeds", action="append", default=[], help="extra read-only ROOT/<target>/")
     r.add_argument("--inject", default="", help="the mutant the binaries carry (for the record)")
     r.add_argument("--empty", action="store_true",

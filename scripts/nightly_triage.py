@@ -36,9 +36,14 @@ import time
 import fuzzkit
 
 
+# The engine the night's session ran on (its record, fuzzkit.py): every
+# rerun and minimisation goes to that engine, not to $ATTNGUARD_ENGINE's.
+ENGINE = None
+
+
 def rerun(binary, flags, path, log):
     """(exit status, verdict) of the target on `path` in a fresh process."""
-    rc = fuzzkit.run_input(binary, flags, path, log)
+    rc = fuzzkit.run_input(binary, flags, path, log, engine=ENGINE)
     return rc, fuzzkit.classify_one(log, rc)
 
 
@@ -50,7 +55,7 @@ def first_line(v):
 
 def minimize(binary, flags, rep, out, secs, runs, log):
     """-minimize_crash=1 on rep into out; True when out was written."""
-    fuzzkit.run_input(binary, flags, rep, log, budget=secs,
+    fuzzkit.run_input(binary, flags, rep, log, budget=secs, engine=ENGINE,
                       extra=["-minimize_crash=1", f"-runs={runs}", f"-max_total_time={secs}",
                              f"-exact_artifact_path={out}"])
     return os.path.isfile(out) and os.path.getsize(out) <= os.path.getsize(rep)
@@ -64,6 +69,8 @@ def issue_text(g, oracle, frames, case_file, case_text, mpath, rep, minimized, d
         f"Found by the nightly fuzzing job on commit `{commit}` "
         f"({time.strftime('%Y-%m-%d', time.gmtime())}).", "",
         f"- target: `{g['target']}`",
+        f"- engine: `{ENGINE or 'attnguard'}` (recorded in `{fuzzkit.RECORD_FILE}` beside the "
+        "findings: `attnguard repro` reruns there)",
         f"- oracle: `{oracle}`",
         f"- reproduced: {g['reproduced']}/{g['attempts']} fresh-process runs "
         f"over {len(g['members'])} artifact(s)",
@@ -101,6 +108,12 @@ def main():
     fdir = os.path.join(root, "findings")
     shutil.rmtree(fdir, ignore_errors=True)
     os.makedirs(fdir)
+    global ENGINE
+    rec = fuzzkit.recorded_engine(froot)
+    if rec:
+        ENGINE = rec.get("engine") or None
+        # the findings leave the session folder: their record goes with them
+        shutil.copy(os.path.join(froot, fuzzkit.RECORD_FILE), fdir)
     logs = os.path.join(root, "logs", "triage")
     os.makedirs(logs, exist_ok=True)
     targets = args.targets.split()

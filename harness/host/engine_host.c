@@ -154,7 +154,7 @@ int engine_host_unsupported_at(const engine_host *E, const case_spec *c, char *w
     char word[64];
     const validity_engine ve = engine_host_validity(E);
     if (validity_foreign_options(c, &ve, word, sizeof word))
-        return LACKS_AT(CASE_KEY_OPTIONS, -1, "%s (another engine's)", word);
+        return LACKS_AT(CASE_KEY_OPTIONS, -1, "another engine's %s", word);
     const int fp8 = ag_dtype_is_fp8(c->kv_dtype);
     for (int32_t l = 0; l < c->num_layers; l++) {
         const case_layer *L = &c->layers[l];
@@ -201,8 +201,21 @@ static struct {
 static long g_skips_other;
 
 void engine_host_count_skip(const char *why) {
+    /* the capability, not the input's value: a quoted word (an option of
+     * another engine, straight from the fuzzer's bytes) is left out, so
+     * that one capability is one count whatever the words */
     char key[64];
-    snprintf(key, sizeof key, "%s", why ? why : "?");
+    size_t k = 0;
+    for (const char *s = why ? why : "?"; *s && k + 1 < sizeof key; s++) {
+        if (s[0] == ' ' && s[1] == '\'') {   /* to the closing quote, or the end of a cut one */
+            const char *close = strchr(s + 2, '\'');
+            if (!close) break;
+            s = close;
+            continue;
+        }
+        key[k++] = *s;
+    }
+    key[k] = '\0';
     for (int i = 0; i < MAX_REASONS; i++) {
         if (g_skips[i].n && strcmp(g_skips[i].why, key) == 0) {
             g_skips[i].n++;
@@ -226,4 +239,18 @@ void engine_host_print_skips(FILE *f, const char *prefix) {
         fprintf(f, "%s %s (%ld)", i ? "," : "", g_skips[i].why, g_skips[i].n);
     if (g_skips_other) fprintf(f, ", other reasons (%ld)", g_skips_other);
     fputc('\n', f);
+}
+
+int engine_host_skips(const char **why, long *n, int cap, long *total) {
+    long all = g_skips_other;
+    int k = 0;
+    for (int i = 0; i < MAX_REASONS && g_skips[i].n; i++) {
+        all += g_skips[i].n;
+        if (k < cap) {
+            why[k] = g_skips[i].why;
+            n[k++] = g_skips[i].n;
+        }
+    }
+    if (total) *total = all;
+    return k;
 }

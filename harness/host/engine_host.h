@@ -65,8 +65,13 @@ int engine_host_unsupported_at(const engine_host *E, const case_spec *c, char *w
 
 /* Counts of skipped cases by reason, for the summaries of `check` and the
  * fuzz targets: record one, and print "N skipped: reason (k), ..." (nothing
- * when none was skipped). */
+ * when none was skipped).  A reason is counted without the quoted words in
+ * it (" 'op=gqa'"): those are the input's, the capability is the rest. */
 void engine_host_count_skip(const char *why);
 void engine_host_print_skips(FILE *f, const char *prefix);
+/* The counts so far: the reasons (why[i], n[i], at most cap of them, the
+ * first met first) and the return value their number; *total is every
+ * skipped execution, reasons past the table's size included. */
+int engine_host_skips(const char **why, long *n, int cap, long *total);
 
 #endif /* AG_ENGINE_HOST_H */

@@ -240,6 +240,15 @@ void reach_exec(void) { g_execs++; }
 
 void reach_hit(const char *group, const char *name) { add(group, name, 1); }
 
+/* A reason as a JSON string: the harness's own words, but an option word
+ * in them comes from the input's bytes; a quote, backslash or control
+ * byte there is written as '?'. */
+static void json_reason(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) fputc(*s == '"' || *s == '\\' || (unsigned char)*s < 0x20 ? '?' : *s, f);
+    fputc('"', f);
+}
+
 int reach_write(const char *path, const char *target) {
     if (!path || !*path) return 0;
     char tmp[4096];
@@ -258,6 +267,17 @@ int reach_write(const char *path, const char *target) {
     for (int w = 0; w < REF_WHY_COUNT; w++)
         fprintf(f, "%s\"%s\": [%llu, %llu]", w ? ", " : "", ref_why_name(w),
                 (unsigned long long)g_open[w], (unsigned long long)g_open_rows[w]);
+    /* "skipped": executions whose case needs a capability the engine does
+     * not declare (engine_host.h), by reason: the summary's skip share */
+    const char *why[32];
+    long n[32], total = 0;
+    const int k = engine_host_skips(why, n, 32, &total);
+    fprintf(f, "}}, \"skipped\": {\"execs\": %ld, \"reasons\": {", total);
+    for (int i = 0; i < k; i++) {
+        fputs(i ? ", " : "", f);
+        json_reason(f, why[i]);
+        fprintf(f, ": %ld", n[i]);
+    }
     fprintf(f, "}}}\n");
     if (fclose(f) != 0) return -1;
     return rename(tmp, path);

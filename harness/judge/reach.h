@@ -49,8 +49,10 @@ void reach_hit(const char *group, const char *name);
  * contract targets) calls this. */
 void reach_judged(size_t elems, const ref_unjudged *why);
 
-/* The counts as one JSON object {"target": ..., "execs": N, "rows": {"group/name": n, ...}}
- * into path (written whole, then renamed into place); 0 or -1.  Does
+/* The counts as one JSON object {"target": ..., "execs": N, "rows":
+ * {"group/name": n, ...}, "judged": {...}, "skipped": {"execs": N,
+ * "reasons": {"kv dtype q8_0": n, ...}}} (skipped: the executions whose
+ * case needs a capability the engine lacks, engine_host_skips) into path (written whole, then renamed into place); 0 or -1.  Does
  * nothing without a path.  reach_flush_every writes at most once per
  * `seconds` (the targets call it per input: an abort loses little). */
 int reach_write(const char *path, const char *target);

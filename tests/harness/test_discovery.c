@@ -10,7 +10,7 @@
  * it), are mostly valid and sometimes invalid, and reach every feature the
  * reach table expects within a few thousand edits from the default case;
  * cross-over mixes two cases; the reach table counts what a case holds and
- * writes JSON; the watchdog fires on an overdue run and not on a finished
+ * writes JSON, the capability skips by capability among it; the watchdog fires on an overdue run and not on a finished
  * one; the guarded allocator catches a write past a block and judges a run
  * that asked for less than it needs.
  */
@@ -187,4 +187,27 @@ Test(discovery, internal_allocator_guards_and_judges) {
     a.abi.free(a.abi.ctx, z);
     a.abi.free(a.abi.ctx, p);
     guard_alloc_destroy(&a);
+}
+
+/* The reach file counts the executions skipped for a capability the
+ * engine lacks, by capability: another engine's option words count as one
+ * reason whatever the words (the fuzz summary's capability-skip share). */
+Test(discovery, reach_file_counts_capability_skips) {
+    char path[] = "/tmp/attnguard-reach-XXXXXX";
+    const int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    close(fd);
+    engine_host_count_skip("another engine's option 'op=gqa'");
+    engine_host_count_skip("another engine's option 'xq\"z'");
+    engine_host_count_skip("another engine's option 'cut off before its quo");
+    engine_host_count_skip("kv dtype q8_0");
+    cr_assert_eq(reach_write(path, "test"), 0);
+    FILE *f = fopen(path, "r");
+    char json[32768];
+    const size_t n = fread(json, 1, sizeof json - 1, f);
+    fclose(f);
+    unlink(path);
+    json[n] = '\0';
+    cr_assert(strstr(json, "\"skipped\": {\"execs\": 4, \"reasons\": {\"another engine's option\": 3, "
+                           "\"kv dtype q8_0\": 1}}") != NULL, "%s", strstr(json, "\"skipped\"") ? strstr(json, "\"skipped\"") : json);
 }
