@@ -302,6 +302,12 @@ static enum verdict check_one(const char *path, const engine_host *E, const engi
         printf("%s  FAIL: the file does not load: %s\n", path, err);
         return V_FAIL;
     }
+    /* the verdict lines start with the case's name: a case without one
+     * (repro --minimize writes fuzz inputs' cases so) goes by its file's */
+    if (!c.name[0]) {
+        const char *base = strrchr(path, '/');
+        snprintf(c.name, sizeof c.name, "%s", base ? base + 1 : path);
+    }
     if (defective(path, &c, E)) return V_NOT_RUN;
     const enum verdict u = unsupported(path, &c, E, own, skipped, cap);
     if (u != V_COUNT) return u;
