@@ -94,14 +94,6 @@ void engine_record_print(FILE *f, const engine_record *r) {
             r->name, r->engine, r->options[0] ? " " : "", r->options, r->build, r->key);
 }
 
-static char *trim(char *s) {
-    while (*s == ' ' || *s == '\t') s++;
-    size_t n = strlen(s);
-    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n'))
-        s[--n] = '\0';
-    return s;
-}
-
 int engine_record_read(const char *path, engine_record *r, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
     size_t len;
@@ -123,7 +115,7 @@ int engine_record_read(const char *path, engine_record *r, char *err, size_t err
         nl = strchr(s, '\n');
         if (nl) *nl = '\0';
         line++;
-        char *t = trim(s);
+        char *t = cli_trim(s);
         if (!*t || *t == '#') continue;
         char *eq = strchr(t, '=');
         if (!eq) {
@@ -132,7 +124,7 @@ int engine_record_read(const char *path, engine_record *r, char *err, size_t err
             break;
         }
         *eq = '\0';
-        const char *k = trim(t), *v = trim(eq + 1);
+        const char *k = cli_trim(t), *v = cli_trim(eq + 1);
         int f = 0;
         while (f < NF && strcmp(fields[f].key, k) != 0) f++;
         if (f == NF || fields[f].seen || strlen(v) >= fields[f].cap) {

@@ -76,6 +76,14 @@ int cli_ends_with(const char *s, const char *suffix) {
     return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
+char *cli_trim(char *s) {
+    while (*s == ' ' || *s == '\t') s++;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n'))
+        s[--n] = '\0';
+    return s;
+}
+
 /* Truncating copy (never overruns, always terminates). */
 void cli_str_copy(char *dst, size_t cap, const char *src) {
     size_t n = strlen(src);

@@ -50,6 +50,9 @@ char *cli_read_all(const char *path, size_t *len, char *err, size_t errlen);
 /* 0, or -1 with a message naming the path. */
 int cli_write_all(const char *path, const void *data, size_t len, char *err, size_t errlen);
 int cli_ends_with(const char *s, const char *suffix);
+/* s without its leading blanks and tabs, its trailing ones and line ends
+ * cut off in place (the `key = value` readers' trim). */
+char *cli_trim(char *s);
 /* Truncating copy: never overruns, always terminates. */
 void cli_str_copy(char *dst, size_t cap, const char *src);
 /* out = a "/" b (b may be NULL: out = a); -1 when it does not fit. */

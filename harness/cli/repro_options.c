@@ -5,18 +5,12 @@
  */
 #include "repro_options.h"
 
+#include "input.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-
-static char *trim(char *s) {
-    while (*s == ' ' || *s == '\t') s++;
-    size_t n = strlen(s);
-    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n'))
-        s[--n] = '\0';
-    return s;
-}
 
 static int valid_key(const char *k) {
     if (!*k) return 0;
@@ -64,7 +58,7 @@ int repro_read_options(const char *path, repro_flags *out, char *err, size_t err
             rc = -1;
             break;
         }
-        char *s = trim(buf);
+        char *s = cli_trim(buf);
         if (!*s || *s == '#' || *s == ';') continue;
         if (*s == '[') {
             size_t n = strlen(s);
@@ -84,7 +78,7 @@ int repro_read_options(const char *path, repro_flags *out, char *err, size_t err
             break;
         }
         *eq = '\0';
-        char *key = trim(s), *val = trim(eq + 1);
+        char *key = cli_trim(s), *val = cli_trim(eq + 1);
         if (!valid_key(key) || !*val) {
             snprintf(err, errlen, "%s:%d: bad option '%s = %s' (key [a-z_]+, value not empty)",
                      path, line, key, val);

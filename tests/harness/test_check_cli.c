@@ -19,47 +19,24 @@
 
 #include "../../harness/cli/cli.h"
 #include "../../harness/host/engine_host.h"
+#include "tfiles.h"
 
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 static char dir[PATH_MAX];
 
-static void setup(void) {
-    snprintf(dir, sizeof dir, "%s/attnguard-test-check-XXXXXX",
-             getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    cr_assert_not_null(mkdtemp(dir));
-}
-
-static void teardown(void) {
-    char cmd[PATH_MAX + 16];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "test_check_cli: could not remove %s\n", dir);
-}
+static void setup(void) { tf_mkdir(dir, sizeof dir, "check"); }
+static void teardown(void) { tf_rmtree(dir); }
 
 TestSuite(check_cli, .init = setup, .fini = teardown);
 
-/* dir/name with `text` in it; the path in out. */
 static void write_case(const char *name, const char *text, char *out, size_t cap) {
-    snprintf(out, cap, "%s/%s", dir, name);
-    FILE *f = fopen(out, "w");
-    cr_assert_not_null(f, "cannot write %s", out);
-    fputs(text, f);
-    fclose(f);
-}
-
-/* A whole file into buf (NUL-terminated, truncated to cap). */
-static void slurp(const char *path, char *buf, size_t cap) {
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f);
-    size_t n = fread(buf, 1, cap - 1, f);
-    buf[n] = '\0';
-    fclose(f);
+    tf_put(dir, name, text, out, cap);
 }
 
 /* `attnguard check argv...` with its stdout in out and its stderr in err. */
@@ -79,8 +56,8 @@ static int run_check(int argc, char **argv, char *out, size_t ocap, char *err, s
     dup2(se, 2);
     close(so);
     close(se);
-    slurp(opath, out, ocap);
-    slurp(epath, err, ecap);
+    tf_slurp(opath, out, ocap);
+    tf_slurp(epath, err, ecap);
     return rc;
 }
 

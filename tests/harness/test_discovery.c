@@ -84,14 +84,25 @@ Test(discovery, mutator_stays_encodable_cheap_and_mostly_valid) {
     cr_assert(over < N / 6, "over budget %d of %d", over, N);
 }
 
-/* From the default case, edits alone reach every feature row the reach
- * table expects (the rows a 10-minute campaign must not leave at zero). */
-Test(discovery, mutator_reaches_every_expected_feature) {
-    const mutate_ctx m = {&k_caps, k_vars, 3, (uint64_t)1 << 16};
+/* This process's reach table as written for the launcher, into json. */
+static void reach_json(char *json, size_t cap) {
     char path[] = "/tmp/attnguard-reach-XXXXXX";
     const int fd = mkstemp(path);
     cr_assert(fd >= 0);
     close(fd);
+    cr_assert_eq(reach_write(path, "test"), 0);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f);
+    const size_t n = fread(json, 1, cap - 1, f);
+    fclose(f);
+    unlink(path);
+    json[n] = '\0';
+}
+
+/* From the default case, edits alone reach every feature row the reach
+ * table expects (the rows a 10-minute campaign must not leave at zero). */
+Test(discovery, mutator_reaches_every_expected_feature) {
+    const mutate_ctx m = {&k_caps, k_vars, 3, (uint64_t)1 << 16};
     uint64_t rng = 0xfea7;
     case_spec c;
     case_default(&c);
@@ -102,13 +113,8 @@ Test(discovery, mutator_reaches_every_expected_feature) {
         if (c.num_reqs < 1 || c.num_layers > 12 || case_cost(&c) > ((uint64_t)1 << 22))
             c = before;
     }
-    cr_assert_eq(reach_write(path, "test"), 0);
-    FILE *f = fopen(path, "r");
-    char json[32768];
-    const size_t n = fread(json, 1, sizeof json - 1, f);
-    fclose(f);
-    unlink(path);
-    json[n] = '\0';
+    static char json[32768];
+    reach_json(json, sizeof json);
     static const char *const features[] = {
         "dtype/q=bf16", "dtype/q=f16", "dtype/kv=fp8e4m3", "dtype/kv=fp8e5m2", "dtype/out=f16",
         "heads/gqa", "heads/mqa", "heads/mixed-group", "heads/model-wide-differs",
@@ -193,21 +199,13 @@ Test(discovery, internal_allocator_guards_and_judges) {
  * engine lacks, by capability: another engine's option words count as one
  * reason whatever the words (the fuzz summary's capability-skip share). */
 Test(discovery, reach_file_counts_capability_skips) {
-    char path[] = "/tmp/attnguard-reach-XXXXXX";
-    const int fd = mkstemp(path);
-    cr_assert(fd >= 0);
-    close(fd);
     engine_host_count_skip("another engine's option 'op=gqa'");
     engine_host_count_skip("another engine's option 'xq\"z'");
     engine_host_count_skip("another engine's option 'cut off before its quo");
     engine_host_count_skip("kv dtype q8_0");
-    cr_assert_eq(reach_write(path, "test"), 0);
-    FILE *f = fopen(path, "r");
-    char json[32768];
-    const size_t n = fread(json, 1, sizeof json - 1, f);
-    fclose(f);
-    unlink(path);
-    json[n] = '\0';
-    cr_assert(strstr(json, "\"skipped\": {\"execs\": 4, \"reasons\": {\"another engine's option\": 3, "
-                           "\"kv dtype q8_0\": 1}}") != NULL, "%s", strstr(json, "\"skipped\"") ? strstr(json, "\"skipped\"") : json);
+    static char json[32768];
+    reach_json(json, sizeof json);
+    const char *sk = strstr(json, "\"skipped\"");
+    cr_assert(sk && strstr(sk, "\"skipped\": {\"execs\": 4, \"reasons\": {\"another engine's "
+                               "option\": 3, \"kv dtype q8_0\": 1}}") == sk, "%s", sk ? sk : json);
 }

@@ -17,44 +17,28 @@
 
 #include "../../harness/cli/cli.h"
 #include "../../harness/cli/engine_pick.h"
+#include "tfiles.h"
 
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 static char dir[PATH_MAX];
 
 static void setup(void) {
-    snprintf(dir, sizeof dir, "%s/attnguard-test-pick-XXXXXX",
-             getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    cr_assert_not_null(mkdtemp(dir));
+    tf_mkdir(dir, sizeof dir, "pick");
     unsetenv("ATTNGUARD_ENGINE");
     unsetenv("ATTNGUARD_ENGINE_OPTIONS");
 }
 
-static void teardown(void) {
-    char cmd[PATH_MAX + 16];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "test_engine_pick: could not remove %s\n", dir);
-}
+static void teardown(void) { tf_rmtree(dir); }
 
 TestSuite(engine_pick, .init = setup, .fini = teardown);
 
-/* dir/rel (its folders made) holding text; its path in out. */
 static void put(const char *rel, const char *text, char *out, size_t cap) {
-    snprintf(out, cap, "%s/%s", dir, rel);
-    for (char *s = strchr(out + strlen(dir) + 1, '/'); s; s = strchr(s + 1, '/')) {
-        *s = '\0';
-        mkdir(out, 0700);
-        *s = '/';
-    }
-    FILE *f = fopen(out, "w");
-    cr_assert_not_null(f, "cannot write %s", out);
-    fputs(text, f);
-    fclose(f);
+    tf_put(dir, rel, text, out, cap);
 }
 
 /* A session folder `session` recording an adapter object adapter (a file
@@ -202,10 +186,7 @@ Test(engine_pick, check_runs_on_the_recorded_engine) {
     dup2(so, 1);
     close(so);
     static char text[1 << 16];
-    FILE *f = fopen(out, "r");
-    cr_assert_not_null(f);
-    text[fread(text, 1, sizeof text - 1, f)] = '\0';
-    fclose(f);
+    tf_slurp(out, text, sizeof text);
     cr_assert_eq(rc, 0, "%s", text);
     cr_assert(strstr(text, "check: engine attnguard (recorded in ") != NULL, "%s", text);
     cr_assert(strstr(text, "$ATTNGUARD_ENGINE=no-such-engine is not followed") != NULL, "%s",
