@@ -33,7 +33,7 @@ HEARTBEAT_S = 10
 
 CRITERION_RE = re.compile(r"Synthesis: Tested: (\d+) \| Passing: (\d+) \| Failing: (\d+) \| "
                           r"Crashing: (\d+)")
-CHECK_RE = re.compile(r"^(\d+) passed, (\d+) failed(?:, (\d+) skipped)?\s*$")
+CHECK_RE = re.compile(r"^(\d+) passed, (\d+) failed(?:, (\d+) skipped)?(?:, (\d+) not run)?\s*$")
 REPLAY_RE = re.compile(r"replay: (\d+) inputs, (\d+) passed, (\d+) failed")
 VERDICT_RE = re.compile(r"^\S[^:]*: ((?:PASS|FAIL) in \d+ s: .*)$", re.M)
 
@@ -62,10 +62,12 @@ def summarize(text, ok):
         m = CHECK_RE.match(ln)
         if m:
             passed, failed, skipped = int(m[1]), int(m[2]), int(m[3] or 0)
+            not_run = int(m[4] or 0)
             bad = re.findall(r"^(\S+)  FAIL", text, re.M)
             return (f"{plural(passed, 'case')} passed"
                     + (f", {failed} failed ({', '.join(bad)})" if failed else "")
-                    + (f", {skipped} skipped (reasons in the log)" if skipped else ""))
+                    + (f", {skipped} skipped (reasons in the log)" if skipped else "")
+                    + (f", {not_run} not run" if not_run else ""))
     if not ok:
         for ln in lines:
             if re.search(r"ORACLE|FAILED|FAIL\b|error:|Error \d", ln):
