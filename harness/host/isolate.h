@@ -13,8 +13,10 @@
  * caller copies to its own stderr as it comes and keeps (the oracle line a
  * fault handler prints, a sanitizer's report), for the caller to name what
  * ended the child (harness/cli/repro_verdict.h reads it).  When the work
- * returns, the child ends with exit(0), so its exit-time work happens as
- * in any process: LeakSanitizer's check, coverage profiles.
+ * returns, the child runs LeakSanitizer's check and writes its coverage
+ * profile (in the builds that have them) and ends with _exit: 0, or 23
+ * for leaks.  Never exit(): the exit handlers (an engine's destructors)
+ * belong to the parent's process and may wait on its threads.
  *
  * Threads: a fork copies only the calling thread.  A caller that has run
  * an OpenMP parallel region must not fork (GNU libgomp's children then

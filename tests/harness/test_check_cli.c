@@ -13,7 +13,10 @@
  * FAIL naming what happened, and the cases after them still run to the
  * summary.  Those engines are attnguard's adapter wrapped
  * (engine_host_adopt), misbehaving only on batches of more than one
- * query token, so a one-token case still passes beside them.
+ * query token, so a one-token case still passes beside them.  And an
+ * engine whose open() starts a thread and whose exit-time teardown waits
+ * on it (ONNX Runtime's static destructors do) does not hang a case's
+ * process, which has no such thread.
  */
 #include <criterion/criterion.h>
 
@@ -22,6 +25,7 @@
 #include "tfiles.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,4 +179,67 @@ Test(check_cli, a_hang_in_the_engine_fails_its_case_and_the_run_goes_on, .timeou
     cr_assert(strstr(out, "prefill  FAIL: ORACLE hang:") != NULL, "no hang FAIL:\n%s", out);
     cr_assert(strstr(out, "1 passed, 2 failed, 0 skipped, 0 not run") != NULL, "%s", out);
     cr_assert_eq(rc, 1);
+}
+
+/* ---- an engine with a thread of its own, and exit-time teardown ---- */
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER, g_ready_cv = PTHREAD_COND_INITIALIZER;
+static int g_stop, g_ready;
+static pid_t g_owner;
+static pthread_t g_worker;
+
+/* Waits on g_cv until told to stop (its `ready` is said under the mutex
+ * the wait releases: once open() sees it, the worker is a waiter). */
+static void *worker(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&g_mu);
+    g_ready = 1;
+    pthread_cond_signal(&g_ready_cv);
+    while (!g_stop) pthread_cond_wait(&g_cv, &g_mu);
+    pthread_mutex_unlock(&g_mu);
+    return NULL;
+}
+
+/* The teardown an exit runs: the owner stops its worker first; any other
+ * process destroys a condition variable the worker waits on in the owner,
+ * which blocks for good (glibc waits for the waiters to leave). */
+static void teardown_at_exit(void) {
+    if (getpid() == g_owner) {
+        pthread_mutex_lock(&g_mu);
+        g_stop = 1;
+        pthread_cond_broadcast(&g_cv);
+        pthread_mutex_unlock(&g_mu);
+        pthread_join(g_worker, NULL);
+    }
+    pthread_cond_destroy(&g_cv);
+}
+
+static ag_status threaded_open(const char *options, void **ctx, ag_msg *msg) {
+    const ag_status st = g_real->open(options, ctx, msg);
+    g_owner = getpid();
+    cr_assert_eq(pthread_create(&g_worker, NULL, worker, NULL), 0);
+    pthread_mutex_lock(&g_mu);
+    while (!g_ready) pthread_cond_wait(&g_ready_cv, &g_mu);
+    pthread_mutex_unlock(&g_mu);
+    atexit(teardown_at_exit);
+    return st;
+}
+
+Test(check_cli, an_engine_thread_of_the_parent_does_not_hang_a_case, .timeout = 60) {
+    ag_msg msg;
+    g_real = ag_engine_find("attnguard", &msg);
+    cr_assert(g_real, "%s", msg.text);
+    g_wrap = *g_real;
+    g_wrap.name = "threaded";
+    g_wrap.variants = NULL;
+    g_wrap.open = threaded_open;
+    char err[256];
+    cr_assert_eq(engine_host_adopt(&g_wrap, NULL, err, sizeof err), 0, "%s", err);
+    char a[PATH_MAX + 16];
+    write_case("decode.case", "name = decode\n" SMALL_CASE, a, sizeof a);
+    char *argv[] = {a};
+    static char out[1 << 16], e[1 << 16];
+    cr_assert_eq(run_check(1, argv, out, sizeof out, e, sizeof e), 0, "%s", out);
+    cr_assert(strstr(out, "decode  PASS") != NULL, "%s", out);
 }
