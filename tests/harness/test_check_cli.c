@@ -16,12 +16,14 @@
  * query token, so a one-token case still passes beside them.  And an
  * engine whose open() starts a thread and whose exit-time teardown waits
  * on it (ONNX Runtime's static destructors do) does not hang a case's
- * process, which has no such thread.
+ * process, which has no such thread; under LeakSanitizer, a leak of the
+ * engine's fails the case that leaked.
  */
 #include <criterion/criterion.h>
 
 #include "../../harness/cli/cli.h"
 #include "../../harness/host/engine_host.h"
+#include "../../harness/judge/guard.h"
 #include "tfiles.h"
 
 #include <limits.h>
@@ -179,6 +181,45 @@ Test(check_cli, a_hang_in_the_engine_fails_its_case_and_the_run_goes_on, .timeou
     cr_assert(strstr(out, "prefill  FAIL: ORACLE hang:") != NULL, "no hang FAIL:\n%s", out);
     cr_assert(strstr(out, "1 passed, 2 failed, 0 skipped, 0 not run") != NULL, "%s", out);
     cr_assert_eq(rc, 1);
+}
+
+/* ---- an engine that leaks (seen by LeakSanitizer builds only) ---- */
+
+/* The block is lost on a thread of its own, which then ends: no stale
+ * copy of the pointer stays on a live stack for LeakSanitizer's scan. */
+static void *lose_a_block(void *arg) {
+    (void)arg;
+    volatile char *lost = malloc(1024);
+    if (lost) lost[0] = 1;
+    return NULL;
+}
+
+static ag_status leaky_run(void *plan, int32_t layer, const ag_run_args *a, ag_msg *msg) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, lose_a_block, NULL) == 0) pthread_join(t, NULL);
+    return g_real->run(plan, layer, a, msg);
+}
+
+/* The case's process checks for leaks before it ends (isolate.c): a leak
+ * of the engine's fails the case that leaked, named. */
+Test(check_cli, a_leak_in_the_engine_fails_its_case) {
+    if (!guard_have_asan()) cr_skip_test("LeakSanitizer builds only (make test-asan)");
+    ag_msg msg;
+    g_real = ag_engine_find("attnguard", &msg);
+    cr_assert(g_real, "%s", msg.text);
+    g_wrap = *g_real;
+    g_wrap.name = "leaky";
+    g_wrap.variants = NULL;
+    g_wrap.run = leaky_run;
+    char err[256];
+    cr_assert_eq(engine_host_adopt(&g_wrap, NULL, err, sizeof err), 0, "%s", err);
+    char a[PATH_MAX + 16];
+    write_case("decode.case", "name = decode\n" SMALL_CASE, a, sizeof a);
+    char *argv[] = {a};
+    static char out[1 << 16], e[1 << 18];
+    cr_assert_eq(run_check(1, argv, out, sizeof out, e, sizeof e), 1, "%s\n--- stderr:\n%s", out, e);
+    cr_assert(strstr(out, "decode  FAIL: after its verdict the case's process exited with "
+                          "status 23: asan:leak") != NULL, "%s", out);
 }
 
 /* ---- an engine with a thread of its own, and exit-time teardown ---- */
