@@ -6,8 +6,9 @@
  * directly, fuzz/replay.c replays corpora through it.
  *
  * The case's own `expect` is dropped: a mutated refusal case keeps an expect
- * that its mutated-away defect no longer deserves, and the defect model in
- * oracles.c judges every status the engine returns anyway.
+ * that its mutated-away defect no longer deserves, and the bad-input
+ * oracle (harness/judge/oracles.c) judges every status the engine returns
+ * by the defect model (harness/case/validity.c) anyway.
  */
 #include "../harness/case/case.h"
 #include "../harness/case/case_bytes.h"

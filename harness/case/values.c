@@ -5,7 +5,6 @@
  * so that an engine conversion bug cannot hide in both.
  */
 #include "values.h"
-#include "problem.h"
 #include "rng.h"
 
 #include <math.h>

@@ -1,7 +1,7 @@
 /*
  * cli.h — the subcommands of the `attnguard` command line, one file each
- * (check.c, repro.c for show and repro, repro_verdict.c for classify,
- * repro_options.c for fuzz-flags, main.c for engines and the dispatch).
+ * (check.c, show.c, repro.c, repro_verdict.c for classify, repro_options.c
+ * for fuzz-flags, main.c for the usage text, engines and the dispatch).
  * Each takes the arguments after its name and returns the exit status.
  */
 #ifndef AG_CLI_H
@@ -11,7 +11,7 @@
 
 void cli_usage(FILE *f);
 int cli_check(int argc, char **argv);       /* check.c */
-int cli_show(int argc, char **argv);        /* repro.c */
+int cli_show(int argc, char **argv);        /* show.c */
 int cli_repro(int argc, char **argv);       /* repro.c */
 int cli_classify(int argc, char **argv);    /* repro_verdict.c */
 int cli_fuzz_flags(int argc, char **argv);  /* repro_options.c */

@@ -1,10 +1,10 @@
 /*
  * oracles.c — the oracles of docs/design.md §5 as functions over what one engine
  * said and wrote: bad input and the mixed-heads refusal (judged by the
- * defect model in defects.c), sizing (the plan's region table and each
- * layer's needs, without kernels), the differential comparison with the
- * reference, the agreement of two runs, and how a finding is worded and
- * fired.  check.c runs them on a case.
+ * defect model, harness/case/validity.c), sizing (the plan's region table
+ * and each layer's needs, without kernels), the differential comparison
+ * with the reference, the agreement of two runs, and how a finding is
+ * worded and fired.  check.c runs them on a case.
  *
  * Owns: what counts as a finding and how it is worded and fired.  Does not
  * own the tolerances (compare.c), the inputs (problem.c), the reference
