@@ -20,7 +20,7 @@
  * result goes to ref_range.c for the interval an engine's rounding allows.
  */
 #include "ref.h"
-#include "ref_row.h"
+#include "ref_range.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -175,7 +175,7 @@ static double row_logits(const ref_input *in, const ref_kv *kv, int32_t h, int64
         double t = x[j];
         if (in->softcap > 0) t = in->softcap * tanh(t / in->softcap);
         s[j] = t + b[j];
-        if (s[j] > m) m = s[j];   /* the shift is the max of the final logits (ref_row.h) */
+        if (s[j] > m) m = s[j];   /* the shift is the max of the final logits (ref_range.h) */
     }
     return m;
 }

@@ -134,20 +134,6 @@ typedef struct ref_unjudged {
 int ref_attention_range_why(const ref_input *in, ref_model model, double *out, double *lo,
                             double *hi, ref_unjudged *why);
 
-/* The least and greatest value of
- *     sum_k w_k v_k / (sum_k w_k + [sink] e^sink),  w_k = e^s_k, a_k <= s_k <= b_k,
- * over n >= 1 keys (ref_range.c).  Exact up to double rounding: a ratio
- * of this kind is extremal where every key sits at an end of its interval,
- * high for the keys whose value exceeds the optimum and low for the rest,
- * so sorting by v and trying each split finds it.  a_k may be -inf (the
- * key may vanish).  The keys are reordered; their a, b and v are kept. */
-typedef struct ref_range_key {
-    double a, b, v;         /* the caller's: logit interval and value */
-    double sm, sn, sd;      /* scratch (a partial sum kept per position) */
-} ref_range_key;
-void ref_softmax_range(ref_range_key *keys, int32_t n, int has_sink, double sink, double *lo,
-                       double *hi);
-
 /* The reference decodes every element with the ABI's codec,
  * ag_dtype_decode (include/attnguard/dtype.h). */
 

@@ -28,7 +28,7 @@
  * shift, so no denominator underflows to 0.
  */
 #include "ref.h"
-#include "ref_row.h"
+#include "ref_range.h"
 
 #include <float.h>
 #include <math.h>

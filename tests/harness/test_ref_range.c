@@ -23,7 +23,7 @@
 #include "../../harness/judge/oracles.h"
 #include "../../harness/case/problem.h"
 #include "../../harness/judge/ref_problem.h"
-#include "../../harness/judge/ref_row.h"
+#include "../../harness/judge/ref_range.h"
 
 #include <float.h>
 #include <glob.h>

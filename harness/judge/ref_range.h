@@ -1,10 +1,12 @@
 /*
- * ref_row.h — what ref.c hands ref_range.c for one query row: the row's
- * exact logits and output, and the decoded K/V of its request and KV
- * head.  Private to the two files (not part of the reference's API).
+ * ref_range.h — ref_range.c's interface: what ref.c hands it for one
+ * query row (the row's exact logits and output, and the decoded K/V of
+ * its request and KV head), the bounds it gives back, and the exact range
+ * of a softmax-weighted sum under logit intervals.  Private to the
+ * reference (ref.c) and its tests; the reference's API is ref.h.
  */
-#ifndef ATTN_REF_ROW_H
-#define ATTN_REF_ROW_H
+#ifndef ATTN_REF_RANGE_H
+#define ATTN_REF_RANGE_H
 
 #include "ref.h"
 
@@ -66,4 +68,18 @@ void ref_row_finish(const ref_row *row, const ref_model *model, ref_ws *ws, cons
  * *why (NULL: nothing). */
 void ref_row_tally(const ref_ws *ws, ref_unjudged *why);
 
-#endif /* ATTN_REF_ROW_H */
+/* The least and greatest value of
+ *     sum_k w_k v_k / (sum_k w_k + [sink] e^sink),  w_k = e^s_k, a_k <= s_k <= b_k,
+ * over n >= 1 keys.  Exact up to double rounding: a ratio
+ * of this kind is extremal where every key sits at an end of its interval,
+ * high for the keys whose value exceeds the optimum and low for the rest,
+ * so sorting by v and trying each split finds it.  a_k may be -inf (the
+ * key may vanish).  The keys are reordered; their a, b and v are kept. */
+typedef struct ref_range_key {
+    double a, b, v;         /* the caller's: logit interval and value */
+    double sm, sn, sd;      /* scratch (a partial sum kept per position) */
+} ref_range_key;
+void ref_softmax_range(ref_range_key *keys, int32_t n, int has_sink, double sink, double *lo,
+                       double *hi);
+
+#endif /* ATTN_REF_RANGE_H */
