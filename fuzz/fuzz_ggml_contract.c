@@ -107,7 +107,7 @@ const char *__lsan_default_suppressions(void);
 const char *__lsan_default_suppressions(void) { return "leak:libggml\nleak:libomp.so\n"; }
 
 /* ---- one input ---- */
-static run R;                  /* static: valid after longjmp */
+static ggc_run R;              /* static: valid after longjmp */
 static volatile int phase;     /* 0 build, 1 plan, 2 compute */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

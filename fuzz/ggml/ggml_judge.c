@@ -60,7 +60,7 @@ static float ggml_slope(float max_bias, uint32_t n_head, uint32_t h) {
  * f32 (exactly: K and V may differ in type), the mask made dense
  * [tokens][hq][n_kv], ggml's ALiBi slopes scaling it, the sinks, and a
  * negative scale moved onto q (a sign flip). */
-static void judged_init(const run *R, fz_judged *J) {
+static void judged_init(const ggc_run *R, fz_judged *J) {
     const fcase *c = &R->c;
     const int64_t n3 = c->n3q, T = c->T, hq = c->hq, hk = c->hk, nkv = c->nkv, D = c->dk;
     const struct ggml_tensor *q = R->t[B_Q], *k = R->t[B_K], *v = R->t[B_V], *m = R->t[B_MASK];
@@ -115,7 +115,7 @@ static ag_precision ggml_precision(const fcase *c) {
     return (ag_precision){kt, AG_F32, c->tv == GGML_TYPE_F16 ? AG_F16 : AG_F32, 1};
 }
 
-void ggc_judge(const run *R, const float *out, const char *which) {
+void ggc_judge(const ggc_run *R, const float *out, const char *which) {
     const fcase *c = &R->c;
     fz_judged J;
     judged_init(R, &J);

@@ -14,7 +14,7 @@
  * against the reference; fires the differential oracle (after describing
  * the case) when an element leaves its range.  R->c must be exact
  * (ggc_in_contract). */
-void ggc_judge(const run *R, const float *out, const char *which);
+void ggc_judge(const ggc_run *R, const float *out, const char *which);
 
 /* A compute that returned st != success on an input inside the contract:
  * fires bad-input (after describing c). */

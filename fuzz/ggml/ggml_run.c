@@ -88,8 +88,8 @@ static void fill(struct ggml_tensor *x, float amp, int mask_fill, fz_rng *g) {
 /* A [d, rows, heads, n3] operand: contiguous, or (layout 1) a view of
  * [d, heads, rows, n3] as llama.cpp permutes q, k and v, optionally with
  * padded rows (non-contiguous). */
-static struct ggml_tensor *leaf(run *R, int i, enum ggml_type t, int64_t d, int64_t rows,
-                                int64_t heads, int64_t n3) {
+static struct ggml_tensor *leaf(ggc_run *R, int i, enum ggml_type t, int64_t d, int64_t rows,
+                                    int64_t heads, int64_t n3) {
     const fcase *c = &R->c;
     const int plain = t == GGML_TYPE_F32 || t == GGML_TYPE_F16 || t == GGML_TYPE_BF16;
     const int64_t pad = plain ? c->pad : 0;
@@ -102,7 +102,7 @@ static struct ggml_tensor *leaf(run *R, int i, enum ggml_type t, int64_t d, int6
                                         c->layout ? b->nb[1] : b->nb[2], b->nb[3], 0);
 }
 
-void ggc_build(run *R) {
+void ggc_build(ggc_run *R) {
     const agg_base *f = &ggc_lib->base;
     const fcase *c = &R->c;
     size_t mem = 24 * f->ggml_tensor_overhead() + f->ggml_graph_overhead_custom(16, false) + 4096;
@@ -128,7 +128,7 @@ void ggc_build(run *R) {
 }
 
 /* Every operand and the output get a guarded buffer of exactly their size. */
-void ggc_place(run *R) {
+void ggc_place(ggc_run *R) {
     const fcase *c = &R->c;
     static const char *const label[B_OUT + 1] = {"q", "k", "v", "mask", "sinks", "out"};
     for (int i = 0; i <= B_OUT; i++) {
@@ -149,7 +149,7 @@ void ggc_place(run *R) {
     if (R->t[B_SINKS]) fill(R->t[B_SINKS], 3, -1, &g);
 }
 
-void ggc_teardown(run *R) {
+void ggc_teardown(ggc_run *R) {
     for (int i = 0; i < B_COUNT; i++) guard_free(&R->buf[i]);
     if (R->ctx) ggc_lib->base.ggml_free(R->ctx);
     memset(R, 0, sizeof *R);

@@ -30,14 +30,14 @@ void ggc_load(void);
 /* One input's graph and buffers: the slots of the op's operands, its
  * output and the work buffers of the one-thread and the threaded plan. */
 enum { B_Q, B_K, B_V, B_MASK, B_SINKS, B_OUT, B_WORK1, B_WORKN, B_COUNT };
-typedef struct run {
+typedef struct ggc_run {
     fcase c;
     struct ggml_context *ctx;
     struct ggml_tensor *t[B_OUT + 1];     /* views handed to the op, and out */
     struct ggml_tensor *base[B_OUT + 1];  /* what the buffers back */
     struct ggml_cgraph *gf;
     guard buf[B_COUNT];
-} run;
+} ggc_run;
 
 /* A guarded buffer of `bytes` for operand `label` (fz_guarded: front, or
  * against the rear page; "work" is scratch, the rest input); aborts when
@@ -47,13 +47,13 @@ char *ggc_buffer(guard *g, const char *label, size_t bytes, int front, int misal
 /* Builds R's graph from R->c in a fresh no-alloc context: the operands,
  * ggml_flash_attn_ext, its sinks and precision.  ggml may abort here (a
  * GGML_ASSERT: the caller's abort callback). */
-void ggc_build(run *R);
+void ggc_build(ggc_run *R);
 
 /* Gives every operand and the output a guarded buffer of exactly its size
  * and fills the operands (values drawn from R->c.seed). */
-void ggc_place(run *R);
+void ggc_place(ggc_run *R);
 
 /* Unmaps R's buffers, frees its context and zeroes it. */
-void ggc_teardown(run *R);
+void ggc_teardown(ggc_run *R);
 
 #endif
