@@ -793,9 +793,15 @@ static void op_err_null(fixture *x) {
 
 /* ----------------------------------------------------------------- entry */
 
-FUZZ_DEFINE_INITIALIZE("fuzz_api")
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc;
+    (void)argv;
+    fuzz_common_init("fuzz_api");
+    return 0;
+}
 
-FUZZ_DEFINE_LSAN_SUPPRESSIONS
+const char *__lsan_default_suppressions(void) { return FUZZ_LSAN_SUPPRESSIONS; }
+const char *__asan_default_options(void) { return FUZZ_ASAN_OPTIONS; }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     unsigned op = size > 0 ? data[0] : 0, arg = size > 1 ? data[1] : 0;

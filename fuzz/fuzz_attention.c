@@ -102,8 +102,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     return 0;
 }
 
-FUZZ_DEFINE_LSAN_SUPPRESSIONS
-FUZZ_DEFINE_CASE_MUTATOR(FUZZ_CHEAP_MACS)
+const char *__lsan_default_suppressions(void) { return FUZZ_LSAN_SUPPRESSIONS; }
+const char *__asan_default_options(void) { return FUZZ_ASAN_OPTIONS; }
+
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max, unsigned int seed) {
+    return fuzz_case_mutate(data, size, max, seed, FUZZ_CHEAP_MACS);
+}
+size_t LLVMFuzzerCustomCrossOver(const uint8_t *d1, size_t s1, const uint8_t *d2, size_t s2,
+                                 uint8_t *out, size_t max, unsigned int seed) {
+    return fuzz_case_cross(d1, s1, d2, s2, out, max, seed, FUZZ_CHEAP_MACS);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case_spec c;

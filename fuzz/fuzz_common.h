@@ -4,7 +4,10 @@
  * on absurd inputs, the tier choice (a deterministic share of inputs by a
  * hash of their bytes, and every input that reached coverage no earlier
  * input did), the structure-aware mutator hooks, and the reach table's
- * output.
+ * output.  The entry points libFuzzer and the sanitizers call
+ * (LLVMFuzzerInitialize, the custom mutator and cross-over, the LSan and
+ * ASan defaults) are declared here and written out in each target, each a
+ * call of what is shared here.
  */
 #ifndef ATTN_FUZZ_COMMON_H
 #define ATTN_FUZZ_COMMON_H
@@ -104,18 +107,22 @@ static inline mutate_ctx fuzz_mutate_ctx(uint64_t budget) {
     return m;
 }
 
-#define FUZZ_DEFINE_CASE_MUTATOR(budget)                                                   \
-    size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max, unsigned int seed) { \
-        const mutate_ctx m = fuzz_mutate_ctx(budget);                                      \
-        return case_mutate_bytes(data, size, max, seed, &m, LLVMFuzzerMutate);             \
-    }                                                                                      \
-    size_t LLVMFuzzerCustomCrossOver(const uint8_t *d1, size_t s1, const uint8_t *d2,       \
-                                     size_t s2, uint8_t *out, size_t max, unsigned int seed) { \
-        const mutate_ctx m = fuzz_mutate_ctx(budget);                                      \
-        return case_cross_bytes(d1, s1, d2, s2, out, max, seed, &m);                       \
-    }
+/* The structure-aware mutator and cross-over with a budget of `budget`
+ * multiply-adds per input: each case-driven target's
+ * LLVMFuzzerCustomMutator and LLVMFuzzerCustomCrossOver return these. */
+static inline size_t fuzz_case_mutate(uint8_t *data, size_t size, size_t max, unsigned int seed,
+                                      uint64_t budget) {
+    const mutate_ctx m = fuzz_mutate_ctx(budget);
+    return case_mutate_bytes(data, size, max, seed, &m, LLVMFuzzerMutate);
+}
+static inline size_t fuzz_case_cross(const uint8_t *d1, size_t s1, const uint8_t *d2, size_t s2,
+                                     uint8_t *out, size_t max, unsigned int seed, uint64_t budget) {
+    const mutate_ctx m = fuzz_mutate_ctx(budget);
+    return case_cross_bytes(d1, s1, d2, s2, out, max, seed, &m);
+}
 
-/* LeakSanitizer's default suppressions for every target binary.  clang's
+/* LeakSanitizer's default suppressions for every target binary (each
+ * case-driven target's __lsan_default_suppressions returns them).  clang's
  * OpenMP runtime (libomp) keeps a few KiB of worker-thread bookkeeping alive
  * until exit without a pointer LSan can see, which the end-of-run leak check
  * reports (seen in the campaign's false-alarm runs after 60 s).  The engine
@@ -130,29 +137,16 @@ static inline mutate_ctx fuzz_mutate_ctx(uint64_t budget) {
  * adapter's own string handles are consumed (deleting them after the call
  * is a double free), the copy is torch's. */
 const char *__lsan_default_suppressions(void);
+#define FUZZ_LSAN_SUPPRESSIONS "leak:libomp.so\nleak:libonnxruntime.so\nleak:to_ivalue\n"
 
 /* ASan records a stack for every allocation and keeps freed memory in a
  * quarantine; the harness makes a few dozen allocations per input, and
  * the defaults (30 frames, 256 MB) cost a fifth of a small input's time in
  * unwinding and in page faults on fresh memory.  While fuzzing, two frames
  * and 32 MB (still many inputs' worth of freed buffers for use-after-free);
- * attnguard repro reruns a crash with the full 30 frames. */
+ * attnguard repro reruns a crash with the full 30 frames.  Each
+ * case-driven target's __asan_default_options returns them. */
 const char *__asan_default_options(void);
-
-#define FUZZ_DEFINE_LSAN_SUPPRESSIONS                         \
-    const char *__lsan_default_suppressions(void) {           \
-        return "leak:libomp.so\nleak:libonnxruntime.so\nleak:to_ivalue\n"; \
-    }                                                         \
-    const char *__asan_default_options(void) {                \
-        return "malloc_context_size=2:quarantine_size_mb=32"; \
-    }
-
-#define FUZZ_DEFINE_INITIALIZE(target)                        \
-    int LLVMFuzzerInitialize(int *argc, char ***argv) {       \
-        (void)argc;                                           \
-        (void)argv;                                           \
-        fuzz_common_init(target);                             \
-        return 0;                                             \
-    }
+#define FUZZ_ASAN_OPTIONS "malloc_context_size=2:quarantine_size_mb=32"
 
 #endif /* ATTN_FUZZ_COMMON_H */

@@ -20,14 +20,27 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc;
+    (void)argv;
+    fuzz_common_init("fuzz_plan");
+    return 0;
+}
 
-FUZZ_DEFINE_INITIALIZE("fuzz_plan")
-FUZZ_DEFINE_LSAN_SUPPRESSIONS
+const char *__lsan_default_suppressions(void) { return FUZZ_LSAN_SUPPRESSIONS; }
+const char *__asan_default_options(void) { return FUZZ_ASAN_OPTIONS; }
+
 /* No kernels run here: the mutator may keep long requests (2^30 MACs,
  * 1 in 16 at 2^34; the overflow checks are reached through huge head
  * counts and dims, which the budget does not shrink).  The planner's
  * time grows with the work items, so not beyond. */
-FUZZ_DEFINE_CASE_MUTATOR((uint64_t)1 << 30)
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max, unsigned int seed) {
+    return fuzz_case_mutate(data, size, max, seed, (uint64_t)1 << 30);
+}
+size_t LLVMFuzzerCustomCrossOver(const uint8_t *d1, size_t s1, const uint8_t *d2, size_t s2,
+                                 uint8_t *out, size_t max, unsigned int seed) {
+    return fuzz_case_cross(d1, s1, d2, s2, out, max, seed, (uint64_t)1 << 30);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case_spec c;
