@@ -182,9 +182,18 @@ attn_status attn__plan_size(const attn_builder *b, const attn_batch *bt, const a
                             attn__plan_shape *out, attn_error *err);
 /* Query tokens per work item of the builder's plans. */
 int32_t attn__q_tile(const attn_builder *b);
-/* Split pieces of request r (1: not split; only single-tile rows split). */
-int32_t attn__request_pieces(const attn_builder *b, const attn_batch *bt,
-                             const attn_plan_opts *o, uint64_t total_cost, int32_t r);
+/* Request r's share of the plan of shape s: its tiles of s->q_tile query
+ * tokens, the first `multi` of which hold several tokens (the build walks
+ * those head-major, the single-token rest tile-major), and the split
+ * pieces of every tile (> 1 only for a request of one tile, which then
+ * has a reduction per KV head).  attn__plan_size counts the plan's items
+ * and reductions from these figures, and attn_builder_build makes exactly
+ * those items from the same figures. */
+typedef struct attn__req_figures {
+    int32_t q_len, tiles, multi, pieces;
+} attn__req_figures;
+void attn__request_figures(const attn_builder *b, const attn_batch *bt, const attn_plan_opts *o,
+                           const attn__plan_shape *s, int32_t r, attn__req_figures *out);
 /* Union [lo, hi) of the keys the rows of tokens [t0, t1) of a request may
  * see under window w (the group's; docs/design.md §2, mask.h).  Visibility of
  * every row is an interval holding its own position, so the union over

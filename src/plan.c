@@ -266,18 +266,14 @@ attn_status attn_builder_build(const attn_builder *b, const attn_batch *bt,
     p->seq_lens = attn__alloc_array(al, R, sizeof(int32_t));
     p->block_table = attn__alloc_array(al, cells, sizeof(int32_t));
     p->req_causal = attn__alloc_array(al, R, sizeof(uint8_t));
-    int32_t *pieces = attn__alloc_array(al, R, sizeof(int32_t));
-    if (!p->qsl || !p->seq_lens || !p->block_table || !p->req_causal || !pieces) {
+    if (!p->qsl || !p->seq_lens || !p->block_table || !p->req_causal) {
         st = NOMEM("batch copies");
         goto fail;
     }
     memcpy(p->qsl, bt->query_start_loc, (R + 1) * sizeof(int32_t));
     memcpy(p->seq_lens, bt->seq_lens, R * sizeof(int32_t));
     memcpy(p->block_table, bt->block_table, cells * sizeof(int32_t));
-    for (int32_t r = 0; r < bt->num_reqs; r++) {
-        p->req_causal[r] = (uint8_t)attn__req_causal(bt, r);
-        pieces[r] = attn__request_pieces(b, bt, &opts, sh.total_cost, r);
-    }
+    for (int32_t r = 0; r < bt->num_reqs; r++) p->req_causal[r] = (uint8_t)attn__req_causal(bt, r);
     const size_t n_items = sh.num_items, n_reds = sh.num_reds;
     const uint64_t rows_per_tok = (uint64_t)b->group_size;
 
@@ -307,13 +303,13 @@ attn_status attn_builder_build(const attn_builder *b, const attn_batch *bt,
      * come after the request's other tiles. */
     size_t ni = 0, nr = 0;
     for (int32_t r = 0; r < bt->num_reqs; r++) {
-        int32_t q_len = p->qsl[r + 1] - p->qsl[r], s = p->seq_lens[r], S = pieces[r];
-        const int32_t ntile = (q_len + p->q_tile - 1) / p->q_tile;
-        /* the first nm tiles have several tokens (head-major); the rest,
-         * none or all but with q_tile 1, one token (tile-major) */
-        const int32_t nm = p->q_tile == 1 ? 0 : (q_len - 1) % p->q_tile == 0 ? ntile - 1 : ntile;
-        const int32_t Hkv = b->num_kv_heads;
-        for (int32_t ix = 0; ix < ntile * Hkv; ix++) {
+        /* plan_size.c's figures, which the item and reduction counts
+         * allocated above were summed from */
+        attn__req_figures f;
+        attn__request_figures(b, bt, &opts, &sh, r, &f);
+        const int32_t q_len = f.q_len, s = p->seq_lens[r], S = f.pieces;
+        const int32_t nm = f.multi, Hkv = b->num_kv_heads;   /* head-major, then tile-major */
+        for (int32_t ix = 0; ix < f.tiles * Hkv; ix++) {
             const int32_t in_m = ix < nm * Hkv, j = ix - nm * Hkv;
             const int32_t h = in_m ? ix / nm : j % Hkv;
             const int32_t t0 = (in_m ? ix % nm : nm + j / Hkv) * p->q_tile;
@@ -350,7 +346,6 @@ attn_status attn_builder_build(const attn_builder *b, const attn_batch *bt,
             }
         }
     }
-    ATTN_ASSERT(ni == n_items && nr == n_reds);
     p->num_items = ni;
     p->num_reds = nr;
     p->head_run = sh.head_run;
@@ -402,7 +397,6 @@ attn_status attn_builder_build(const attn_builder *b, const attn_batch *bt,
 #if !defined(ATTN_INJECT_out_dtype_sizing)
     ATTN_ASSERT(p->scratch_bytes == sh.scratch_bytes);
 #endif
-    attn__free(al, pieces);
     *out = p;
     attn__ok(err);
     return ATTN_OK;
@@ -410,7 +404,6 @@ attn_status attn_builder_build(const attn_builder *b, const attn_batch *bt,
 fail:
     /* st carries the status; the message was written by NOMEM. */
 fail_keep_msg:
-    attn__free(al, pieces);
     attn_plan_destroy(p);
     return st;
 }

@@ -77,14 +77,26 @@ int32_t attn__q_tile(const attn_builder *b) {
     return t;
 }
 
-int32_t attn__request_pieces(const attn_builder *b, const attn_batch *bt,
-                             const attn_plan_opts *o, uint64_t total_cost, int32_t r) {
+/* Split pieces of request r (1: not split; only single-tile rows split). */
+static int32_t request_pieces(const attn_builder *b, const attn_batch *bt,
+                              const attn_plan_opts *o, const attn__plan_shape *s, int32_t r) {
     const int32_t q_len = bt->query_start_loc[r + 1] - bt->query_start_loc[r];
-    if (q_len > attn__q_tile(b)) return 1; /* only single-tile rows are split */
+    if (q_len > s->q_tile) return 1; /* only single-tile rows are split */
     int32_t lo, hi;
     attn__kv_range(bt->seq_lens[r], q_len, 0, q_len, attn__req_causal(bt, r), &b->win, &lo, &hi);
     const uint64_t cost = (uint64_t)q_len * (uint64_t)b->group_size * (uint64_t)(hi - lo);
-    return choose_pieces(o, b->num_threads, hi - lo, cost, total_cost);
+    return choose_pieces(o, b->num_threads, hi - lo, cost, s->total_cost);
+}
+
+void attn__request_figures(const attn_builder *b, const attn_batch *bt, const attn_plan_opts *o,
+                           const attn__plan_shape *s, int32_t r, attn__req_figures *out) {
+    const int32_t q_len = bt->query_start_loc[r + 1] - bt->query_start_loc[r];
+    out->q_len = q_len;
+    out->tiles = (q_len + s->q_tile - 1) / s->q_tile;
+    /* every tile but a last one of a single token holds several (none
+     * when q_tile is 1) */
+    out->multi = s->q_tile == 1 ? 0 : (q_len - 1) % s->q_tile == 0 ? out->tiles - 1 : out->tiles;
+    out->pieces = request_pieces(b, bt, o, s, r);
 }
 
 /* Heads per decode run.  A run reads one chunk's K and V pieces of all its
@@ -117,9 +129,8 @@ static bool metadata_bytes(const attn_batch *bt, int32_t threads, size_t ni, siz
     const size_t nmax = ni > nr ? ni : nr;
     size_t cells, t = sizeof(attn_plan), x;
     bool ov = attn__mul(R, (size_t)bt->block_table_stride, &cells);
-    /* batch copies (query_start_loc, seq_lens, causality, block table)
-     * and pieces[] */
-    ov |= attn__mul(R + 1 + R + R, i4, &x) || attn__add(t, x, &t) || attn__add(t, R, &t);
+    /* batch copies (query_start_loc, seq_lens, causality, block table) */
+    ov |= attn__mul(R + 1 + R, i4, &x) || attn__add(t, x, &t) || attn__add(t, R, &t);
     ov |= attn__mul(cells, i4, &x) || attn__add(t, x, &t);
     /* items, reductions, their thread lists, the cost/owner/unit scratch */
     ov |= attn__mul(ni, sizeof(attn_work_item) + i4 + i4, &x) || attn__add(t, x, &t);
@@ -168,11 +179,12 @@ attn_status attn__plan_size(const attn_builder *b, const attn_batch *bt, const a
     int64_t single_keys = -1; /* the key count of the single-token items, while all agree */
     bool uniform = true;
     for (int32_t r = 0; r < bt->num_reqs; r++) {
-        const int32_t q_len = bt->query_start_loc[r + 1] - bt->query_start_loc[r];
-        const int32_t S = attn__request_pieces(b, bt, o, s.total_cost, r);
-        const size_t tiles = (size_t)((q_len + s.q_tile - 1) / s.q_tile);
+        attn__req_figures f;
+        attn__request_figures(b, bt, o, &s, r, &f);
+        const int32_t q_len = f.q_len, S = f.pieces;
         max_tokens = max32(max_tokens, min32(q_len, s.q_tile));
-        ov |= attn__mul(tiles * (size_t)S, (size_t)Hkv, &x) || attn__add(s.num_items, x, &s.num_items);
+        ov |= attn__mul((size_t)f.tiles * (size_t)S, (size_t)Hkv, &x) ||
+              attn__add(s.num_items, x, &s.num_items);
         if (S > 1) { /* one tile of q_len tokens, a reduction per KV head */
             s.num_reds += (size_t)Hkv;
             ov |= attn__owner_bytes(ATTN_OWNER_REDUCTION, b->group_size, b->head_dim, q_len,
@@ -181,7 +193,7 @@ attn_status attn__plan_size(const attn_builder *b, const attn_batch *bt, const a
         } else {
             /* unsplit single-token tiles: all of them when q_tile is 1,
              * else the last one when it holds one token */
-            singles += s.q_tile == 1 ? (size_t)q_len : (size_t)((q_len - 1) % s.q_tile == 0);
+            singles += (size_t)(f.tiles - f.multi);
             /* a unit's cost is its key range: the same for all only if each
              * request has one token and the same range */
             int32_t lo, hi;
