@@ -91,7 +91,7 @@ CFLAGS_ALL += $(ISA_DEFINES)
 # The harness and the adapters it drives engines through (engines/engines.def);
 # mk/engines.mk adds every adapter whose engine is fetched (ENGINE_SRC).
 include mk/engines.mk
-HAR_SRC := $(wildcard harness/case/*.c harness/judge/*.c harness/host/*.c) \
+HAR_SRC := $(wildcard harness/util/*.c harness/case/*.c harness/judge/*.c harness/host/*.c) \
            $(filter-out harness/cli/main.c,$(wildcard harness/cli/*.c)) engines/registry.c \
            $(wildcard engines/attnguard/*.c) $(ENGINE_SRC)
 CLI_SRC := harness/cli/main.c

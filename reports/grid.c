@@ -48,6 +48,7 @@
 #include "../harness/host/isolate.h"
 #include "../harness/host/session.h"
 #include "../harness/judge/schedule.h"
+#include "../harness/util/json.h"
 #include "grid_cells.h"
 #include "naive.h"
 
@@ -473,29 +474,16 @@ done:
 
 /* ------------------------------------------------------------------ JSON */
 
-static void json_num(FILE *f, double v) {
-    if (isfinite(v)) fprintf(f, "%.6g", v);
-    else fputs("null", f);
-}
-
-static void json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
-    }
-    fputc('"', f);
-}
+/* Significant digits of the grid's errors and tolerances (json_num). */
+#define GRID_DIGITS 6
 
 static void json_err(FILE *f, const char *key, const err_stats *e) {
     fprintf(f, "\"%s\": {\"max_abs\": ", key);
-    json_num(f, e->nan_count ? INFINITY : e->max_abs);
+    json_num(f, e->nan_count ? INFINITY : e->max_abs, GRID_DIGITS);
     fputs(", \"max_rel\": ", f);
-    json_num(f, e->nan_count ? INFINITY : e->max_rel);
+    json_num(f, e->nan_count ? INFINITY : e->max_rel, GRID_DIGITS);
     fputs(", \"tol_use\": ", f);
-    json_num(f, e->nan_count ? INFINITY : e->tol_use);
+    json_num(f, e->nan_count ? INFINITY : e->tol_use, GRID_DIGITS);
     fprintf(f, ", \"nan\": %zu}", e->nan_count);
 }
 
@@ -534,7 +522,8 @@ static void json_cell(FILE *f, const grid_cell *ce, const grid_cell_info *ci, co
     fprintf(f, "     \"requests\": \"%s\", \"num_tokens\": %d, \"pairs\": %lld, "
                "\"reference_cpu_ms\": %.1f, \"baseline_check\": ",
             ci->reqs, (int)ci->num_tokens, (long long)ci->pairs, ci->ref_ms);
-    json_num(f, ci->naive_check);   /* a NaN in the baseline or the reference: null, not inf */
+    /* a NaN in the baseline or the reference: null, not inf */
+    json_num(f, ci->naive_check, GRID_DIGITS);
     fprintf(f, ", \"scratch_bytes\": %zu, \"status\": \"%s\", \"code\": ", r->scratch_bytes,
             ag_status_name(r->status));
     json_str(f, r->code);
@@ -543,9 +532,9 @@ static void json_cell(FILE *f, const grid_cell *ce, const grid_cell_info *ci, co
     fputs(",\n     ", f);
     json_err(f, "baseline", &r->base);
     fputs(",\n     \"tolerance\": {\"atol\": ", f);
-    json_num(f, r->tol.atol);
+    json_num(f, r->tol.atol, GRID_DIGITS);
     fputs(", \"rtol\": ", f);
-    json_num(f, r->tol.rtol);
+    json_num(f, r->tol.rtol, GRID_DIGITS);
     fprintf(f, "}, \"within_tolerance\": %s, \"within_2x_baseline\": %s, \"pass\": %s, "
                "\"bf16_rounding\": %s,\n     \"precision\": {\"q_dot\": \"%s\", \"p_dot\": "
                "\"%s\", \"acc\": \"%s\"}, \"engine_ms\": %.3f, \"total_ms\": %.1f, "

@@ -7,6 +7,8 @@
  */
 #include "repro_verdict.h"
 
+#include "../util/json.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,17 +185,6 @@ void repro_print_verdict(const repro_verdict *v) {
 
 
 /* ------------------------------------------------------------------ JSON */
-
-static void json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
 
 void repro_verdict_json(FILE *f, const char *file, const repro_verdict *v, int status_known) {
     fputs("{\"file\": ", f);
