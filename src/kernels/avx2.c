@@ -11,7 +11,7 @@
  * (once per split row, never hot).
  *
  * Same algorithm as avx512.c (read its header for the full
- * story), scaled to 16 ymm registers: chunks of TILE = 32 keys; K packed
+ * story), scaled to 16 ymm registers: chunks of AVX2_TILE = 32 keys; K packed
  * transposed to Kt[d][32] (4 ymm per d); Q.K blocks of 6 rows x 16 keys
  * (12 accumulators, 2 loads + 6 broadcasts per d); online softmax over
  * the 32 keys; P.V blocks of 6 rows x 16 output dims (12 accumulators).
@@ -25,12 +25,13 @@
  * No threads, no allocation: every buffer is an argument (scratch areas).
  */
 #include "avx2_inl.h"
+#include "cvt_gen.h"
 #include "mask.h"
 
-#define QR 6    /* rows per Q.K block: 6 x 16 keys = 12 accumulators */
+#define AVX2_QR 6    /* rows per Q.K block: 6 x 16 keys = 12 accumulators */
 #define QK 16   /* keys per Q.K register block (two per chunk) */
-#define PR 6    /* rows per P.V block: 6 x 16 dims = 12 accumulators */
-#define DV 2    /* output vectors (16 dims) per P.V pass */
+#define AVX2_PR 6    /* rows per P.V block: 6 x 16 dims = 12 accumulators */
+#define AVX2_DV 2    /* output vectors (16 dims) per P.V pass */
 
 INLINE void transpose8(__m256 r[8]) {
     __m256 t[8];
@@ -55,8 +56,8 @@ INLINE void transpose8(__m256 r[8]) {
     for (int k = 0; k < 8; k++) r[k] = t[k];
 }
 
-/* K of the chunk -> Kt[d][TILE] fp32 (key lanes >= n of a group zeroed). */
-INLINE void pack_kt(attn_dtype dt, size_t D, const void *const *krow, int32_t n, float *kt) {
+/* K of the chunk -> Kt[d][AVX2_TILE] fp32 (key lanes >= n of a group zeroed). */
+INLINE void avx2_pack_kt(attn_dtype dt, size_t D, const void *const *krow, int32_t n, float *kt) {
     const size_t es = attn__dtype_size(dt);
     for (int32_t i0 = 0; i0 < n; i0 += 8) {
         for (size_t d0 = 0; d0 < D; d0 += 8) {
@@ -68,25 +69,25 @@ INLINE void pack_kt(attn_dtype dt, size_t D, const void *const *krow, int32_t n,
                            : _mm256_setzero_ps();
             transpose8(r);
             const size_t nd = D - d0 < 8 ? D - d0 : 8;
-            for (size_t j = 0; j < nd; j++) _mm256_store_ps(kt + (d0 + j) * TILE + i0, r[j]);
+            for (size_t j = 0; j < nd; j++) _mm256_store_ps(kt + (d0 + j) * AVX2_TILE + i0, r[j]);
         }
     }
 }
 
 /* ------------------------------------------------------- micro-kernels */
 
-/* Raw dots of R (<= QR) rows (q row r at q + r D) with the chunk's keys
- * (Kt[d][TILE]) into s[r][TILE]: QK keys at a time, 12 accumulators, so
+/* Raw dots of R (<= AVX2_QR) rows (q row r at q + r D) with the chunk's keys
+ * (Kt[d][AVX2_TILE]) into s[r][AVX2_TILE]: QK keys at a time, 12 accumulators, so
  * that the FMAs' latency is hidden with room to spare (8 accumulators are
  * exactly latency x ports, and any other micro-op stalls them). */
-INLINE void dots_rows(int R, const float *q, size_t D, const float *kt, float *s) {
+INLINE void avx2_dots_rows(int R, const float *q, size_t D, const float *kt, float *s) {
     UNROLL
-    for (int h = 0; h < TILE / QK; h++) {
-        __m256 c[QR][2];
+    for (int h = 0; h < AVX2_TILE / QK; h++) {
+        __m256 c[AVX2_QR][2];
         UNROLL
         for (int r = 0; r < R; r++) c[r][0] = c[r][1] = _mm256_setzero_ps();
         for (size_t d = 0; d < D; d++) {
-            const float *kd = kt + d * TILE + QK * h;
+            const float *kd = kt + d * AVX2_TILE + QK * h;
             const __m256 k0 = _mm256_load_ps(kd), k1 = _mm256_load_ps(kd + 8);
             UNROLL
             for (int r = 0; r < R; r++) {
@@ -97,22 +98,22 @@ INLINE void dots_rows(int R, const float *q, size_t D, const float *kt, float *s
         }
         UNROLL
         for (int r = 0; r < R; r++) {
-            _mm256_store_ps(s + (size_t)r * TILE + QK * h, c[r][0]);
-            _mm256_store_ps(s + (size_t)r * TILE + QK * h + 8, c[r][1]);
+            _mm256_store_ps(s + (size_t)r * AVX2_TILE + QK * h, c[r][0]);
+            _mm256_store_ps(s + (size_t)r * AVX2_TILE + QK * h + 8, c[r][1]);
         }
     }
 }
 
-/* acc = alpha acc + p V for R (<= PR) rows over keys [ilo, ihi), NVEC
+/* acc = alpha acc + p V for R (<= AVX2_PR) rows over keys [ilo, ihi), NVEC
  * vectors of dims from dofs; FULL: every vector whole (plain loads and
  * stores), else the last one masked by tm.  Each row's weight is
  * broadcast where it is used, not hoisted: 12 accumulators, the V vectors
  * and one broadcast are what the 16 registers hold (hoisting all six
  * weights spilled the accumulators to the stack). */
-INLINE void pv_rows(int R, int NVEC, int FULL, float *acc, size_t D, size_t dofs,
-                    const float *alpha, const float *p, const float *const *vrow, int32_t ilo,
-                    int32_t ihi, __m256i tm) {
-    __m256 c[PR][DV];
+INLINE void avx2_pv_rows(int R, int NVEC, int FULL, float *acc, size_t D, size_t dofs,
+                         const float *alpha, const float *p, const float *const *vrow, int32_t ilo,
+                         int32_t ihi, __m256i tm) {
+    __m256 c[AVX2_PR][AVX2_DV];
     UNROLL
     for (int r = 0; r < R; r++) {
         const __m256 al = _mm256_set1_ps(alpha[r]);
@@ -126,14 +127,14 @@ INLINE void pv_rows(int R, int NVEC, int FULL, float *acc, size_t D, size_t dofs
     }
     for (int32_t i = ilo; i < ihi; i++) {
         const float *vr = vrow[i] + dofs;
-        __m256 x[DV];
+        __m256 x[AVX2_DV];
         UNROLL
         for (int v = 0; v < NVEC; v++)
             x[v] = (!FULL && v == NVEC - 1) ? _mm256_maskload_ps(vr + 8 * v, tm)
                                             : _mm256_loadu_ps(vr + 8 * v);
         UNROLL
         for (int r = 0; r < R; r++) {
-            const __m256 pb = _mm256_broadcast_ss(p + (size_t)r * TILE + (size_t)i);
+            const __m256 pb = _mm256_broadcast_ss(p + (size_t)r * AVX2_TILE + (size_t)i);
             UNROLL
             for (int v = 0; v < NVEC; v++) c[r][v] = _mm256_fmadd_ps(pb, x[v], c[r][v]);
         }
@@ -150,25 +151,25 @@ INLINE void pv_rows(int R, int NVEC, int FULL, float *acc, size_t D, size_t dofs
 }
 
 /* (R, vectors, whole) -> one instance */
-#define PV_CASE(R_, N_)                                                                 \
+#define AVX2_PV_CASE(R_, N_)                                                            \
     case ((R_) * 4 + (N_)) * 2:                                                         \
-        pv_rows(R_, N_, 0, acc, D, dofs, alpha, p, vrow, ilo, ihi, tm);                 \
+        avx2_pv_rows(R_, N_, 0, acc, D, dofs, alpha, p, vrow, ilo, ihi, tm);            \
         break;                                                                          \
     case ((R_) * 4 + (N_)) * 2 + 1:                                                     \
-        pv_rows(R_, N_, 1, acc, D, dofs, alpha, p, vrow, ilo, ihi, tm);                 \
+        avx2_pv_rows(R_, N_, 1, acc, D, dofs, alpha, p, vrow, ilo, ihi, tm);            \
         break;
 
 static void pv_block(int32_t R, float *acc, size_t D, const float *alpha, const float *p,
                      const float *const *vrow, int32_t ilo, int32_t ihi) {
-    for (size_t dofs = 0; dofs < D; dofs += 8 * DV) {
+    for (size_t dofs = 0; dofs < D; dofs += 8 * AVX2_DV) {
         const size_t left = D - dofs;
-        const int nvec = (int)(left >= 8 * DV ? DV : (left + 7) / 8);
+        const int nvec = (int)(left >= 8 * AVX2_DV ? AVX2_DV : (left + 7) / 8);
         const size_t last = left - 8 * (size_t)(nvec - 1); /* lanes of the last vector */
         const __m256i tm = lanes(last);
         switch ((R * 4 + nvec) * 2 + (last >= 8)) {
-            PV_CASE(1, 1) PV_CASE(1, 2) PV_CASE(2, 1) PV_CASE(2, 2)
-            PV_CASE(3, 1) PV_CASE(3, 2) PV_CASE(4, 1) PV_CASE(4, 2)
-            PV_CASE(5, 1) PV_CASE(5, 2) PV_CASE(6, 1) PV_CASE(6, 2)
+            AVX2_PV_CASE(1, 1) AVX2_PV_CASE(1, 2) AVX2_PV_CASE(2, 1) AVX2_PV_CASE(2, 2)
+            AVX2_PV_CASE(3, 1) AVX2_PV_CASE(3, 2) AVX2_PV_CASE(4, 1) AVX2_PV_CASE(4, 2)
+            AVX2_PV_CASE(5, 1) AVX2_PV_CASE(5, 2) AVX2_PV_CASE(6, 1) AVX2_PV_CASE(6, 2)
         default: break;
         }
     }
@@ -192,13 +193,13 @@ static inline void prefetch_keys(const attn_tile_args *a, size_t es, int32_t c0,
     }
 }
 
-INLINE void tile(attn_dtype dt, const attn_tile_args *a) {
+INLINE void avx2_tile(attn_dtype dt, const attn_tile_args *a) {
     ATTN_ASSERT(a->n_tok >= 1 && a->g >= 1 && a->head_dim >= 1);
     ATTN_ASSERT(0 <= a->k0 && a->k0 < a->k1 && a->k1 <= a->seq_len);
     /* k1 and the key limit come from mask.h (the plan's values, see there). */
     const int32_t k1 = attn__tile_end(a->k1, a->seq_len, a->causal, a->block_size);
     const int32_t key_limit = attn__key_limit(a->seq_len, a->causal, a->block_size);
-    if (a->kv_tile < TILE || ((uintptr_t)a->kv % 32) || ((uintptr_t)a->scores % 32)) {
+    if (a->kv_tile < AVX2_TILE || ((uintptr_t)a->kv % 32) || ((uintptr_t)a->scores % 32)) {
         /* work areas sized for a smaller tile (a foreign plan): stay correct */
         switch (dt) {
         case ATTN_DTYPE_F32: attn_tile_f32__ref(a); break;
@@ -211,12 +212,12 @@ INLINE void tile(attn_dtype dt, const attn_tile_args *a) {
     }
     const int32_t g = a->g, rows = a->n_tok * g;
     const size_t D = (size_t)a->head_dim, es = attn__dtype_size(dt);
-    float *vconv = a->kv + (size_t)TILE * D;
-    const void *krow[TILE];
-    const float *vrow[TILE];
+    float *vconv = a->kv + (size_t)AVX2_TILE * D;
+    const void *krow[AVX2_TILE];
+    const float *vrow[AVX2_TILE];
 
-    for (int32_t c0 = a->k0; c0 < k1; c0 += TILE) {
-        const int32_t n = (k1 - c0 < TILE) ? k1 - c0 : TILE;
+    for (int32_t c0 = a->k0; c0 < k1; c0 += AVX2_TILE) {
+        const int32_t n = (k1 - c0 < AVX2_TILE) ? k1 - c0 : AVX2_TILE;
         const int64_t c1 = (int64_t)c0 + n;
         int any = 0;
         for (int32_t t = 0; t < a->n_tok && !any; t++) {
@@ -226,7 +227,7 @@ INLINE void tile(attn_dtype dt, const attn_tile_args *a) {
             if (lo < c1 && hi > c0 && lo < hi) any = 1;
         }
         if (!any) continue;
-        if (c1 < k1) prefetch_keys(a, es, (int32_t)c1, (int32_t)(c1 + TILE < k1 ? c1 + TILE : k1));
+        if (c1 < k1) prefetch_keys(a, es, (int32_t)c1, (int32_t)(c1 + AVX2_TILE < k1 ? c1 + AVX2_TILE : k1));
 
         for (int32_t i = 0; i < n; i++) {
             const int32_t k = c0 + i;
@@ -248,11 +249,11 @@ INLINE void tile(attn_dtype dt, const attn_tile_args *a) {
                 vrow[i] = dst;
             }
         }
-        pack_kt(dt, D, krow, n, a->kv);
+        avx2_pack_kt(dt, D, krow, n, a->kv);
 
-        for (int32_t r0 = 0; r0 < rows; r0 += QR) {
-            const int32_t R = rows - r0 < QR ? rows - r0 : QR;
-            int32_t ilo[QR], ihi[QR], act = 0;
+        for (int32_t r0 = 0; r0 < rows; r0 += AVX2_QR) {
+            const int32_t R = rows - r0 < AVX2_QR ? rows - r0 : AVX2_QR;
+            int32_t ilo[AVX2_QR], ihi[AVX2_QR], act = 0;
             for (int32_t r = 0; r < R; r++) {
                 int64_t lo, hi;
                 attn__row_interval((int64_t)a->pos0 + (r0 + r) / g, key_limit, a->causal,
@@ -266,29 +267,29 @@ INLINE void tile(attn_dtype dt, const attn_tile_args *a) {
                 act |= lo < hi;
             }
             if (!act) continue;
-            float *s = a->scores + (size_t)r0 * TILE;
+            float *s = a->scores + (size_t)r0 * AVX2_TILE;
             const float *qr = a->q + (size_t)r0 * D;
             switch (R) {
-            case 1: dots_rows(1, qr, D, a->kv, s); break;
-            case 2: dots_rows(2, qr, D, a->kv, s); break;
-            case 3: dots_rows(3, qr, D, a->kv, s); break;
-            case 4: dots_rows(4, qr, D, a->kv, s); break;
-            case 5: dots_rows(5, qr, D, a->kv, s); break;
-            default: dots_rows(6, qr, D, a->kv, s); break;
+            case 1: avx2_dots_rows(1, qr, D, a->kv, s); break;
+            case 2: avx2_dots_rows(2, qr, D, a->kv, s); break;
+            case 3: avx2_dots_rows(3, qr, D, a->kv, s); break;
+            case 4: avx2_dots_rows(4, qr, D, a->kv, s); break;
+            case 5: avx2_dots_rows(5, qr, D, a->kv, s); break;
+            default: avx2_dots_rows(6, qr, D, a->kv, s); break;
             }
-            float alpha[QR];
-            int32_t lo = TILE, hi = 0;
+            float alpha[AVX2_QR];
+            int32_t lo = AVX2_TILE, hi = 0;
             for (int32_t r = 0; r < R; r++) {
                 const int32_t row = r0 + r;
                 if (ilo[r] >= ihi[r]) {
                     UNROLL
-                    for (int v = 0; v < NV; v++)
-                        _mm256_store_ps(s + (size_t)r * TILE + 8 * v, _mm256_setzero_ps());
+                    for (int v = 0; v < AVX2_NV; v++)
+                        _mm256_store_ps(s + (size_t)r * AVX2_TILE + 8 * v, _mm256_setzero_ps());
                     alpha[r] = 1.0f;
                     continue;
                 }
                 alpha[r] = softmax_row(a, row % g, (int64_t)c0 - (a->pos0 + row / g), ilo[r],
-                                       ihi[r], s + (size_t)r * TILE, a->m + row, a->l + row);
+                                       ihi[r], s + (size_t)r * AVX2_TILE, a->m + row, a->l + row);
                 if (ilo[r] < lo) lo = ilo[r];
                 if (ihi[r] > hi) hi = ihi[r];
             }
@@ -297,16 +298,16 @@ INLINE void tile(attn_dtype dt, const attn_tile_args *a) {
     }
 }
 
-void attn_flash_f32__avx2(const attn_tile_args *a) { tile(ATTN_DTYPE_F32, a); }
-void attn_flash_bf16__avx2(const attn_tile_args *a) { tile(ATTN_DTYPE_BF16, a); }
-void attn_flash_f16__avx2(const attn_tile_args *a) { tile(ATTN_DTYPE_F16, a); }
-void attn_flash_fp8e4m3__avx2(const attn_tile_args *a) { tile(ATTN_DTYPE_FP8_E4M3, a); }
-void attn_flash_fp8e5m2__avx2(const attn_tile_args *a) { tile(ATTN_DTYPE_FP8_E5M2, a); }
+void attn_flash_f32__avx2(const attn_tile_args *a) { avx2_tile(ATTN_DTYPE_F32, a); }
+void attn_flash_bf16__avx2(const attn_tile_args *a) { avx2_tile(ATTN_DTYPE_BF16, a); }
+void attn_flash_f16__avx2(const attn_tile_args *a) { avx2_tile(ATTN_DTYPE_F16, a); }
+void attn_flash_fp8e4m3__avx2(const attn_tile_args *a) { avx2_tile(ATTN_DTYPE_FP8_E4M3, a); }
+void attn_flash_fp8e5m2__avx2(const attn_tile_args *a) { avx2_tile(ATTN_DTYPE_FP8_E5M2, a); }
 
 /* --------------------------------------------------------- load_q, store */
 
-INLINE uint32_t load_q(attn_dtype dt, const void *src, size_t token_stride, int32_t n_tok, int32_t g,
-                       int32_t head_dim, float scale, float *dst) {
+INLINE uint32_t avx2_load_q(attn_dtype dt, const void *src, size_t token_stride, int32_t n_tok, int32_t g,
+                            int32_t head_dim, float scale, float *dst) {
     const size_t width = (size_t)g * (size_t)head_dim, es = attn__dtype_size(dt);
     const __m256 sc = _mm256_set1_ps(scale);
     const __m256i abs = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
@@ -331,15 +332,15 @@ INLINE uint32_t load_q(attn_dtype dt, const void *src, size_t token_stride, int3
 
 uint32_t attn_load_q_f32__avx2(const void *src, size_t ts, int32_t n_tok, int32_t g, int32_t hd,
                            float scale, float *dst) {
-    return load_q(ATTN_DTYPE_F32, src, ts, n_tok, g, hd, scale, dst);
+    return avx2_load_q(ATTN_DTYPE_F32, src, ts, n_tok, g, hd, scale, dst);
 }
 uint32_t attn_load_q_bf16__avx2(const void *src, size_t ts, int32_t n_tok, int32_t g, int32_t hd,
                             float scale, float *dst) {
-    return load_q(ATTN_DTYPE_BF16, src, ts, n_tok, g, hd, scale, dst);
+    return avx2_load_q(ATTN_DTYPE_BF16, src, ts, n_tok, g, hd, scale, dst);
 }
 uint32_t attn_load_q_f16__avx2(const void *src, size_t ts, int32_t n_tok, int32_t g, int32_t hd,
                            float scale, float *dst) {
-    return load_q(ATTN_DTYPE_F16, src, ts, n_tok, g, hd, scale, dst);
+    return avx2_load_q(ATTN_DTYPE_F16, src, ts, n_tok, g, hd, scale, dst);
 }
 
 /* 8 fp32 -> dt at p, `left` of them.  bf16: RNE with NaN quieted, the
@@ -376,9 +377,9 @@ INLINE void store8(attn_dtype dt, void *p, size_t left, __m256 x) {
     }
 }
 
-INLINE void store(attn_dtype dt, const float *acc, const float *m, const float *l, int32_t n_tok,
-                  int32_t g, int32_t head_dim, const float *sinks, int32_t m_exp, float v_scale, void *dst,
-                  size_t token_stride) {
+INLINE void avx2_store(attn_dtype dt, const float *acc, const float *m, const float *l, int32_t n_tok,
+                       int32_t g, int32_t head_dim, const float *sinks, int32_t m_exp, float v_scale, void *dst,
+                       size_t token_stride) {
     const size_t D = (size_t)head_dim, es = attn__dtype_size(dt);
     for (int32_t t = 0; t < n_tok; t++) {
         for (int32_t j = 0; j < g; j++) {
@@ -399,48 +400,41 @@ INLINE void store(attn_dtype dt, const float *acc, const float *m, const float *
 
 void attn_store_f32__avx2(const float *acc, const float *m, const float *l, int32_t n_tok,
                           int32_t g, int32_t hd, const float *sinks, int32_t m_exp, float v_scale, void *dst, size_t ts) {
-    store(ATTN_DTYPE_F32, acc, m, l, n_tok, g, hd, sinks, m_exp, v_scale, dst, ts);
+    avx2_store(ATTN_DTYPE_F32, acc, m, l, n_tok, g, hd, sinks, m_exp, v_scale, dst, ts);
 }
 void attn_store_bf16__avx2(const float *acc, const float *m, const float *l, int32_t n_tok,
                            int32_t g, int32_t hd, const float *sinks, int32_t m_exp, float v_scale, void *dst, size_t ts) {
-    store(ATTN_DTYPE_BF16, acc, m, l, n_tok, g, hd, sinks, m_exp, v_scale, dst, ts);
+    avx2_store(ATTN_DTYPE_BF16, acc, m, l, n_tok, g, hd, sinks, m_exp, v_scale, dst, ts);
 }
 void attn_store_f16__avx2(const float *acc, const float *m, const float *l, int32_t n_tok,
                           int32_t g, int32_t hd, const float *sinks, int32_t m_exp, float v_scale, void *dst, size_t ts) {
-    store(ATTN_DTYPE_F16, acc, m, l, n_tok, g, hd, sinks, m_exp, v_scale, dst, ts);
+    avx2_store(ATTN_DTYPE_F16, acc, m, l, n_tok, g, hd, sinks, m_exp, v_scale, dst, ts);
 }
 
 /* ------------------------------------------------- conversions (test hook) */
 
-/* n elements through load8 / store8, 8 at a time, the last group masked. */
-#define CVT_TO(name_, DT_)                                                                \
-    static void name_(const void *s, void *d, size_t n) {                                \
-        const size_t es = attn__dtype_size(DT_);                                          \
-        for (size_t i = 0; i < n; i += 8)                                                 \
-            store8(ATTN_DTYPE_F32, (float *)d + i, n - i,                                 \
-                   load8(DT_, (const unsigned char *)s + i * es, n - i));                \
-    }
-#define CVT_FROM(name_, DT_)                                                              \
-    static void name_(const void *s, void *d, size_t n) {                                \
-        const size_t es = attn__dtype_size(DT_);                                          \
-        for (size_t i = 0; i < n; i += 8)                                                 \
-            store8(DT_, (unsigned char *)d + i * es, n - i,                               \
-                   load8(ATTN_DTYPE_F32, (const float *)s + i, n - i));                  \
-    }
-CVT_TO(cvt_bf16_f32, ATTN_DTYPE_BF16)
-CVT_TO(cvt_f16_f32, ATTN_DTYPE_F16)
-CVT_TO(cvt_e4m3_f32, ATTN_DTYPE_FP8_E4M3)
-CVT_TO(cvt_e5m2_f32, ATTN_DTYPE_FP8_E5M2)
-CVT_FROM(cvt_f32_bf16, ATTN_DTYPE_BF16)
-CVT_FROM(cvt_f32_f16, ATTN_DTYPE_F16)
+/* left elements (8 used at most) through load8 and store8, the kernels'
+ * own conversions: the paths below (cvt_gen.h) */
+INLINE void avx2_cvt_to_f32(attn_dtype dt, const unsigned char *s, float *d, size_t left) {
+    store8(ATTN_DTYPE_F32, d, left, load8(dt, s, left));
+}
+INLINE void avx2_cvt_from_f32(attn_dtype dt, const float *s, unsigned char *d, size_t left) {
+    store8(dt, d, left, load8(ATTN_DTYPE_F32, s, left));
+}
+ATTN__CVT_TO(avx2_cvt_bf16_f32, ATTN_DTYPE_BF16, 8, avx2_cvt_to_f32)
+ATTN__CVT_TO(avx2_cvt_f16_f32, ATTN_DTYPE_F16, 8, avx2_cvt_to_f32)
+ATTN__CVT_TO(avx2_cvt_e4m3_f32, ATTN_DTYPE_FP8_E4M3, 8, avx2_cvt_to_f32)
+ATTN__CVT_TO(avx2_cvt_e5m2_f32, ATTN_DTYPE_FP8_E5M2, 8, avx2_cvt_to_f32)
+ATTN__CVT_FROM(avx2_cvt_f32_bf16, ATTN_DTYPE_BF16, 8, avx2_cvt_from_f32)
+ATTN__CVT_FROM(avx2_cvt_f32_f16, ATTN_DTYPE_F16, 8, avx2_cvt_from_f32)
 
 static const attn__cvt_path avx2_cvt[] = {
-    {"load8 bf16", ATTN_DTYPE_BF16, 1, 0, cvt_bf16_f32},
-    {"load8 f16", ATTN_DTYPE_F16, 1, 0, cvt_f16_f32},
-    {"load8 fp8e4m3", ATTN_DTYPE_FP8_E4M3, 1, 0, cvt_e4m3_f32},
-    {"load8 fp8e5m2", ATTN_DTYPE_FP8_E5M2, 1, 0, cvt_e5m2_f32},
-    {"store8 bf16", ATTN_DTYPE_BF16, 0, 0, cvt_f32_bf16},
-    {"store8 f16", ATTN_DTYPE_F16, 0, 0, cvt_f32_f16},
+    {"load8 bf16", ATTN_DTYPE_BF16, 1, 0, avx2_cvt_bf16_f32},
+    {"load8 f16", ATTN_DTYPE_F16, 1, 0, avx2_cvt_f16_f32},
+    {"load8 fp8e4m3", ATTN_DTYPE_FP8_E4M3, 1, 0, avx2_cvt_e4m3_f32},
+    {"load8 fp8e5m2", ATTN_DTYPE_FP8_E5M2, 1, 0, avx2_cvt_e5m2_f32},
+    {"store8 bf16", ATTN_DTYPE_BF16, 0, 0, avx2_cvt_f32_bf16},
+    {"store8 f16", ATTN_DTYPE_F16, 0, 0, avx2_cvt_f32_f16},
 };
 
 const attn__cvt_path *attn__cvt_avx2(int *count) {

@@ -1,32 +1,32 @@
 /*
  * avx2_decode.c — the AVX2 tile for single-token items (decode, and split
- * decode pieces): n_tok = 1, at most DEC_MAX_ROWS query heads per KV
- * head, D a multiple of 16 up to DEC_MAX_D (table_avx2.c routes them
+ * decode pieces): n_tok = 1, at most AVX2_DEC_MAX_ROWS query heads per KV
+ * head, D a multiple of 16 up to AVX2_DEC_MAX_D (table_avx2.c routes them
  * here; the rest take avx2.c's general tile).
  *
  * Why: a decode item reads each K/V byte once for g multiply-adds, so the
  * general tile's K transpose costs more than the dots.  Here nothing is
  * packed:
- *   Q.K  2 keys x DR = 4 rows per 16 dims from the cache: each widened K
+ *   Q.K  2 keys x AVX2_DR = 4 rows per 16 dims from the cache: each widened K
  *        piece feeds every query head of the KV head; hadd tree per pair.
  *   widen bf16 by shift and AND (even, odd dims) against q and acc kept
  *        in that order; f16 by VCVTPH2PS; fp8 via f16 (e4m3 read at 2^-8,
  *        q and weights at 2^8; NaN codes scanned once per step).
- *   P.V  16 dims x DR rows per pass; softmax is avx2_inl.h's.
+ *   P.V  16 dims x AVX2_DR rows per pass; softmax is avx2_inl.h's.
  *   memory: decode runs walked chunk by chunk across heads, the next
  *        step prefetched one line per line read: T1 under the intel
  *        tuning profile, NTA under amd (kernels.h, attn_tile_args.tune).
  * Numerics: fp32, another association than the portable tile; the same
  * exp, masking and state units.  No threads, allocation or plan scratch:
- * stack copies bounded by DEC_STACK_FLOATS.
+ * stack copies bounded by AVX2_DEC_STACK_FLOATS.
  */
 #include "avx2_inl.h"
 #include "mask.h"
 
-#define DR 4            /* rows per register block */
-#define DEC_MAX_ROWS 16 /* larger groups amortise the general tile's transpose */
-#define DEC_MAX_D 256   /* bounds the stack copies of q and acc */
-#define DEC_STACK_FLOATS (DEC_MAX_ROWS * DEC_MAX_D)
+#define AVX2_DR 4            /* rows per register block */
+#define AVX2_DEC_MAX_ROWS 16 /* larger groups amortise the general tile's transpose */
+#define AVX2_DEC_MAX_D 256   /* bounds the stack copies of q and acc */
+#define AVX2_DEC_STACK_FLOATS (AVX2_DEC_MAX_ROWS * AVX2_DEC_MAX_D)
 #define DEC_MAX_HEADS 16 /* heads per batch (a decode run is at most as long) */
 
 /* How a K or V row is read: the cache dtype, and for e4m3 whether NaN
@@ -34,7 +34,7 @@
 enum { K_F32, K_F16, K_BF16, K_E5M2, K_E4M3S, K_E4M3S_NAN, K_KINDS };
 
 int attn_decode_fits__avx2(const attn_tile_args *a) {
-    return a->n_tok == 1 && a->g <= DEC_MAX_ROWS && a->head_dim <= DEC_MAX_D &&
+    return a->n_tok == 1 && a->g <= AVX2_DEC_MAX_ROWS && a->head_dim <= AVX2_DEC_MAX_D &&
            a->head_dim % 16 == 0;
 }
 
@@ -51,7 +51,7 @@ INLINE size_t kind_size(int kind) {
 
 /* 16 elements at p as two vectors: natural order (dims 0-7, 8-15), or for
  * bf16 the pair order (even dims, odd dims).  e4m3 reads value x 2^-8. */
-INLINE void widen16(int kind, const unsigned char *p, __m256 *lo, __m256 *hi) {
+INLINE void avx2_widen16(int kind, const unsigned char *p, __m256 *lo, __m256 *hi) {
     if (kind == K_F32) {
         *lo = _mm256_loadu_ps((const float *)p);
         *hi = _mm256_loadu_ps((const float *)p + 8);
@@ -97,15 +97,15 @@ INLINE __m128 red2x2(__m256 a0, __m256 a1, __m256 b0, __m256 b1) {
 
 /* ---------------------------------------------------------- Q.K */
 
-/* Raw dots of R (<= DR) rows (row r at q + r D, in the kind's dim order)
+/* Raw dots of R (<= AVX2_DR) rows (row r at q + r D, in the kind's dim order)
  * with keys i (row k0) and i + 1 (row k1; two = 0: k1 is k0 again and
- * only key i is written) into s[r TILE + i].  pf0, pf1 (or NULL): rows
+ * only key i is written) into s[r AVX2_TILE + i].  pf0, pf1 (or NULL): rows
  * whose lines to prefetch, one per 64 bytes read. */
 INLINE void qk2(int R, int kind, const float *q, size_t D, const unsigned char *k0,
                 const unsigned char *k1, const char *pf0, const char *pf1, int nta, float *s,
                 int32_t i, int two) {
     const size_t es = kind_size(kind);
-    __m256 c[DR][2];
+    __m256 c[AVX2_DR][2];
     UNROLL
     for (int r = 0; r < R; r++) c[r][0] = c[r][1] = _mm256_setzero_ps();
     for (size_t d = 0; d < D; d += 16) {
@@ -115,8 +115,8 @@ INLINE void qk2(int R, int kind, const float *q, size_t D, const unsigned char *
             if (pf1) pf_line(pf1 + off, nta);
         }
         __m256 a0, a1, b0, b1;
-        widen16(kind, k0 + off, &a0, &a1);
-        widen16(kind, k1 + off, &b0, &b1);
+        avx2_widen16(kind, k0 + off, &a0, &a1);
+        avx2_widen16(kind, k1 + off, &b0, &b1);
         UNROLL
         for (int r = 0; r < R; r++) {
             const __m256 q0 = _mm256_loadu_ps(q + (size_t)r * D + d);
@@ -134,11 +134,11 @@ INLINE void qk2(int R, int kind, const float *q, size_t D, const unsigned char *
             _mm_storeu_ps(t, red2x2(c[r][0], c[r][1], c[r + 1][0], c[r + 1][1]));
         else
             _mm_storeu_ps(t, red2x2(c[r][0], c[r][1], c[r][0], c[r][1]));
-        s[(size_t)r * TILE + (size_t)i] = t[0];
-        if (two) s[(size_t)r * TILE + (size_t)i + 1] = t[1];
+        s[(size_t)r * AVX2_TILE + (size_t)i] = t[0];
+        if (two) s[(size_t)r * AVX2_TILE + (size_t)i + 1] = t[1];
         if (r + 1 < R) {
-            s[(size_t)(r + 1) * TILE + (size_t)i] = t[2];
-            if (two) s[(size_t)(r + 1) * TILE + (size_t)i + 1] = t[3];
+            s[(size_t)(r + 1) * AVX2_TILE + (size_t)i] = t[2];
+            if (two) s[(size_t)(r + 1) * AVX2_TILE + (size_t)i + 1] = t[3];
         }
     }
 }
@@ -160,8 +160,8 @@ INLINE int32_t qk_chunk(int R, int kind, const float *q, size_t D,
 
 /* ---------------------------------------------------------- P.V */
 
-/* acc = alpha acc + p V for R (<= DR) rows (row r's accumulators at acc +
- * r D, in the kind's dim order; weights at p + r TILE) over keys [ilo,
+/* acc = alpha acc + p V for R (<= AVX2_DR) rows (row r's accumulators at acc +
+ * r D, in the kind's dim order; weights at p + r AVX2_TILE) over keys [ilo,
  * ihi), dims [dofs, dofs + 16).  pf (or NULL): the next step's rows,
  * pf[i - ilo] for key i while below npf, their line at this pass's
  * offset when it starts a line. */
@@ -171,7 +171,7 @@ INLINE void pv16(int R, int kind, float *acc, size_t D, size_t dofs, const float
     const size_t es = kind_size(kind);
     const size_t off = dofs * es;
     if (pf && (off & 63) != 0) pf = NULL;
-    __m256 c[DR][2];
+    __m256 c[AVX2_DR][2];
     UNROLL
     for (int r = 0; r < R; r++) {
         const __m256 al = _mm256_set1_ps(alpha[r]);
@@ -187,10 +187,10 @@ INLINE void pv16(int R, int kind, float *acc, size_t D, size_t dofs, const float
     for (int32_t i = ilo; i < ihi; i++) {
         if (pf && i - ilo < npf) pf_line(pf[i - ilo] + off, nta);
         __m256 v0, v1;
-        widen16(kind, vrow[i] + off, &v0, &v1);
+        avx2_widen16(kind, vrow[i] + off, &v0, &v1);
         UNROLL
         for (int r = 0; r < R; r++) {
-            const __m256 pb = _mm256_broadcast_ss(p + (size_t)r * TILE + (size_t)i);
+            const __m256 pb = _mm256_broadcast_ss(p + (size_t)r * AVX2_TILE + (size_t)i);
             c[r][0] = _mm256_fmadd_ps(pb, v0, c[r][0]);
             c[r][1] = _mm256_fmadd_ps(pb, v1, c[r][1]);
         }
@@ -298,8 +298,8 @@ static void row_ptrs(const attn_tile_args *a, size_t es, int32_t k, int32_t n,
 
 /* Whether K or V of keys [ilo, ihi) holds an e4m3 NaN code (0x7f, 0xff)
  * in its D bytes (D a multiple of 16). */
-static int e4m3_nan_in(const unsigned char *const *krow, const unsigned char *const *vrow,
-                       int32_t ilo, int32_t ihi, size_t D) {
+static int avx2_e4m3_nan_in(const unsigned char *const *krow, const unsigned char *const *vrow,
+                            int32_t ilo, int32_t ihi, size_t D) {
     const __m128i top = _mm_set1_epi8((char)0x80), ones = _mm_set1_epi8(-1);
     __m128i any = _mm_setzero_si128();
     for (int32_t i = ilo; i < ihi; i++)
@@ -328,7 +328,7 @@ static void prefetch_rest(const char *const *pf, int32_t from, int32_t n, size_t
  * chunk) step ahead: the next head's rows of this chunk, after the last
  * head the first head's next chunk, after the last chunk the item after
  * a[nh - 1]. */
-static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype dt) {
+static void avx2_decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype dt) {
     const int32_t k1 = attn__tile_end(a->k1, a->seq_len, a->causal, a->block_size);
     const int32_t key_limit = attn__key_limit(a->seq_len, a->causal, a->block_size);
     const int32_t rows = a->g;
@@ -348,9 +348,9 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype dt) {
                      : e4m3                  ? K_E4M3S
                                              : K_E5M2;
     const size_t hf = (size_t)rows * D; /* floats of one head's q (or acc) */
-    ATTN_ASSERT(nh <= DEC_MAX_HEADS && (!(pairs || e4m3) || (size_t)nh * hf <= DEC_STACK_FLOATS));
-    float qbuf[DEC_STACK_FLOATS] __attribute__((aligned(32)));
-    float abuf[DEC_STACK_FLOATS] __attribute__((aligned(32)));
+    ATTN_ASSERT(nh <= DEC_MAX_HEADS && (!(pairs || e4m3) || (size_t)nh * hf <= AVX2_DEC_STACK_FLOATS));
+    float qbuf[AVX2_DEC_STACK_FLOATS] __attribute__((aligned(32)));
+    float abuf[AVX2_DEC_STACK_FLOATS] __attribute__((aligned(32)));
     const float *qh[DEC_MAX_HEADS];
     float *ah[DEC_MAX_HEADS];
     for (int32_t h = 0; h < nh; h++) {
@@ -373,15 +373,15 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype dt) {
         }
     }
 
-    float sc[DEC_MAX_ROWS * TILE] __attribute__((aligned(32)));
-    memset(sc, 0, sizeof(float) * (size_t)rows * TILE);
-    const unsigned char *krow[TILE], *vrow[TILE];
-    const unsigned char *kpf[TILE], *vpf[TILE];
+    float sc[AVX2_DEC_MAX_ROWS * AVX2_TILE] __attribute__((aligned(32)));
+    memset(sc, 0, sizeof(float) * (size_t)rows * AVX2_TILE);
+    const unsigned char *krow[AVX2_TILE], *vrow[AVX2_TILE];
+    const unsigned char *kpf[AVX2_TILE], *vpf[AVX2_TILE];
     /* chunks aligned to k0 as in the general tile, from the first one that
      * holds a visible key */
-    const int32_t c_first = a->k0 + (int32_t)((vlo - a->k0) / TILE) * TILE;
-    for (int32_t c0 = c_first; c0 < vhi; c0 += TILE) {
-        const int32_t n = (k1 - c0 < TILE) ? k1 - c0 : TILE;
+    const int32_t c_first = a->k0 + (int32_t)((vlo - a->k0) / AVX2_TILE) * AVX2_TILE;
+    for (int32_t c0 = c_first; c0 < vhi; c0 += AVX2_TILE) {
+        const int32_t n = (k1 - c0 < AVX2_TILE) ? k1 - c0 : AVX2_TILE;
         const int32_t c1 = c0 + n;
         const int32_t ilo = vlo > c0 ? (int32_t)(vlo - c0) : 0;
         const int32_t ihi = vhi < c1 ? (int32_t)(vhi - c0) : n;
@@ -393,36 +393,36 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype dt) {
             if (h + 1 < nh) {
                 npf = ihi - ilo;
                 row_ptrs(&a[h + 1], es, c0 + ilo, npf, kpf, vpf);
-            } else if ((int64_t)c0 + TILE < vhi) {
-                npf = vhi - (c0 + TILE) < TILE ? (int32_t)(vhi - (c0 + TILE)) : TILE;
-                row_ptrs(a, es, c0 + TILE, npf, kpf, vpf);
+            } else if ((int64_t)c0 + AVX2_TILE < vhi) {
+                npf = vhi - (c0 + AVX2_TILE) < AVX2_TILE ? (int32_t)(vhi - (c0 + AVX2_TILE)) : AVX2_TILE;
+                row_ptrs(a, es, c0 + AVX2_TILE, npf, kpf, vpf);
             } else if (x->next_blocks) {
                 attn_tile_args nx = *x;
                 nx.blocks = x->next_blocks;
                 nx.head_offset = x->next_head_offset;
-                npf = x->next_k1 - x->next_k0 < TILE ? x->next_k1 - x->next_k0 : TILE;
+                npf = x->next_k1 - x->next_k0 < AVX2_TILE ? x->next_k1 - x->next_k0 : AVX2_TILE;
                 row_ptrs(&nx, es, x->next_k0, npf, kpf, vpf);
             }
-            const int nan_step = e4m3 && e4m3_nan_in(krow, vrow, ilo, ihi, D);
+            const int nan_step = e4m3 && avx2_e4m3_nan_in(krow, vrow, ilo, ihi, D);
             const int kd = nan_step ? K_E4M3S_NAN : kind;
-            for (int32_t r0 = 0; r0 < rows; r0 += DR) {
-                const int32_t R = rows - r0 < DR ? rows - r0 : DR;
+            for (int32_t r0 = 0; r0 < rows; r0 += AVX2_DR) {
+                const int32_t R = rows - r0 < AVX2_DR ? rows - r0 : AVX2_DR;
                 const int32_t done =
                     qk_of[kd](R, qh[h] + (size_t)r0 * D, D, krow, ilo, ihi,
                               (const char *const *)kpf, r0 == 0 ? npf : 0, nta,
-                              sc + (size_t)r0 * TILE);
+                              sc + (size_t)r0 * AVX2_TILE);
                 if (r0 == 0) prefetch_rest((const char *const *)kpf, done, npf, row_bytes, nta);
             }
-            float alpha[DEC_MAX_ROWS];
+            float alpha[AVX2_DEC_MAX_ROWS];
             for (int32_t r = 0; r < rows; r++)
-                alpha[r] = softmax_row(x, r, (int64_t)c0 - x->pos0, ilo, ihi, sc + (size_t)r * TILE,
+                alpha[r] = softmax_row(x, r, (int64_t)c0 - x->pos0, ilo, ihi, sc + (size_t)r * AVX2_TILE,
                                        x->m + r, x->l + r);
             if (e4m3) /* the weights times 2^8 for V read times 2^-8 (l keeps the true sum) */
                 for (int32_t r = 0; r < rows; r++)
-                    for (int32_t i = ilo; i < ihi; i++) sc[(size_t)r * TILE + (size_t)i] *= 0x1p8f;
-            for (int32_t r0 = 0; r0 < rows; r0 += DR) {
-                const int32_t R = rows - r0 < DR ? rows - r0 : DR;
-                pv_of[kd](R, ah[h] + (size_t)r0 * D, D, alpha + r0, sc + (size_t)r0 * TILE, vrow,
+                    for (int32_t i = ilo; i < ihi; i++) sc[(size_t)r * AVX2_TILE + (size_t)i] *= 0x1p8f;
+            for (int32_t r0 = 0; r0 < rows; r0 += AVX2_DR) {
+                const int32_t R = rows - r0 < AVX2_DR ? rows - r0 : AVX2_DR;
+                pv_of[kd](R, ah[h] + (size_t)r0 * D, D, alpha + r0, sc + (size_t)r0 * AVX2_TILE, vrow,
                           ilo, ihi, r0 == 0 ? (const char *const *)vpf : NULL, npf, nta);
             }
             prefetch_rest((const char *const *)vpf, ihi - ilo, npf, row_bytes, nta);
@@ -434,23 +434,23 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype dt) {
 
 /* n single-token items that differ only in their KV head (attn_tile_heads_fn),
  * as many heads per batch as the stack copies hold. */
-static void decode_heads(const attn_tile_args *a, int32_t n, attn_dtype dt) {
+static void avx2_decode_heads(const attn_tile_args *a, int32_t n, attn_dtype dt) {
     ATTN_ASSERT(n >= 1);
     for (int32_t h = 0; h < n; h++) ATTN_ASSERT(attn_decode_fits__avx2(&a[h]));
     ATTN_ASSERT(0 <= a->k0 && a->k0 < a->k1 && a->k1 <= a->seq_len);
     const int copies = dt == ATTN_DTYPE_BF16 || dt == ATTN_DTYPE_FP8_E4M3;
-    int32_t per = copies ? (int32_t)(DEC_STACK_FLOATS / ((size_t)a->g * (size_t)a->head_dim))
+    int32_t per = copies ? (int32_t)(AVX2_DEC_STACK_FLOATS / ((size_t)a->g * (size_t)a->head_dim))
                          : DEC_MAX_HEADS;
     if (per > DEC_MAX_HEADS) per = DEC_MAX_HEADS;
-    for (int32_t h0 = 0; h0 < n; h0 += per) decode_batch(a + h0, n - h0 < per ? n - h0 : per, dt);
+    for (int32_t h0 = 0; h0 < n; h0 += per) avx2_decode_batch(a + h0, n - h0 < per ? n - h0 : per, dt);
 }
 
-void attn_decode_f32__avx2(const attn_tile_args *a, int32_t n) { decode_heads(a, n, ATTN_DTYPE_F32); }
-void attn_decode_bf16__avx2(const attn_tile_args *a, int32_t n) { decode_heads(a, n, ATTN_DTYPE_BF16); }
-void attn_decode_f16__avx2(const attn_tile_args *a, int32_t n) { decode_heads(a, n, ATTN_DTYPE_F16); }
+void attn_decode_f32__avx2(const attn_tile_args *a, int32_t n) { avx2_decode_heads(a, n, ATTN_DTYPE_F32); }
+void attn_decode_bf16__avx2(const attn_tile_args *a, int32_t n) { avx2_decode_heads(a, n, ATTN_DTYPE_BF16); }
+void attn_decode_f16__avx2(const attn_tile_args *a, int32_t n) { avx2_decode_heads(a, n, ATTN_DTYPE_F16); }
 void attn_decode_fp8e4m3__avx2(const attn_tile_args *a, int32_t n) {
-    decode_heads(a, n, ATTN_DTYPE_FP8_E4M3);
+    avx2_decode_heads(a, n, ATTN_DTYPE_FP8_E4M3);
 }
 void attn_decode_fp8e5m2__avx2(const attn_tile_args *a, int32_t n) {
-    decode_heads(a, n, ATTN_DTYPE_FP8_E5M2);
+    avx2_decode_heads(a, n, ATTN_DTYPE_FP8_E5M2);
 }

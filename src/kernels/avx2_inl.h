@@ -5,7 +5,7 @@
  * with the avx2 -m flags (mk/isa.mk).  No ISA file includes another's
  * header: what the avx2 files share lives here and nowhere else.
  *
- * Owns: the chunk geometry (TILE keys, NV vectors of them), the 8-lane exp
+ * Owns: the chunk geometry (AVX2_TILE keys, AVX2_NV vectors of them), the 8-lane exp
  * and tanh, the horizontal max and sum, tail lane masks, the widening of
  * 8 elements of any cache dtype (fp8 by way of f16), the power-of-two
  * multiply and the online softmax of one row over one chunk.  All static
@@ -23,8 +23,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#define TILE ATTN__AVX2_KV_TILE /* keys per chunk (the table's kv_tile) */
-#define NV 4    /* ymm per 32 keys */
+#define AVX2_TILE ATTN__AVX2_KV_TILE /* keys per chunk (the table's kv_tile) */
+#define AVX2_NV 4    /* ymm per 32 keys */
 
 /* INLINE and UNROLL: kernels.h */
 
@@ -154,7 +154,7 @@ INLINE __m256 pow2_mul(__m256 x, int32_t e) {
                          _mm256_set1_ps(ldexpf(1.0f, e - e1)));
 }
 
-/* One row's softmax over a chunk of TILE keys, its scores s[0 .. TILE) raw
+/* One row's softmax over a chunk of AVX2_TILE keys, its scores s[0 .. AVX2_TILE) raw
  * dots on entry and its weights on return (0 outside [ilo, ihi)); updates
  * the row's m and l and returns the factor its accumulator takes (see the
  * avx512 twin's softmax_row).  j: the row's head in the group (ALiBi);
@@ -165,10 +165,10 @@ static inline float softmax_row(const attn_tile_args *a, int32_t j, int64_t kp0,
     const int32_t me = attn__m_exp(a->qk_exp, a->softcap);
     const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m256 ninf = _mm256_set1_ps(-INFINITY);
-    __m256 x[NV], vis[NV];
+    __m256 x[AVX2_NV], vis[AVX2_NV];
     __m256 mx = ninf;
     UNROLL
-    for (int v = 0; v < NV; v++) {
+    for (int v = 0; v < AVX2_NV; v++) {
         const __m256i idx = _mm256_add_epi32(iota, _mm256_set1_epi32(8 * v));
         const __m256i ge = _mm256_cmpgt_epi32(idx, _mm256_set1_epi32(ilo - 1));
         const __m256i lt = _mm256_cmpgt_epi32(_mm256_set1_epi32(ihi), idx);
@@ -192,7 +192,7 @@ static inline float softmax_row(const attn_tile_args *a, int32_t j, int64_t kp0,
     const float mxs = hmax256(mx);
     if (mxs == -INFINITY) {
         UNROLL
-        for (int v = 0; v < NV; v++) _mm256_store_ps(s + 8 * v, _mm256_setzero_ps());
+        for (int v = 0; v < AVX2_NV; v++) _mm256_store_ps(s + 8 * v, _mm256_setzero_ps());
         return 1.0f;
     }
     const float m_old = *mrow;
@@ -203,7 +203,7 @@ static inline float softmax_row(const attn_tile_args *a, int32_t j, int64_t kp0,
     const __m256 mn = _mm256_set1_ps(m_new);
     __m256 sum = _mm256_setzero_ps();
     UNROLL
-    for (int v = 0; v < NV; v++) {
+    for (int v = 0; v < AVX2_NV; v++) {
         __m256 d = _mm256_sub_ps(x[v], mn);
         if (me) d = pow2_mul(d, me);
         const __m256 w = _mm256_and_ps(vis[v], exp256(d));

@@ -12,13 +12,13 @@
  * many-row fp32 items to avx512_lanes.c; merge stays the portable one.
  *
  * Tile algorithm (one item = n_tok * g query rows of one KV head over the
- * keys [k0, k1)), per chunk of TILE = 64 keys:
+ * keys [k0, k1)), per chunk of AVX512_TILE = 64 keys:
  *   1. skip the chunk if no row sees any of it (window, split, causal);
  *   2. pack K transposed into the thread's KV work area, Kt[d][64] fp32
  *      (16x16 in-register transposes, bf16/f16 widened on the way); V is
  *      read in place or, for bf16/f16 items with many rows, widened once
  *      into the second half of the KV area;
- *   3. Q.K: blocks of up to QR = 6 rows x 64 keys = 24 zmm accumulators;
+ *   3. Q.K: blocks of up to AVX512_QR = 6 rows x 64 keys = 24 zmm accumulators;
  *   4. online softmax a block of rows at a time, vectorised over the 64
  *      keys: soft cap, ALiBi, the exact visibility mask, max, exp, sum;
  *   5. P.V on the same 6 rows: 24 zmm accumulators rescaled on load.
@@ -37,23 +37,24 @@
  * No threads, no allocation: every buffer is an argument (scratch areas).
  */
 #include "avx512_inl.h"
+#include "cvt_gen.h"
 #include "mask.h"
 
 #define SB 8 /* row blocks per phase group (see the chunk loop) */
 
 /* Items with more rows than this widen V to fp32 once per chunk (the
  * widening is then shared by many row blocks); smaller (decode) items
- * widen V on the fly inside P.V, which saves a 2 x D x TILE x 4 byte
+ * widen V on the fly inside P.V, which saves a 2 x D x AVX512_TILE x 4 byte
  * round trip through L1/L2 per chunk. */
 #define WIDEN_V_ROWS 8
 
 /* ------------------------------------------------------------- packing */
 
-/* K of the chunk's n keys (row pointers krow) -> Kt[d][TILE] fp32.  Key
+/* K of the chunk's n keys (row pointers krow) -> Kt[d][AVX512_TILE] fp32.  Key
  * lanes >= n of a partial 16-key group are zero; groups wholly past n are
  * not written (their scores are masked to -inf before any use). */
-INLINE void pack_kt(attn_dtype dt, const attn_tile_args *a, const void *const *krow,
-                    const void *const *kpf, int32_t n, float *kt) {
+INLINE void avx512_pack_kt(attn_dtype dt, const attn_tile_args *a, const void *const *krow,
+                           const void *const *kpf, int32_t n, float *kt) {
     const size_t D = (size_t)a->head_dim, es = attn__dtype_size(dt);
     for (int32_t i0 = 0; i0 < n; i0 += 16) {
         for (size_t d0 = 0; d0 < D; d0 += 16) {
@@ -72,43 +73,43 @@ INLINE void pack_kt(attn_dtype dt, const attn_tile_args *a, const void *const *k
                         _mm_prefetch((const char *)kpf[i0 + i] + d0 * es, _MM_HINT_T1);
             transpose16(r);
             const size_t nd = D - d0 < 16 ? D - d0 : 16;
-            for (size_t j = 0; j < nd; j++) _mm512_store_ps(kt + (d0 + j) * TILE + i0, r[j]);
+            for (size_t j = 0; j < nd; j++) _mm512_store_ps(kt + (d0 + j) * AVX512_TILE + i0, r[j]);
         }
     }
 }
 
 static void pack_f32(const attn_tile_args *a, const void *const *krow, const void *const *kpf,
                      int32_t n, void *w) {
-    pack_kt(ATTN_DTYPE_F32, a, krow, kpf, n, w);
+    avx512_pack_kt(ATTN_DTYPE_F32, a, krow, kpf, n, w);
 }
 static void pack_bf16(const attn_tile_args *a, const void *const *krow, const void *const *kpf,
                      int32_t n, void *w) {
-    pack_kt(ATTN_DTYPE_BF16, a, krow, kpf, n, w);
+    avx512_pack_kt(ATTN_DTYPE_BF16, a, krow, kpf, n, w);
 }
 static void pack_f16(const attn_tile_args *a, const void *const *krow, const void *const *kpf,
                      int32_t n, void *w) {
-    pack_kt(ATTN_DTYPE_F16, a, krow, kpf, n, w);
+    avx512_pack_kt(ATTN_DTYPE_F16, a, krow, kpf, n, w);
 }
 static void pack_fp8e4m3(const attn_tile_args *a, const void *const *krow,
                          const void *const *kpf, int32_t n, void *w) {
-    pack_kt(ATTN_DTYPE_FP8_E4M3, a, krow, kpf, n, w);
+    avx512_pack_kt(ATTN_DTYPE_FP8_E4M3, a, krow, kpf, n, w);
 }
 static void pack_fp8e5m2(const attn_tile_args *a, const void *const *krow,
                          const void *const *kpf, int32_t n, void *w) {
-    pack_kt(ATTN_DTYPE_FP8_E5M2, a, krow, kpf, n, w);
+    avx512_pack_kt(ATTN_DTYPE_FP8_E5M2, a, krow, kpf, n, w);
 }
 
 /* ------------------------------------------------------- Q.K micro-kernel */
 
-/* Raw dots of R rows (q, stride D) with the 64 packed keys: s[r][TILE]. */
-INLINE void dots_rows(int R, const float *q, size_t D, const float *kt, float *s) {
-    __m512 c[QR][NV];
+/* Raw dots of R rows (q, stride D) with the 64 packed keys: s[r][AVX512_TILE]. */
+INLINE void avx512_dots_rows(int R, const float *q, size_t D, const float *kt, float *s) {
+    __m512 c[AVX512_QR][AVX512_NV];
     UNROLL
     for (int r = 0; r < R; r++)
         UNROLL
-        for (int j = 0; j < NV; j++) c[r][j] = _mm512_setzero_ps();
+        for (int j = 0; j < AVX512_NV; j++) c[r][j] = _mm512_setzero_ps();
     for (size_t d = 0; d < D; d++) {
-        const float *kd = kt + d * TILE;
+        const float *kd = kt + d * AVX512_TILE;
         const __m512 k0 = _mm512_load_ps(kd), k1 = _mm512_load_ps(kd + 16);
         const __m512 k2 = _mm512_load_ps(kd + 32), k3 = _mm512_load_ps(kd + 48);
         UNROLL
@@ -123,19 +124,19 @@ INLINE void dots_rows(int R, const float *q, size_t D, const float *kt, float *s
     UNROLL
     for (int r = 0; r < R; r++)
         UNROLL
-        for (int j = 0; j < NV; j++) _mm512_store_ps(s + (size_t)r * TILE + 16 * j, c[r][j]);
+        for (int j = 0; j < AVX512_NV; j++) _mm512_store_ps(s + (size_t)r * AVX512_TILE + 16 * j, c[r][j]);
 }
 
 static void dots_f32(const attn_tile_args *a, int32_t r0, int32_t R, const void *w, float *s) {
     const size_t D = (size_t)a->head_dim;
     const float *q = a->q + (size_t)r0 * D;
     switch (R) {
-    case 1: dots_rows(1, q, D, w, s); break;
-    case 2: dots_rows(2, q, D, w, s); break;
-    case 3: dots_rows(3, q, D, w, s); break;
-    case 4: dots_rows(4, q, D, w, s); break;
-    case 5: dots_rows(5, q, D, w, s); break;
-    default: dots_rows(6, q, D, w, s); break;
+    case 1: avx512_dots_rows(1, q, D, w, s); break;
+    case 2: avx512_dots_rows(2, q, D, w, s); break;
+    case 3: avx512_dots_rows(3, q, D, w, s); break;
+    case 4: avx512_dots_rows(4, q, D, w, s); break;
+    case 5: avx512_dots_rows(5, q, D, w, s); break;
+    default: avx512_dots_rows(6, q, D, w, s); break;
     }
 }
 
@@ -160,16 +161,16 @@ void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pac
     const int32_t k1 = attn__tile_end(a->k1, a->seq_len, a->causal, a->block_size);
     const int32_t key_limit = attn__key_limit(a->seq_len, a->causal, a->block_size);
     /* The work areas are sized from the plan's kv_tile; this table's is
-     * TILE, but a foreign plan could pass less: stay correct then. */
-    if (a->kv_tile < TILE || ((uintptr_t)a->kv % 64) || ((uintptr_t)a->scores % 64)) {
+     * AVX512_TILE, but a foreign plan could pass less: stay correct then. */
+    if (a->kv_tile < AVX512_TILE || ((uintptr_t)a->kv % 64) || ((uintptr_t)a->scores % 64)) {
         ref_fallback(a, vdt);
         return;
     }
     const int32_t g = a->g, rows = a->n_tok * g;
     const size_t D = (size_t)a->head_dim, es = attn__dtype_size(vdt);
-    float *vconv = a->kv + (size_t)TILE * D;
-    const void *krow[TILE], *vrow[TILE];
-    const void *kpf[TILE], *vpf[TILE]; /* next chunk's rows (prefetch), NULL past k1 */
+    float *vconv = a->kv + (size_t)AVX512_TILE * D;
+    const void *krow[AVX512_TILE], *vrow[AVX512_TILE];
+    const void *kpf[AVX512_TILE], *vpf[AVX512_TILE]; /* next chunk's rows (prefetch), NULL past k1 */
     /* P.V reads V as: fp32 cache rows, widened rows in the KV area, or raw
      * bf16/f16 cache rows widened on the fly */
     const int widen = vdt != ATTN_DTYPE_F32 && rows > WIDEN_V_ROWS;
@@ -180,8 +181,8 @@ void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pac
     if (!widen && vdt == ATTN_DTYPE_FP8_E4M3) pv = pv_block_fp8e4m3;
     if (!widen && vdt == ATTN_DTYPE_FP8_E5M2) pv = pv_block_fp8e5m2;
 
-    for (int32_t c0 = a->k0; c0 < k1; c0 += TILE) {
-        const int32_t n = (k1 - c0 < TILE) ? k1 - c0 : TILE;
+    for (int32_t c0 = a->k0; c0 < k1; c0 += AVX512_TILE) {
+        const int32_t n = (k1 - c0 < AVX512_TILE) ? k1 - c0 : AVX512_TILE;
         const int64_t c1 = (int64_t)c0 + n;
         int any = 0;
         for (int32_t t = 0; t < a->n_tok && !any; t++) {
@@ -196,7 +197,7 @@ void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pac
          * interleaved with the loads of the pack and P.V loops: the paged
          * layout jumps Hkv blocks between consecutive blocks of a head, so
          * the hardware streamer restarts at every block. */
-        for (int32_t i = 0; i < TILE; i++) {
+        for (int32_t i = 0; i < AVX512_TILE; i++) {
             const int64_t k = c1 + i;
             kpf[i] = vpf[i] = NULL;
             if (k >= k1) continue;
@@ -233,16 +234,17 @@ void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pac
 
         /* Row blocks go in groups of SB: Q.K of every block of the group,
          * then their softmax, then their P.V.  Interleaving the three per
-         * block would alternate between the packed K (TILE x D x 4 bytes)
+         * block would alternate between the packed K (AVX512_TILE x D x 4 bytes)
          * and the V rows (as much again), which do not fit L1 together;
          * grouped, each phase keeps its operand in L1 across the group. */
-        for (int32_t sb0 = 0; sb0 < rows; sb0 += SB * QR) {
-            const int32_t sb1 = rows - sb0 < SB * QR ? rows : sb0 + SB * QR;
-            int32_t ilo[SB * QR], ihi[SB * QR], blo[SB], bhi[SB];
-            float alpha[SB * QR];
-            for (int32_t r0 = sb0; r0 < sb1; r0 += QR) {
-                const int32_t R = sb1 - r0 < QR ? sb1 - r0 : QR, b = (r0 - sb0) / QR;
-                blo[b] = TILE, bhi[b] = 0;
+        for (int32_t sb0 = 0; sb0 < rows; sb0 += SB * AVX512_QR) {
+            const int32_t sb1 = rows - sb0 < SB * AVX512_QR ? rows : sb0 + SB * AVX512_QR;
+            int32_t ilo[SB * AVX512_QR], ihi[SB * AVX512_QR], blo[SB], bhi[SB];
+            float alpha[SB * AVX512_QR];
+            for (int32_t r0 = sb0; r0 < sb1; r0 += AVX512_QR) {
+                const int32_t R = sb1 - r0 < AVX512_QR ? sb1 - r0 : AVX512_QR;
+                const int32_t b = (r0 - sb0) / AVX512_QR;
+                blo[b] = AVX512_TILE, bhi[b] = 0;
                 for (int32_t r = 0; r < R; r++) {
                     int64_t lo, hi;
                     attn__row_interval((int64_t)a->pos0 + (r0 + r) / g, key_limit, a->causal,
@@ -257,27 +259,30 @@ void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pac
                         if (hi > bhi[b]) bhi[b] = (int32_t)hi;
                     }
                 }
-                if (blo[b] < bhi[b]) dots(a, r0, R, a->kv, a->scores + (size_t)r0 * TILE);
+                if (blo[b] < bhi[b]) dots(a, r0, R, a->kv, a->scores + (size_t)r0 * AVX512_TILE);
             }
-            for (int32_t r0 = sb0; r0 < sb1; r0 += QR) {
-                const int32_t R = sb1 - r0 < QR ? sb1 - r0 : QR, i = r0 - sb0;
-                if (blo[i / QR] >= bhi[i / QR]) continue; /* P.V skips the block too */
-                int32_t jh[QR];
-                int64_t kp0[QR];
+            for (int32_t r0 = sb0; r0 < sb1; r0 += AVX512_QR) {
+                const int32_t R = sb1 - r0 < AVX512_QR ? sb1 - r0 : AVX512_QR, i = r0 - sb0;
+                if (blo[i / AVX512_QR] >= bhi[i / AVX512_QR]) continue; /* P.V skips the block too */
+                int32_t jh[AVX512_QR];
+                int64_t kp0[AVX512_QR];
                 for (int32_t r = 0; r < R; r++) {
                     jh[r] = (r0 + r) % g;
                     kp0[r] = (int64_t)c0 - (a->pos0 + (r0 + r) / g);
                 }
-                softmax_rows(a, R, NV, ilo + i, ihi + i, jh, kp0, a->scores + (size_t)r0 * TILE,
-                             TILE, a->m + r0, a->l + r0, alpha + i);
+                softmax_rows(a, R, AVX512_NV, ilo + i, ihi + i, jh, kp0,
+                             a->scores + (size_t)r0 * AVX512_TILE, AVX512_TILE, a->m + r0,
+                             a->l + r0, alpha + i);
             }
-            for (int32_t r0 = sb0; r0 < sb1; r0 += QR) {
-                const int32_t R = sb1 - r0 < QR ? sb1 - r0 : QR, b = (r0 - sb0) / QR;
+            for (int32_t r0 = sb0; r0 < sb1; r0 += AVX512_QR) {
+                const int32_t R = sb1 - r0 < AVX512_QR ? sb1 - r0 : AVX512_QR;
+                const int32_t b = (r0 - sb0) / AVX512_QR;
                 if (blo[b] >= bhi[b]) continue;
                 /* prefetch from the first row block only: later blocks
                  * would re-issue the same lines */
-                pv(R, a->acc + (size_t)r0 * D, D, alpha + (r0 - sb0), a->scores + (size_t)r0 * TILE,
-                   TILE, vrow, r0 == 0 && !widen ? vpf : NULL, blo[b], bhi[b]);
+                pv(R, a->acc + (size_t)r0 * D, D, alpha + (r0 - sb0),
+                   a->scores + (size_t)r0 * AVX512_TILE, AVX512_TILE, vrow,
+                   r0 == 0 && !widen ? vpf : NULL, blo[b], bhi[b]);
             }
         }
     }
@@ -301,8 +306,8 @@ void attn_flash_fp8e5m2__avx512(const attn_tile_args *a) {
 
 /* --------------------------------------------------------------- load_q */
 
-INLINE uint32_t load_q(attn_dtype dt, const void *src, size_t token_stride, int32_t n_tok, int32_t g,
-                       int32_t head_dim, float scale, float *dst) {
+INLINE uint32_t avx512_load_q(attn_dtype dt, const void *src, size_t token_stride, int32_t n_tok, int32_t g,
+                              int32_t head_dim, float scale, float *dst) {
     const size_t width = (size_t)g * (size_t)head_dim, es = attn__dtype_size(dt);
     const __m512 sc = _mm512_set1_ps(scale);
     const __m512i abs = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
@@ -337,15 +342,15 @@ INLINE uint32_t load_q(attn_dtype dt, const void *src, size_t token_stride, int3
 
 uint32_t attn_load_q_f32__avx512(const void *src, size_t ts, int32_t n_tok, int32_t g, int32_t hd,
                              float scale, float *dst) {
-    return load_q(ATTN_DTYPE_F32, src, ts, n_tok, g, hd, scale, dst);
+    return avx512_load_q(ATTN_DTYPE_F32, src, ts, n_tok, g, hd, scale, dst);
 }
 uint32_t attn_load_q_bf16__avx512(const void *src, size_t ts, int32_t n_tok, int32_t g, int32_t hd,
                               float scale, float *dst) {
-    return load_q(ATTN_DTYPE_BF16, src, ts, n_tok, g, hd, scale, dst);
+    return avx512_load_q(ATTN_DTYPE_BF16, src, ts, n_tok, g, hd, scale, dst);
 }
 uint32_t attn_load_q_f16__avx512(const void *src, size_t ts, int32_t n_tok, int32_t g, int32_t hd,
                              float scale, float *dst) {
-    return load_q(ATTN_DTYPE_F16, src, ts, n_tok, g, hd, scale, dst);
+    return avx512_load_q(ATTN_DTYPE_F16, src, ts, n_tok, g, hd, scale, dst);
 }
 
 /* ---------------------------------------------------------------- store */
@@ -378,9 +383,9 @@ INLINE void store16(attn_dtype dt, void *p, __mmask16 m, __m512 x) {
                                  _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
-INLINE void store(attn_dtype dt, const float *acc, const float *m, const float *l, int32_t n_tok,
-                  int32_t g, int32_t head_dim, const float *sinks, int32_t m_exp, float v_scale, void *dst,
-                  size_t token_stride) {
+INLINE void avx512_store(attn_dtype dt, const float *acc, const float *m, const float *l, int32_t n_tok,
+                         int32_t g, int32_t head_dim, const float *sinks, int32_t m_exp, float v_scale, void *dst,
+                         size_t token_stride) {
     const size_t D = (size_t)head_dim, es = attn__dtype_size(dt);
     for (int32_t t = 0; t < n_tok; t++) {
         for (int32_t j = 0; j < g; j++) {
@@ -403,48 +408,40 @@ INLINE void store(attn_dtype dt, const float *acc, const float *m, const float *
 
 void attn_store_f32__avx512(const float *acc, const float *m, const float *l, int32_t n_tok,
                             int32_t g, int32_t hd, const float *sinks, int32_t m_exp, float v_scale, void *dst, size_t ts) {
-    store(ATTN_DTYPE_F32, acc, m, l, n_tok, g, hd, sinks, m_exp, v_scale, dst, ts);
+    avx512_store(ATTN_DTYPE_F32, acc, m, l, n_tok, g, hd, sinks, m_exp, v_scale, dst, ts);
 }
 void attn_store_bf16__avx512(const float *acc, const float *m, const float *l, int32_t n_tok,
                              int32_t g, int32_t hd, const float *sinks, int32_t m_exp, float v_scale, void *dst, size_t ts) {
-    store(ATTN_DTYPE_BF16, acc, m, l, n_tok, g, hd, sinks, m_exp, v_scale, dst, ts);
+    avx512_store(ATTN_DTYPE_BF16, acc, m, l, n_tok, g, hd, sinks, m_exp, v_scale, dst, ts);
 }
 void attn_store_f16__avx512(const float *acc, const float *m, const float *l, int32_t n_tok,
                             int32_t g, int32_t hd, const float *sinks, int32_t m_exp, float v_scale, void *dst, size_t ts) {
-    store(ATTN_DTYPE_F16, acc, m, l, n_tok, g, hd, sinks, m_exp, v_scale, dst, ts);
+    avx512_store(ATTN_DTYPE_F16, acc, m, l, n_tok, g, hd, sinks, m_exp, v_scale, dst, ts);
 }
 
 /* ------------------------------------------------- conversions (test hook) */
 
-/* n elements through load16 / store16, 16 at a time, the last masked. */
-#define CVT_TO(name_, DT_)                                                                \
-    static void name_(const void *s, void *d, size_t n) {                                \
-        const size_t es = attn__dtype_size(DT_);                                          \
-        for (size_t i = 0; i < n; i += 16) {                                              \
-            const __mmask16 m = tail_mask(n - i);                                         \
-            _mm512_mask_storeu_ps((float *)d + i, m,                                      \
-                                  load16(DT_, (const unsigned char *)s + i * es, m));    \
-        }                                                                                 \
-    }
-#define CVT_FROM(name_, DT_)                                                              \
-    static void name_(const void *s, void *d, size_t n) {                                \
-        const size_t es = attn__dtype_size(DT_);                                          \
-        for (size_t i = 0; i < n; i += 16) {                                              \
-            const __mmask16 m = tail_mask(n - i);                                         \
-            store16(DT_, (unsigned char *)d + i * es, m,                                  \
-                    _mm512_maskz_loadu_ps(m, (const float *)s + i));                      \
-        }                                                                                 \
-    }
-CVT_TO(cvt_bf16_f32, ATTN_DTYPE_BF16)
-CVT_TO(cvt_f16_f32, ATTN_DTYPE_F16)
-CVT_TO(cvt_e4m3_f32, ATTN_DTYPE_FP8_E4M3)
-CVT_TO(cvt_e5m2_f32, ATTN_DTYPE_FP8_E5M2)
-CVT_FROM(cvt_f32_bf16, ATTN_DTYPE_BF16)
-CVT_FROM(cvt_f32_f16, ATTN_DTYPE_F16)
+/* left elements (16 used at most) through load16 and store16, the
+ * kernels' own conversions, masked as the kernels mask a row's tail: the
+ * paths below (cvt_gen.h) */
+INLINE void avx512_cvt_to_f32(attn_dtype dt, const unsigned char *s, float *d, size_t left) {
+    const __mmask16 m = tail_mask(left);
+    _mm512_mask_storeu_ps(d, m, load16(dt, s, m));
+}
+INLINE void avx512_cvt_from_f32(attn_dtype dt, const float *s, unsigned char *d, size_t left) {
+    const __mmask16 m = tail_mask(left);
+    store16(dt, d, m, _mm512_maskz_loadu_ps(m, s));
+}
+ATTN__CVT_TO(avx512_cvt_bf16_f32, ATTN_DTYPE_BF16, 16, avx512_cvt_to_f32)
+ATTN__CVT_TO(avx512_cvt_f16_f32, ATTN_DTYPE_F16, 16, avx512_cvt_to_f32)
+ATTN__CVT_TO(avx512_cvt_e4m3_f32, ATTN_DTYPE_FP8_E4M3, 16, avx512_cvt_to_f32)
+ATTN__CVT_TO(avx512_cvt_e5m2_f32, ATTN_DTYPE_FP8_E5M2, 16, avx512_cvt_to_f32)
+ATTN__CVT_FROM(avx512_cvt_f32_bf16, ATTN_DTYPE_BF16, 16, avx512_cvt_from_f32)
+ATTN__CVT_FROM(avx512_cvt_f32_f16, ATTN_DTYPE_F16, 16, avx512_cvt_from_f32)
 
 /* The decode tile's bf16 widening: 32 elements per load, even and odd
  * halves (bf16_even / bf16_odd), put back in order for the caller. */
-static void cvt_bf16_pairs_f32(const void *s, void *d, size_t n) {
+static void avx512_cvt_bf16_pairs_f32(const void *s, void *d, size_t n) {
     for (size_t i = 0; i < n; i += 32) {
         const size_t k = n - i < 32 ? n - i : 32;
         const __mmask32 m = k == 32 ? 0xffffffffu : (__mmask32)((1u << k) - 1u);
@@ -457,13 +454,13 @@ static void cvt_bf16_pairs_f32(const void *s, void *d, size_t n) {
 }
 
 static const attn__cvt_path avx512_cvt[] = {
-    {"load16 bf16", ATTN_DTYPE_BF16, 1, 0, cvt_bf16_f32},
-    {"load16 f16", ATTN_DTYPE_F16, 1, 0, cvt_f16_f32},
-    {"load16 fp8e4m3", ATTN_DTYPE_FP8_E4M3, 1, 0, cvt_e4m3_f32},
-    {"load16 fp8e5m2", ATTN_DTYPE_FP8_E5M2, 1, 0, cvt_e5m2_f32},
-    {"decode bf16 pairs", ATTN_DTYPE_BF16, 1, 0, cvt_bf16_pairs_f32},
-    {"store16 bf16", ATTN_DTYPE_BF16, 0, 0, cvt_f32_bf16},
-    {"store16 f16", ATTN_DTYPE_F16, 0, 0, cvt_f32_f16},
+    {"load16 bf16", ATTN_DTYPE_BF16, 1, 0, avx512_cvt_bf16_f32},
+    {"load16 f16", ATTN_DTYPE_F16, 1, 0, avx512_cvt_f16_f32},
+    {"load16 fp8e4m3", ATTN_DTYPE_FP8_E4M3, 1, 0, avx512_cvt_e4m3_f32},
+    {"load16 fp8e5m2", ATTN_DTYPE_FP8_E5M2, 1, 0, avx512_cvt_e5m2_f32},
+    {"decode bf16 pairs", ATTN_DTYPE_BF16, 1, 0, avx512_cvt_bf16_pairs_f32},
+    {"store16 bf16", ATTN_DTYPE_BF16, 0, 0, avx512_cvt_f32_bf16},
+    {"store16 f16", ATTN_DTYPE_F16, 0, 0, avx512_cvt_f32_f16},
 };
 
 const attn__cvt_path *attn__cvt_avx512(int *count) {

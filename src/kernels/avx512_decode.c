@@ -1,6 +1,6 @@
 /*
  * avx512_decode.c — the AVX-512 tile for single-token items (decode, and
- * the pieces of a split decode row): n_tok = 1 and at most DEC_MAX_ROWS
+ * the pieces of a split decode row): n_tok = 1 and at most AVX512_DEC_MAX_ROWS
  * query heads per KV head.  Both AVX-512 tables route such items here
  * (table_avx512.c, table_avx512bf16.c); everything else takes the general
  * flash-style tile.
@@ -11,7 +11,7 @@
  * would cost more than the dot products themselves.  Here:
  *
  *   Q.K  keys 4 at a time straight from the cache: per 16-dim slice, 4 K
- *        loads and DR = 4 query rows feed 16 FMAs into 16 accumulators;
+ *        loads and AVX512_DR = 4 query rows feed 16 FMAs into 16 accumulators;
  *        the horizontal sums are a transpose-and-add tree (~3 shuffles per
  *        key and row).  bf16 K is widened exactly with one AND (odd
  *        elements) and one shift (even elements) per 32, against a copy of
@@ -40,11 +40,12 @@
 #include "avx512_inl.h"
 #include "mask.h"
 
-#define DR 4              /* rows per Q.K register block */
+#define AVX512_DR 4              /* rows per Q.K register block */
 #define DEC_SM_MAX 8     /* bounds a profile's sm_keys (the line list on the stack) */
-#define DEC_MAX_ROWS 16   /* larger groups amortise the general tile's transpose */
-#define DEC_MAX_D 256     /* bounds the on-stack copies of q and acc (16 KiB each) */
-#define DEC_STACK_FLOATS (DEC_MAX_ROWS * DEC_MAX_D) /* one item at the bounds, or several heads */
+#define AVX512_DEC_MAX_ROWS 16   /* larger groups amortise the general tile's transpose */
+#define AVX512_DEC_MAX_D 256     /* bounds the on-stack copies of q and acc (16 KiB each) */
+/* one item at the bounds, or several heads */
+#define AVX512_DEC_STACK_FLOATS (AVX512_DEC_MAX_ROWS * AVX512_DEC_MAX_D)
 /* Keys per chunk, at most DT (the bound of the tile's stack arrays: row
  * pointers, scores).  The chunk actually used, and the prefetch hint, come
  * from the CPU's profile below. */
@@ -91,12 +92,12 @@ static const dec_profile dec_profiles[] = {
 /* The items this tile takes: one token, few rows, D within the stack
  * copies.  It uses none of the plan's work areas (scores, kv). */
 int attn_decode_fits__avx512(const attn_tile_args *a) {
-    return a->n_tok == 1 && a->g <= DEC_MAX_ROWS && a->head_dim <= DEC_MAX_D;
+    return a->n_tok == 1 && a->g <= AVX512_DEC_MAX_ROWS && a->head_dim <= AVX512_DEC_MAX_D;
 }
 
 /* ---------------------------------------------------------- Q.K block */
 
-/* Raw dots of R (<= DR) rows of the q block qb with keys [0, n) of the
+/* Raw dots of R (<= AVX512_DR) rows of the q block qb with keys [0, n) of the
  * chunk, into s (rows of stride DT).  qb is slice-major: slice sl of row r
  * is the sw floats at qb + (sl * R + r) * sw (sw = 32 for bf16, else 16),
  * so one pointer with immediate offsets reaches every row.  Keys of the
@@ -114,7 +115,7 @@ INLINE void qk_block(int R, attn_dtype kdt, int FULL, int NTA, int ADDR, const f
     const size_t es = read_size(kdt);
     const size_t slice_bytes = kdt == ATTN_DTYPE_BF16 ? 64 : 16 * es;
     const size_t sw = kdt == ATTN_DTYPE_BF16 ? 32 : 16;
-    __m512 u[DR][DT / 4];
+    __m512 u[AVX512_DR][DT / 4];
     for (int32_t i0 = 0; i0 < n; i0 += 4) {
         /* the next chunk's K rows of these 4 keys (pk), one line per
          * slice and key (f16: every line twice), spread through the slice
@@ -122,7 +123,7 @@ INLINE void qk_block(int R, attn_dtype kdt, int FULL, int NTA, int ADDR, const f
         const unsigned char *kr[4];
         const char *pk[4];
         dec_group_rows(krow, kpf, i0, n, kr, pk);
-        __m512 c[DR][4];
+        __m512 c[AVX512_DR][4];
         UNROLL
         for (int r = 0; r < R; r++)
             UNROLL
@@ -231,7 +232,7 @@ QK_FN(qk_f32_nta_addr, ATTN_DTYPE_F32, 0, 1, 1)
  * row is widened exactly into that layout with one shift and one AND, half
  * the conversion work of VPMOVZXWD + shift per 16 elements.  NS (1 or 2)
  * slices from sl0 of the row's nc, the last one masked by ml unless FULL
- * (ml all ones: plain loads, as in qk_block); R <= PR rows.  vpf (or
+ * (ml all ones: plain loads, as in qk_block); R <= AVX512_PR rows.  vpf (or
  * NULL): the next chunk's rows of the same keys. */
 INLINE void pv_pairs_rows(int R, int NS, int FULL, int NTA, float *accp, size_t qs, size_t nc, size_t sl0,
                           uint32_t ml, const float *alpha, const float *p,
@@ -240,7 +241,7 @@ INLINE void pv_pairs_rows(int R, int NS, int FULL, int NTA, float *accp, size_t 
     /* the next chunk's rows in address order, 2 slices (128 bytes) per key
      * and pass (pv_pf, avx512_inl.h) */
     pv_pf pc = pv_pf_start((int32_t)(sl0 / 2), (int32_t)((nc + 1) / 2), ilo, ihi);
-    __m512 c[PR][4];
+    __m512 c[AVX512_PR][4];
     UNROLL
     for (int r = 0; r < R; r++) {
         const __m512 al = _mm512_set1_ps(alpha[r]);
@@ -383,8 +384,8 @@ static void acc_layout(float *acc, size_t D, float *accp, size_t qs, int32_t row
 /* Whether K or V of keys [ilo, ihi) holds an e4m3 NaN code (0x7f, 0xff)
  * in its D bytes: 64 codes per test, a quarter of what testing them as
  * they are widened costs (ATTN__E4M3S, avx512_inl.h). */
-static int e4m3_nan_in(const void *const *krow, const void *const *vrow, int32_t ilo,
-                       int32_t ihi, size_t D) {
+static int avx512_e4m3_nan_in(const void *const *krow, const void *const *vrow, int32_t ilo,
+                              int32_t ihi, size_t D) {
     const __m512i top = _mm512_set1_epi8((char)0x80), ones = _mm512_set1_epi8(-1);
     __mmask64 any = 0;
     for (int32_t i = ilo; i < ihi; i++)
@@ -414,8 +415,8 @@ typedef void (*dec_pv_fn)(int32_t, float *, size_t, const float *, const float *
  * this chunk, after the last head the first head's next chunk, after the
  * last chunk the item after a[nh - 1].  dot (or NULL): the dot-product
  * path's layouts and micro-kernels (fp8 K/V, attn__dec_dot). */
-static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
-                         const dec_profile *pr, const attn__dec_dot *dot) {
+static void avx512_decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
+                                const dec_profile *pr, const attn__dec_dot *dot) {
     const int32_t k1 = attn__tile_end(a->k1, a->seq_len, a->causal, a->block_size);
     const int32_t key_limit = attn__key_limit(a->seq_len, a->causal, a->block_size);
     const int32_t rows = a->g;
@@ -429,7 +430,7 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
 
     /* q in the slice layout of qk_block: fp32/f16 slices of 16 dims, bf16
      * slices of 32 dims as [16 even dims][16 odd dims]; zero past D; and
-     * slice-major within each block of DR rows (see qk_block).  Head h's
+     * slice-major within each block of AVX512_DR rows (see qk_block).  Head h's
      * rows start at h * rows * qs. */
     const int pairs = kdt == ATTN_DTYPE_BF16;
     /* the dot path: q rounded to bf16 in its slices of 64 dims */
@@ -443,16 +444,16 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
     const uint32_t tm = tail >= 32 ? 0xffffffffu : (1u << tail) - 1u;
     const uint64_t tm64 = tail >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << tail) - 1u;
     const size_t head_floats = (size_t)rows * qs;
-    ATTN_ASSERT((size_t)nh * head_floats <= DEC_STACK_FLOATS);
+    ATTN_ASSERT((size_t)nh * head_floats <= AVX512_DEC_STACK_FLOATS);
     /* q: fp32 (f), or bf16 words for the dot path (w); one or the other */
     union {
-        float f[DEC_STACK_FLOATS];
-        uint16_t w[DEC_STACK_FLOATS];
+        float f[AVX512_DEC_STACK_FLOATS];
+        uint16_t w[AVX512_DEC_STACK_FLOATS];
     } qbuf __attribute__((aligned(64)));
     float *const qp = qbuf.f;
     uint16_t *const qw = qbuf.w;
     /* bf16: the accumulators live in the slice layout for the call */
-    float accp[DEC_STACK_FLOATS] __attribute__((aligned(64)));
+    float accp[AVX512_DEC_STACK_FLOATS] __attribute__((aligned(64)));
     /* the slice layouts as tables: q's (the dot path) and the accumulators' */
     uint8_t qpos[64], apos[64];
     for (size_t e = 0; e < sw && (pairs || dot); e++) {
@@ -463,7 +464,8 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
         ATTN_ASSERT(a[h].pos0 == a->pos0 && a[h].k0 == a->k0 && a[h].k1 == a->k1 &&
                     a[h].g == rows && a[h].head_dim == a->head_dim);
         for (int32_t r = 0; dot && r < rows; r++) {
-            const int32_t r0 = r / DR * DR, R = rows - r0 < DR ? rows - r0 : DR;
+            const int32_t r0 = r / AVX512_DR * AVX512_DR;
+            const int32_t R = rows - r0 < AVX512_DR ? rows - r0 : AVX512_DR;
             const float *q = a[h].q + (size_t)r * D;
             uint16_t *blk = qw + (size_t)h * head_floats + (size_t)r0 * qs + (size_t)(r - r0) * sw;
             const size_t nw = D / 64; /* whole slices, then the tail (sw = 64: shifts) */
@@ -472,7 +474,8 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
                 blk[(d >> 6) * (size_t)R * 64 + qpos[d & 63]] = d >= D ? 0 : attn__f32_to_bf16(q[d]);
         }
         for (int32_t r = 0; !dot && r < rows; r++) {
-            const int32_t r0 = r / DR * DR, R = rows - r0 < DR ? rows - r0 : DR;
+            const int32_t r0 = r / AVX512_DR * AVX512_DR;
+            const int32_t R = rows - r0 < AVX512_DR ? rows - r0 : AVX512_DR;
             const float *q = a[h].q + (size_t)r * D;
             float *blk = qp + (size_t)h * head_floats + (size_t)r0 * qs + (size_t)(r - r0) * sw;
             /* whole slices with vector code (bf16: pairs_to; else the
@@ -532,7 +535,7 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
     }
 
     const void *krow[DT], *vrow[DT], *kpf[DT], *vpf[DT];
-    const char *smlines[DEC_SM_MAX * (DEC_MAX_D * 4 / 64)];
+    const char *smlines[DEC_SM_MAX * (AVX512_DEC_MAX_D * 4 / 64)];
     /* Which rows each phase of a step prefetches.  Whole step (default):
      * Q.K the next step's K rows, P.V its V rows.  Half a step (half_f32):
      * Q.K this step's V rows, P.V the next step's K rows, so a line
@@ -548,7 +551,7 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
     const void *const *pf_qk = half ? vrow : kpf;
     const void **pf_pv = half ? kpf : vpf;
     ATTN_ASSERT(pr->sm_keys <= DEC_SM_MAX);
-    float sc[DEC_MAX_ROWS * DT] __attribute__((aligned(64))); /* scores, then weights */
+    float sc[AVX512_DEC_MAX_ROWS * DT] __attribute__((aligned(64))); /* scores, then weights */
     const size_t row_bytes = D * es;
 
     /* chunks are aligned to k0 as in the general tile, starting at the
@@ -604,14 +607,14 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
                 pf_pv[i] = NULL;
             }
             sm_pf smc = {smlines, nsm, 0, (nsm + 2 * rows - 1) / (2 * rows), pr->nta};
-            int32_t rlo[DEC_MAX_ROWS], rhi[DEC_MAX_ROWS], jh[DEC_MAX_ROWS];
-            int64_t kp0[DEC_MAX_ROWS];
+            int32_t rlo[AVX512_DEC_MAX_ROWS], rhi[AVX512_DEC_MAX_ROWS], jh[AVX512_DEC_MAX_ROWS];
+            int64_t kp0[AVX512_DEC_MAX_ROWS];
             for (int32_t r = 0; r < rows; r++) /* every head of the token sees the same keys */
                 rlo[r] = ilo, rhi[r] = ihi, jh[r] = r, kp0[r] = (int64_t)c0 - x->pos0;
             const float *qh = qp + (size_t)h * head_floats;
-            const int nan_step = e4m3 && e4m3_nan_in(krow, vrow, ilo, ihi, D);
-            for (int32_t r0 = 0; r0 < rows; r0 += DR) {
-                const int32_t R = rows - r0 < DR ? rows - r0 : DR;
+            const int nan_step = e4m3 && avx512_e4m3_nan_in(krow, vrow, ilo, ihi, D);
+            for (int32_t r0 = 0; r0 < rows; r0 += AVX512_DR) {
+                const int32_t R = rows - r0 < AVX512_DR ? rows - r0 : AVX512_DR;
                 const void *const *kpf_r = r0 == 0 ? pf_qk : NULL;
                 if (dot)
                     dot->qk(R, qw + (size_t)h * head_floats + (size_t)r0 * qs, nc, tm64,
@@ -620,7 +623,7 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
                     (nan_step ? qk_nan : qk)(R, qh + (size_t)r0 * qs, nc, tm, krow, kpf_r, n,
                                              sc + (size_t)r0 * DT);
             }
-            float alpha[DEC_MAX_ROWS];
+            float alpha[AVX512_DEC_MAX_ROWS];
             /* the dot path multiplies bf16 weights: l sums the rounded ones */
             sm_pf *smp = nsm ? &smc : NULL;
             if (dot) /* (two instances: no test per vector) */
@@ -631,7 +634,7 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
                 for (int32_t r = 0; r < rows; r++)
                     for (int32_t i = ilo; i < ihi; i++) sc[(size_t)r * DT + (size_t)i] *= 0x1p8f;
             float *acch = accp + (size_t)h * head_floats;
-            const int32_t pr_rows = dot ? DR : PR; /* rows per P.V block */
+            const int32_t pr_rows = dot ? AVX512_DR : AVX512_PR; /* rows per P.V block */
             for (int32_t r0 = 0; r0 < rows; r0 += pr_rows) {
                 const int32_t R = rows - r0 < pr_rows ? rows - r0 : pr_rows;
                 const void *const *pfv = r0 == 0 ? pf_pv : NULL;
@@ -653,8 +656,8 @@ static void decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype kdt,
                        dot ? dot->acc_whole : pairs_whole_acc);
 }
 
-static void decode_heads(const attn_tile_args *a, int32_t n, attn_dtype kdt,
-                         const attn__dec_dot *dot) {
+static void avx512_decode_heads(const attn_tile_args *a, int32_t n, attn_dtype kdt,
+                                const attn__dec_dot *dot) {
     ATTN_ASSERT(n >= 1);
     for (int32_t h = 0; h < n; h++) ATTN_ASSERT(attn_decode_fits__avx512(&a[h]));
     ATTN_ASSERT(a->g >= 1 && a->head_dim >= 1);
@@ -662,26 +665,26 @@ static void decode_heads(const attn_tile_args *a, int32_t n, attn_dtype kdt,
     /* as many heads per batch as the stack copies hold (8 at g 4, D 128) */
     const size_t sw = dot ? 64 : kdt == ATTN_DTYPE_BF16 ? 32 : 16;
     const size_t qs = ((size_t)a->head_dim + sw - 1) / sw * sw;
-    const int32_t per = (int32_t)(DEC_STACK_FLOATS / ((size_t)a->g * qs));
+    const int32_t per = (int32_t)(AVX512_DEC_STACK_FLOATS / ((size_t)a->g * qs));
     const dec_profile *pr = &dec_profiles[a->tune == ATTN__TUNE_AMD ? ATTN__TUNE_AMD : ATTN__TUNE_INTEL];
     for (int32_t h0 = 0; h0 < n; h0 += per)
-        decode_batch(a + h0, n - h0 < per ? n - h0 : per, kdt, pr, dot);
+        avx512_decode_batch(a + h0, n - h0 < per ? n - h0 : per, kdt, pr, dot);
 }
 
 void attn_decode_f32__avx512(const attn_tile_args *a, int32_t n) {
-    decode_heads(a, n, ATTN_DTYPE_F32, NULL);
+    avx512_decode_heads(a, n, ATTN_DTYPE_F32, NULL);
 }
 void attn_decode_bf16__avx512(const attn_tile_args *a, int32_t n) {
-    decode_heads(a, n, ATTN_DTYPE_BF16, NULL);
+    avx512_decode_heads(a, n, ATTN_DTYPE_BF16, NULL);
 }
 void attn_decode_f16__avx512(const attn_tile_args *a, int32_t n) {
-    decode_heads(a, n, ATTN_DTYPE_F16, NULL);
+    avx512_decode_heads(a, n, ATTN_DTYPE_F16, NULL);
 }
 void attn_decode_fp8e4m3__avx512(const attn_tile_args *a, int32_t n) {
-    decode_heads(a, n, ATTN_DTYPE_FP8_E4M3, NULL);
+    avx512_decode_heads(a, n, ATTN_DTYPE_FP8_E4M3, NULL);
 }
 void attn_decode_fp8e5m2__avx512(const attn_tile_args *a, int32_t n) {
-    decode_heads(a, n, ATTN_DTYPE_FP8_E5M2, NULL);
+    avx512_decode_heads(a, n, ATTN_DTYPE_FP8_E5M2, NULL);
 }
 
 /* The dot-product path (attn__dec_dot): only under the AMD profile (its
@@ -689,5 +692,5 @@ void attn_decode_fp8e5m2__avx512(const attn_tile_args *a, int32_t n) {
 void attn_decode_dot__avx512(const attn_tile_args *a, int32_t n, attn_dtype kdt,
                              const attn__dec_dot *dot) {
     ATTN_ASSERT(dot && a->tune == ATTN__TUNE_AMD);
-    decode_heads(a, n, kdt, dot);
+    avx512_decode_heads(a, n, kdt, dot);
 }

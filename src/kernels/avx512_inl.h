@@ -5,12 +5,12 @@
  * (fp32 prefill, rows in the lanes).  Include only from files compiled
  * with the avx512 -m flags (mk/isa.mk).
  *
- * Owns: the chunk and block geometry (TILE, NV, QR, PR, DV), the
- * declaration of avx512.c's general driver (which avx512bf16.c reuses),
- * the vectorised exp and tanh, widening loads, the 16x16 transpose,
- * key row addresses in the paged cache, the online softmax of a block of
- * rows over one chunk, and the P.V micro-kernel (instantiated per V
- * dtype).  Everything is static inline: each driver gets its own copy, the
+ * Owns: the chunk and block geometry (AVX512_TILE, AVX512_NV, AVX512_QR,
+ * AVX512_PR, AVX512_DV), the declaration of avx512.c's general driver
+ * (which avx512bf16.c reuses), the vectorised exp and tanh, widening
+ * loads, the 16x16 transpose, key row addresses in the paged cache, the
+ * online softmax of a block of rows over one chunk, and the P.V
+ * micro-kernel (instantiated per V dtype).  Everything is static inline: each driver gets its own copy, the
  * compiler keeps the dtype a constant inside the loops.
  */
 #ifndef ATTN_KERNELS_AVX512_INL_H
@@ -28,11 +28,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TILE ATTN__AVX512_KV_TILE /* keys per chunk (the avx512 tables' kv_tile) */
-#define NV (TILE / 16) /* zmm vectors per chunk of keys */
-#define QR 6     /* rows per Q.K block: 6 x 4 = 24 accumulators */
-#define PR 6     /* rows per P.V block: 6 x 4 = 24 accumulators */
-#define DV 4     /* output vectors (64 dims) per P.V pass */
+#define AVX512_TILE ATTN__AVX512_KV_TILE /* keys per chunk (the avx512 tables' kv_tile) */
+#define AVX512_NV (AVX512_TILE / 16) /* zmm vectors per chunk of keys */
+#define AVX512_QR 6     /* rows per Q.K block: 6 x 4 = 24 accumulators */
+#define AVX512_PR 6     /* rows per P.V block: 6 x 4 = 24 accumulators */
+#define AVX512_DV 4     /* output vectors (64 dims) per P.V pass */
 
 /* INLINE and UNROLL: kernels.h */
 
@@ -40,7 +40,8 @@
  * table's pairs tile reuses with its own K packing and Q.K micro-kernel:
  * pack turns the chunk's n K rows (krow; kpf: the next chunk's rows to
  * prefetch, or NULL entries) into the work area; dots writes the raw dots
- * of rows [r0, r0 + R) (R <= QR) with the chunk's keys, s[r][TILE]. */
+ * of rows [r0, r0 + R) (R <= AVX512_QR) with the chunk's keys,
+ * s[r][AVX512_TILE]. */
 typedef void (*attn__avx512_pack_fn)(const attn_tile_args *a, const void *const *krow,
                                      const void *const *kpf, int32_t n, void *work);
 typedef void (*attn__avx512_dots_fn)(const attn_tile_args *a, int32_t r0, int32_t R,
@@ -512,13 +513,14 @@ INLINE void pv_pf_next(pv_pf *c) {
  * x 4 vectors = 24 accumulators; per key, 4 V loads feed 24 FMAs with p
  * broadcast.  vpf (or NULL): the next chunk's rows of the same keys, of
  * D x es bytes; this is pass `pass` of npass over the keys (see pv_pf). */
-INLINE void pv_rows(int R, int NVEC, attn_dtype vdt, int NTA, float *acc, size_t D, size_t dofs,
-                    const float *alpha, const float *p, size_t ps, const void *const *vrow, const void *const *vpf, int32_t ilo, int32_t ihi,
-                    __mmask16 tm, int32_t pass, int32_t npass) {
+INLINE void avx512_pv_rows(int R, int NVEC, attn_dtype vdt, int NTA, float *acc, size_t D,
+                           size_t dofs, const float *alpha, const float *p, size_t ps,
+                           const void *const *vrow, const void *const *vpf, int32_t ilo,
+                           int32_t ihi, __mmask16 tm, int32_t pass, int32_t npass) {
     const size_t es = read_size(vdt);
-    const size_t part_bytes = 16 * DV * es, row_bytes = D * es;
+    const size_t part_bytes = 16 * AVX512_DV * es, row_bytes = D * es;
     pv_pf pc = pv_pf_start(pass, npass, ilo, ihi);
-    __m512 c[PR][DV];
+    __m512 c[AVX512_PR][AVX512_DV];
     UNROLL
     for (int r = 0; r < R; r++) {
         const __m512 al = _mm512_set1_ps(alpha[r]);
@@ -540,12 +542,12 @@ INLINE void pv_rows(int R, int NVEC, attn_dtype vdt, int NTA, float *acc, size_t
             const char *pf = vpf[pc.key] ? (const char *)vpf[pc.key] + (size_t)pc.part * part_bytes
                                          : (const char *)vrow[i] + dofs * es;
             UNROLL
-            for (int v = 0; v < DV; v++)
+            for (int v = 0; v < AVX512_DV; v++)
                 if ((16 * (size_t)v * es) % 64 == 0 && (size_t)pc.part * part_bytes + 16 * (size_t)v * es < row_bytes)
                     prefetch_hint(pf + 16 * (size_t)v * es, NTA);
             pv_pf_next(&pc);
         }
-        __m512 x[DV];
+        __m512 x[AVX512_DV];
         UNROLL
         for (int v = 0; v < NVEC; v++)
             x[v] = load16(vdt, vr + 16 * (size_t)v * es, v == NVEC - 1 ? tm : 0xffff);
@@ -565,17 +567,20 @@ INLINE void pv_rows(int R, int NVEC, attn_dtype vdt, int NTA, float *acc, size_t
     }
 }
 
-#define PV_CASE(T_, R_, N_)                                                               \
+#define AVX512_PV_CASE(T_, R_, N_)                                                        \
     case (R_) * 8 + (N_):                                                                 \
-        pv_rows(R_, N_, T_, nta, acc, D, dofs, alpha, p, ps, vrow, vpf, ilo, ihi, tm, pass, npass);         \
+        avx512_pv_rows(R_, N_, T_, nta, acc, D, dofs, alpha, p, ps, vrow, vpf, ilo, ihi, tm, \
+                       pass, npass);                                                      \
         break;
 #define PV_CASES(T_)                                                                      \
-    PV_CASE(T_, 1, 1) PV_CASE(T_, 1, 2) PV_CASE(T_, 1, 3) PV_CASE(T_, 1, 4)               \
-    PV_CASE(T_, 2, 1) PV_CASE(T_, 2, 2) PV_CASE(T_, 2, 3) PV_CASE(T_, 2, 4)               \
-    PV_CASE(T_, 3, 1) PV_CASE(T_, 3, 2) PV_CASE(T_, 3, 3) PV_CASE(T_, 3, 4)               \
-    PV_CASE(T_, 4, 1) PV_CASE(T_, 4, 2) PV_CASE(T_, 4, 3) PV_CASE(T_, 4, 4)               \
-    PV_CASE(T_, 5, 1) PV_CASE(T_, 5, 2) PV_CASE(T_, 5, 3) PV_CASE(T_, 5, 4)               \
-    PV_CASE(T_, 6, 1) PV_CASE(T_, 6, 2) PV_CASE(T_, 6, 3) PV_CASE(T_, 6, 4)
+    AVX512_PV_CASE(T_, 1, 1) AVX512_PV_CASE(T_, 1, 2) AVX512_PV_CASE(T_, 1, 3)            \
+    AVX512_PV_CASE(T_, 1, 4) AVX512_PV_CASE(T_, 2, 1) AVX512_PV_CASE(T_, 2, 2)            \
+    AVX512_PV_CASE(T_, 2, 3) AVX512_PV_CASE(T_, 2, 4) AVX512_PV_CASE(T_, 3, 1)            \
+    AVX512_PV_CASE(T_, 3, 2) AVX512_PV_CASE(T_, 3, 3) AVX512_PV_CASE(T_, 3, 4)            \
+    AVX512_PV_CASE(T_, 4, 1) AVX512_PV_CASE(T_, 4, 2) AVX512_PV_CASE(T_, 4, 3)            \
+    AVX512_PV_CASE(T_, 4, 4) AVX512_PV_CASE(T_, 5, 1) AVX512_PV_CASE(T_, 5, 2)            \
+    AVX512_PV_CASE(T_, 5, 3) AVX512_PV_CASE(T_, 5, 4) AVX512_PV_CASE(T_, 6, 1)            \
+    AVX512_PV_CASE(T_, 6, 2) AVX512_PV_CASE(T_, 6, 3) AVX512_PV_CASE(T_, 6, 4)
 
 /* One instantiation set per V dtype: the dtype must be a constant inside
  * the micro-kernel for the widening to inline. */
@@ -584,11 +589,11 @@ INLINE void pv_rows(int R, int NVEC, attn_dtype vdt, int NTA, float *acc, size_t
                       size_t ps, const void *const *vrow, const void *const *vpf,          \
                       int32_t ilo, int32_t ihi) {                                          \
         const int nta = (NTA_); /* 1: NTA prefetches */                                   \
-        const int32_t npass = (int32_t)((D + 16 * DV - 1) / (16 * DV));                   \
-        for (size_t dofs = 0; dofs < D; dofs += 16 * DV) {                                \
-            const int32_t pass = (int32_t)(dofs / (16 * DV));                             \
+        const int32_t npass = (int32_t)((D + 16 * AVX512_DV - 1) / (16 * AVX512_DV));     \
+        for (size_t dofs = 0; dofs < D; dofs += 16 * AVX512_DV) {                         \
+            const int32_t pass = (int32_t)(dofs / (16 * AVX512_DV));                      \
             const size_t left = D - dofs;                                                 \
-            const int nvec = (int)(left >= 16 * DV ? DV : (left + 15) / 16);              \
+            const int nvec = (int)(left >= 16 * AVX512_DV ? AVX512_DV : (left + 15) / 16); \
             const __mmask16 tm = tail_mask(left - 16 * (size_t)(nvec - 1));               \
             switch (R * 8 + nvec) {                                                       \
                 PV_CASES(T_)                                                              \

@@ -1,7 +1,7 @@
 /*
  * avx512_lanes.c — the AVX-512 tile for K/V items with many query rows
  * (prefill): the query rows sit in the vector lanes.  Both AVX-512 tables
- * route fp32 items with LANES_MIN_ROWS .. 2 x TILE rows here
+ * route fp32 items with LANES_MIN_ROWS .. 2 x AVX512_TILE rows here
  * (table_avx512.c), and f16, fp8 and (avx512 table) bf16 items widened to
  * fp32 chunk by chunk (attn_lanes_widen__avx512, below); decode items keep
  * the decode tile, and bf16 under the avx512bf16 table its own tiles.
@@ -10,7 +10,7 @@
  * lanes, so it must transpose every chunk of K and reduce every row across
  * lanes twice per chunk.  With rows in the lanes instead:
  *   - q is transposed once per item into Qt panels [D][64 rows] (the KV
- *     work area holds them for up to 2 x TILE rows);
+ *     work area holds them for up to 2 x AVX512_TILE rows);
  *   - Q.K^T needs no packing: per d, 4 Qt loads and 6 broadcasts of
  *     K[key][d] straight from the cache feed 24 FMAs into S^T panels;
  *   - the softmax runs down the key axis: max, weights and sums are plain
@@ -19,7 +19,7 @@
  *     the q work area (q is no longer needed once Qt is built).
  *   Panels 64 rows wide rather than whole matrices: 512-byte row strides
  *   would put every 8th line on the same L1 sets.  Items with rows not a
- *   multiple of 16 (or outside 32 .. 2 x TILE) stay on the general tile.
+ *   multiple of 16 (or outside 32 .. 2 x AVX512_TILE) stay on the general tile.
  *   The measurements behind these choices: docs/perf-notes.md.
  *
  * Masking, state and numerics are the general tile's (including its one
@@ -36,8 +36,8 @@
  * Ot fills q's own rows x D floats. */
 int attn_lanes_fits__avx512(const attn_tile_args *a) {
     const int64_t rows = (int64_t)a->n_tok * a->g;
-    return rows >= LANES_MIN_ROWS && rows <= 2 * TILE && rows % 16 == 0 &&
-           a->kv_tile >= TILE && (uintptr_t)a->kv % 64 == 0 && (uintptr_t)a->scores % 64 == 0 &&
+    return rows >= LANES_MIN_ROWS && rows <= 2 * AVX512_TILE && rows % 16 == 0 &&
+           a->kv_tile >= AVX512_TILE && (uintptr_t)a->kv % 64 == 0 && (uintptr_t)a->scores % 64 == 0 &&
            (uintptr_t)a->q % 64 == 0;
 }
 
@@ -156,9 +156,9 @@ __attribute__((noinline)) static void pvt_block(int32_t ND, int32_t NR, float *o
 
 /* Other K/V dtypes (f16, bf16, fp8) reach the same micro-kernels widened:
  * each chunk's rows into one fp32 buffer on the stack, K for Q.K^T, then
- * V for P.V; TILE x D conversions per chunk against rows x TILE x D
+ * V for P.V; AVX512_TILE x D conversions per chunk against rows x AVX512_TILE x D
  * multiply-adds, exact, and the next chunk's rows prefetched on the way.
- * D is bounded so the buffer stays at TILE x 256 floats (64 KiB). */
+ * D is bounded so the buffer stays at AVX512_TILE x 256 floats (64 KiB). */
 #define LANES_WIDE_MAX_D 256
 
 int attn_lanes_widen_fits__avx512(const attn_tile_args *a) {
@@ -182,10 +182,10 @@ INLINE void widen_rows(attn_dtype dt, const void **row, const void *const *pf, i
         }
         row[i] = dst;
     }
-    for (int32_t i = n; i < TILE + NKB; i++) row[i] = row[n - 1];
+    for (int32_t i = n; i < AVX512_TILE + NKB; i++) row[i] = row[n - 1];
 }
 
-/* kdt's rows widened into wbuf (TILE x LANES_WIDE_MAX_D floats) unless fp32 */
+/* kdt's rows widened into wbuf (AVX512_TILE x LANES_WIDE_MAX_D floats) unless fp32 */
 INLINE void lanes_run(const attn_tile_args *a, attn_dtype kdt, float *wbuf) {
     ATTN_ASSERT(kdt == ATTN_DTYPE_F32 ? attn_lanes_fits__avx512(a) : attn_lanes_widen_fits__avx512(a));
     ATTN_ASSERT(0 <= a->k0 && a->k0 < a->k1 && a->k1 <= a->seq_len);
@@ -194,7 +194,7 @@ INLINE void lanes_run(const attn_tile_args *a, attn_dtype kdt, float *wbuf) {
     const int32_t k1 = lr.k1, rows = lr.rows, nvec = lr.nvec;
     const size_t D = (size_t)a->head_dim;
 
-    /* Qt in the KV work area (2 x TILE x D floats >= rows x D), in panels
+    /* Qt in the KV work area (2 x AVX512_TILE x D floats >= rows x D), in panels
      * (panel_at), so that a Q.K^T block streams 16 NR contiguous floats
      * per d. */
     float *qt = a->kv;
@@ -205,25 +205,27 @@ INLINE void lanes_run(const attn_tile_args *a, attn_dtype kdt, float *wbuf) {
     float *ot = a->q;
     rows_panels(a->acc, ot, rows, D, 1);
 
-    /* S^T in the scores area as one panel per vector of 16 rows, [TILE
+    /* S^T in the scores area as one panel per vector of 16 rows, [AVX512_TILE
      * keys][16 rows] (4 KiB): the softmax walks a panel with aligned
      * loads, P.V loads a key's weights for 16 rows as one line.  Then the
      * weights P^T, in place. */
     float *st = a->scores;
-    const void *krow[TILE + NKB], *vrow[TILE + NKB], *kpf[TILE + NKB], *vpf[TILE + NKB];
-    float alpha[2 * TILE] __attribute__((aligned(64)));
+    const void *krow[AVX512_TILE + NKB], *vrow[AVX512_TILE + NKB];
+    const void *kpf[AVX512_TILE + NKB], *vpf[AVX512_TILE + NKB];
+    float alpha[2 * AVX512_TILE] __attribute__((aligned(64)));
     const int wide = kdt != ATTN_DTYPE_F32;
 
     /* chunks aligned to k0 as in the general tile, from the first chunk
      * any row sees */
-    for (int32_t c0 = a->k0 + (lr.item_lo - a->k0) / TILE * TILE; c0 < lr.item_hi; c0 += TILE) {
-        const int32_t n = k1 - c0 < TILE ? k1 - c0 : TILE;
+    for (int32_t c0 = a->k0 + (lr.item_lo - a->k0) / AVX512_TILE * AVX512_TILE; c0 < lr.item_hi;
+         c0 += AVX512_TILE) {
+        const int32_t n = k1 - c0 < AVX512_TILE ? k1 - c0 : AVX512_TILE;
         lanes_chunk_rows(a, &lr, attn__dtype_size(kdt), c0, n, krow, vrow, kpf, vpf);
         if (wide) widen_rows(kdt, krow, kpf, n, D, wbuf);
 
         /* Q.K^T, NRV row vectors (one Qt panel) at a time over the keys
          * they see, in blocks of NKB keys; the last block of 2 or 4 keys
-         * so that no block passes TILE.  The first panel prefetches the
+         * so that no block passes AVX512_TILE.  The first panel prefetches the
          * next chunk's K. */
         for (int32_t v0 = 0; v0 < nvec; v0 += NRV) {
             const int32_t NR = nvec - v0 < NRV ? nvec - v0 : NRV;
@@ -260,7 +262,7 @@ INLINE void lanes_run(const attn_tile_args *a, attn_dtype kdt, float *wbuf) {
 void attn_lanes_f32__avx512(const attn_tile_args *a) { lanes_run(a, ATTN_DTYPE_F32, NULL); }
 
 void attn_lanes_widen__avx512(const attn_tile_args *a, attn_dtype kdt) {
-    float w[TILE * LANES_WIDE_MAX_D] __attribute__((aligned(64)));
+    float w[AVX512_TILE * LANES_WIDE_MAX_D] __attribute__((aligned(64)));
     switch (kdt) {
     case ATTN_DTYPE_F16: lanes_run(a, ATTN_DTYPE_F16, w); break;
     case ATTN_DTYPE_BF16: lanes_run(a, ATTN_DTYPE_BF16, w); break;

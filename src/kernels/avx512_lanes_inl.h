@@ -20,7 +20,7 @@
 #define NRV 4             /* row vectors per Q.K^T / P.V block */
 #define QB (16 * NRV)     /* rows per Qt / Ot panel */
 #define NKB 6             /* keys per Q.K^T block, dims per P.V block: 6 x 4 = 24 accumulators */
-#define SP (TILE * 16)    /* floats per S^T panel (16 rows x TILE keys) */
+#define SP (AVX512_TILE * 16)    /* floats per S^T panel (16 rows x AVX512_TILE keys) */
 
 /* ---------------------------------------------------------- softmax */
 
@@ -153,14 +153,14 @@ static inline int32_t panel_hi(const int32_t *vlo, const int32_t *vhi, int32_t v
 typedef struct lanes_rows {
     /* per row: visible interval within [k0, k1) (empty: 0, 0), position,
      * ALiBi slope */
-    int32_t lo[2 * TILE] __attribute__((aligned(64)));
-    int32_t hi[2 * TILE] __attribute__((aligned(64)));
-    int32_t pos[2 * TILE] __attribute__((aligned(64)));
-    float slope[2 * TILE] __attribute__((aligned(64)));
+    int32_t lo[2 * AVX512_TILE] __attribute__((aligned(64)));
+    int32_t hi[2 * AVX512_TILE] __attribute__((aligned(64)));
+    int32_t pos[2 * AVX512_TILE] __attribute__((aligned(64)));
+    float slope[2 * AVX512_TILE] __attribute__((aligned(64)));
     /* per vector of 16 rows: the hull of its rows' intervals (for the
      * spans) and the interval all of them see (for the plain softmax) */
-    int32_t vlo[2 * TILE / 16], vhi[2 * TILE / 16];
-    int32_t vin_lo[2 * TILE / 16], vin_hi[2 * TILE / 16];
+    int32_t vlo[2 * AVX512_TILE / 16], vhi[2 * AVX512_TILE / 16];
+    int32_t vin_lo[2 * AVX512_TILE / 16], vin_hi[2 * AVX512_TILE / 16];
     int32_t item_lo, item_hi; /* the hull over all rows */
     int32_t k1;               /* the tile's end key */
     int32_t rows, nvec;
@@ -214,7 +214,7 @@ static inline void lanes_panel_span(const lanes_rows *lr, int32_t v0, int32_t nr
 }
 
 /* The K and V row addresses of chunk [c0, c0 + n), elements of es bytes:
- * krow/vrow up to TILE + NKB entries, a partial last key block repeating
+ * krow/vrow up to AVX512_TILE + NKB entries, a partial last key block repeating
  * the last key (its dots are never read: those keys are outside every
  * row's interval); kpf/vpf the next chunk's rows, only those some row will
  * see, NULL past them. */
@@ -223,11 +223,13 @@ static inline void lanes_chunk_rows(const attn_tile_args *a, const lanes_rows *l
                                     const void **kpf, const void **vpf) {
     const size_t row_bytes = (size_t)a->head_dim * es;
     attn__row_ptrs(a, es, row_bytes, c0, n, krow, vrow);
-    for (int32_t i = n; i < TILE + NKB; i++) krow[i] = krow[n - 1], vrow[i] = vrow[n - 1];
+    for (int32_t i = n; i < AVX512_TILE + NKB; i++) krow[i] = krow[n - 1], vrow[i] = vrow[n - 1];
     const int64_t c1 = (int64_t)c0 + n;
-    const int32_t nn = c1 < lr->item_hi ? (lr->item_hi - c1 < TILE ? (int32_t)(lr->item_hi - c1) : TILE) : 0;
+    const int32_t nn = c1 < lr->item_hi ? (lr->item_hi - c1 < AVX512_TILE ? (int32_t)(lr->item_hi - c1)
+                                                                          : AVX512_TILE)
+                                        : 0;
     if (nn > 0) attn__row_ptrs(a, es, row_bytes, (int32_t)c1, nn, kpf, vpf);
-    for (int32_t i = nn; i < TILE + NKB; i++) kpf[i] = vpf[i] = NULL;
+    for (int32_t i = nn; i < AVX512_TILE + NKB; i++) kpf[i] = vpf[i] = NULL;
 }
 
 /* The softmax of chunk [c0, c0 + n) for every vector of the item: raw dots

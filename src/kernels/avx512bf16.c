@@ -27,7 +27,7 @@
  *     harness holds those runs to the bound derived for that rounding
  *     (ATTN_PRECISION_EXACT forbids it).
  */
-/* TILE, NV, QR and the driver attn__avx512_tile: avx512_inl.h */
+/* AVX512_TILE, AVX512_NV, AVX512_QR and the driver attn__avx512_tile: avx512_inl.h */
 #include "avx512_inl.h"
 
 /* 32 bf16 elements starting at element e of a row of D (zeros past D). */
@@ -65,7 +65,7 @@ INLINE void transpose16i(__m512i r[16]) {
     }
 }
 
-/* K of the chunk -> Kp[d/2][TILE] pairs (K[i][d], K[i][d+1]) per 32-bit
+/* K of the chunk -> Kp[d/2][AVX512_TILE] pairs (K[i][d], K[i][d+1]) per 32-bit
  * lane, the operand layout of VDPBF16PS with keys in lanes.  An odd D gets
  * a zero partner in its last pair (the masked 16-bit load zeroes it). */
 static void pack_pairs(const attn_tile_args *a, const void *const *krow,
@@ -89,7 +89,7 @@ static void pack_pairs(const attn_tile_args *a, const void *const *krow,
             transpose16i(r);
             const size_t np = D2 - p0 < 16 ? D2 - p0 : 16;
             for (size_t j = 0; j < np; j++)
-                _mm512_store_si512((void *)(kp + (p0 + j) * TILE + i0), r[j]);
+                _mm512_store_si512((void *)(kp + (p0 + j) * AVX512_TILE + i0), r[j]);
         }
     }
 }
@@ -100,13 +100,13 @@ static void pack_pairs(const attn_tile_args *a, const void *const *krow,
 
 /* qb: per row, TERMS arrays of D2 pairs (hi first, then lo). */
 INLINE void dots_pairs_rows(int R, const uint32_t *qb, size_t D2, const uint32_t *kp, float *s) {
-    __m512 c[QR][NV];
+    __m512 c[AVX512_QR][AVX512_NV];
     UNROLL
     for (int r = 0; r < R; r++)
         UNROLL
-        for (int j = 0; j < NV; j++) c[r][j] = _mm512_setzero_ps();
+        for (int j = 0; j < AVX512_NV; j++) c[r][j] = _mm512_setzero_ps();
     for (size_t d = 0; d < D2; d++) {
-        const uint32_t *kd = kp + d * TILE;
+        const uint32_t *kd = kp + d * AVX512_TILE;
         const __m512bh k0 = (__m512bh)_mm512_load_si512((const void *)kd);
         const __m512bh k1 = (__m512bh)_mm512_load_si512((const void *)(kd + 16));
         const __m512bh k2 = (__m512bh)_mm512_load_si512((const void *)(kd + 32));
@@ -127,11 +127,11 @@ INLINE void dots_pairs_rows(int R, const uint32_t *qb, size_t D2, const uint32_t
     UNROLL
     for (int r = 0; r < R; r++)
         UNROLL
-        for (int j = 0; j < NV; j++) _mm512_store_ps(s + (size_t)r * TILE + 16 * j, c[r][j]);
+        for (int j = 0; j < AVX512_NV; j++) _mm512_store_ps(s + (size_t)r * AVX512_TILE + 16 * j, c[r][j]);
 }
 
 /* 16 bf16 (low or high half of a pair vector) -> fp32, exact. */
-INLINE __m512 widen16(__m256i h) {
+INLINE __m512 avx512bf16_widen16(__m256i h) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
@@ -140,7 +140,7 @@ INLINE __m512 widen16(__m256i h) {
  * then the micro-kernel. */
 static void dots_pairs(const attn_tile_args *a, int32_t r0, int32_t R, const void *w, float *s) {
     const size_t D = (size_t)a->head_dim, D2 = (D + 1) / 2;
-    uint32_t qb[QR * TERMS * (ATTN_MAX_HEAD_DIM / 2)] __attribute__((aligned(64)));
+    uint32_t qb[AVX512_QR * TERMS * (ATTN_MAX_HEAD_DIM / 2)] __attribute__((aligned(64)));
     for (int32_t r = 0; r < R; r++) {
         const float *q = a->q + (size_t)(r0 + r) * D;
         uint32_t *dst = qb + (size_t)r * TERMS * D2;
@@ -159,8 +159,8 @@ static void dots_pairs(const attn_tile_args *a, int32_t r0, int32_t R, const voi
             _mm512_mask_storeu_epi32(dst + d / 2, pm, pairs);
             /* lo = bf16(q - hi): q - hi is exact in fp32 (Sterbenz-like:
              * hi is q rounded to 8 bits), so hi + lo carries 16 bits */
-            const __m512 rlo = _mm512_sub_ps(lo, widen16(_mm512_castsi512_si256(pairs)));
-            const __m512 rhi = _mm512_sub_ps(hi, widen16(_mm512_extracti64x4_epi64(pairs, 1)));
+            const __m512 rlo = _mm512_sub_ps(lo, avx512bf16_widen16(_mm512_castsi512_si256(pairs)));
+            const __m512 rhi = _mm512_sub_ps(hi, avx512bf16_widen16(_mm512_extracti64x4_epi64(pairs, 1)));
             _mm512_mask_storeu_epi32(dst + D2 + d / 2, pm, (__m512i)_mm512_cvtne2ps_pbh(rhi, rlo));
         }
     }

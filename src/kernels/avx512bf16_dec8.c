@@ -34,7 +34,7 @@
  */
 #include "avx512_inl.h"
 
-#define DR 4 /* rows per block, Q.K and P.V */
+#define AVX512BF16_DR 4 /* rows per block, Q.K and P.V */
 #define DK ATTN__AVX512_DEC_KEYS
 
 /* --------------------------------------------------- the bf16 images */
@@ -146,12 +146,12 @@ static void acc_whole(float *acc, size_t ns, float *accp, int to_slices) {
 INLINE void qk8_block(int R, int FULL, int e5m2, const uint16_t *qb, size_t nc, uint64_t tm,
                       const void *const *krow, const void *const *kpf, int32_t n, float *s) {
     const img_tab t = img_tab_of(e5m2);
-    __m512 u[DR][DK / 4];
+    __m512 u[AVX512BF16_DR][DK / 4];
     for (int32_t i0 = 0; i0 < n; i0 += 4) {
         const unsigned char *kr[4];
         const char *pk[4];
         dec_group_rows(krow, kpf, i0, n, kr, pk);
-        __m512 c[DR][4];
+        __m512 c[AVX512BF16_DR][4];
         UNROLL
         for (int r = 0; r < R; r++)
             UNROLL
@@ -215,7 +215,7 @@ INLINE void pv8_slice(int R, int FULL, int e5m2, float *accp, size_t qs, size_t 
                       const void *const *vrow, const void *const *vpf, int32_t ilo, int32_t ihi) {
     const img_tab t = img_tab_of(e5m2);
     pv_pf pc = pv_pf_start((int32_t)sl, (int32_t)nc, ilo, ihi);
-    __m512 c[DR][4];
+    __m512 c[AVX512BF16_DR][4];
     UNROLL
     for (int r = 0; r < R; r++) {
         const __m512 al = _mm512_set1_ps(alpha[r]);
@@ -277,7 +277,7 @@ static void weight_pairs(int32_t R, const float *p, int32_t ilo, int32_t ihi, ui
     static void name_(int32_t R, float *accp, size_t qs, size_t nc, uint64_t tm,          \
                       const float *alpha, const float *p, const void *const *vrow,        \
                       const void *const *vpf, int32_t ilo, int32_t ihi) {                 \
-        uint32_t pp[DR * DK / 2] __attribute__((aligned(64)));                            \
+        uint32_t pp[AVX512BF16_DR * DK / 2] __attribute__((aligned(64)));                 \
         weight_pairs(R, p, ilo, ihi, pp);                                                 \
         for (size_t sl = 0; sl < nc; sl++) {                                              \
             const uint64_t ml = sl + 1 == nc ? tm : ~(uint64_t)0;                         \

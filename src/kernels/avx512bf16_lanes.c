@@ -10,13 +10,13 @@
  *          words of K (bf16 pairs already) feed 24 VDPBF16PS.
  *   P.V    the weights are rounded to bf16 by the softmax (and summed as
  *          rounded, so l normalises exactly the weights used), then packed
- *          in place as key pairs, [TILE/2][16 rows] per S^T panel; V is
- *          packed once per chunk into key-pair rows Vp[TILE/2][D] (each
+ *          in place as key pairs, [AVX512_TILE/2][16 rows] per S^T panel; V is
+ *          packed once per chunk into key-pair rows Vp[AVX512_TILE/2][D] (each
  *          32-bit word: dim d of keys 2i and 2i+1), and per key pair 4
  *          weight loads and 6 broadcast words of Vp feed 24 VDPBF16PS.
  *
  * Where it runs: attn_lanes_fits__avx512bf16 — bf16 K/V, rows a multiple
- * of 16 in 32 .. 2 x TILE, D a multiple of 32.  Only the avx512bf16 table
+ * of 16 in 32 .. 2 x AVX512_TILE, D a multiple of 32.  Only the avx512bf16 table
  * routes items here, and only where its CPU's VDPBF16PS is at least as fast
  * per instruction as an FMA (table_avx512bf16.c decides).
  *
@@ -39,14 +39,14 @@
  */
 #include "avx512_lanes_inl.h"
 
-/* The KV work area (2 x TILE x D floats = 512 D bytes) holds Qt2 (rows x D
- * bf16 <= 256 D bytes) and, after it, Vp (TILE x D bf16 = 128 D bytes). */
-#define VP_OFFSET(D) ((size_t)2 * TILE * (D) * 2)
+/* The KV work area (2 x AVX512_TILE x D floats = 512 D bytes) holds Qt2 (rows x D
+ * bf16 <= 256 D bytes) and, after it, Vp (AVX512_TILE x D bf16 = 128 D bytes). */
+#define VP_OFFSET(D) ((size_t)2 * AVX512_TILE * (D) * 2)
 
 int attn_lanes_fits__avx512bf16(const attn_tile_args *a) {
     const int64_t rows = (int64_t)a->n_tok * a->g;
-    return rows >= LANES_MIN_ROWS && rows <= 2 * TILE && rows % 16 == 0 &&
-           a->head_dim % 32 == 0 && a->kv_tile >= TILE && (uintptr_t)a->kv % 64 == 0 &&
+    return rows >= LANES_MIN_ROWS && rows <= 2 * AVX512_TILE && rows % 16 == 0 &&
+           a->head_dim % 32 == 0 && a->kv_tile >= AVX512_TILE && (uintptr_t)a->kv % 64 == 0 &&
            (uintptr_t)a->scores % 64 == 0 && (uintptr_t)a->q % 64 == 0;
 }
 
@@ -245,11 +245,13 @@ void attn_lanes_bf16__avx512bf16(const attn_tile_args *a) {
     rows_panels(a->acc, ot, rows, D, 1);
 
     float *st = a->scores;
-    const void *krow[TILE + NKB], *vrow[TILE + NKB], *kpf[TILE + NKB], *vpf[TILE + NKB];
-    float alpha[2 * TILE] __attribute__((aligned(64)));
+    const void *krow[AVX512_TILE + NKB], *vrow[AVX512_TILE + NKB];
+    const void *kpf[AVX512_TILE + NKB], *vpf[AVX512_TILE + NKB];
+    float alpha[2 * AVX512_TILE] __attribute__((aligned(64)));
 
-    for (int32_t c0 = a->k0 + (lr.item_lo - a->k0) / TILE * TILE; c0 < lr.item_hi; c0 += TILE) {
-        const int32_t n = k1 - c0 < TILE ? k1 - c0 : TILE;
+    for (int32_t c0 = a->k0 + (lr.item_lo - a->k0) / AVX512_TILE * AVX512_TILE; c0 < lr.item_hi;
+         c0 += AVX512_TILE) {
+        const int32_t n = k1 - c0 < AVX512_TILE ? k1 - c0 : AVX512_TILE;
         lanes_chunk_rows(a, &lr, 2, c0, n, krow, vrow, kpf, vpf);
 
         /* Q.K^T as the fp32 tile: one Qt2 panel at a time, NKB keys per

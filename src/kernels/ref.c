@@ -18,6 +18,7 @@
  * (ranges, block ids); data values (inf/NaN in inputs) are never asserted.
  */
 #include "kernels_decl.h"
+#include "cvt_gen.h"
 #include "dtype.h"
 #include "mask.h"
 
@@ -40,9 +41,9 @@ static inline void from_f32(attn_dtype dt, void *base, size_t idx, float v) {
 
 /* --------------------------------------------------------------- load_q */
 
-static inline uint32_t load_q(attn_dtype dt, const void *src, size_t token_stride,
-                              int32_t n_tok, int32_t g, int32_t head_dim, float scale,
-                              float *dst) {
+static inline uint32_t ref_load_q(attn_dtype dt, const void *src, size_t token_stride,
+                                  int32_t n_tok, int32_t g, int32_t head_dim, float scale,
+                                  float *dst) {
     size_t width = (size_t)g * (size_t)head_dim; /* one token's group of heads */
     uint32_t mb = 0;
     for (int32_t t = 0; t < n_tok; t++) {
@@ -63,15 +64,15 @@ static inline uint32_t load_q(attn_dtype dt, const void *src, size_t token_strid
 
 uint32_t attn_load_q_f32__ref(const void *src, size_t token_stride, int32_t n_tok, int32_t g,
                           int32_t head_dim, float scale, float *dst) {
-    return load_q(ATTN_DTYPE_F32, src, token_stride, n_tok, g, head_dim, scale, dst);
+    return ref_load_q(ATTN_DTYPE_F32, src, token_stride, n_tok, g, head_dim, scale, dst);
 }
 uint32_t attn_load_q_bf16__ref(const void *src, size_t token_stride, int32_t n_tok, int32_t g,
                            int32_t head_dim, float scale, float *dst) {
-    return load_q(ATTN_DTYPE_BF16, src, token_stride, n_tok, g, head_dim, scale, dst);
+    return ref_load_q(ATTN_DTYPE_BF16, src, token_stride, n_tok, g, head_dim, scale, dst);
 }
 uint32_t attn_load_q_f16__ref(const void *src, size_t token_stride, int32_t n_tok, int32_t g,
                           int32_t head_dim, float scale, float *dst) {
-    return load_q(ATTN_DTYPE_F16, src, token_stride, n_tok, g, head_dim, scale, dst);
+    return ref_load_q(ATTN_DTYPE_F16, src, token_stride, n_tok, g, head_dim, scale, dst);
 }
 
 /* ----------------------------------------------------------------- tile */
@@ -97,7 +98,7 @@ static inline void gather(attn_dtype dt, const attn_tile_args *a, int32_t c0, in
  * a power of two; -inf where it leaves the fp32 range downward). */
 static inline float units(float x, int32_t me) { return me ? ldexpf(x, me) : x; }
 
-static inline void tile(attn_dtype dt, const attn_tile_args *a) {
+static inline void ref_tile(attn_dtype dt, const attn_tile_args *a) {
     const int32_t g = a->g;
     const size_t D = (size_t)a->head_dim;
     const size_t T = (size_t)a->kv_tile;
@@ -196,17 +197,17 @@ static inline void tile(attn_dtype dt, const attn_tile_args *a) {
     }
 }
 
-void attn_tile_f32__ref(const attn_tile_args *a) { tile(ATTN_DTYPE_F32, a); }
-void attn_tile_bf16__ref(const attn_tile_args *a) { tile(ATTN_DTYPE_BF16, a); }
-void attn_tile_f16__ref(const attn_tile_args *a) { tile(ATTN_DTYPE_F16, a); }
-void attn_tile_fp8e4m3__ref(const attn_tile_args *a) { tile(ATTN_DTYPE_FP8_E4M3, a); }
-void attn_tile_fp8e5m2__ref(const attn_tile_args *a) { tile(ATTN_DTYPE_FP8_E5M2, a); }
+void attn_tile_f32__ref(const attn_tile_args *a) { ref_tile(ATTN_DTYPE_F32, a); }
+void attn_tile_bf16__ref(const attn_tile_args *a) { ref_tile(ATTN_DTYPE_BF16, a); }
+void attn_tile_f16__ref(const attn_tile_args *a) { ref_tile(ATTN_DTYPE_F16, a); }
+void attn_tile_fp8e4m3__ref(const attn_tile_args *a) { ref_tile(ATTN_DTYPE_FP8_E4M3, a); }
+void attn_tile_fp8e5m2__ref(const attn_tile_args *a) { ref_tile(ATTN_DTYPE_FP8_E5M2, a); }
 
 /* ---------------------------------------------------------------- store */
 
-static inline void store(attn_dtype dt, const float *acc, const float *m, const float *l,
-                         int32_t n_tok, int32_t g, int32_t head_dim, const float *sinks,
-                         int32_t m_exp, float v_scale, void *dst, size_t token_stride) {
+static inline void ref_store(attn_dtype dt, const float *acc, const float *m, const float *l,
+                             int32_t n_tok, int32_t g, int32_t head_dim, const float *sinks,
+                             int32_t m_exp, float v_scale, void *dst, size_t token_stride) {
     const size_t D = (size_t)head_dim;
     for (int32_t t = 0; t < n_tok; t++) {
         for (int32_t j = 0; j < g; j++) {
@@ -225,17 +226,17 @@ static inline void store(attn_dtype dt, const float *acc, const float *m, const 
 void attn_store_f32__ref(const float *acc, const float *m, const float *l, int32_t n_tok,
                          int32_t g, int32_t head_dim, const float *sinks, int32_t m_exp, float v_scale, void *dst,
                          size_t token_stride) {
-    store(ATTN_DTYPE_F32, acc, m, l, n_tok, g, head_dim, sinks, m_exp, v_scale, dst, token_stride);
+    ref_store(ATTN_DTYPE_F32, acc, m, l, n_tok, g, head_dim, sinks, m_exp, v_scale, dst, token_stride);
 }
 void attn_store_bf16__ref(const float *acc, const float *m, const float *l, int32_t n_tok,
                           int32_t g, int32_t head_dim, const float *sinks, int32_t m_exp, float v_scale, void *dst,
                           size_t token_stride) {
-    store(ATTN_DTYPE_BF16, acc, m, l, n_tok, g, head_dim, sinks, m_exp, v_scale, dst, token_stride);
+    ref_store(ATTN_DTYPE_BF16, acc, m, l, n_tok, g, head_dim, sinks, m_exp, v_scale, dst, token_stride);
 }
 void attn_store_f16__ref(const float *acc, const float *m, const float *l, int32_t n_tok,
                          int32_t g, int32_t head_dim, const float *sinks, int32_t m_exp, float v_scale, void *dst,
                          size_t token_stride) {
-    store(ATTN_DTYPE_F16, acc, m, l, n_tok, g, head_dim, sinks, m_exp, v_scale, dst, token_stride);
+    ref_store(ATTN_DTYPE_F16, acc, m, l, n_tok, g, head_dim, sinks, m_exp, v_scale, dst, token_stride);
 }
 
 /* ---------------------------------------------------------------- merge */
@@ -293,37 +294,37 @@ void attn_merge_f32__ref(const float *partial, const float *pm, const float *pl,
 
 /* ------------------------------------------------- conversions (test hook) */
 
-#define CVT_TO(name_, DT_)                                                                \
-    static void name_(const void *s, void *d, size_t n) {                                \
-        attn__row_f32(DT_, s, 0, (int32_t)n, d);                                                 \
-    }
-CVT_TO(cvt_bf16_f32, ATTN_DTYPE_BF16)
-CVT_TO(cvt_f16_f32, ATTN_DTYPE_F16)
-CVT_TO(cvt_e4m3_f32, ATTN_DTYPE_FP8_E4M3)
-CVT_TO(cvt_e5m2_f32, ATTN_DTYPE_FP8_E5M2)
-static void cvt_f32_bf16(const void *s, void *d, size_t n) {
-    for (size_t i = 0; i < n; i++) from_f32(ATTN_DTYPE_BF16, d, i, ((const float *)s)[i]);
+/* The kernels' own conversions over a whole run (cvt_gen.h, step 0): the
+ * gather's row widener and the store's rounding. */
+static inline void ref_cvt_to_f32(attn_dtype dt, const unsigned char *s, float *d, size_t left) {
+    attn__row_f32(dt, s, 0, (int32_t)left, d);
 }
-static void cvt_f32_f16(const void *s, void *d, size_t n) {
-    for (size_t i = 0; i < n; i++) from_f32(ATTN_DTYPE_F16, d, i, ((const float *)s)[i]);
+static inline void ref_cvt_from_f32(attn_dtype dt, const float *s, unsigned char *d, size_t left) {
+    for (size_t i = 0; i < left; i++) from_f32(dt, d, i, s[i]);
 }
-/* the KV writer's (reshape.c) */
-static void cvt_f32_e4m3(const void *s, void *d, size_t n) {
+ATTN__CVT_TO(ref_cvt_bf16_f32, ATTN_DTYPE_BF16, 0, ref_cvt_to_f32)
+ATTN__CVT_TO(ref_cvt_f16_f32, ATTN_DTYPE_F16, 0, ref_cvt_to_f32)
+ATTN__CVT_TO(ref_cvt_e4m3_f32, ATTN_DTYPE_FP8_E4M3, 0, ref_cvt_to_f32)
+ATTN__CVT_TO(ref_cvt_e5m2_f32, ATTN_DTYPE_FP8_E5M2, 0, ref_cvt_to_f32)
+ATTN__CVT_FROM(ref_cvt_f32_bf16, ATTN_DTYPE_BF16, 0, ref_cvt_from_f32)
+ATTN__CVT_FROM(ref_cvt_f32_f16, ATTN_DTYPE_F16, 0, ref_cvt_from_f32)
+/* the KV writer's (reshape.c), element by element as it writes */
+static void ref_cvt_f32_e4m3(const void *s, void *d, size_t n) {
     for (size_t i = 0; i < n; i++) ((uint8_t *)d)[i] = attn__f32_to_fp8e4m3(((const float *)s)[i]);
 }
-static void cvt_f32_e5m2(const void *s, void *d, size_t n) {
+static void ref_cvt_f32_e5m2(const void *s, void *d, size_t n) {
     for (size_t i = 0; i < n; i++) ((uint8_t *)d)[i] = attn__f32_to_fp8e5m2(((const float *)s)[i]);
 }
 
 static const attn__cvt_path ref_cvt[] = {
-    {"gather bf16", ATTN_DTYPE_BF16, 1, 0, cvt_bf16_f32},
-    {"gather f16", ATTN_DTYPE_F16, 1, 0, cvt_f16_f32},
-    {"gather fp8e4m3", ATTN_DTYPE_FP8_E4M3, 1, 0, cvt_e4m3_f32},
-    {"gather fp8e5m2", ATTN_DTYPE_FP8_E5M2, 1, 0, cvt_e5m2_f32},
-    {"store bf16", ATTN_DTYPE_BF16, 0, 0, cvt_f32_bf16},
-    {"store f16", ATTN_DTYPE_F16, 0, 0, cvt_f32_f16},
-    {"kv writer fp8e4m3", ATTN_DTYPE_FP8_E4M3, 0, 0, cvt_f32_e4m3},
-    {"kv writer fp8e5m2", ATTN_DTYPE_FP8_E5M2, 0, 0, cvt_f32_e5m2},
+    {"gather bf16", ATTN_DTYPE_BF16, 1, 0, ref_cvt_bf16_f32},
+    {"gather f16", ATTN_DTYPE_F16, 1, 0, ref_cvt_f16_f32},
+    {"gather fp8e4m3", ATTN_DTYPE_FP8_E4M3, 1, 0, ref_cvt_e4m3_f32},
+    {"gather fp8e5m2", ATTN_DTYPE_FP8_E5M2, 1, 0, ref_cvt_e5m2_f32},
+    {"store bf16", ATTN_DTYPE_BF16, 0, 0, ref_cvt_f32_bf16},
+    {"store f16", ATTN_DTYPE_F16, 0, 0, ref_cvt_f32_f16},
+    {"kv writer fp8e4m3", ATTN_DTYPE_FP8_E4M3, 0, 0, ref_cvt_f32_e4m3},
+    {"kv writer fp8e5m2", ATTN_DTYPE_FP8_E5M2, 0, 0, ref_cvt_f32_e5m2},
 };
 
 const attn__cvt_path *attn__cvt_ref(int *count) {
