@@ -199,17 +199,11 @@ INLINE void avx2_tile(attn_dtype dt, const attn_tile_args *a) {
     /* k1 and the key limit come from mask.h (the plan's values, see there). */
     const int32_t k1 = attn__tile_end(a->k1, a->seq_len, a->causal, a->block_size);
     const int32_t key_limit = attn__key_limit(a->seq_len, a->causal, a->block_size);
-    if (a->kv_tile < AVX2_TILE || ((uintptr_t)a->kv % 32) || ((uintptr_t)a->scores % 32)) {
-        /* work areas sized for a smaller tile (a foreign plan): stay correct */
-        switch (dt) {
-        case ATTN_DTYPE_F32: attn_tile_f32__ref(a); break;
-        case ATTN_DTYPE_BF16: attn_tile_bf16__ref(a); break;
-        case ATTN_DTYPE_F16: attn_tile_f16__ref(a); break;
-        case ATTN_DTYPE_FP8_E4M3: attn_tile_fp8e4m3__ref(a); break;
-        default: attn_tile_fp8e5m2__ref(a); break;
-        }
-        return;
-    }
+    /* The work areas: every plan sizes them from its own table's kv_tile
+     * (AVX2_TILE here), and every scratch region starts ATTN_ALIGN-aligned;
+     * the packed K and the scores rows are read with aligned loads. */
+    ATTN_ASSERT(a->kv_tile >= AVX2_TILE && (uintptr_t)a->kv % 32 == 0 &&
+                (uintptr_t)a->scores % 32 == 0);
     const int32_t g = a->g, rows = a->n_tok * g;
     const size_t D = (size_t)a->head_dim, es = attn__dtype_size(dt);
     float *vconv = a->kv + (size_t)AVX2_TILE * D;

@@ -143,16 +143,6 @@ static void dots_f32(const attn_tile_args *a, int32_t r0, int32_t R, const void 
 
 /* ------------------------------------------------------------- driver */
 
-static void ref_fallback(const attn_tile_args *a, attn_dtype dt) {
-    switch (dt) {
-    case ATTN_DTYPE_F32: attn_tile_f32__ref(a); break;
-    case ATTN_DTYPE_BF16: attn_tile_bf16__ref(a); break;
-    case ATTN_DTYPE_F16: attn_tile_f16__ref(a); break;
-    case ATTN_DTYPE_FP8_E4M3: attn_tile_fp8e4m3__ref(a); break;
-    default: attn_tile_fp8e5m2__ref(a); break;
-    }
-}
-
 void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pack_fn pack,
                        attn__avx512_dots_fn dots) {
     ATTN_ASSERT(a->n_tok >= 1 && a->g >= 1 && a->head_dim >= 1);
@@ -160,12 +150,12 @@ void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pac
     /* k1 and the key limit come from mask.h (the plan's values, see there). */
     const int32_t k1 = attn__tile_end(a->k1, a->seq_len, a->causal, a->block_size);
     const int32_t key_limit = attn__key_limit(a->seq_len, a->causal, a->block_size);
-    /* The work areas are sized from the plan's kv_tile; this table's is
-     * AVX512_TILE, but a foreign plan could pass less: stay correct then. */
-    if (a->kv_tile < AVX512_TILE || ((uintptr_t)a->kv % 64) || ((uintptr_t)a->scores % 64)) {
-        ref_fallback(a, vdt);
-        return;
-    }
+    /* The work areas: every plan sizes them from its own table's kv_tile
+     * (AVX512_TILE here), and every scratch region starts
+     * ATTN_ALIGN-aligned; the packed K and the scores rows are read with
+     * aligned loads. */
+    ATTN_ASSERT(a->kv_tile >= AVX512_TILE && (uintptr_t)a->kv % 64 == 0 &&
+                (uintptr_t)a->scores % 64 == 0);
     const int32_t g = a->g, rows = a->n_tok * g;
     const size_t D = (size_t)a->head_dim, es = attn__dtype_size(vdt);
     float *vconv = a->kv + (size_t)AVX512_TILE * D;

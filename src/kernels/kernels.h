@@ -66,7 +66,10 @@ void attn__assert_fail(const char *expr, const char *file, int line);
  * Preconditions (guaranteed by the plan, which validated the block table at
  * build time; kernels assert what they can): 0 <= k0 < k1 <= seq_len, every
  * block id of blocks[k0/bs .. (k1-1)/bs] inside the cache, rows <= the rows
- * the scratch areas were sized for. */
+ * the scratch areas were sized for, kv_tile the table's own (a plan sizes
+ * the work areas for the table it runs) and every work area
+ * ATTN_ALIGN-aligned.  A tile never hands an item it cannot take to
+ * another table: which tile takes an item is its table's routers' choice. */
 typedef struct attn_tile_args {
     int32_t n_tok, g, head_dim;
     float *q;                /* [rows][head_dim] fp32, already multiplied by scale; a tile

@@ -18,13 +18,22 @@
  * thread outside the plan's partition; (3) an item's request index out of
  * range; (4) a reduction region index out of range; (5) the plan's
  * scratch_bytes smaller than the end of its last region.
+ *
+ * And in an ATTN_DEBUG build only, the SIMD tables' general tiles called
+ * directly with work areas no plan of theirs passes (fewer keys than the
+ * table's kv_tile, a scores area off its alignment): each asserts what
+ * its plans guarantee and aborts, where it once fell back to the portable
+ * table's tile in silence.  (A release build compiles the check out, so
+ * these tests are not built there.)
  */
 #include <criterion/criterion.h>
 
 #include "../../src/attn.h"
 #include "../../src/internal.h"
+#include "../../src/kernels/kernels_decl.h"
 #include "../tutil.h"
 
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,3 +155,53 @@ Test(debug, scratch_bytes_below_last_region, DEATH) {
     c.bytes = c.p->scratch_bytes;
     expect_internal(&c, "scratch_bytes below the end of the last region");
 }
+
+#ifdef ATTN_DEBUG
+/* Table t's f32 tile on a 4-token item of g 2 (the general tile: neither
+ * the decode nor the lanes tile takes it) over 64 keys, with work areas of
+ * kv_tile keys whose scores area starts `off` floats into an aligned
+ * buffer; the buffers themselves hold a whole 64-key tile, so nothing is
+ * read or written out of bounds whether the tile asserts or not. */
+static void tile_with_work(const attn_kernels *t, int32_t kv_tile, size_t off) {
+    enum { TN = 4, TG = 2, TD = 32, TBS = 16, TSEQ = 64, TROWS = TN * TG, TKEYS = 64 };
+    float *q = tu_aligned(TROWS * TD * 4), *acc = tu_aligned(TROWS * TD * 4);
+    float *m = tu_aligned(TROWS * 4), *l = tu_aligned(TROWS * 4);
+    float *scores = tu_aligned((TROWS * TKEYS + 16) * 4), *kv = tu_aligned(2 * TKEYS * TD * 4);
+    float *k = tu_aligned(TSEQ * TD * 4), *v = tu_aligned(TSEQ * TD * 4);
+    const int32_t blocks[TSEQ / TBS] = {0, 1, 2, 3};
+    cr_assert(q && acc && m && l && scores && kv && k && v);
+    for (int r = 0; r < TROWS; r++) m[r] = -INFINITY;
+    attn_tile_args a;
+    memset(&a, 0, sizeof a);
+    a.n_tok = TN, a.g = TG, a.head_dim = TD, a.q = q, a.pos0 = TSEQ - TN, a.seq_len = TSEQ;
+    a.window_left = a.window_right = -1;
+    a.k_cache = k, a.v_cache = v, a.block_stride = (size_t)TBS * TD, a.blocks = blocks;
+    a.block_size = TBS, a.k0 = 0, a.k1 = TSEQ, a.kv_tile = kv_tile;
+    a.acc = acc, a.m = m, a.l = l, a.scores = scores + off, a.kv = kv;
+    t->tile[ATTN_DTYPE_F32](&a);
+    free(q), free(acc), free(m), free(l), free(scores), free(kv), free(k), free(v);
+    cr_assert_fail("%s: the tile ran on work areas of %d keys, scores %zu floats off its "
+                   "alignment, instead of aborting", t->name, (int)kv_tile, off);
+}
+
+#ifdef ATTN_HAVE_AVX2
+Test(debug, avx2_tile_work_areas_below_its_kv_tile, .signal = SIGABRT) {
+    if (!attn__cpu_avx2()) TU_SKIP("this CPU cannot run the avx2 table");
+    tile_with_work(attn__kernels_avx2(), attn__kernels_avx2()->kv_tile / 2, 0);
+}
+Test(debug, avx2_tile_scores_off_alignment, .signal = SIGABRT) {
+    if (!attn__cpu_avx2()) TU_SKIP("this CPU cannot run the avx2 table");
+    tile_with_work(attn__kernels_avx2(), attn__kernels_avx2()->kv_tile, 4);
+}
+#endif
+#ifdef ATTN_HAVE_AVX512
+Test(debug, avx512_tile_work_areas_below_its_kv_tile, .signal = SIGABRT) {
+    if (!attn__cpu_avx512()) TU_SKIP("this CPU cannot run the avx512 table");
+    tile_with_work(attn__kernels_avx512(), attn__kernels_avx512()->kv_tile / 2, 0);
+}
+Test(debug, avx512_tile_scores_off_alignment, .signal = SIGABRT) {
+    if (!attn__cpu_avx512()) TU_SKIP("this CPU cannot run the avx512 table");
+    tile_with_work(attn__kernels_avx512(), attn__kernels_avx512()->kv_tile, 4);
+}
+#endif
+#endif /* ATTN_DEBUG */
