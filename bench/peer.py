@@ -2,7 +2,7 @@
 """bench/peer.py — PyTorch in `make bench-peer`'s rounds.
 
     peer.py --serve      the peer process bench --peer --torch starts
-                         (bench/torch_peer.c): one row at a time, every
+                         (bench/run_torch.c): one row at a time, every
                          formulation of bench/peer_forms.py timed once per
                          round when the C side asks, so that PyTorch runs
                          in the same interleaved rounds as the engines
@@ -32,7 +32,7 @@ try:
 except ImportError:  # the caller (mk/bench.mk) says how to install it
     torch = None
 
-COLD_BYTES = 1.5 * 1024 ** 3  # as bench/row_inputs.h's COLD_BYTES
+COLD_BYTES = 1.5 * 1024 ** 3  # as bench/run_inputs.h's COLD_BYTES
 SAMPLE = 16                   # chunk rows per group the check compares
 TORCH_DTYPES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}
 

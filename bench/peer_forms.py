@@ -1,7 +1,7 @@
 """bench/peer_forms.py — PyTorch's formulations of bench-peer's rows.
 
 Each row kind (decode, prefill, the Laguna-shaped batch) has its inputs
-(class Inputs: q, and K/V per cold rotation, on huge pages as bench/util.c
+(class Inputs: q, and K/V per cold rotation, on huge pages as bench/util_host.c
 places the engines' buffers) and two or more formulations (Form): ways to
 hand the same attention to PyTorch, of which bench-peer keeps the fastest
 correct one per row.  A Form's prepare(inputs, rotation) does what is not
@@ -45,14 +45,14 @@ NP_SAME_SIZE = {torch.float32: "float32", torch.bfloat16: "int16", torch.float16
 
 def huge(t):
     """A contiguous copy of t on 2 MiB-aligned memory advised as
-    transparent huge pages, as bench/util.c places every large buffer of
+    transparent huge pages, as bench/util_host.c places every large buffer of
     the engines.  On these VMs a buffer on 4 KiB pages pays the host's
     per-page cost each time its pages sit idle (docs/perf-notes.md), so
     PyTorch's inputs get the engines' kind of memory."""
     import numpy as np  # a dependency of python3-torch
     n = t.numel() * t.element_size()
     m = mmap.mmap(-1, n + HUGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    try:  # a hint, as in bench.c: a kernel without THP refuses it, and that is no error
+    try:  # a hint, as in util_host.c: a kernel without THP refuses it, and that is no error
         m.madvise(mmap.MADV_HUGEPAGE)
     except (AttributeError, OSError):
         pass

@@ -1,4 +1,5 @@
-# mk/bench.mk — `make bench`: the standalone benchmark (bench/bench.c).
+# mk/bench.mk — `make bench`: the standalone benchmark (bench/, entry point
+# bench/main_bench.c; its files' layers: main_ > run_ > report_ > util_).
 #
 #   make bench        build $(B)/bin/bench and run it: the machine's limits, then
 #                     attnguard on every row against them; writes
@@ -17,7 +18,7 @@
 #                     correct configuration and attnguard's time over the best's:
 #                     build/bench/bench-peer.{md,json} (make snapshot copies the .md)
 #   make probe        build $(B)/bin/probe and run it: the CPU facts the AVX-512
-#                     kernels were shaped around (bench/probe.c;
+#                     kernels were shaped around (bench/main_probe.c;
 #                     docs/perf-notes.md quotes its output; "not measured"
 #                     on a CPU without AVX-512)
 #   make test-peer    (run by .ci/run) bench/peer.py --selftest: every PyTorch
@@ -27,7 +28,7 @@
 #
 # PyTorch runs in /usr/bin/python3 with Debian's python3-torch (PyPI is not
 # reachable from the project machines), as a child process of the bench
-# that times its formulations when the rounds reach it.  bench.c's
+# that times its formulations when the rounds reach it.  run_rows.c's
 # narrowing variables (BENCH_ONLY, BENCH_THREADS, BENCH_DTYPE, BENCH_HKV)
 # narrow the rows of every engine and PyTorch alike.
 #
@@ -38,7 +39,7 @@
 # get.
 
 BENCH_BIN := $(B)/bin/bench
-BENCH_SRC := $(filter-out bench/probe.c,$(wildcard bench/*.c))
+BENCH_SRC := $(filter-out bench/main_probe.c,$(wildcard bench/*.c))
 BENCH_CFLAGS := -std=c11 -D_GNU_SOURCE -O3 -march=native -g $(WARN) -fopenmp $(EXTRA_CFLAGS)
 BENCH_ENGINES ?= $(or $(ENGINES),$(ENGINES_BUILTIN))
 
@@ -48,14 +49,14 @@ $(BENCH_BIN): $(BENCH_SRC) $(wildcard bench/*.h) $(HARLIB) $(LIB)
 
 PROBE_BIN := $(B)/bin/probe
 
-$(PROBE_BIN): bench/probe.c
+$(PROBE_BIN): bench/main_probe.c
 	@mkdir -p $(@D)
-	$(call quiet,CCLD,$(CC) $(BENCH_CFLAGS) -o $@ bench/probe.c,$@)
+	$(call quiet,CCLD,$(CC) $(BENCH_CFLAGS) -o $@ bench/main_probe.c,$@)
 
 # `make all` (and so `make test`) compiles the benchmark and the probes too,
 # so that CI sees them build, on any x86-64 compiler target: their
 # measurement loops carry their own target attributes (AVX-512 and AVX2 +
-# FMA, chosen at run time: bench/limits_simd.h; the probes' AVX-512 asm).
+# FMA, chosen at run time: bench/util_limits_simd.h; the probes' AVX-512 asm).
 ifneq ($(filter x86_64 amd64,$(firstword $(subst -, ,$(shell $(CC) -dumpmachine 2>/dev/null)))),)
 all: $(BENCH_BIN) $(PROBE_BIN)
 endif

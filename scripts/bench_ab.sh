@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# bench_ab.sh — compare two builds of bench/bench.c on this shared machine.
+# bench_ab.sh — compare two builds of the benchmark (bench/, build/bin/bench)
+# on this shared machine.
 #
 #   scripts/bench_ab.sh [-p] ROUNDS PART A_BIN B_BIN
 #

@@ -34,7 +34,7 @@ def bench_rows(doc):
             order.append(key)
         # decode rows: how much of the limit the row's arithmetic allows
         # (compute ceiling) and what a loop with only that arithmetic
-        # streamed (bench_report.h: ceil_pct, stream_pct)
+        # streamed (report_bench.h: ceil_pct, stream_pct)
         parts = []
         if r.get("compute_ceiling_pct"):
             parts.append(f"compute {r['compute_ceiling_pct']:.0f} %")

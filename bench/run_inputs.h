@@ -1,12 +1,13 @@
 /*
- * bench/row_inputs.h — between rows.c and row_run.c: a row's groups (its
- * problems, the query every configuration shares, the sampled tokens and
- * their fp64 reference), built by rows.c and run by row_run.c.
+ * bench/run_inputs.h — between run_inputs.c and run_rows.c: a row's
+ * groups (its problems, the query every configuration shares, the
+ * sampled tokens and their fp64 reference), built by run_inputs.c and run
+ * by run_rows.c.
  */
-#ifndef AG_BENCH_ROW_INPUTS_H
-#define AG_BENCH_ROW_INPUTS_H
+#ifndef AG_BENCH_RUN_INPUTS_H
+#define AG_BENCH_RUN_INPUTS_H
 
-#include "rows.h"
+#include "util_rows.h"
 
 #include "../harness/case/problem.h"
 
@@ -32,4 +33,4 @@ int row_build_groups(const row_spec *r, ag_dtype io, row_group *grp, int *ngroup
                      size_t cap);
 void row_group_free(row_group *g);
 
-#endif /* AG_BENCH_ROW_INPUTS_H */
+#endif /* AG_BENCH_RUN_INPUTS_H */

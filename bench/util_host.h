@@ -1,11 +1,11 @@
 /*
- * bench/util.h — what every part of the benchmark shares: clocks (wall,
+ * bench/util_host.h — what every part of the benchmark shares: clocks (wall,
  * process CPU), the median, and the huge-page allocator every large buffer
  * comes from (KV caches, query, output, scratch, the bandwidth buffer), with
  * the kernel's report of whether huge pages were granted.
  */
-#ifndef AG_BENCH_UTIL_H
-#define AG_BENCH_UTIL_H
+#ifndef AG_BENCH_UTIL_HOST_H
+#define AG_BENCH_UTIL_HOST_H
 
 #include <stddef.h>
 
@@ -34,4 +34,4 @@ void bench_thp_status(char *mode, size_t cap, long *anon_huge_mib);
  * from (the project's VMs come from a mixed pool). */
 void bench_cpu_desc(char *out, size_t cap);
 
-#endif /* AG_BENCH_UTIL_H */
+#endif /* AG_BENCH_UTIL_HOST_H */

@@ -1,14 +1,14 @@
 /*
- * bench/limits.c — see limits.h.  Owns the measurements' threads, clocks
+ * bench/util_limits.c — see util_limits.h.  Owns the measurements' threads, clocks
  * and repetitions; the loops themselves are per instruction set
- * (limits_simd.h: AVX-512 in limits_avx512.c, AVX2 + FMA in
- * limits_avx2.c), chosen at run time by what the CPU has.  Why each loop
+ * (util_limits_simd.h: AVX-512 in util_limits_avx512.c, AVX2 + FMA in
+ * util_limits_avx2.c), chosen at run time by what the CPU has.  Why each loop
  * looks as it does, and what it measured on the project machines:
  * docs/perf-notes.md ("Machine limits").
  */
-#include "limits.h"
-#include "limits_simd.h"
-#include "util.h"
+#include "util_limits.h"
+#include "util_limits_simd.h"
+#include "util_host.h"
 
 #include <math.h>
 #include <omp.h>
@@ -114,7 +114,7 @@ static double read_bw(const float *buf, size_t bytes, int threads, int reps) {
 static int g_walk_nta;
 
 /* GB/s reading K and V (the two halves of buf) in the engine's paged
- * layout, as decode streams them (limits_simd.h's walk): per request, in
+ * layout, as decode streams them (util_limits_simd.h's walk): per request, in
  * chunks of `chunk` keys (the decode tile's), the 8 KV heads' pieces in
  * turn.  Requests of 4096 keys, Hkv 8, split statically over the threads;
  * best of `reps` passes.  With walk 0 (no FMAs) this is the ceiling of the

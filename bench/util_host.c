@@ -1,7 +1,7 @@
 /*
- * bench/util.c — see util.h.
+ * bench/util_host.c — see util_host.h.
  */
-#include "util.h"
+#include "util_host.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,15 +1,16 @@
 /*
- * bench/row_run.c — running one row (rows.h, row_run) through several
- * configurations: sessions on huge pages (one per cold rotation, all of a
- * configuration's rotations sharing one scratch), the configurations of
- * one engine sharing that engine's caches, untimed
- * passes, timed runs interleaved configuration by configuration round by
- * round (with an extra peer, bench-peer's PyTorch, at the end of each
- * round), and a check of every configuration's output against the fp64
- * reference on sampled query rows.
+ * bench/run_rows.c — see run_rows.h: the rows the environment keeps, and
+ * one row (row_run) through several configurations: sessions on huge
+ * pages (one per cold rotation, all of a configuration's rotations sharing
+ * one scratch), the configurations of one engine sharing that engine's
+ * caches, untimed passes, timed runs interleaved configuration by
+ * configuration round by round (with an extra peer, bench-peer's PyTorch,
+ * at the end of each round), and a check of every configuration's output
+ * against the fp64 reference on sampled query rows.
  */
-#include "row_inputs.h"
-#include "util.h"
+#include "run_rows.h"
+#include "run_inputs.h"
+#include "util_host.h"
 
 #include "../harness/host/session.h"
 #include "../harness/judge/compare.h"
@@ -18,6 +19,50 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ------------------------------------------------------------- narrowing */
+
+#define REPS 7   /* timed batches of a row, but cold decode and prefill rows */
+
+/* 1 when a word of `only` (comma- or space-separated) begins `part`:
+ * "decode" takes decode1 and decode8. */
+static int only_takes(const char *only, const char *part) {
+    for (const char *w = only; *w;) {
+        w += strspn(w, ", ");
+        const size_t n = strcspn(w, ", ");
+        if (n && strncmp(part, w, n) == 0) return 1;
+        w += n;
+    }
+    return 0;
+}
+
+int bench_skip_row(const row_spec *r) {
+    const char *only = getenv("BENCH_ONLY"), *dt = getenv("BENCH_DTYPE"), *hkv = getenv("BENCH_HKV");
+    if (only && !only_takes(only, r->part)) return 1;
+    if (dt && r->kind != ROW_LAGUNA && strcmp(dt, ag_dtype_name(r->kv)) != 0) return 1;
+    if (hkv && r->kind == ROW_PREFILL && atoi(hkv) != r->hkv) return 1;
+    return 0;
+}
+
+int bench_threads_max(void) {
+    const char *t = getenv("BENCH_THREADS");
+    return t && atoi(t) == 1 ? 1 : 2;
+}
+
+/* Timed batches of a row: cold decode rows twice the rest (their
+ * rotation makes single runs noisier), prefill 5. */
+int bench_row_reps(const row_spec *r) {
+    return r->kind == ROW_PREFILL ? 5 : r->kind == ROW_DECODE && r->cold ? 2 * REPS : REPS;
+}
+
+int bench_open_engine(engine_host *h, const char *name) {
+    char err[AG_MSG_TEXT_LEN + 64];
+    if (engine_host_open(h, name, NULL, err, sizeof err) == 0) return 0;
+    fprintf(stderr, "bench: %s\n", err);
+    return -1;
+}
+
+/* ------------------------------------------------------------- one row */
 
 typedef struct row_engine {
     session s[MAX_GROUPS][MAX_ROT];

@@ -1,26 +1,24 @@
 /*
- * bench/side_by_side.c — `make bench-peer`: attnguard against each peer at
+ * bench/run_peer.c — `make bench-peer`: attnguard against each peer at
  * its best, in one run.  The first engine given is the one judged (its
  * default variant); every other engine runs in each configuration it
- * offers here (engine_configs), and PyTorch (torch_peer.h) in each of its
+ * offers here (engine_configs), and PyTorch (run_torch.h) in each of its
  * formulations; all of them on the same rows, interleaved round by round
  * (row_run: every configuration once per round, PyTorch last), each output
  * checked against the fp64 reference.  Per row: each peer's fastest
  * correct configuration, the best of those, and engine 0's time over the
  * best's with the spread of the per-round ratios (judge).  Reports:
- * peer_report.c.  No machine limits here: those are `make bench`'s.
+ * report_peer.c.  No machine limits here: those are `make bench`'s.
  */
-#include "peer_report.h"
+#include "run_peer.h"
+#include "run_rows.h"
+#include "run_torch.h"
+#include "report_peer.h"
+#include "util_host.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-double peer_bound(const row_spec *s) { return s->kv == AG_F32 ? 1e-3 : 1e-1; }
-
-double peer_figure(const row_spec *s, double sec) {
-    return (s->kind == ROW_DECODE ? row_bytes(s) : row_flops(s)) / sec * 1e-9;
-}
 
 /* The q/out dtype every engine takes for row s: the row's own, else f32. */
 static ag_dtype peer_io(const row_spec *s, const peer_run *run) {
@@ -228,7 +226,7 @@ static void print_row(const peer_run *run, const peer_row *p) {
     fflush(stdout);
 }
 
-int bench_side_by_side(const char *engines, const char *torch_cmd, const char *outdir) {
+int run_peer(const char *engines, const char *torch_cmd, const char *outdir) {
     static engine_host hs[PEER_MAX_ENGINES];
     static peer_run run;
     static peer_row rows[BENCH_MAX_RESULTS];

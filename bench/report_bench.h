@@ -1,15 +1,16 @@
 /*
- * bench/bench_report.h — what `make bench` measured, as its reports need
+ * bench/report_bench.h — what `make bench` measured, as its reports need
  * it: one engine's rows with their figures against this machine's limits,
- * each row's target and verdict, and the fp8 rounds (bench_fp8.c).
- * bench.c measures and judges; bench_report.c writes bench.md and
- * bench.json; bench_fp8.c runs and writes the fp8 rounds.
+ * each row's target and verdict, and the fp8 rounds.  run_bench.c
+ * measures, run_judge.c judges, run_fp8.c runs the fp8 rounds;
+ * report_bench.c writes all of it as bench.md and bench.json (and the
+ * terminal's fp8 lines).
  */
-#ifndef AG_BENCH_REPORT_H
-#define AG_BENCH_REPORT_H
+#ifndef AG_BENCH_REPORT_BENCH_H
+#define AG_BENCH_REPORT_BENCH_H
 
-#include "bench.h"
-#include "limits.h"
+#include "util_limits.h"
+#include "util_rows.h"
 
 #include <stdio.h>
 
@@ -41,9 +42,9 @@ typedef struct bench_row {
     double roof_s, roof_bw, roof_peak;
 } bench_row;
 
-/* The targets, % of the limit each row names (bench.c), per instruction
+/* The targets, % of the limit each row names (run_judge.c), per instruction
  * set of the limits' loops (limits_isa(): the engine's avx2 table is
- * measured against the AVX2 loops, limits.c): AVX-512's from issue 39,
+ * measured against the AVX2 loops, util_limits.c): AVX-512's from issue 39,
  * AVX2's from issue 44. */
 typedef struct bench_target_set {
     const char *source;   /* "issue 39" */
@@ -52,7 +53,7 @@ typedef struct bench_target_set {
     double prefill_f16;   /* of the fp32 FMA peak */
     double prefill_bf16;  /* of the faster of the FMA and VDPBF16PS peaks */
     double laguna;        /* of its roofline */
-    double fp8;           /* fp8 decode: of the plain read's rate (bench_fp8.c) */
+    double fp8;           /* fp8 decode: of the plain read's rate (run_fp8.c) */
 } bench_target_set;
 const bench_target_set *bench_targets(void);
 #define BENCH_TARGET_DECODE (bench_targets()->decode)
@@ -61,18 +62,7 @@ const bench_target_set *bench_targets(void);
 #define BENCH_TARGET_PREFILL_BF16 (bench_targets()->prefill_bf16)
 #define BENCH_TARGET_LAGUNA (bench_targets()->laguna)
 
-/* A row counts as met only at or above its target against both the limit
- * measured at the start of the run and the one measured next to the row
- * (where there is one): on a shared VM either can be low for a moment,
- * which flatters the row.  Returns the verdict's words. */
-const char *bench_verdict(double target, double pct, double pct_next, int has_next);
-
-/* The compute ceiling of a decode row (bench_row.ceil_pct) whose bytes
- * move at limit_gbs: 100 x (bytes / limit) / (flops / peak), at most 100;
- * 0 without a limit or a peak. */
-double bench_ceiling_pct(const row_spec *r, double limit_gbs, const bench_limits *L, int threads);
-
-/* fp8 decode in rounds against a plain read of its layout (bench_fp8.c) */
+/* fp8 decode in rounds against a plain read of its layout (run_fp8.c) */
 #define FP8_ROUNDS 3
 #define FP8_TARGET_PCT (bench_targets()->fp8)   /* % of the plain read's rate */
 typedef struct fp8_cmp {
@@ -85,9 +75,8 @@ typedef struct fp8_cmp {
     const char *verdict[2];
 } fp8_cmp;
 
-/* The fp8 rounds for 1 (and 2) threads, out[threads - 1]: engine E[0]. */
-void bench_fp8_rounds(const engine_host *const *E, const bench_limits *L, fp8_cmp *out);
-/* f: the markdown report, or NULL for the terminal's lines */
+/* The fp8 rounds (run_fp8.c) of n thread counts; f: the markdown report,
+ * or NULL for the terminal's lines */
 void bench_fp8_write(FILE *f, const fp8_cmp *c, int n);
 /* The fp8 rounds as a JSON array (its own key of bench.json). */
 void bench_fp8_json(FILE *f, const fp8_cmp *c, int n);
@@ -97,4 +86,4 @@ void bench_write_json(FILE *f, const bench_limits *L, const char *tune, const ch
 void bench_write_md(FILE *f, const bench_limits *L, const char *tune, const char *engine,
                     const bench_row *rows, int n);
 
-#endif /* AG_BENCH_REPORT_H */
+#endif /* AG_BENCH_REPORT_BENCH_H */

@@ -1,15 +1,15 @@
 /*
- * bench/limits.h — this machine's limits, measured in the same run as the
+ * bench/util_limits.h — this machine's limits, measured in the same run as the
  * engine rows they judge (never looked up): the fp32 FMA peak, the bf16
  * dot (VDPBF16PS) peak where the CPU has the instruction, the DRAM read
  * bandwidth, and the paged K/V read ceilings of the decode layout with and
  * without arithmetic per line.  Measured with the widest vectors the CPU
- * has (AVX-512F, else AVX2 + FMA: limits_simd.h).  Every figure for 1 and
+ * has (AVX-512F, else AVX2 + FMA: util_limits_simd.h).  Every figure for 1 and
  * 2 threads ([1], [2]; [0] unused), wall-clock and per CPU-second granted
  * (process CPU time / (threads x wall)).
  */
-#ifndef AG_BENCH_LIMITS_H
-#define AG_BENCH_LIMITS_H
+#ifndef AG_BENCH_UTIL_LIMITS_H
+#define AG_BENCH_UTIL_LIMITS_H
 
 #include <stddef.h>
 
@@ -59,7 +59,7 @@ double limits_read_bw(const bench_limits *L, int threads, int reps);
 /* GB/s of the paged K/V read (the paged rows above, no arithmetic) for a
  * cache of es-byte elements in blocks of bs keys, walked `chunk` keys per
  * step, over L->buf; 0 without the buffer.  The ceiling of a decode row of
- * that cache, measured next to it (bench.c: the fp8 rounds). */
+ * that cache, measured next to it (run_fp8.c: the fp8 rounds). */
 double limits_paged_read(const bench_limits *L, size_t es, int bs, int chunk, int threads, int reps);
 
-#endif /* AG_BENCH_LIMITS_H */
+#endif /* AG_BENCH_UTIL_LIMITS_H */

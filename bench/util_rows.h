@@ -1,17 +1,15 @@
 /*
- * bench/rows.h — the benchmark's rows (one table for `make bench` and
- * `make bench-peer` alike: decode, prefill, the Laguna-shaped mixed batch,
- * fp8 decode) and how one row runs through one or more configurations of
- * engines by the adapter ABI (harness/session.h): its case and problem
- * (rows.c), sessions on huge pages (one per cold rotation, shared by the
- * configurations of one engine), untimed passes, timed runs interleaved
- * configuration by configuration round by round, and a check of every
- * configuration's output against the fp64 reference (harness/ref.c) on
- * sampled query rows (row_run.c).
+ * bench/util_rows.h — the benchmark's rows, one table for `make bench` and
+ * `make bench-peer` alike (decode, prefill, the Laguna-shaped mixed batch,
+ * fp8 decode), and what every layer of the bench says about them: a row's
+ * name, its q/out dtype, its work (bytes and flops, item by item), the row
+ * as a harness case, and what running it through a configuration of an
+ * engine yields (row_result; the running is run_rows.h's).
  */
-#ifndef AG_BENCH_ROWS_H
-#define AG_BENCH_ROWS_H
+#ifndef AG_BENCH_UTIL_ROWS_H
+#define AG_BENCH_UTIL_ROWS_H
 
+#include "../harness/case/case.h"
 #include "../harness/host/engine_host.h"
 
 #include <stddef.h>
@@ -57,10 +55,16 @@ int row_items(const row_spec *r, row_item *items);
 double row_bytes(const row_spec *r);
 double row_flops(const row_spec *r);
 
-/* ---- running it ---- */
+/* Group g of row r as a case with q/out dtype io (Laguna's rows have two
+ * groups, each with its own KV cache; the others one).  Returns the
+ * row's group count. */
+int row_case(const row_spec *r, int g, ag_dtype io, case_spec *c);
 
-#define ROW_MAX_CONFIGS 16
-#define ROW_MAX_ROUNDS 16
+/* ---- what running it yields ---- */
+
+#define ROW_MAX_CONFIGS 16   /* engine configurations one row runs side by side */
+#define TORCH_MAX_FORMS 4    /* PyTorch formulations it runs beside them (run_torch.c) */
+#define ROW_MAX_ROUNDS 16    /* timed rounds kept per configuration */
 
 /* One configuration of one engine: a variant's option words.  The
  * configurations of one engine host share its caches (the ABI: the cache
@@ -86,22 +90,4 @@ typedef struct row_result {
     int rotations;
 } row_result;
 
-/* A peer timed outside the adapter ABI in the same rounds (bench-peer's
- * PyTorch): called at the end of every round, it 0 being the warm-up. */
-typedef struct row_extra {
-    void *ctx;
-    void (*round)(void *ctx, int it);
-} row_extra;
-
-/* Run row r on n configurations C[0..n) with `threads` threads and q/out
- * dtype io: reps (at most ROW_MAX_ROUNDS) timed batches per configuration
- * after one untimed pass over every rotation and one warm-up round,
- * configuration after configuration within each round, then `extra` (may
- * be NULL): a phase of the machine touches every one alike.  A
- * configuration that cannot express the row is skipped (res[e].why).  0,
- * or -1 when the row's own inputs cannot be built (out of memory:
- * res[0].why). */
-int row_run(const row_spec *r, const row_config *C, int n, int threads, int reps, ag_dtype io,
-            row_result *res, const row_extra *extra);
-
-#endif /* AG_BENCH_ROWS_H */
+#endif /* AG_BENCH_UTIL_ROWS_H */

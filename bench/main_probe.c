@@ -1,7 +1,8 @@
 /*
- * bench/probe.c — micro-probes of the CPU facts the AVX-512 kernels were
- * shaped around, so that what docs/perf-notes.md records about them can
- * be re-measured on any machine (`make probe`).  Every figure is a ratio
+ * bench/main_probe.c — `make probe`, a program of its own (it shares no
+ * file with the benchmark): micro-probes of the CPU facts the AVX-512
+ * kernels were shaped around, so that what docs/perf-notes.md records
+ * about them can be re-measured on any machine.  Every figure is a ratio
  * against a loop measured in the same run, or nanoseconds of wall time; no
  * clock frequency is assumed.
  *

@@ -1,15 +1,14 @@
 /*
- * bench/peer_report.h — what `make bench-peer` measured (side_by_side.c)
- * as its reports need it (peer_report.c): the engines and their
+ * bench/report_peer.h — what `make bench-peer` measured (run_peer.c)
+ * as its reports need it (report_peer.c): the engines and their
  * configurations, and per row every configuration's result, each peer's
  * fastest correct configuration (its winner), the best peer and
  * attnguard's verdict against it.
  */
-#ifndef AG_BENCH_PEER_REPORT_H
-#define AG_BENCH_PEER_REPORT_H
+#ifndef AG_BENCH_REPORT_PEER_H
+#define AG_BENCH_REPORT_PEER_H
 
-#include "bench.h"
-#include "torch_peer.h"
+#include "util_rows.h"
 
 #define PEER_MAX_ENGINES 6
 #define PEER_MAX_CELLS (ROW_MAX_CONFIGS + TORCH_MAX_FORMS)
@@ -54,7 +53,8 @@ typedef struct peer_run {
 } peer_run;
 
 /* The sanity bound of a correct output: its largest error over the
- * largest reference value (f32 KV 1e-3; 16-bit and fp8 KV 1e-1). */
+ * largest reference value (f32 KV 1e-3; 16-bit and fp8 KV 1e-1).  Both
+ * reports print it; run_peer.c judges each configuration by it. */
 double peer_bound(const row_spec *s);
 /* GB/s (decode) or GFLOP/s of row s at `sec` seconds a batch. */
 double peer_figure(const row_spec *s, double sec);
@@ -62,4 +62,4 @@ double peer_figure(const row_spec *s, double sec);
 /* OUTDIR/bench-peer.md and bench-peer.json. */
 void peer_write(const char *outdir, const peer_run *run);
 
-#endif /* AG_BENCH_PEER_REPORT_H */
+#endif /* AG_BENCH_REPORT_PEER_H */

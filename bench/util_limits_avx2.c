@@ -1,12 +1,12 @@
 /*
- * bench/limits_avx2.c — the AVX2 + FMA table of limits_simd.h, for CPUs
+ * bench/util_limits_avx2.c — the AVX2 + FMA table of util_limits_simd.h, for CPUs
  * without AVX-512: FMA chains, the DRAM read and the paged K/V walks with
  * 256-bit vectors (there is no bf16 dot instruction in this set).  Every
- * function carries its target attribute; limits.c calls them only on a
- * CPU with AVX2 and FMA.  Shaped like the AVX-512 twin (limits_avx512.c),
+ * function carries its target attribute; util_limits.c calls them only on a
+ * CPU with AVX2 and FMA.  Shaped like the AVX-512 twin (util_limits_avx512.c),
  * scaled to 16 ymm registers.
  */
-#include "limits_simd.h"
+#include "util_limits_simd.h"
 
 #include <immintrin.h>
 
@@ -71,7 +71,7 @@ T256 static float read_sum(const float *buf, size_t a, size_t z, size_t pf) {
     return hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
 }
 
-/* The walk of limits_simd.h: two 32-byte loads per line, nfma 256-bit
+/* The walk of util_limits_simd.h: two 32-byte loads per line, nfma 256-bit
  * FMAs per line over 8 chains (the data alternating between the line's
  * halves); a += w c keeps the sums bounded (no denormals). */
 T256 static inline __attribute__((always_inline)) float

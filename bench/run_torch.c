@@ -1,8 +1,8 @@
 /*
- * bench/torch_peer.c — see torch_peer.h: the child process and the lines
+ * bench/run_torch.c — see run_torch.h: the child process and the lines
  * exchanged with it (tab-separated words, one request and one reply each).
  */
-#include "torch_peer.h"
+#include "run_torch.h"
 
 #include <math.h>
 #include <signal.h>

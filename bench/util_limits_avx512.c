@@ -1,13 +1,13 @@
 /*
- * bench/limits_avx512.c — the AVX-512 table of limits_simd.h: FMA and
+ * bench/util_limits_avx512.c — the AVX-512 table of util_limits_simd.h: FMA and
  * VDPBF16PS chains, the DRAM read and the paged K/V walks with 512-bit
- * vectors.  Every function carries its target attribute; limits.c calls
+ * vectors.  Every function carries its target attribute; util_limits.c calls
  * them only on a CPU with AVX-512F (and the dot chains with AVX512-BF16).
  * Each loop is shaped so that the compiler can neither merge its chains
  * nor drop its loads; why each looks as it does: docs/perf-notes.md
  * ("Machine limits").
  */
-#include "limits_simd.h"
+#include "util_limits_simd.h"
 
 #include <immintrin.h>
 
@@ -84,7 +84,7 @@ T512 static float read_sum(const float *buf, size_t a, size_t z, size_t pf) {
     return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
 }
 
-/* The walk of limits_simd.h with nfma FMAs per line read, spread over 16
+/* The walk of util_limits_simd.h with nfma FMAs per line read, spread over 16
  * independent chains (a constant at every call, so the loop unrolls away):
  * at 4 cycles per FMA, 8 chains would just keep both FMA ports busy and
  * leave no slack.  a += w c: bounded sums of the data, so no denormal (a

@@ -1,19 +1,19 @@
 /*
- * bench/torch_peer.h — PyTorch as a peer of `make bench-peer`, timed in
+ * bench/run_torch.h — PyTorch as a peer of `make bench-peer`, timed in
  * the same rounds as the engines: a child process (bench/peer.py --serve)
  * that prepares one row at a time and runs each of its formulations once
  * per round when asked (the protocol: peer.py's top comment).  While the
  * child runs, this process waits on the pipe, and the other way round, so
  * the two never compete for the cores.
  */
-#ifndef AG_BENCH_TORCH_PEER_H
-#define AG_BENCH_TORCH_PEER_H
+#ifndef AG_BENCH_RUN_TORCH_H
+#define AG_BENCH_RUN_TORCH_H
 
-#include "rows.h"
+#include "util_rows.h"
 
 #include <stddef.h>
 
-#define TORCH_MAX_FORMS 4
+/* TORCH_MAX_FORMS, the formulations a row holds: util_rows.h */
 #define TORCH_FORM_LEN 64
 
 typedef struct torch_peer torch_peer;
@@ -35,4 +35,4 @@ int torch_peer_check(torch_peer *t, double *abs_err, double *rel_err, int n);
 /* Free the row's memory in the child. */
 void torch_peer_done(torch_peer *t);
 
-#endif /* AG_BENCH_TORCH_PEER_H */
+#endif /* AG_BENCH_RUN_TORCH_H */

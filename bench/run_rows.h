@@ -1,0 +1,44 @@
+/*
+ * bench/run_rows.h — running the rows, for both commands (`make bench`:
+ * run_bench.c and run_fp8.c; `make bench-peer`: run_peer.c): which rows
+ * the environment keeps (BENCH_ONLY, BENCH_DTYPE, BENCH_HKV,
+ * BENCH_THREADS) and how often each is timed, opening an engine, and one
+ * row run through one or more configurations of engines by the adapter
+ * ABI (harness/host/session.h): its inputs (run_inputs.c), sessions on
+ * huge pages (one per cold rotation, shared by the configurations of one
+ * engine), untimed passes, timed runs interleaved configuration by
+ * configuration round by round, and a check of every configuration's
+ * output against the fp64 reference on sampled query rows (run_rows.c).
+ */
+#ifndef AG_BENCH_RUN_ROWS_H
+#define AG_BENCH_RUN_ROWS_H
+
+#include "util_rows.h"
+
+#define BENCH_MAX_RESULTS 128   /* rows (x thread counts) one run measures */
+
+int bench_skip_row(const row_spec *r);      /* 1: the environment leaves row r out */
+int bench_threads_max(void);                /* 2, or 1 with BENCH_THREADS=1 */
+int bench_row_reps(const row_spec *r);      /* timed batches of row r */
+/* engine_host_open, printing why it failed; 0 or -1. */
+int bench_open_engine(engine_host *h, const char *name);
+
+/* A peer timed outside the adapter ABI in the same rounds (bench-peer's
+ * PyTorch): called at the end of every round, it 0 being the warm-up. */
+typedef struct row_extra {
+    void *ctx;
+    void (*round)(void *ctx, int it);
+} row_extra;
+
+/* Run row r on n configurations C[0..n) with `threads` threads and q/out
+ * dtype io: reps (at most ROW_MAX_ROUNDS) timed batches per configuration
+ * after one untimed pass over every rotation and one warm-up round,
+ * configuration after configuration within each round, then `extra` (may
+ * be NULL): a phase of the machine touches every one alike.  A
+ * configuration that cannot express the row is skipped (res[e].why).  0,
+ * or -1 when the row's own inputs cannot be built (out of memory:
+ * res[0].why). */
+int row_run(const row_spec *r, const row_config *C, int n, int threads, int reps, ag_dtype io,
+            row_result *res, const row_extra *extra);
+
+#endif /* AG_BENCH_RUN_ROWS_H */
