@@ -27,6 +27,10 @@ Rules (docs/design.md, "Repository"):
      a static variable, a typedef) is defined by the files of two kernel
      tables (ref, avx2, avx512, avx512bf16: a table's kernel, inline and
      table files); each table's carry its ISA, so that grep finds one.
+  8. an example engine (examples/<name>/) is built from the installed kit
+     only: no `#include "..."` leaves its folder, and only its adapter
+     (*_adapter.c) includes the kit's headers (<attnguard/...>): the
+     engine itself knows nothing of attnguard.
 
 Prints one line per breach and exits 1, else one summary line.  Reads the
 sources as text: `#include "..."` paths are resolved against the including
@@ -40,6 +44,7 @@ import sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+KIT_INCLUDE = re.compile(r'^\s*#\s*include\s*<attnguard/', re.M)
 ROOMS = ["util", "case", "host", "judge", "cli"]   # in order: each may include those before
 FUZZ_ROOMS = ["case", "run", "judge"]              # fuzz/<engine>/<engine>_<room>.h, in order
 DOOR_EXCEPTIONS = {"fuzz/fuzz_api.c"}
@@ -168,8 +173,31 @@ def fuzz_room(path):
     return parts[1], next((r for r in FUZZ_ROOMS if parts[2] == f"{parts[1]}_{r}.h"), None)
 
 
+def example_breaches():
+    """Rule 8, over every C file under examples/."""
+    out = []
+    top = os.path.join(ROOT, "examples")
+    for d, _, files in os.walk(top):
+        for f in files:
+            if not f.endswith((".c", ".h")):
+                continue
+            src = os.path.relpath(os.path.join(d, f), ROOT)
+            home = os.sep.join(src.split(os.sep)[:2])
+            with open(os.path.join(ROOT, src), encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+            for m in INCLUDE.finditer(text):
+                target = os.path.normpath(os.path.join(os.path.dirname(src), m.group(1)))
+                if not target.startswith(home + os.sep):
+                    out.append(f"{src} includes \"{m.group(1)}\": an example is built from the "
+                               "installed kit only (<attnguard/...> through pkg-config)")
+            if KIT_INCLUDE.search(text) and not f.endswith("_adapter.c"):
+                out.append(f"{src} includes <attnguard/...>: only an example's adapter "
+                           "(*_adapter.c) knows attnguard, never its engine")
+    return out
+
+
 def main():
-    breaches, edges = [], {}
+    breaches, edges = example_breaches(), {}
     files = sorted(sources())
     for src in files:
         top = src.split(os.sep)[0]
@@ -249,7 +277,7 @@ def main():
           f"is the only door, rooms {' <- '.join(ROOMS)}; fuzz rooms {' <- '.join(FUZZ_ROOMS)}, "
           f"shared contract files engine-free; bench {' <- '.join(BENCH_LAYERS)}; no include or "
           f"call cycle in {', '.join(CALL_FOLDERS)} (no include cycle in harness either); "
-          "kernel tables' private names their own")
+          "kernel tables' private names their own; examples from the installed kit")
     return 0
 
 
