@@ -4,19 +4,27 @@
 # does with it).  Every file installed is listed, relative to PREFIX, in
 # PREFIX/share/attnguard/MANIFEST, which uninstall reads: the one list.
 #
-#   kit.sh install   DESTDIR PREFIX CLI ABI FUZZ_DIR [TARGET...]
+#   kit.sh install   DESTDIR PREFIX CLI ABI FUZZ_DIR FUZZ_CC FUZZ_CFLAGS [TARGET...]
+#   kit.sh headers   DESTDIR PREFIX ABI FUZZ_CC FUZZ_CFLAGS
 #   kit.sh uninstall DESTDIR PREFIX
+#
+# `headers` installs what compiling an adapter needs and nothing else (the
+# ABI's headers and attnguard.pc): an engine's own fuzz build, which builds
+# attnguard's fuzz targets from source with its adapter linked in
+# (examples/clusterfuzzlite/), needs neither the CLI nor installed targets.
 #
 # DESTDIR may be empty; the installed paths (attnguard.pc's prefix) are
 # PREFIX's, the files land under DESTDIR/PREFIX.  TARGETs are libFuzzer
 # binaries in FUZZ_DIR, installed with their .options and .dict and their
-# seed corpus (corpus/<target>/).
+# seed corpus (corpus/<target>/).  FUZZ_CC and FUZZ_CFLAGS are how an
+# engine is compiled to be loaded into them with its own coverage counted
+# (attnguard.pc's fuzz_cc and fuzz_cflags).
 set -euo pipefail
 
 die() { echo "kit: $*" >&2; exit 1; }
 
 cmd=${1:-}
-[ "$cmd" = install ] || [ "$cmd" = uninstall ] || die "usage: kit.sh install|uninstall DESTDIR PREFIX ..."
+case "$cmd" in install | headers | uninstall) ;; *) die "usage: kit.sh install|headers|uninstall DESTDIR PREFIX ..." ;; esac
 destdir=$2
 prefix=$3
 case "$prefix" in /*) ;; *) die "PREFIX must be an absolute path (got '$prefix')" ;; esac
@@ -41,11 +49,22 @@ if [ "$cmd" = uninstall ]; then
     exit 0
 fi
 
-cli=$4
-abi=$5
-fuzz_dir=$6
-shift 6
-[ -x "$cli" ] || die "no CLI at $cli"
+if [ "$cmd" = headers ]; then
+    cli=
+    abi=$4
+    fuzz_dir=
+    fuzz_cc=$5
+    fuzz_cflags=$6
+    shift 6
+else
+    cli=$4
+    abi=$5
+    fuzz_dir=$6
+    fuzz_cc=$7
+    fuzz_cflags=$8
+    shift 8
+    [ -x "$cli" ] || die "no CLI at $cli"
+fi
 [ -n "$abi" ] || die "no ABI version"
 src=$(cd "$(dirname "$0")/.." && pwd)
 listing=$(mktemp)
@@ -62,11 +81,13 @@ put() {
     done
 }
 
-put 755 bin "$cli"
+[ -z "$cli" ] || put 755 bin "$cli"
 put 644 include/attnguard "$src"/include/attnguard/*.h
-put 644 share/attnguard/cases "$src"/corpus/cases/*.case
-put 644 share/doc/attnguard "$src"/docs/engines.md "$src"/docs/case-format.md \
-    "$src"/docs/fuzzing.md "$src"/docs/adding-a-dtype.md
+if [ "$cmd" = install ]; then
+    put 644 share/attnguard/cases "$src"/corpus/cases/*.case
+    put 644 share/doc/attnguard "$src"/docs/engines.md "$src"/docs/case-format.md \
+        "$src"/docs/fuzzing.md "$src"/docs/adding-a-dtype.md
+fi
 
 # pkg-config: the kit is header-only; its version is the ABI's
 install -d "$root/lib/pkgconfig"
@@ -79,6 +100,8 @@ corpusdir=\${datadir}/corpus
 fuzzdir=\${prefix}/libexec/attnguard/fuzz
 cli=\${prefix}/bin/attnguard
 abi_version=$abi
+fuzz_cc=$fuzz_cc
+fuzz_cflags=$fuzz_cflags
 
 Name: attnguard
 Description: attnguard's adapter ABI (header-only): build an engine's adapter, load it with the attnguard CLI and fuzz targets
@@ -103,5 +126,6 @@ done
 # them uninstallable)
 [ -f "$manifest" ] && cat "$manifest" >> "$listing"
 echo "$manifest_rel" >> "$listing"
+install -d "$(dirname "$manifest")"
 sort -u "$listing" > "$manifest"
-echo "install: $(wc -l < "$manifest") files under $root (ABI $abi$([ $# -gt 0 ] && echo "; fuzz targets: $*"))"
+echo "$cmd: $(wc -l < "$manifest") files under $root (ABI $abi$([ $# -gt 0 ] && echo "; fuzz targets: $*"))"
