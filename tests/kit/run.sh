@@ -5,8 +5,9 @@
 # adapter there with pkg-config alone, checks that the .so leaves no `ag_`
 # symbol undefined, loads it with the installed CLI over installed cases,
 # has a build claiming the previous ABI version refused with both versions
-# named, compiles the headers as C++17, and checks DESTDIR staging and
-# uninstall.  ABI (the version) and
+# named, compiles the headers as C++17, runs the example engine's check
+# (tests/kit/example.sh) on the same install, checks attnguard.pc's fuzzing
+# flags, install-headers alone, DESTDIR staging and uninstall.  ABI (the version) and
 # MAKE come from mk/install.mk.
 set -euo pipefail
 
@@ -82,6 +83,28 @@ fi
 grep -q "built for adapter ABI version $old, this host speaks $abi" "$tmp/old.log" ||
     { cat "$tmp/old.log"; fail "the refusal does not name both versions"; }
 
+# The example engine (examples/tinyattn/) on the same installed kit.
+example=$(bash "$root/tests/kit/example.sh" "$prefix" "$tmp") || fail "the example engine (above)"
+
+# How an engine is compiled for the kit's fuzz targets: libFuzzer's
+# coverage without its runtime, and the targets' sanitizers.
+case " $(pkg-config --variable=fuzz_cflags attnguard) " in
+*" -fsanitize=fuzzer-no-link "*"-fsanitize=address"*) ;;
+*) fail "attnguard.pc's fuzz_cflags lack libFuzzer's coverage or ASan: $(pkg-config --variable=fuzz_cflags attnguard)" ;;
+esac
+[ -n "$(pkg-config --variable=fuzz_cc attnguard)" ] || fail "attnguard.pc names no fuzz_cc"
+
+# install-headers: the headers and attnguard.pc alone (an engine's own
+# fuzz build), enough to build the adapter.
+"$make" -C "$root" --no-print-directory install-headers PREFIX="$tmp/headers" > "$tmp/install.log" ||
+    { cat "$tmp/install.log"; fail "make install-headers"; }
+got=$(cd "$tmp/headers" && find . -type f | sort | tr '\n' ' ')
+[ "$got" = "./include/attnguard/dtype.h ./include/attnguard/engine.h ./lib/pkgconfig/attnguard.pc ./share/attnguard/MANIFEST " ] ||
+    fail "install-headers installed: $got"
+(cd "$tmp/adapter" && PKG_CONFIG_PATH=$tmp/headers/lib/pkgconfig "$make" --no-print-directory -s \
+    OUT=libag_headers.so) > "$tmp/build.log" 2>&1 ||
+    { cat "$tmp/build.log"; fail "building the adapter against install-headers' kit"; }
+
 # DESTDIR stages under itself; the installed paths stay PREFIX's.
 "$make" -C "$root" --no-print-directory install DESTDIR="$tmp/stage" PREFIX=/opt/attnguard FUZZ=0 \
     > "$tmp/install.log" || { cat "$tmp/install.log"; fail "make install DESTDIR=..."; }
@@ -99,3 +122,4 @@ left=$(find "$prefix" -mindepth 1 -name '*attnguard*' | head -n 3)
 
 echo "kit: $n_installed files installed; out-of-tree adapter (no ag_ symbol undefined) passed" \
      "$passed cases; ABI $old build refused; headers C++17-clean; DESTDIR, uninstall clean"
+echo "kit: $example"
