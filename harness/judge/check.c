@@ -469,6 +469,18 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
         rep->scratch_bytes = info.scratch_bytes;
         rep->num_regions = info.num_regions;
     }
+    /* Every plan is sized before any of its layers runs or is skipped over
+     * budget, not only the case's own and split-on ones of the plan pass:
+     * the other configurations (split off, a fixed split, other threads)
+     * plan anew, and an engine that states its needs (extents, plan_shape)
+     * is then held to them there too, at plan time, by the oracle that
+     * names them, rather than by the guard page its run would meet. */
+    if ((res = oracle_check_sizing(x->E, plan, &info, p, f))) {
+        char d[sizeof f->detail];
+        snprintf(d, sizeof d, "%s", f->detail);
+        res = oracle_found(f, res, "%s: %s", cf->what, d);
+        goto out_plan;
+    }
     /* The engine's own cost of a run (ag_plan_info.run_macs, and its
      * threads per core when it spins at its barriers): the watchdog allows
      * for it, and a fuzz budget (check_set_run_budget) runs no plan beyond
