@@ -27,6 +27,10 @@ FUZZ_ALL := $(sort $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c)))
 fz_engine_of = $(patsubst fuzz_%_contract,%,$1)
 FUZZ_ALL := $(foreach t,$(FUZZ_ALL),$(if $(filter fuzz_%_contract,$t),$(if $(filter \
     $(call fz_engine_of,$t),$(subst $(comma), ,$(ENGINES_BUILTIN))),$t),$t))
+# The targets that reach an engine through the ABI only, so that any
+# adapter can drive them: all but attnguard's own API's and the built-in
+# engines' contract targets.  The installed kit's (mk/install.mk).
+FUZZ_ABI := $(filter-out fuzz_api fuzz_%_contract,$(FUZZ_ALL))
 
 # The names the CLI knows (harness/cli/known.c: `repro --target bogus`
 # names the name instead of asking for a build): every fuzz/fuzz_*.c,
@@ -96,6 +100,11 @@ FZ_CFLAGS = $(CSTD) -g $(WARN) -fno-strict-aliasing \
             $(call isa_defines_of,$(FUZZ_TABLES) $(call emu_tables_of,$(EMU_TABLES))) $(ENGINE_CFLAGS) \
             $(FZ_OPENMP) $(if $(filter 1,$(FZ_OSS)),,$(OPT) $(EXTRA_CFLAGS)) $(FZ_INJECT) $(FZ_SANCOV)
 
+# libFuzzer's edge counters without comparison tracing: what the kernels
+# and the other per-element loops get below, and what the kit offers an
+# engine's kernels (attnguard.pc's fuzz_cflags_edges, mk/install.mk).
+FZ_EDGES := -fsanitize-coverage=inline-8bit-counters,pc-table
+
 # Coverage feedback only where it guides (local build; OSS-Fuzz's $CFLAGS
 # decide there): the engine's control code gets full libFuzzer
 # instrumentation (edges + comparisons); the kernels' inner loops and the
@@ -107,8 +116,8 @@ FZ_CFLAGS = $(CSTD) -g $(WARN) -fno-strict-aliasing \
 ifneq ($(FZ_OSS),1)
 FZ_COV := -fsanitize=fuzzer-no-link
 $(FZ_B)/obj/harness/%.o: FZ_COV :=
-$(FZ_B)/obj/harness/case/case_bytes.o: FZ_COV := -fsanitize-coverage=inline-8bit-counters,pc-table
-$(FZ_B)/obj/src/kernels/%.o: FZ_COV := -fsanitize-coverage=inline-8bit-counters,pc-table
+$(FZ_B)/obj/harness/case/case_bytes.o: FZ_COV := $(FZ_EDGES)
+$(FZ_B)/obj/src/kernels/%.o: FZ_COV := $(FZ_EDGES)
 # Edges only, too, where the engine loops per element or per work item:
 # ggml's mask builder (every cell of every query row), the cache writers
 # (every element), the planner's partition and the layout (every item, a
@@ -116,7 +125,7 @@ $(FZ_B)/obj/src/kernels/%.o: FZ_COV := -fsanitize-coverage=inline-8bit-counters,
 # comparisons were a third of fuzz_plan's time; the validation code that
 # decides refusals (builder.c, plan_size.c) keeps them.
 FZ_EDGES_ONLY := engines/ggml/ggml_cache.c src/reshape.c src/plan.c src/layout.c src/executor.c
-$(FZ_EDGES_ONLY:%.c=$(FZ_B)/obj/%.o): FZ_COV := -fsanitize-coverage=inline-8bit-counters,pc-table
+$(FZ_EDGES_ONLY:%.c=$(FZ_B)/obj/%.o): FZ_COV := $(FZ_EDGES)
 # The harness's hot loops (value generator, fp64 reference, comparison)
 # build without sanitizers here: they are trusted code that the suites
 # check under ASan+UBSan (make test-asan), and sanitized they took half
@@ -211,7 +220,7 @@ $(FZ_B)/obj/%.o: %.c $(FZ_B)/.flags
 # The emulated objects: mk/isa.mk's rule with this build's compiler and
 # flags, the kernels' coverage (edge counters only, locally) and ASan
 # without UBSan, as for the native SIMD files.
-FZ_EMU_CC = $(FZ_CC) $(FZ_CFLAGS) $(if $(filter 1,$(FZ_OSS)),,-fsanitize-coverage=inline-8bit-counters$(comma)pc-table) \
+FZ_EMU_CC = $(FZ_CC) $(FZ_CFLAGS) $(if $(filter 1,$(FZ_OSS)),,$(FZ_EDGES)) \
             -fno-sanitize=undefined,float-divide-by-zero
 $(eval $(call emu_rule,$(FZ_B)/obj,FZ_EMU_CC,$(FZ_B)/.flags))
 

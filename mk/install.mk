@@ -15,9 +15,9 @@
 #                                         nothing of attnguard (libm only)
 #   lib/pkgconfig/attnguard.pc            -I for the headers, -lm; its Version and
 #                                         abi_version are AG_ENGINE_ABI_VERSION;
-#                                         fuzz_cc and fuzz_cflags compile an engine
-#                                         for the fuzz targets with its coverage
-#                                         counted (KIT_FUZZ_CC, KIT_FUZZ_CFLAGS)
+#                                         fuzz_cc, fuzz_cflags and fuzz_cflags_edges
+#                                         compile an engine for the fuzz targets
+#                                         with its coverage counted (KIT_FUZZ_*)
 #   share/attnguard/cases/*.case          the shipped cases (`attnguard check`)
 #   share/doc/attnguard/                  the pages an adapter's author reads
 #   libexec/attnguard/fuzz/<target>       the libFuzzer targets that reach an engine
@@ -44,6 +44,10 @@ KIT_FUZZ := $(FUZZ_ABI)
 # which the targets carry).  mk/fuzz.mk's local flags: one source.
 KIT_FUZZ_CC := $(FZ_CC)
 KIT_FUZZ_CFLAGS := -fsanitize=fuzzer-no-link $(FZ_SANCOV)
+# The same with libFuzzer's edge counters alone, for an engine's kernels:
+# comparison tracing in per-element loops costs far more than it guides
+# (mk/fuzz.mk instruments attnguard's own kernels so).
+KIT_FUZZ_CFLAGS_EDGES := $(FZ_EDGES) $(FZ_SANCOV)
 # The ABI's version, read from the header that defines it.
 AG_ABI_VERSION := $(shell sed -n 's/^\#define AG_ENGINE_ABI_VERSION \([0-9]*\).*/\1/p' include/attnguard/engine.h)
 
@@ -52,11 +56,12 @@ install: $(CLI) $(if $(filter 1,$(FUZZ)),$(KIT_FUZZ:%=$(FZ_OUT)/%) $(foreach t,$
     $(FZ_OUT)/$t.options $(if $(wildcard fuzz/$t.dict),$(FZ_OUT)/$t.dict)))
 	$(if $(INJECT),$(error install: INJECT=$(INJECT) is a mutant build, never installed))
 	@bash scripts/kit.sh install '$(DESTDIR)' '$(PREFIX)' '$(CLI)' '$(AG_ABI_VERSION)' \
-	    '$(FZ_OUT)' '$(KIT_FUZZ_CC)' '$(KIT_FUZZ_CFLAGS)' $(if $(filter 1,$(FUZZ)),$(KIT_FUZZ))
+	    '$(FZ_OUT)' '$(KIT_FUZZ_CC)' '$(KIT_FUZZ_CFLAGS)' '$(KIT_FUZZ_CFLAGS_EDGES)' \
+	    $(if $(filter 1,$(FUZZ)),$(KIT_FUZZ))
 
 install-headers:
 	@bash scripts/kit.sh headers '$(DESTDIR)' '$(PREFIX)' '$(AG_ABI_VERSION)' \
-	    '$(KIT_FUZZ_CC)' '$(KIT_FUZZ_CFLAGS)'
+	    '$(KIT_FUZZ_CC)' '$(KIT_FUZZ_CFLAGS)' '$(KIT_FUZZ_CFLAGS_EDGES)'
 
 uninstall:
 	@bash scripts/kit.sh uninstall '$(DESTDIR)' '$(PREFIX)'

@@ -4,8 +4,8 @@
 # does with it).  Every file installed is listed, relative to PREFIX, in
 # PREFIX/share/attnguard/MANIFEST, which uninstall reads: the one list.
 #
-#   kit.sh install   DESTDIR PREFIX CLI ABI FUZZ_DIR FUZZ_CC FUZZ_CFLAGS [TARGET...]
-#   kit.sh headers   DESTDIR PREFIX ABI FUZZ_CC FUZZ_CFLAGS
+#   kit.sh install   DESTDIR PREFIX CLI ABI FUZZ_DIR FUZZ_CC FUZZ_CFLAGS FUZZ_EDGES [TARGET...]
+#   kit.sh headers   DESTDIR PREFIX ABI FUZZ_CC FUZZ_CFLAGS FUZZ_EDGES
 #   kit.sh uninstall DESTDIR PREFIX
 #
 # `headers` installs what compiling an adapter needs and nothing else (the
@@ -16,9 +16,10 @@
 # DESTDIR may be empty; the installed paths (attnguard.pc's prefix) are
 # PREFIX's, the files land under DESTDIR/PREFIX.  TARGETs are libFuzzer
 # binaries in FUZZ_DIR, installed with their .options and .dict and their
-# seed corpus (corpus/<target>/).  FUZZ_CC and FUZZ_CFLAGS are how an
-# engine is compiled to be loaded into them with its own coverage counted
-# (attnguard.pc's fuzz_cc and fuzz_cflags).
+# seed corpus (corpus/<target>/).  FUZZ_CC, FUZZ_CFLAGS and FUZZ_EDGES are
+# how an engine is compiled to be loaded into them with its own coverage
+# counted (attnguard.pc's fuzz_cc, fuzz_cflags, and fuzz_cflags_edges for
+# its kernels).
 set -euo pipefail
 
 die() { echo "kit: $*" >&2; exit 1; }
@@ -55,14 +56,16 @@ if [ "$cmd" = headers ]; then
     fuzz_dir=
     fuzz_cc=$5
     fuzz_cflags=$6
-    shift 6
+    fuzz_edges=$7
+    shift 7
 else
     cli=$4
     abi=$5
     fuzz_dir=$6
     fuzz_cc=$7
     fuzz_cflags=$8
-    shift 8
+    fuzz_edges=$9
+    shift 9
     [ -x "$cli" ] || die "no CLI at $cli"
 fi
 [ -n "$abi" ] || die "no ABI version"
@@ -102,6 +105,7 @@ cli=\${prefix}/bin/attnguard
 abi_version=$abi
 fuzz_cc=$fuzz_cc
 fuzz_cflags=$fuzz_cflags
+fuzz_cflags_edges=$fuzz_edges
 
 Name: attnguard
 Description: attnguard's adapter ABI (header-only): build an engine's adapter, load it with the attnguard CLI and fuzz targets

@@ -92,8 +92,8 @@ static ag_status a_open(const char *options, void **ctx, ag_msg *msg) {
     if (!ctx) return say(msg, AG_REFUSED, AG_R_NULL, "open: ctx is NULL");
     *ctx = NULL;
     if (options && options[strspn(options, " ")])
-        return say(msg, AG_REFUSED, AG_R_OPTIONS, "open: tinyattn takes no options (given '%.200s')",
-                   options);
+        return say(msg, AG_REFUSED, AG_R_OPTIONS,
+                   "open: tinyattn takes no options (given '%.200s')", options);
     return say(msg, AG_OK, AG_R_NONE, NULL);
 }
 

@@ -27,7 +27,7 @@ cases=$prefix/share/attnguard/cases
 
 ex=$tmp/tinyattn
 cp -r "$root/examples/tinyattn" "$ex"
-rm -f "$ex"/*.so
+rm -rf "$ex"/*.so "$ex"/obj*
 for build in "" "PLANTED=1"; do
     (cd "$ex" && make --no-print-directory -s $build) > "$tmp/example-build.log" 2>&1 ||
         { cat "$tmp/example-build.log"; fail "building the example ($build) from the installed kit"; }

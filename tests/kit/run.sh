@@ -92,6 +92,10 @@ case " $(pkg-config --variable=fuzz_cflags attnguard) " in
 *" -fsanitize=fuzzer-no-link "*"-fsanitize=address"*) ;;
 *) fail "attnguard.pc's fuzz_cflags lack libFuzzer's coverage or ASan: $(pkg-config --variable=fuzz_cflags attnguard)" ;;
 esac
+case " $(pkg-config --variable=fuzz_cflags_edges attnguard) " in
+*" -fsanitize-coverage=inline-8bit-counters,pc-table "*"-fsanitize=address"*) ;;
+*) fail "attnguard.pc's fuzz_cflags_edges: $(pkg-config --variable=fuzz_cflags_edges attnguard)" ;;
+esac
 [ -n "$(pkg-config --variable=fuzz_cc attnguard)" ] || fail "attnguard.pc names no fuzz_cc"
 
 # install-headers: the headers and attnguard.pc alone (an engine's own
