@@ -1,5 +1,6 @@
 /*
- * registry.c — finding an adapter by name: the built-in ones listed in
+ * registry.c — finding an adapter by name: one linked into the program
+ * (an engine's own fuzz build, below), the built-in ones listed in
  * engines.def, or a shared object that exports AG_ENGINE_ENTRY (a user's
  * own engine, loaded without rebuilding attnguard), refused when it was
  * built for another ABI version.
@@ -86,7 +87,23 @@ static const ag_engine *checked(const ag_engine *e, const char *name, ag_msg *ms
     return ag_engine_check(e, name, msg) == 0 ? e : NULL;
 }
 
+/* An adapter linked into the program itself defines AG_ENGINE_ENTRY
+ * there: the fuzz targets of an engine's ClusterFuzzLite or OSS-Fuzz
+ * build (`make oss-fuzz FUZZ_LINK_ADAPTER=...`), where nothing sets
+ * $ATTNGUARD_ENGINE, so that engine is the default and answers to its own
+ * name.  Weak: in every other program (the CLI, the kit's fuzz targets)
+ * there is none, and an adapter object loaded later (RTLD_LOCAL) never
+ * binds it. */
+const ag_engine *attnguard_engine(void) __attribute__((weak));
+
+static const ag_engine *linked_in(void) {
+    return attnguard_engine ? attnguard_engine() : NULL;
+}
+
 const ag_engine *ag_engine_find(const char *name, ag_msg *msg) {
+    const ag_engine *own = linked_in();
+    if (own && (!name || !*name || (own->name && strcmp(name, own->name) == 0)))
+        return checked(own, NULL, msg);
     if (!name || !*name) name = k_builtin[0].name;
     for (int i = 0; i < N_BUILTIN; i++)
         if (strcmp(name, k_builtin[i].name) == 0) return checked(k_builtin[i].get(), name, msg);

@@ -8,6 +8,13 @@
 #                                    ($CC $CFLAGS $CXX $CXXFLAGS $LIB_FUZZING_ENGINE
 #                                    $OUT): what .clusterfuzzlite/build.sh runs;
 #                                    adds <target>_seed_corpus.zip
+#   make oss-fuzz FUZZ_LINK_ADAPTER=<archive or objects>
+#                                    an engine's own fuzz build (the template
+#                                    examples/clusterfuzzlite/): only the targets
+#                                    that reach an engine through the ABI
+#                                    (FUZZ_ABI), with that adapter and engine
+#                                    linked in, the targets' default engine
+#                                    (engines/registry.c)
 #   make regress [CC=..] [SANITIZER=..]
 #                                    replay drivers (no libFuzzer) built with the
 #                                    current CC/SANITIZER, run over corpus/<target>/
@@ -29,7 +36,8 @@ FUZZ_ALL := $(foreach t,$(FUZZ_ALL),$(if $(filter fuzz_%_contract,$t),$(if $(fil
     $(call fz_engine_of,$t),$(subst $(comma), ,$(ENGINES_BUILTIN))),$t),$t))
 # The targets that reach an engine through the ABI only, so that any
 # adapter can drive them: all but attnguard's own API's and the built-in
-# engines' contract targets.  The installed kit's (mk/install.mk).
+# engines' contract targets.  The installed kit's (mk/install.mk), and an
+# engine's own fuzz build's (FUZZ_LINK_ADAPTER below).
 FUZZ_ABI := $(filter-out fuzz_api fuzz_%_contract,$(FUZZ_ALL))
 
 # The names the CLI knows (harness/cli/known.c: `repro --target bogus`
@@ -52,6 +60,14 @@ $(B)/.known: FORCE
 # the binaries and their files, FZ_B the objects.  Local values by default;
 # `make oss-fuzz` (FZ_OSS=1) takes them from the environment, so the
 # ClusterFuzzLite build and the local one are the same rules.
+# FUZZ_LINK_ADAPTER: an engine's adapter and engine, compiled by the
+# engine's own build with the same $CC $CFLAGS, linked into FUZZ_ABI's
+# targets (their AG_ENGINE_ENTRY pulled in from an archive); the other
+# targets would not drive it.
+FUZZ_LINK_ADAPTER ?=
+FZ_TARGETS := $(if $(FUZZ_LINK_ADAPTER),$(FUZZ_ABI),$(FUZZ_ALL))
+FZ_LINK_ADAPTER := $(if $(FUZZ_LINK_ADAPTER),-Wl$(comma)--undefined=attnguard_engine $(FUZZ_LINK_ADAPTER))
+
 ifeq ($(FZ_OSS),1)
 FZ_CC := $(CC)
 FZ_SANCOV := $(CFLAGS)
@@ -151,7 +167,7 @@ FZ_FIX_SRC := tests/fixture.c $(FZ_ROOM_SRC)
 FZ_LIB_OBJ := $(FZ_LIB_SRC:%.c=$(FZ_B)/obj/%.o)
 FZ_HAR_OBJ := $(HAR_SRC:%.c=$(FZ_B)/obj/%.o)
 FZ_FIX_OBJ := $(FZ_FIX_SRC:%.c=$(FZ_B)/obj/%.o)
-FZ_TGT_OBJ := $(FUZZ_ALL:%=$(FZ_B)/obj/fuzz/%.o)
+FZ_TGT_OBJ := $(FZ_TARGETS:%=$(FZ_B)/obj/fuzz/%.o)
 FZ_EMU_OBJ := $(call emu_objs,$(FZ_B)/obj)
 
 # A mutant differs from the normal build only in the sources that mention
@@ -172,13 +188,13 @@ FZ_INJECT_SRC := $(call fz_affected,$(FZ_LIB_SRC) $(HAR_SRC) $(FZ_FIX_SRC) $(FUZ
 FZ_LIB_OBJ := $(call fz_objs,$(FZ_LIB_SRC),$(FZ_INJECT_SRC))
 FZ_HAR_OBJ := $(call fz_objs,$(HAR_SRC),$(FZ_INJECT_SRC))
 FZ_FIX_OBJ := $(call fz_objs,$(FZ_FIX_SRC),$(FZ_INJECT_SRC))
-FZ_TGT_OBJ := $(call fz_objs,$(FUZZ_ALL:%=fuzz/%.c),$(FZ_INJECT_SRC))
+FZ_TGT_OBJ := $(call fz_objs,$(FZ_TARGETS:%=fuzz/%.c),$(FZ_INJECT_SRC))
 FZ_EMU_INJECT_SRC := $(call fz_affected,$(EMU_SRC),emu/)
 FZ_EMU_OBJ := $(foreach s,$(EMU_SRC),$(if $(filter $s,$(FZ_EMU_INJECT_SRC)),$(FZ_B),$(FZ_NORMAL))/obj/emu/$(s:.c=.o))
 FZ_INJECT_SRC += $(FZ_EMU_INJECT_SRC:%=emu:%)
 endif
 endif
-FZ_FILES := $(foreach t,$(FUZZ_ALL),$(FZ_OUT)/$t $(FZ_OUT)/$t.options \
+FZ_FILES := $(foreach t,$(FZ_TARGETS),$(FZ_OUT)/$t $(FZ_OUT)/$t.options \
               $(if $(wildcard fuzz/$t.dict),$(FZ_OUT)/$t.dict))
 
 # Per object, as mk/isa.mk does for the main build: an ISA file's -m flags
@@ -206,7 +222,7 @@ endif
 oss-fuzz:
 	@test -n "$$OUT" && test -n "$$LIB_FUZZING_ENGINE" && test -n "$$CXX" || \
 	    { echo 'oss-fuzz: needs OUT, CC, CFLAGS, CXX, CXXFLAGS and LIB_FUZZING_ENGINE (OSS-Fuzz environment)' >&2; exit 2; }
-	@$(MAKE) --no-print-directory FZ_OSS=1 fuzz-build $(FUZZ_ALL:%=$$OUT/%_seed_corpus.zip)
+	@$(MAKE) --no-print-directory FZ_OSS=1 fuzz-build $(FZ_TARGETS:%=$$OUT/%_seed_corpus.zip)
 
 $(FZ_B)/.flags: FORCE
 	@mkdir -p $(@D)
@@ -238,10 +254,10 @@ $(FZ_B)/libfixture.a: $(FZ_FIX_OBJ)
 
 # Linked with the C++ driver: the fuzzing engine's runtime is C++.
 FZ_LIBS := $(FZ_B)/libfixture.a $(FZ_B)/libattnharness.a $(FZ_B)/libattn.a
-$(FUZZ_ALL:%=$(FZ_OUT)/%): $(FZ_OUT)/%: $(FZ_B)/libfixture.a $(FZ_B)/libattnharness.a \
-    $(FZ_B)/libattn.a $(FZ_TGT_OBJ)
+$(FZ_TARGETS:%=$(FZ_OUT)/%): $(FZ_OUT)/%: $(FZ_B)/libfixture.a $(FZ_B)/libattnharness.a \
+    $(FZ_B)/libattn.a $(FZ_TGT_OBJ) $(FUZZ_LINK_ADAPTER)
 	@mkdir -p $(@D)
-	$(call quiet,LD,$(FZ_LD) $(FZ_LDFLAGS) $(FZ_OPENMP) -o $@ $(filter %/fuzz/$*.o,$(FZ_TGT_OBJ)) $(FZ_LIBS) $(FZ_ENGINE) $(ENGINE_LDFLAGS) -lm,$@)
+	$(call quiet,LD,$(FZ_LD) $(FZ_LDFLAGS) $(FZ_OPENMP) -o $@ $(filter %/fuzz/$*.o,$(FZ_TGT_OBJ)) $(FZ_LINK_ADAPTER) $(FZ_LIBS) $(FZ_ENGINE) $(ENGINE_LDFLAGS) -lm,$@)
 
 $(FZ_OUT)/%.options: fuzz/%.options
 	@mkdir -p $(@D)
