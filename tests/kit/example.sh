@@ -5,7 +5,9 @@
 # out of the tree into TMP and builds it there from the kit alone, then,
 # through the installed CLI over the installed cases:
 #   - the fixed engine passes every shipped case it declares (all of
-#     them, checked in two halves side by side), the Laguna ones included;
+#     them, checked in two halves side by side), the Laguna ones included,
+#     and accepts an empty group with a usable model_num_heads, refusing
+#     one without;
 #   - the planted build (-DPLANTED_MODEL_HEADS=1: the split-KV slots sized
 #     from model_num_heads, vLLM PR 51852) fails both Laguna sliding cases
 #     with the sizing oracle, at plan time (through the adapter's
@@ -59,6 +61,18 @@ done
 for c in laguna-s-sliding laguna-xs-sliding laguna-s-full; do
     grep -qx "$c  PASS" "$tmp"/fixed-[12].log || fail "the fixed engine did not run and pass $c"
 done
+
+# An empty group (docs/engines.md, "An empty group"): created and planned
+# when model_num_heads is a count the layers could have, refused as
+# `heads` when it is not.
+printf 'name = empty-group\nmodel_num_heads = 48\nkv_heads = 8\nhead_dim = 64\nrequests = 1x700\nlayers = none\n' \
+    > "$tmp/empty-group.case"
+printf 'name = empty-group-bad\nexpect = heads\nmodel_num_heads = 44\nkv_heads = 8\nhead_dim = 64\nrequests = 1x1\nlayers = none\n' \
+    > "$tmp/empty-group-bad.case"
+"$cli" check --engine "$fixed" "$tmp/empty-group.case" "$tmp/empty-group-bad.case" > "$tmp/empty.log" 2>&1 || true
+grep -q '^empty-group  NOT RUN: no output was compared: the group has no layers' "$tmp/empty.log" &&
+    grep -qx 'empty-group-bad  PASS' "$tmp/empty.log" ||
+    { cat "$tmp/empty.log"; fail "tinyattn's answers to an empty group"; }
 
 # The planted bug: sizing, at plan time, on the layers with more heads
 # than the model-wide count; none where the counts agree.
