@@ -9,7 +9,8 @@
 #   make install    the kit for an engine's own tree [PREFIX= DESTDIR= FUZZ=0]
 #                   (mk/install.mk); make uninstall
 #   make ci         what .ci/run gates on (test, check-clang, cfl-test,
-#                   mutants-quick, test-peer, test-malformed), with one verdict
+#                   cfl-example, mutants-quick, example-fuzz, test-peer,
+#                   test-malformed), with one verdict
 #   make clean
 #
 # Knobs (each gets its own build folder, so flags never mix):
@@ -288,12 +289,17 @@ check-clang:
 # each, one verdict; JUNIT=<file> as for make test.  To fit 15 minutes on
 # two cores, CI's OSS-Fuzz build test builds the address flavour only
 # (make cfl-test builds every flavour of project.yaml; the ClusterFuzzLite
-# workflows build them all too).
+# workflows build them all too), and so does its test of the template for
+# an engine's own repository (cfl-example, on cfl-test's objects: seconds).
+# example-fuzz comes after mutants-quick, whose build of the fuzz targets
+# it installs (seconds, not the minutes of a build of its own).
 CI_STEPS = 'test=$(MAKE) --no-print-directory test $(if $(JUNIT),JUNIT="$$STEP_XML")' \
     'test-asan=$(MAKE) --no-print-directory test-asan' \
     'malformed=$(MAKE) --no-print-directory test-malformed' \
     'cfl-test=$(MAKE) --no-print-directory cfl-test CFL_SANITIZERS=address' \
+    'cfl-example=$(MAKE) --no-print-directory cfl-example CFL_EXAMPLE_SANITIZERS=address' \
     'mutants-quick=$(MAKE) --no-print-directory -j$(NPROC) mutants-quick' \
+    'example-fuzz=$(MAKE) --no-print-directory example-fuzz' \
     'test-peer=$(MAKE) --no-print-directory test-peer' \
     'ggml-cases=$(MAKE) --no-print-directory test-cases ENGINE=ggml' \
     'ort-cases=$(MAKE) --no-print-directory test-cases ENGINE=ort' \
