@@ -9,7 +9,6 @@
 
 #include <stdio.h>
 
-void cli_usage(FILE *f);
 int cli_check(int argc, char **argv);       /* check.c */
 int cli_show(int argc, char **argv);        /* show.c */
 int cli_repro(int argc, char **argv);       /* repro.c */

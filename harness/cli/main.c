@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-void cli_usage(FILE *f) {
+static void cli_usage(FILE *f) {
     fputs("usage: attnguard check [--engine E] FILE.case...\n"
           "                                       judge cases with every oracle against engine E\n"
           "       attnguard show [--target T] FILE...\n"
