@@ -15,11 +15,12 @@
 #      start) with its executions;
 #   3. `attnguard repro CRASH` with no environment variable reproduces it
 #      on tinyattn (the record), and `--minimize` shrinks it to a .case
-#      that `attnguard check` fails with the same oracle.
+#      that `attnguard check --engine <the plain planted build>` fails with
+#      the same oracle (the CLI cannot load the instrumented object).
 # MAKE and ROOT come from mk/example.mk.
 set -euo pipefail
 
-root=${ROOT:?ROOT: attnguard's source tree}
+root=${ROOT:?ROOT: the attnguard source tree}
 make=${MAKE:-make}
 budget=${EXAMPLE_FUZZ_TIME:-60}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/attnguard-example-fuzz-XXXXXX")
@@ -44,6 +45,12 @@ rm -rf "$tmp"/tinyattn/*.so "$tmp"/tinyattn/obj*
 (cd "$tmp/tinyattn" && "$make" --no-print-directory -s PLANTED=1 COVERAGE=1) > "$tmp/build.log" 2>&1 ||
     { cat "$tmp/build.log"; fail "building the planted example with the kit's fuzzing flags"; }
 so=$tmp/tinyattn/libag_tinyattn-planted-cov.so
+# the plain build of the same sources: what the CLI's check loads (an
+# instrumented object carries ASan and loads only into the fuzz targets)
+(cd "$tmp/tinyattn" && "$make" --no-print-directory -s PLANTED=1) >> "$tmp/build.log" 2>&1 ||
+    { cat "$tmp/build.log"; fail "building the planted example plain"; }
+plain=$tmp/tinyattn/libag_tinyattn-planted.so
+[ -f "$plain" ] || fail "the example's Makefile built no $plain"
 case "$(readelf -S --wide "$so")" in *__sancov_cntrs*) ;; *) fail "$so carries no libFuzzer counters" ;; esac
 
 sess=$tmp/session
@@ -75,7 +82,7 @@ grep -q tinyattn "$sess/repro.log" || { tail -n 30 "$sess/repro.log"; fail "repr
 env -u ATTNGUARD_ENGINE "$cli" repro "$crash" --minimize > "$sess/minimize.log" 2>&1 && rc=0 || rc=$?
 min=$crash.min.case
 [ "$rc" = 1 ] && [ -s "$min" ] || { tail -n 30 "$sess/minimize.log"; fail "repro --minimize wrote no $min (exit $rc)"; }
-env -u ATTNGUARD_ENGINE "$cli" check "$min" > "$sess/check.log" 2>&1 && rc=0 || rc=$?
+env -u ATTNGUARD_ENGINE "$cli" check --engine "$plain" "$min" > "$sess/check.log" 2>&1 && rc=0 || rc=$?
 [ "$rc" = 1 ] && grep -q "FAIL: ORACLE $kind" "$sess/check.log" ||
     { cat "$sess/check.log"; fail "attnguard check does not fail the minimised case with $kind"; }
 t3=$(now)

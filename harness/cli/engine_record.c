@@ -30,6 +30,18 @@ int engine_record_build_of(const char *path, char *out, size_t cap) {
     return 0;
 }
 
+/* 1 when a loader's message says the object needs a sanitizer's or
+ * libFuzzer's runtime (a symbol only the fuzz targets define). */
+static int needs_fuzz_runtime(const char *loader_msg) {
+    static const char *const runtime[] = {"undefined symbol: __sancov_",
+                                          "undefined symbol: __sanitizer_",
+                                          "undefined symbol: __asan_",
+                                          "undefined symbol: __ubsan_"};
+    for (size_t i = 0; i < sizeof runtime / sizeof runtime[0]; i++)
+        if (strstr(loader_msg, runtime[i])) return 1;
+    return 0;
+}
+
 /* The name as a folder-name word: [A-Za-z0-9._-], others as '_'. */
 static void folder_word(char *dst, size_t cap, const char *s) {
     size_t k = 0;
@@ -51,7 +63,7 @@ int engine_record_make(const char *engine, const char *options, engine_record *r
     if (!options) options = "";
     ag_msg msg;
     const ag_engine *e = ag_engine_find(engine, &msg);
-    if (!e) {
+    if (!e && !(engine && strchr(engine, '/') && needs_fuzz_runtime(msg.text))) {
         snprintf(err, errlen, "%s", msg.text);
         return -1;
     }
@@ -60,7 +72,21 @@ int engine_record_make(const char *engine, const char *options, engine_record *r
                  options, sizeof r->options - 1);
         return -1;
     }
-    snprintf(r->name, sizeof r->name, "%s", e->name ? e->name : "?");
+    if (e) {
+        snprintf(r->name, sizeof r->name, "%s", e->name ? e->name : "?");
+    } else {
+        /* An adapter built with the kit's fuzzing flags carries ASan and
+         * libFuzzer's counters: it loads only into the fuzz targets, which
+         * carry their runtimes, never into this CLI.  The session still
+         * needs its record (repro follows it without loading the engine),
+         * so the object goes by its file's name. */
+        const char *base = strrchr(engine, '/') + 1;
+        if (strncmp(base, "lib", 3) == 0) base += 3;
+        snprintf(r->name, sizeof r->name, "%.*s", (int)strcspn(base, "."), base);
+        fprintf(stderr, "attnguard engines: note: %s is built for the fuzz targets (%s); "
+                        "recorded by its file's name, %s; check and show need a plain build "
+                        "of it (--engine)\n", engine, msg.text, r->name);
+    }
     snprintf(r->options, sizeof r->options, "%s", options);
     char word[64];
     folder_word(word, sizeof word, r->name);

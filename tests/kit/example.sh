@@ -88,5 +88,23 @@ done
 grep -qx "laguna-s-full  PASS" "$tmp/planted.log" ||
     { cat "$tmp/planted.log"; fail "the planted build failed laguna-s-full, whose heads are the model's"; }
 
+# An engine built with the kit's fuzzing flags (COVERAGE=1) carries ASan
+# and libFuzzer's counters: the CLI cannot load it, yet a fuzz session must
+# record it (make fuzz ENGINE=<it> runs `attnguard engines --record` first),
+# and check must say why it cannot run it, not die.
+(cd "$ex" && make --no-print-directory -s COVERAGE=1) > "$tmp/example-build.log" 2>&1 ||
+    { cat "$tmp/example-build.log"; fail "building the example with COVERAGE=1 from the installed kit"; }
+cov=$ex/libag_tinyattn-cov.so
+"$cli" engines --record "$cov" > "$tmp/cov-record.txt" 2> "$tmp/cov-record.err" ||
+    { cat "$tmp/cov-record.err"; fail "attnguard engines --record refused the instrumented build"; }
+grep -qx "name = ag_tinyattn-cov" "$tmp/cov-record.txt" && grep -qx "engine = $(realpath "$cov")" "$tmp/cov-record.txt" ||
+    { cat "$tmp/cov-record.txt"; fail "the instrumented build's record does not name it"; }
+grep -q "is built for the fuzz targets" "$tmp/cov-record.err" ||
+    { cat "$tmp/cov-record.err"; fail "the record did not say why it goes by its file's name"; }
+rc=0
+"$cli" check --engine "$cov" "$cases/laguna-xs-sliding.case" > "$tmp/cov-check.log" 2>&1 || rc=$?
+[ "$rc" = 2 ] && grep -q "undefined symbol: __sancov" "$tmp/cov-check.log" ||
+    { cat "$tmp/cov-check.log"; fail "check on the instrumented build: exit $rc, not a usage error naming the loader's words"; }
+
 echo "example: tinyattn from the kit passed $passed shipped cases; its planted build fails both" \
-     "Laguna sliding cases on sizing at plan time"
+     "Laguna sliding cases on sizing at plan time; its instrumented build is recorded, and check says why it cannot load it"
