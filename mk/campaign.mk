@@ -25,7 +25,9 @@
 # 2), FUZZ_WEIGHTS (time shares, default fuzz_attention=2, others 1, and
 # under ENGINE=<external> its contract target the others' sum; the nightly
 # job uses the same), ENGINE, FUZZ_FROM (empty or unset).  The per-target limits
-# (timeout, rss_limit_mb, max_len) are those of fuzz/<target>.options.
+# (timeout, rss_limit_mb, max_len) are those of fuzz/<target>.options; an
+# engine's own additions are its adapter.mk's <engine>_FUZZ_FLAGS (vLLM's:
+# -detect_leaks=0, engines/vllm/adapter.mk says why).
 FUZZ_TIME ?= 60
 FUZZ_SEED ?=
 FUZZ_JOBS ?= 2
@@ -77,7 +79,8 @@ fuzz:
 	@$(FUZZKIT) run --targets '$(strip $(FUZZ_TARGETS))' --time '$(FUZZ_TIME)' \
 	    --jobs '$(FUZZ_JOBS)' --weights '$(FUZZ_WEIGHTS)' $(if $(FUZZ_SEED),--seed '$(FUZZ_SEED)') \
 	    --bin-dir '$(FZ_OUT)' --root '$(FUZZ_SESSION)' $(if $(INJECT),--inject '$(INJECT)') \
-	    $(if $(ENGINE),--engine '$(ENGINE)') $(if $(filter empty,$(FUZZ_FROM)),--empty)
+	    $(if $(ENGINE),--engine '$(ENGINE)') $(if $(filter empty,$(FUZZ_FROM)),--empty) \
+	    $(if $($(ENGINE)_FUZZ_FLAGS),--flags '$($(ENGINE)_FUZZ_FLAGS)')
 
 fuzz-ready: fuzz-build $(CLI)
 

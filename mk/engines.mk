@@ -2,7 +2,8 @@
 # (docs/engines.md).  Each adapter folder carries an adapter.mk that
 # declares, for its name N (appended to ADAPTERS): N_SRC (its one source
 # list), N_CFLAGS, N_LDLIBS, optionally N_LDFLAGS (what a binary that links
-# the adapter in needs at its link), N_READY (a file that exists once the
+# the adapter in needs at its link), N_FUZZ_FLAGS (libFuzzer flags a
+# `make fuzz ENGINE=N` session adds), N_READY (a file that exists once the
 # engine is fetched, with the rule that fetches it) and, if it has findings
 # to rebuild, a target appended to ENGINES_REPRO.
 #

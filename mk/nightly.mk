@@ -10,7 +10,8 @@
 #                                rehearse the triage path on a mutant
 #
 # The targets and their time shares are make fuzz's (FUZZ_TARGETS, FUZZ_WEIGHTS);
-# ENGINE=<name> fuzzes that engine.
+# ENGINE=<name> fuzzes that engine, with its adapter.mk's libFuzzer flags
+# (<name>_FUZZ_FLAGS) as make fuzz adds them.
 NIGHTLY_TIME ?= 600
 NIGHTLY_FORK ?= 2
 NIGHTLY_REPRO ?= 3
@@ -35,4 +36,5 @@ nightly:
 	    NIGHTLY_DISCOVERY='$(NIGHTLY_DISCOVERY)' NIGHTLY_DISCOVERY_TIME='$(NIGHTLY_DISCOVERY_TIME)' \
 	    NIGHTLY_DISCOVERY_MUTANT_TIME='$(NIGHTLY_DISCOVERY_MUTANT_TIME)' \
 	    NIGHTLY_ENGINE='$(ENGINE)' NIGHTLY_SEED_CORPUS='$(NIGHTLY_SEED_CORPUS)' \
+	    NIGHTLY_FLAGS='$($(ENGINE)_FUZZ_FLAGS)' \
 	    CLI='$(CLI)' MAKE='$(MAKE)' bash scripts/nightly.sh

@@ -461,7 +461,7 @@ def cmd_run(a):
             seeds = ([] if a.empty else [os.path.join(ROOT, "corpus", t)]) + \
                 [os.path.join(s, t) for s in a.seeds]
             r = fuzz_run(a.bin_dir, t, a.root, secs, seed=a.seed, seeds=seeds, fork=a.fork,
-                         keep_going=a.keep_going, engine=a.engine)
+                         keep_going=a.keep_going, engine=a.engine, extra=a.flags.split())
             with lock:
                 if stop.is_set():
                     return
@@ -685,6 +685,9 @@ def main():
     r.add_argument("--seed", type=int, default=None)
     r.add_argument("--fork", type=int, default=0, help="libFuzzer -fork workers per target")
     r.add_argument("--keep-going", action="store_true", help="-ignore_crashes/timeouts/ooms")
+    r.add_argument("--flags", default="",
+                   help="libFuzzer flags of the session's engine (mk/engines.mk's <e>_FUZZ_FLAGS), "
+                        "after the campaign's")
     r.add_argument("--root", default=os.path.join(ROOT, "build", "fuzz-session"),
                    help="the session folder; {engine} in it: the engine record's key")
     r.add_argument("--seeds", action="append", default=[], help="extra read-only ROOT/<target>/")

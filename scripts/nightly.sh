@@ -66,6 +66,9 @@ fuzzkit=(python3 scripts/fuzzkit.py)
 common=(--targets "$NIGHTLY_TARGETS" --bin-dir "$BIN" ${NIGHTLY_ENGINE:+--engine "$NIGHTLY_ENGINE"})
 seeds=()
 [ -n "$NIGHTLY_SEED_CORPUS" ] && seeds=(--seeds "$NIGHTLY_SEED_CORPUS")
+# the engine's own libFuzzer flags (mk/engines.mk's <e>_FUZZ_FLAGS), for the runs
+runflags=()
+[ -n "${NIGHTLY_FLAGS:-}" ] && runflags=(--flags "$NIGHTLY_FLAGS")
 t_start=$(date +%s)
 declare -A step_rc=()
 
@@ -100,7 +103,7 @@ say "== build: ok ($(($(date +%s) - t_start)) s)"
 fuzz_t0=$(date +%s)
 step fuzz "${fuzzkit[@]}" run "${common[@]}" --time "$NIGHTLY_TIME" --jobs 1 \
     --fork "$NIGHTLY_FORK" --keep-going --weights "$NIGHTLY_WEIGHTS" --root "$N/fuzz" \
-    ${NIGHTLY_INJECT:+--inject "$NIGHTLY_INJECT"} "${seeds[@]}"
+    ${NIGHTLY_INJECT:+--inject "$NIGHTLY_INJECT"} "${seeds[@]}" "${runflags[@]}"
 fuzz_wall=$(($(date +%s) - fuzz_t0))
 
 # ------------------------------------------------------- 2b discovery
@@ -110,7 +113,7 @@ fuzz_wall=$(($(date +%s) - fuzz_t0))
 # fuzzed from an empty corpus (one seed each).  Both are published.
 if [ "$NIGHTLY_DISCOVERY" = 1 ]; then
     step discovery "${fuzzkit[@]}" run "${common[@]}" --time "$NIGHTLY_DISCOVERY_TIME" \
-        --jobs 2 --keep-going --root "$N/discovery" --empty
+        --jobs 2 --keep-going --root "$N/discovery" --empty "${runflags[@]}"
     step reach python3 scripts/reach_gate.py "$N/discovery/summary.json"
     step mutants-empty bash -c "ATTNGUARD_CLI='$ATTNGUARD_CLI' python3 scripts/mutants.py \
         --modes empty --seeds 1 --time $NIGHTLY_DISCOVERY_MUTANT_TIME --no-normal \
