@@ -46,7 +46,9 @@ static int open_table(engine_host *h, const ag_engine *e, const char *options, c
         return -1;
     }
     h->e = e;
-    g_opened_name = e->name;
+    /* the process's subject: the first engine it opens (check opens
+     * attnguard's own after it, as a second opinion, never the subject) */
+    if (!g_opened_name) g_opened_name = e->name;
     e->caps(h->ctx, &h->caps);
     int n = e->variants ? e->variants(h->ctx, h->variants, ENGINE_HOST_MAX_VARIANTS) : 0;
     if (n < 1) {

@@ -61,6 +61,10 @@ done
 for c in laguna-s-sliding laguna-xs-sliding laguna-s-full; do
     grep -qx "$c  PASS" "$tmp"/fixed-[12].log || fail "the fixed engine did not run and pass $c"
 done
+# the skip tally names the engine checked, not attnguard's own (which
+# check also opens, for its second opinion on a refusal)
+grep -q '^[0-9]* skipped (tinyattn lacks): ' "$tmp/fixed-1.log" ||
+    { tail -n 2 "$tmp/fixed-1.log"; fail "check's skip tally does not name tinyattn"; }
 
 # An empty group (docs/engines.md, "An empty group"): created and planned
 # when model_num_heads is a count the layers could have, refused as
