@@ -127,9 +127,19 @@ static ag_status plan_heads(const ag_group *in, vg_group *g, ag_msg *msg) {
         g->plan_heads = in->model_num_heads;
         return AG_OK;
     }
+    /* heads=model hands the model-wide count to the scheduler, which
+     * divides it by the KV heads: a count below them is a division by zero
+     * in vLLM 0.32.0's scheduler (SIGFPE, found by fuzz_plan from an empty
+     * corpus).  No model config carries such a count (its every layer's
+     * heads are a multiple of the KV heads): unsupported, not judged. */
+    if (g->lib->heads == VG_HEADS_MODEL && in->model_num_heads > 0 &&
+        in->model_num_heads % in->num_kv_heads != 0)
+        return vg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "VLLM_MODEL_HEADS",
+                       "heads=model: model_num_heads %d is not a multiple of num_kv_heads %d "
+                       "(vLLM's scheduler divides by it; no model's config has such a count)",
+                       (int)in->model_num_heads, (int)in->num_kv_heads);
     if (g->lib->heads == VG_HEADS_MODEL && in->model_num_heads > 0) {
-        /* as the builder before PR 51852 handed it on, whatever it is (the
-         * scheduler divides it by the KV heads) */
+        /* as the builder before PR 51852 handed it on */
         g->plan_heads = in->model_num_heads;
         return AG_OK;
     }
