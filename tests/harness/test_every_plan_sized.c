@@ -69,3 +69,53 @@ Test(every_plan_sized, a_fixed_split_plan_short_of_its_extents_is_sizing, .timeo
     cr_assert(strstr(f.detail, "split fixed 3: "), "the finding names the run's configuration: %s",
               f.detail);
 }
+
+/* An engine that lacks split schedules for some groups answers
+ * AG_UNSUPPORTED to split on (vLLM's adapter does, for the inputs of its
+ * written-up finding vllm-001): that is a capability it lacks, not a
+ * refusal of a valid input, so check's extra sizing pass with split on
+ * leaves it and the case still runs.  A refusal (AG_REFUSED) there stays a
+ * bad-input finding. */
+static ag_status g_split_on_answer;
+
+static ag_status no_split_on(void *grp, const ag_batch *b, const ag_plan_opts *o, void **plan,
+                             ag_plan_info *info, ag_msg *msg) {
+    if (o && o->split == AG_SPLIT_ON) {
+        *plan = NULL;
+        memset(msg, 0, sizeof *msg);
+        msg->refusal = g_split_on_answer == AG_REFUSED ? AG_R_PLAN_OPTION : AG_R_NONE;
+        snprintf(msg->code, sizeof msg->code, "NO_SPLIT");
+        snprintf(msg->text, sizeof msg->text, "no split schedules here");
+        return g_split_on_answer;
+    }
+    return g_real->plan(grp, b, o, plan, info, msg);
+}
+
+static oracle_id check_with_split_on_answer(ag_status answer, finding *f) {
+    ag_msg msg;
+    g_real = ag_engine_find("attnguard", &msg);
+    cr_assert(g_real, "%s", msg.text);
+    g_wrap = *g_real;
+    g_wrap.name = "no-split-on";
+    g_wrap.variants = NULL;
+    g_wrap.plan = no_split_on;
+    g_split_on_answer = answer;
+    char err[256];
+    cr_assert_eq(engine_host_adopt(&g_wrap, NULL, err, sizeof err), 0, "%s", err);
+    case_spec c;
+    cr_assert_eq(case_load("corpus/cases/f32q-decode.case", &c, err, sizeof err), 0, "%s", err);
+    c.split = AG_SPLIT_OFF;
+    return check_case(&c, CHECK_PLAN, f);
+}
+
+Test(every_plan_sized, split_on_unsupported_is_not_bad_input, .timeout = 60) {
+    finding f;
+    const oracle_id r = check_with_split_on_answer(AG_UNSUPPORTED, &f);
+    cr_assert_eq(r, ORACLE_NONE, "expected no finding, got %s: %s", oracle_name(r), f.detail);
+}
+
+Test(every_plan_sized, split_on_refused_is_bad_input, .timeout = 60) {
+    finding f;
+    const oracle_id r = check_with_split_on_answer(AG_REFUSED, &f);
+    cr_assert_eq(r, ORACLE_BAD_INPUT, "expected bad-input, got %s: %s", oracle_name(r), f.detail);
+}
