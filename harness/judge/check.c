@@ -556,6 +556,10 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
                         "layers.%d: %s: %s", cf->what, (int)l, msg.code, msg.text);
             break;
         }
+        if (st == AG_UNSUPPORTED) {   /* values it cannot take, only the run sees them */
+            skip(f, msg.text);
+            break;
+        }
         if (st != AG_OK) {
             res = oracle_found(f, ORACLE_BAD_INPUT, "%s: run refused layers.%d of a valid case: %s %s: %s",
                         cf->what, (int)l, ag_status_name(st), msg.code, msg.text);
@@ -596,7 +600,7 @@ static oracle_id run_config(run_ctx *x, const run_cfg *cf, finding *f) {
     /* the paths the runs took: an engine names some only once it ran
      * (attnguard's fp64 path, wide/...) */
     if (rep) plan_paths(x->E, plan, &info, rep);
-    if (!res && cf->role == ROLE_PRIMARY && !x->have_base) {
+    if (!res && !f->skipped[0] && cf->role == ROLE_PRIMARY && !x->have_base) {
         x->have_base = 1;
         x->base_options = cf->options;
     }
