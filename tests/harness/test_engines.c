@@ -66,7 +66,9 @@ static ag_group group_of(const open_engine *o, ag_layer *layers, int32_t n, cons
     g.head_dim = 32;
     g.block_size = 16;
     g.q_dtype = g.out_dtype = AG_F32;
-    g.kv_dtype = (o->caps.kv_dtypes & AG_DTYPE_BIT(AG_F16)) ? AG_F16 : AG_F32;
+    /* q's type where the engine's cache takes it (vLLM's holds q's type
+     * or fp8 only), else f16 */
+    g.kv_dtype = (o->caps.kv_dtypes & AG_DTYPE_BIT(AG_F32)) ? AG_F32 : AG_F16;
     g.model_num_heads = 8;
     g.num_threads = 1;
     g.options = opt;
@@ -120,8 +122,12 @@ ParameterizedTest(int *index, engines, abi_contract) {
                   *name, v[i].options, v[i].twin);
         ag_group g = group_of(&o, L, 2, v[i].options);
         void *grp = NULL;
-        cr_assert_eq(e->create(o.ctx, &g, &grp, &m), AG_OK, "%s: variant '%s': %s", *name,
-                     v[i].options, m.text);
+        const ag_status st = e->create(o.ctx, &g, &grp, &m);
+        /* a variant that lacks this plain group (vLLM's vec kernels take
+         * blocks of 32 only) says so as unsupported, never as a refusal of
+         * its own words; the default variant must take it */
+        if (i > 0 && st == AG_UNSUPPORTED) continue;
+        cr_assert_eq(st, AG_OK, "%s: variant '%s': %s", *name, v[i].options, m.text);
         e->destroy(grp);
     }
     /* each key the default names, with a value no variant offers */
