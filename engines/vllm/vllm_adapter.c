@@ -16,6 +16,7 @@
  * ALiBi slopes, sinks and fp8 scales.
  */
 #include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -335,6 +336,29 @@ static ag_status vllm_extents(void *plan, int32_t layer, size_t *need, size_t co
     return vg_ok(msg);
 }
 
+/* vllm-007: AMX over an fp8 e5m2 cache takes q x scale through f16, so a
+ * scaled query element that f16 rounds to inf (|x| >= 65520) makes the
+ * output NaN.  Only the run sees q: declined there (unsupported, named),
+ * unless known=judge. */
+static ag_status decline_known_run(const vg_plan *P, int32_t layer, const ag_run_args *a,
+                                   ag_msg *msg) {
+    const vg_group *g = P->g;
+    const vg_isa eff = g->d % 32 != 0 ? VG_ISA_VEC16 : g->isa;
+    if (g->lib->judge_known || eff != VG_ISA_AMX || g->kv_dt != AG_FP8_E5M2) return AG_OK;
+    const double scale = fabs((double)g->layers[layer].scale);
+    const size_t n = (size_t)a->num_tokens * (size_t)g->layers[layer].hq * (size_t)g->d;
+    double top = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double x = fabs(ag_dtype_decode(a->q, i, g->dt));
+        if (x > top) top = x;   /* a NaN q is the differential's, not this */
+    }
+    if (top * scale < 65520.0) return AG_OK;
+    return vg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "VLLM_KNOWN_007",
+                   "layers.%d: |q| x scale reaches %g on amx with an fp8 e5m2 cache, which vLLM "
+                   "takes through f16 (inf past 65504: reports/findings/vllm-007; known=judge "
+                   "runs it)", (int)layer, top * scale);
+}
+
 static ag_status vllm_run(void *plan, int32_t layer, const ag_run_args *a, ag_msg *msg) {
     const vg_plan *P = plan;
     if (!P || !a || !a->q || !a->out || !a->k_cache || !a->v_cache)
@@ -353,8 +377,10 @@ static ag_status vllm_run(void *plan, int32_t layer, const ag_run_args *a, ag_ms
         return vg_fail(msg, AG_REFUSED, AG_R_SCRATCH, "VLLM_SCRATCH",
                        "run: scratch %p of %zu bytes; the plan needs %zu, 64-byte aligned",
                        a->scratch, a->scratch_bytes, P->requested);
+    ag_status st = decline_known_run(P, layer, a, msg);
+    if (st != AG_OK) return st;
     size_t sec;
-    ag_status st = section_bytes(g, P->nblocks, &sec, msg);
+    st = section_bytes(g, P->nblocks, &sec, msg);
     if (st != AG_OK) return st;
     const size_t off = section_of(g, sec);
     ag_run_args s = *a;
