@@ -182,10 +182,24 @@ static ag_status vllm_kv_cache_bytes(void *grp, int32_t num_blocks, size_t *byte
     return vg_ok(msg);
 }
 
+/* The largest |V| written into v_cache so far (0 when it is not among the
+ * last ones); fresh: a group's first write into it, which starts it anew. */
+static double *written_max(vg_lib *lib, const void *v_cache, int fresh) {
+    unsigned n = sizeof lib->written / sizeof lib->written[0], i = 0;
+    while (i < n && lib->written[i].v_cache != v_cache) i++;
+    if (i == n) {
+        i = lib->next_written++ % n;
+        lib->written[i].v_cache = v_cache;
+        fresh = 1;
+    }
+    if (fresh) lib->written[i].v_abs_max = 0.0;
+    return &lib->written[i].v_abs_max;
+}
+
 static ag_status vllm_write_kv(void *grp, void *k_cache, void *v_cache, int32_t num_blocks,
                                const void *k_rows, const void *v_rows, int32_t num_tokens,
                                const int64_t *slot_mapping, ag_msg *msg) {
-    const vg_group *g = grp;
+    vg_group *g = grp;
     if (!g || !k_cache || !v_cache || (num_tokens > 0 && (!k_rows || !v_rows || !slot_mapping)))
         return vg_fail(msg, AG_REFUSED, AG_R_NULL, "VLLM_NULL", "write_kv: a required pointer");
     if (num_tokens < 0)
@@ -204,6 +218,13 @@ static ag_status vllm_write_kv(void *grp, void *k_cache, void *v_cache, int32_t 
     vg_isa list[VG_ISA_COUNT];
     const int n = sections(g, list);
     pthread_mutex_lock(&g->lib->mu);
+    double *vmax = written_max(g->lib, v_cache, g->writing != v_cache);
+    g->writing = v_cache;
+    const size_t nv = (size_t)num_tokens * (size_t)g->hkv * (size_t)g->d;
+    for (size_t i = 0; i < nv; i++) {
+        const double x = fabs(ag_dtype_decode(v_rows, i, g->kv_dt));
+        if (x > *vmax) *vmax = x;   /* NaN compares false */
+    }
     for (int i = 0; i < n && st == AG_OK; i++)
         st = vg_op_write(g, list[i], (char *)k_cache + (size_t)i * sec,
                          (char *)v_cache + (size_t)i * sec, num_blocks, k_rows, v_rows,
@@ -336,15 +357,24 @@ static ag_status vllm_extents(void *plan, int32_t layer, size_t *need, size_t co
     return vg_ok(msg);
 }
 
-/* vllm-007: AMX over an fp8 e5m2 cache takes q x scale through f16, so a
- * scaled query element that f16 rounds to inf (|x| >= 65520) makes the
- * output NaN.  Only the run sees q: declined there (unsupported, named),
- * unless known=judge. */
+/* Written-up findings that only a run can meet, by the values it sees,
+ * declined there (unsupported, named) unless known=judge.  vllm-007: AMX
+ * over an fp8 e5m2 cache takes q x scale through f16, so a scaled query
+ * element that f16 rounds to inf (|x| >= 65520) makes the output NaN. */
 static ag_status decline_known_run(const vg_plan *P, int32_t layer, const ag_run_args *a,
                                    ag_msg *msg) {
     const vg_group *g = P->g;
+    if (g->lib->judge_known) return AG_OK;
+    /* vllm-006: with sinks, an intermediate carries V times up to about
+     * e^3, so a |V| within a factor of 32 of FLT_MAX may overflow */
+    const double vmax = g->layers[layer].sinks ? *written_max(g->lib, a->v_cache, 0) : 0.0;
+    if (vmax >= (double)FLT_MAX / 32.0)
+        return vg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "VLLM_KNOWN_006",
+                       "layers.%d: sinks over V values up to %g, within a factor of 32 of "
+                       "FLT_MAX: vLLM's sink path overflows there (reports/findings/vllm-006; "
+                       "known=judge runs it)", (int)layer, vmax);
     const vg_isa eff = g->d % 32 != 0 ? VG_ISA_VEC16 : g->isa;
-    if (g->lib->judge_known || eff != VG_ISA_AMX || g->kv_dt != AG_FP8_E5M2) return AG_OK;
+    if (eff != VG_ISA_AMX || g->kv_dt != AG_FP8_E5M2) return AG_OK;
     const double scale = fabs((double)g->layers[layer].scale);
     const size_t n = (size_t)a->num_tokens * (size_t)g->layers[layer].hq * (size_t)g->d;
     double top = 0.0;
@@ -377,19 +407,20 @@ static ag_status vllm_run(void *plan, int32_t layer, const ag_run_args *a, ag_ms
         return vg_fail(msg, AG_REFUSED, AG_R_SCRATCH, "VLLM_SCRATCH",
                        "run: scratch %p of %zu bytes; the plan needs %zu, 64-byte aligned",
                        a->scratch, a->scratch_bytes, P->requested);
-    ag_status st = decline_known_run(P, layer, a, msg);
-    if (st != AG_OK) return st;
     size_t sec;
-    st = section_bytes(g, P->nblocks, &sec, msg);
+    ag_status st = section_bytes(g, P->nblocks, &sec, msg);
     if (st != AG_OK) return st;
     const size_t off = section_of(g, sec);
     ag_run_args s = *a;
     s.k_cache = (const char *)a->k_cache + off;
     s.v_cache = (const char *)a->v_cache + off;
     pthread_mutex_lock(&g->lib->mu);
-    vg_scratch_lend(a->scratch, a->scratch_bytes);
-    st = vg_op_attend(P, layer, &s, msg);
-    vg_scratch_reclaim();
+    st = decline_known_run(P, layer, a, msg);
+    if (st == AG_OK) {
+        vg_scratch_lend(a->scratch, a->scratch_bytes);
+        st = vg_op_attend(P, layer, &s, msg);
+        vg_scratch_reclaim();
+    }
     pthread_mutex_unlock(&g->lib->mu);
     return st == AG_OK ? vg_ok(msg) : st;
 }

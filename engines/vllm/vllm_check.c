@@ -226,11 +226,6 @@ static ag_status check_supported(const ag_group *in, vg_group *g, ag_msg *msg) {
                            "(reports/findings/vllm-004), so caps above %g are declined (known=judge runs them)",
                            lname(in, l, nb, sizeof nb), (double)L->softcap,
                            (double)VG_SOFTCAP_JUDGED);
-        if (L->window_left >= INT32_MAX)
-            return vg_fail(msg, AG_REFUSED, AG_R_LIMIT, "VLLM_WINDOW",
-                           "%s: window %d: vLLM's window counts the current key, so it must "
-                           "stay below %d", lname(in, l, nb, sizeof nb), (int)L->window_left,
-                           INT32_MAX);
     }
     return AG_OK;
 }
@@ -243,7 +238,10 @@ static ag_status copy_layers(const ag_group *in, vg_group *g, ag_msg *msg) {
         const ag_layer *L = &in->layers[l];
         vg_layer *o = &g->layers[l];
         o->hq = L->num_heads;
-        o->window = L->window_left >= 0 ? L->window_left + 1 : -1;
+        /* vLLM's window counts the current key: W = left + 1.  A window of
+         * INT32_MAX keys back, which W cannot hold, sees every key of any
+         * sequence an int32 length allows: no window */
+        o->window = L->window_left >= 0 && L->window_left < INT32_MAX ? L->window_left + 1 : -1;
         o->scale = L->scale > 0.0f ? L->scale : 1.0f / sqrtf((float)g->d);
         o->softcap = L->softcap;
         o->k_scale = L->k_scale;

@@ -58,6 +58,11 @@ typedef struct vg_lib {
                                   known=skip (default): they are declined, named, counted */
     int has_amx, has_avx512, has_avx512bf16;   /* what vLLM's own choice reads */
     pthread_mutex_t mu;        /* one scratchpad per process: plans and runs take turns */
+    /* the largest |V| written into each of the last V caches (vllm-006's
+     * decline): a harness writes a cache through one group and may run
+     * others over it, so the figure belongs to the cache, not the group */
+    struct { const void *v_cache; double v_abs_max; } written[8];
+    unsigned next_written;
 } vg_lib;
 
 typedef struct vg_layer {
@@ -74,6 +79,7 @@ typedef struct vg_group {
     int32_t window;            /* the window every layer shares, else -1 (vLLM's builder) */
     ag_dtype dt;               /* q, out and (unless fp8) the cache: vLLM's scalar_t */
     ag_dtype kv_dt;
+    const void *writing;       /* the V cache this group last wrote (vg_lib.written) */
     vg_isa isa;
     int isa_forced;            /* 1: group option isa=; 0: vLLM's own choice */
     vg_layer *layers;          /* [nl] */
