@@ -40,7 +40,6 @@ def sdpa():
 
 
 RUN, RUN_NAME = sdpa()
-NP_SAME_SIZE = {torch.float32: "float32", torch.bfloat16: "int16", torch.float16: "float16"}
 
 
 def huge(t):
@@ -49,7 +48,6 @@ def huge(t):
     the engines.  On these VMs a buffer on 4 KiB pages pays the host's
     per-page cost each time its pages sit idle (docs/perf-notes.md), so
     PyTorch's inputs get the engines' kind of memory."""
-    import numpy as np  # a dependency of python3-torch
     n = t.numel() * t.element_size()
     m = mmap.mmap(-1, n + HUGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
     try:  # a hint, as in util_host.c: a kernel without THP refuses it, and that is no error
@@ -57,8 +55,9 @@ def huge(t):
     except (AttributeError, OSError):
         pass
     off = -ctypes.addressof(ctypes.c_char.from_buffer(m)) % HUGE
-    raw = np.frombuffer(m, dtype=NP_SAME_SIZE[t.dtype], count=t.numel(), offset=off)
-    out = torch.from_numpy(raw).view(t.dtype).view(t.shape)  # keeps m alive
+    # torch's own view of the buffer (it keeps m alive): no numpy, which
+    # PyTorch from PyPI does not bring along
+    out = torch.frombuffer(m, dtype=t.dtype, count=t.numel(), offset=off).view(t.shape)
     out.copy_(t)
     return out
 

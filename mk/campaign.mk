@@ -80,7 +80,7 @@ fuzz:
 	    --jobs '$(FUZZ_JOBS)' --weights '$(FUZZ_WEIGHTS)' $(if $(FUZZ_SEED),--seed '$(FUZZ_SEED)') \
 	    --bin-dir '$(FZ_OUT)' --root '$(FUZZ_SESSION)' $(if $(INJECT),--inject '$(INJECT)') \
 	    $(if $(ENGINE),--engine '$(ENGINE)') $(if $(filter empty,$(FUZZ_FROM)),--empty) \
-	    $(if $($(ENGINE)_FUZZ_FLAGS),--flags '$($(ENGINE)_FUZZ_FLAGS)')
+	    $(if $($(ENGINE)_FUZZ_FLAGS),--flags='$($(ENGINE)_FUZZ_FLAGS)')
 
 fuzz-ready: fuzz-build $(CLI)
 

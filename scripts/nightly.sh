@@ -68,7 +68,7 @@ seeds=()
 [ -n "$NIGHTLY_SEED_CORPUS" ] && seeds=(--seeds "$NIGHTLY_SEED_CORPUS")
 # the engine's own libFuzzer flags (mk/engines.mk's <e>_FUZZ_FLAGS), for the runs
 runflags=()
-[ -n "${NIGHTLY_FLAGS:-}" ] && runflags=(--flags "$NIGHTLY_FLAGS")
+[ -n "${NIGHTLY_FLAGS:-}" ] && runflags=(--flags="$NIGHTLY_FLAGS")   # = : a value that starts with a dash
 t_start=$(date +%s)
 declare -A step_rc=()
 
