@@ -28,6 +28,18 @@ static const char *lname(const ag_group *in, int32_t l, char *buf, size_t cap) {
  * calls it the ISA hint; the key is impl= because attnguard's own engine
  * owns isa= (a key names one engine's words across every case). */
 static ag_status parse_group_options(const ag_group *in, vg_group *g, ag_msg *msg) {
+    /* every word is impl=<name>: a bare or another word is refused, not
+     * passed over (fuzz_plan's bad-input oracle found a bare 'impl'
+     * accepted) */
+    for (const char *p = in->options; p && *p;) {
+        while (*p == ' ') p++;
+        const size_t len = strcspn(p, " ");
+        if (len && (len <= 5 || strncmp(p, "impl=", 5) != 0))
+            return vg_fail(msg, AG_REFUSED, AG_R_OPTIONS, "VLLM_OPTIONS",
+                           "group option '%.*s': vllm's group options are impl=vec, impl=vec16 "
+                           "and impl=amx", (int)(len < 40 ? len : 40), p);
+        p += len;
+    }
     char v[32];
     const int o = vg_option(in->options, "impl", v, sizeof v);
     g->isa_forced = 0;
