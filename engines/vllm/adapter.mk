@@ -63,7 +63,7 @@ endif
 # ABI (reports/findings/vllm-repro.h).  A run "reproduces" when it dies on a
 # signal or exits 1; exit 2 is "cannot run here" (no vLLM, or no AMX for the
 # AMX findings); the target fails when a finding no longer reproduces.
-VLLM_REPRO_CASES ?= 001 002 003 004 005 006 007
+VLLM_REPRO_CASES ?= 001 002 003 004 005 006 007 008
 .PHONY: vllm-repro
 ENGINES_REPRO += vllm-repro
 vllm-repro: $(vllm_READY)

