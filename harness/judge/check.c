@@ -821,6 +821,7 @@ done:
  * engine's own names of its code paths. */
 static void plan_paths(const engine_host *E, void *plan, const ag_plan_info *info,
                        check_report *rep) {
+    rep->regions_described |= info->num_regions > 0 && info->regions;
     for (size_t i = 0; i < info->num_regions && info->regions; i++)
         rep->split_planned |= info->regions[i].kind == AG_REGION_PARTIAL;
     if (!E->e->paths) return;

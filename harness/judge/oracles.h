@@ -98,6 +98,7 @@ typedef struct check_report {
     uint32_t variants_run;               /* bit i: the engine's variant i ran as a primary path */
     int32_t refused_create, refused_plan;/* the refusal kind of each stage's answer, -1: none */
     int split_planned;                   /* the case's plan had split-merge regions */
+    int regions_described;               /* its plan described its scratch as regions */
     int over_budget;                     /* configurations not run: check_set_run_budget */
     int n_paths;                         /* the engine's names of that plan's code paths */
     char paths[CHECK_MAX_PATHS][40];

@@ -110,7 +110,6 @@ static void seed_rows(const engine_host *E) {
             snprintf(v, sizeof v, "kv=%s", ag_dtype_name((ag_dtype)t));
             add("dtype", v, 0);
         }
-    if (E && (E->caps.flags & AG_CAP_SPLIT_KV)) hit_by("split/planned", 0);
     /* the code paths the engine can take here, by its own names */
     const char *names[128];
     const int n = E && E->e->paths ? E->e->paths(NULL, names, 128) : 0;
@@ -209,6 +208,10 @@ void reach_count(const case_spec *c, const check_report *rep, const engine_host 
         const int32_t k = rep->refused_create >= 0 ? rep->refused_create : rep->refused_plan;
         add("refusal", ag_refusal_name((ag_refusal)k), 1);
     }
+    /* a row for split-merge regions only where plans describe regions at
+     * all (vLLM's do not: its splits are its own path rows) */
+    if (rep->regions_described && E && (E->caps.flags & AG_CAP_SPLIT_KV))
+        hit_by("split/planned", 0);
     if (rep->split_planned) hit("split/planned");
     for (int i = 0; E && i < E->n_variants && i < 32; i++)
         if (rep->variants_run & (1u << i))
