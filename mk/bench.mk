@@ -26,8 +26,9 @@
 #                     masks, f32 compute) against a float64 loop, so the
 #                     side-by-side compares the same attention
 #
-# PyTorch runs in /usr/bin/python3 with Debian's python3-torch (PyPI is not
-# reachable from the project machines), as a child process of the bench
+# PyTorch runs in /usr/bin/python3 with Debian's python3-torch, or in
+# PEER_PY=<python> (PyTorch from PyPI: build/engines/vllm/venv/bin/python,
+# torch 2.13, once make engines ENGINE=vllm installed it), as a child process of the bench
 # that times its formulations when the rounds reach it.  run_rows.c's
 # narrowing variables (BENCH_ONLY, BENCH_THREADS, BENCH_DTYPE, BENCH_HKV)
 # narrow the rows of every engine and PyTorch alike.
