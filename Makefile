@@ -297,14 +297,11 @@ check-clang:
 # (cfl-test, cfl-example: pr.yml's cfl job, beside this one) and the
 # example engine's fuzz walk (example-fuzz: the nightly job; make test's
 # kit step checks the same example through the installed kit).
-# mutants-quick builds the fuzz targets without the emulated tables (EMU_TABLES=:
-# 124 s against 150 s): its bugs sit in the builder, the plan and the
-# executor, and the nightly's build has them.
 # docs/perf-notes.md, "CI's budget", has each step's time.
 CI_STEPS = 'test=$(MAKE) --no-print-directory test $(if $(JUNIT),JUNIT="$$STEP_XML")' \
     'test-asan=$(MAKE) --no-print-directory test-asan' \
     'malformed=$(MAKE) --no-print-directory test-malformed' \
-    'mutants-quick=$(MAKE) --no-print-directory -j$(NPROC) mutants-quick EMU_TABLES=' \
+    'mutants-quick=$(MAKE) --no-print-directory -j$(NPROC) mutants-quick' \
     'test-peer=$(MAKE) --no-print-directory test-peer' \
     'ggml-cases=$(MAKE) --no-print-directory test-cases ENGINE=ggml' \
     'ort-cases=$(MAKE) --no-print-directory test-cases ENGINE=ort' \
