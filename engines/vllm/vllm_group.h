@@ -85,6 +85,12 @@ typedef struct vg_group {
     vg_layer *layers;          /* [nl] */
 } vg_group;
 
+/* The implementation a group actually runs: VEC16 for the head dims vLLM
+ * builds only there (not multiples of 32), else the one chosen or forced. */
+static inline vg_isa vg_effective_isa(const vg_group *g) {
+    return g->d % 32 != 0 ? VG_ISA_VEC16 : g->isa;
+}
+
 typedef struct vg_plan {
     vg_group *g;
     int32_t R, T, stride, nblocks;

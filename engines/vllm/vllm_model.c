@@ -44,14 +44,8 @@ typedef struct vm_consts {
     int64_t align;   /* KV-length alignment (BlockSizeAlignment) */
 } vm_consts;
 
-/* The implementation a head_dim actually runs: VEC16 for head dims vLLM
- * builds only there. */
-static vg_isa effective_isa(const vg_group *g) {
-    return g->d % 32 != 0 ? VG_ISA_VEC16 : g->isa;
-}
-
 static vm_consts consts(const vg_group *g) {
-    switch (effective_isa(g)) {
+    switch (vg_effective_isa(g)) {
     case VG_ISA_AMX: return (vm_consts){32, 32};
     case VG_ISA_VEC16: return (vm_consts){16, 16};
     default: return (vm_consts){8, 32};

@@ -80,7 +80,7 @@ int vg_paths(void *plan, const char **names, int cap) {
         return every_path(L, &o);
     }
     const vg_group *g = P->g;
-    const vg_isa eff = g->d % 32 != 0 ? VG_ISA_VEC16 : g->isa;
+    const vg_isa eff = vg_effective_isa(g);
     add(&o, k_impl[eff]);
     for (size_t d = 0; d < sizeof k_dims / sizeof k_dims[0]; d++)
         if (k_dims[d] == g->d) add(&o, k_dim_names[eff][d]);
