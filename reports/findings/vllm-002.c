@@ -17,18 +17,6 @@
 
 enum { D = 64, BS = 32 };
 
-static uint16_t bf16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return (uint16_t)(u >> 16);   /* exact: every value here fits bf16 */
-}
-static float from_bf16(uint16_t h) {
-    const uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 static int g_codes[2];   /* nonzero bytes each writer left in the V cache: vec, amx */
 
 /* The output row for V through implementation isa. */
@@ -49,7 +37,7 @@ static int run(const char *isa, const uint16_t *vrow, float *got) {
     if (!meta || r_attend(&b, q, out, T.dt_bf16(), kc, vc, T.dt_u8(), 1, 1, D, BS, 1, &ly, meta,
                           "fp8_e4m3"))
         return -1;
-    for (int i = 0; i < D; i++) got[i] = from_bf16(out[i]);
+    for (int i = 0; i < D; i++) got[i] = r_from_bf16(out[i]);
     return 0;
 }
 
@@ -63,7 +51,7 @@ int main(int argc, char **argv) {
         const int m = i % 8;
         want[i] = i < 32 ? (float)(m ? m : 1) * 0x1p-9f : (float)(8 + m) * 0x1p-9f * (float)(1 << (i % 4));
         if (i % 2) want[i] = -want[i];
-        v[i] = bf16(want[i]);
+        v[i] = r_bf16(want[i]);
     }
     float vec[D], amx[D];
     if (run("vec", v, vec) || run("amx", v, amx)) return 2;

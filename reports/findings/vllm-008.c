@@ -18,47 +18,6 @@
 
 enum { D = 64, BS = 32 };
 
-static uint16_t bf16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return (uint16_t)(u >> 16);   /* exact: every value here fits bf16 */
-}
-static float from_bf16(uint16_t h) {
-    const uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-/* The output row on VEC over a cache of kind kv at this scale; -1 when
- * vLLM could not be called. */
-static int run(const char *kv, double scale, const uint16_t *vrow, float *got) {
-    const char *isa = "vec";
-    uint16_t k[D] = {0}, q[D], out[D];
-    for (int i = 0; i < D; i++) q[i] = bf16(1.0f);
-    uint8_t kc[BS * D], vc[BS * D];
-    memset(kc, 0, sizeof kc);
-    memset(vc, 0, sizeof vc);
-    if (r_write(k, vrow, T.dt_bf16(), kc, vc, T.dt_u8(), 1, 1, D, 1, BS, isa, kv)) return -1;
-    const int32_t ql = 1, seq = 1;
-    r_batch b;
-    r_batch_make(&b, 1, &ql, &seq, BS);
-    vt_tensor meta = r_schedule(&b, 1, 1, D, T.dt_bf16(), 1, -1, isa, 1, kv);
-    const r_layer ly = {scale, 0.0, -1};
-    if (!meta || r_attend(&b, q, out, T.dt_bf16(), kc, vc, T.dt_u8(), 1, 1, D, BS, 1, &ly, meta,
-                          kv))
-        return -1;
-    for (int i = 0; i < D; i++) got[i] = from_bf16(out[i]);
-    return 0;
-}
-
-/* Elements of got that are not want's. */
-static int wrong(const float *got, const float *want) {
-    int n = 0;
-    for (int i = 0; i < D; i++) n += !(got[i] == want[i]);
-    return n;
-}
-
 int main(int argc, char **argv) {
     r_load(argc, argv, "_C", 1);
     omp_set_num_threads(1);
@@ -66,16 +25,17 @@ int main(int argc, char **argv) {
     uint16_t v[D];
     for (int i = 0; i < D; i++) {   /* e4m3 and e5m2 values: 1, 1.25, 1.5, 1.75 times 2^k */
         want[i] = (1.0f + 0.25f * (float)(i % 4)) * (float)(1 << (i % 5)) * (i % 2 ? -1.0f : 1.0f);
-        v[i] = bf16(want[i]);
+        v[i] = r_bf16(want[i]);
     }
     static const double scales[2] = {0x1p118, 0x1p121};
     int bad[2][2] = {{0}};   /* [scale][e5m2, e4m3] */
     float e4m3_at[2] = {0};
     for (int s = 0; s < 2; s++) {
         float e5[D], e4[D];
-        if (run("fp8_e5m2", scales[s], v, e5) || run("fp8_e4m3", scales[s], v, e4)) return 2;
-        bad[s][0] = wrong(e5, want);
-        bad[s][1] = wrong(e4, want);
+        if (r_one_zero_key("vec", "fp8_e5m2", scales[s], v, D, BS, e5) ||
+            r_one_zero_key("vec", "fp8_e4m3", scales[s], v, D, BS, e4)) return 2;
+        bad[s][0] = r_count_wrong(e5, want, D);
+        bad[s][1] = r_count_wrong(e4, want, D);
         e4m3_at[s] = e4[0];
     }
     printf("vec, K = 0, one key, q = 1 (bf16): at scale 2^118 e5m2 %d / e4m3 %d of %d elements "

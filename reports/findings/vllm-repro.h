@@ -11,6 +11,7 @@
 
 #include <dlfcn.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,20 @@
 
 static vt_api T;
 static void *R_torch_cpu;
+
+/* bf16 by truncation (the reproducers use values that fit bf16 exactly)
+ * and back. */
+static inline uint16_t r_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)(u >> 16);
+}
+static inline float r_from_bf16(uint16_t h) {
+    const uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
 
 /* argv[1] or build/engines/vllm/venv: the venv's site-packages. */
 static inline const char *r_site(int argc, char **argv) {
@@ -233,6 +248,36 @@ extern void omp_set_num_threads(int n);
 static inline float r_val(unsigned *state) {
     *state = *state * 1664525u + 1013904223u;
     return (float)((*state >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+/* One request, one key whose K row is 0 (so every logit is 0 whatever q
+ * and the scale, and the exact output is that key's V row), q = 1 in
+ * every element: the output row of d elements through implementation isa
+ * over an fp8 cache of kind kv (vLLM's own writer, bf16 rows, scale 1) at
+ * this softmax scale.  d <= 64, bs <= 32.  -1 when vLLM could not be called. */
+static inline int r_one_zero_key(const char *isa, const char *kv, double scale,
+                                 const uint16_t *vrow, int d, int bs, float *got) {
+    uint16_t k[64] = {0}, q[64], out[64];
+    uint8_t kc[32 * 64] = {0}, vc[32 * 64] = {0};
+    if (d > 64 || bs > 32) return -1;
+    for (int i = 0; i < d; i++) q[i] = r_bf16(1.0f);
+    if (r_write(k, vrow, T.dt_bf16(), kc, vc, T.dt_u8(), 1, 1, d, 1, bs, isa, kv)) return -1;
+    const int32_t ql = 1, seq = 1;
+    r_batch b;
+    r_batch_make(&b, 1, &ql, &seq, bs);
+    vt_tensor meta = r_schedule(&b, 1, 1, d, T.dt_bf16(), 1, -1, isa, 1, kv);
+    const r_layer ly = {scale, 0.0, -1};
+    if (!meta || r_attend(&b, q, out, T.dt_bf16(), kc, vc, T.dt_u8(), 1, 1, d, bs, 1, &ly, meta, kv))
+        return -1;
+    for (int i = 0; i < d; i++) got[i] = r_from_bf16(out[i]);
+    return 0;
+}
+
+/* Elements of got[0..n) that are not want's (NaN counts as wrong). */
+static inline int r_count_wrong(const float *got, const float *want, int n) {
+    int w = 0;
+    for (int i = 0; i < n; i++) w += !(got[i] == want[i]);
+    return w;
 }
 
 #endif /* VLLM_REPRO_H */
