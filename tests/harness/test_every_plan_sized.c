@@ -11,6 +11,8 @@
  */
 #include <criterion/criterion.h>
 
+#include "twrap.h"
+
 #include "../../harness/host/engine_host.h"
 #include "../../harness/judge/oracles.h"
 
@@ -48,20 +50,14 @@ static ag_status claim_more(void *plan, int32_t layer, size_t *need, size_t n, a
 }
 
 Test(every_plan_sized, a_fixed_split_plan_short_of_its_extents_is_sizing, .timeout = 60) {
-    ag_msg msg;
-    g_real = ag_engine_find("attnguard", &msg);
-    cr_assert(g_real, "%s", msg.text);
+    g_real = twrap_start(&g_wrap, "fixed-split-short");
     cr_assert(g_real->extents, "attnguard's adapter states extents");
-    g_wrap = *g_real;
-    g_wrap.name = "fixed-split-short";
     g_wrap.variants = NULL;
     g_wrap.plan = fixed_plan;
     g_wrap.plan_destroy = fixed_plan_destroy;
     g_wrap.extents = claim_more;
-    char err[256];
-    cr_assert_eq(engine_host_adopt(&g_wrap, NULL, err, sizeof err), 0, "%s", err);
     case_spec c;
-    cr_assert_eq(case_load("corpus/cases/f32q-decode-split.case", &c, err, sizeof err), 0, "%s", err);
+    twrap_adopt(&g_wrap, "corpus/cases/f32q-decode-split.case", &c);
     cr_assert_neq((int)c.split, AG_SPLIT_FIXED, "the case's own split must not be the fixed one");
     finding f;
     const oracle_id r = check_case(&c, CHECK_PLAN | CHECK_RUN | CHECK_INVARIANCE, &f);
@@ -92,18 +88,12 @@ static ag_status no_split_on(void *grp, const ag_batch *b, const ag_plan_opts *o
 }
 
 static oracle_id check_with_split_on_answer(ag_status answer, finding *f) {
-    ag_msg msg;
-    g_real = ag_engine_find("attnguard", &msg);
-    cr_assert(g_real, "%s", msg.text);
-    g_wrap = *g_real;
-    g_wrap.name = "no-split-on";
+    g_real = twrap_start(&g_wrap, "no-split-on");
     g_wrap.variants = NULL;
     g_wrap.plan = no_split_on;
     g_split_on_answer = answer;
-    char err[256];
-    cr_assert_eq(engine_host_adopt(&g_wrap, NULL, err, sizeof err), 0, "%s", err);
     case_spec c;
-    cr_assert_eq(case_load("corpus/cases/f32q-decode.case", &c, err, sizeof err), 0, "%s", err);
+    twrap_adopt(&g_wrap, "corpus/cases/f32q-decode.case", &c);
     c.split = AG_SPLIT_OFF;
     return check_case(&c, CHECK_PLAN, f);
 }

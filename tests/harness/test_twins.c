@@ -9,6 +9,8 @@
  */
 #include <criterion/criterion.h>
 
+#include "twrap.h"
+
 #include "../../harness/host/engine_host.h"
 #include "../../harness/judge/oracles.h"
 
@@ -64,18 +66,12 @@ static ag_status wrap_run(void *plan, int32_t layer, const ag_run_args *a, ag_ms
 
 /* The wrapped engine as the process's engine, and one shipped case. */
 static void setup(case_spec *c) {
-    ag_msg msg;
-    g_real = ag_engine_find("attnguard", &msg);
-    cr_assert(g_real, "%s", msg.text);
-    g_wrap = *g_real;
-    g_wrap.name = "twins";
+    g_real = twrap_start(&g_wrap, "twins");
     g_wrap.variants = wrap_variants;
     g_wrap.create = wrap_create;
     g_wrap.plan = wrap_plan;
     g_wrap.run = wrap_run;
-    char err[256];
-    cr_assert_eq(engine_host_adopt(&g_wrap, NULL, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(case_load("corpus/cases/d80.case", c, err, sizeof err), 0, "%s", err);
+    twrap_adopt(&g_wrap, "corpus/cases/d80.case", c);
 }
 
 Test(twins, faithful_twin_passes) {

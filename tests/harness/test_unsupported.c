@@ -8,13 +8,14 @@
  */
 #include <criterion/criterion.h>
 
+#include "twrap.h"
+
 #include "../../harness/host/engine_host.h"
 #include "../../harness/judge/oracles.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static const ag_engine *g_real;
 static ag_engine g_wrap;
 static ag_status g_answer;
 
@@ -28,18 +29,12 @@ static ag_status answering_run(void *plan, int32_t layer, const ag_run_args *a, 
 }
 
 static oracle_id check_with_run_answer(ag_status answer, finding *f) {
-    ag_msg msg;
-    g_real = ag_engine_find("attnguard", &msg);
-    cr_assert(g_real, "%s", msg.text);
-    g_wrap = *g_real;
-    g_wrap.name = "run-answers";
+    twrap_start(&g_wrap, "run-answers");
     g_wrap.variants = NULL;
     g_wrap.run = answering_run;
     g_answer = answer;
-    char err[256];
-    cr_assert_eq(engine_host_adopt(&g_wrap, NULL, err, sizeof err), 0, "%s", err);
     case_spec c;
-    cr_assert_eq(case_load("corpus/cases/f32q-decode.case", &c, err, sizeof err), 0, "%s", err);
+    twrap_adopt(&g_wrap, "corpus/cases/f32q-decode.case", &c);
     return check_case(&c, CHECK_PLAN | CHECK_RUN | CHECK_INVARIANCE, f);
 }
 
