@@ -16,7 +16,8 @@
  *     nulltable      the entry point returns NULL
  *     (unset)        the whole table, whose open refuses (AG_UNSUPPORTED):
  *                    the control that shows the object itself loads
- * Every entry point here is a stub: none may ever be called but open.
+ * Every entry point but open aborts if called: the host must refuse the
+ * table before it calls any of them.
  */
 #include "../../include/attnguard/engine.h"
 
@@ -38,7 +39,7 @@ static ag_status b_open(const char *options, void **ctx, ag_msg *msg) {
     return AG_UNSUPPORTED;
 }
 
-/* Stubs that must never run: the harness refuses a broken table first. */
+/* Entries that must never run: the harness refuses a broken table first. */
 static void never(const char *what) {
     fprintf(stderr, "broken_adapter: %s was called through a table the harness should have "
                     "refused\n", what);
