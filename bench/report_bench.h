@@ -14,25 +14,31 @@
 
 #include <stdio.h>
 
+/* A row's ceiling (run_ceiling.c): its candidates, each in the row's
+ * metric (decode: GB/s of the K and V bytes it must read; prefill and
+ * Laguna: GFLOP/s of its useful flops), measured at the start of the run;
+ * the lowest binds. */
+#define CEIL_MAX 4
+typedef enum ceil_kind { CEIL_READ, CEIL_LAYOUT, CEIL_STREAM, CEIL_PEAK, CEIL_ROOF } ceil_kind;
+typedef struct bench_ceiling {
+    int n;                        /* 0: none measured */
+    ceil_kind kind[CEIL_MAX];
+    char what[CEIL_MAX][96];      /* "DRAM read", "its layout's walk (f16, bs 16, 64 keys a step)" */
+    double value[CEIL_MAX];
+    int bind;                     /* the lowest */
+} bench_ceiling;
+
 typedef struct bench_row {
     char name[96];
     const row_spec *spec;
     int threads;
     row_result r;
+    /* pct: of the ceiling measured at the start of the run; adj: the
+     * binding candidate measured right before and after the row (the
+     * better), pct_adj of it; pct_c: per CPU-second granted where the
+     * ceiling is one of the machine-wide limits (else 0) */
     double gbs, gflops, pct, pct_c, pct_fma_c, adj, pct_adj, target;
-    /* Decode rows: the most of the row's limit its arithmetic allows, in
-     * %: the limit's time over the time its flops take at the row's
-     * compute peak (row_peak), both measured at the start of the run, at
-     * most 100.  A target above it cannot be met by any kernel of that
-     * instruction path on this machine.  0: not a decode row. */
-    double ceil_pct;
-    /* Decode rows: the paged K/V read with as many FMAs per 64-byte line
-     * as the row does (g x elements per line / lanes: the limits' "paged
-     * + N FMA" rows), in % of the DRAM read; 0 where N is not one of them.
-     * The stream a kernel doing exactly that arithmetic and nothing else
-     * reached here. */
-    double stream_pct;
-    int stream_fmas;
+    bench_ceiling ceil;
     const char *metric, *limit, *verdict;
     /* Laguna: the roofline's items, each at its bound */
     row_item items[ROW_MAX_ITEMS];
@@ -42,37 +48,31 @@ typedef struct bench_row {
     double roof_s, roof_bw, roof_peak;
 } bench_row;
 
-/* The targets, % of the limit each row names (run_judge.c), per instruction
- * set of the limits' loops (limits_isa(): the engine's avx2 table is
- * measured against the AVX2 loops, util_limits.c): AVX-512's from issue 39,
- * AVX2's from issue 44. */
+/* The targets (issue 60), % of each row's ceiling, the same on every
+ * instruction set (each table judged against its own loops: limits_isa()):
+ * decode, every cache, hot and cold; prefill against the compute peak of
+ * its path, f32 and f16 per thread count; the Laguna batch against its
+ * roofline. */
 typedef struct bench_target_set {
-    const char *source;   /* "issue 39" */
-    double decode;        /* cold decode: of the DRAM read */
-    double prefill_f32;   /* of the fp32 FMA peak */
-    double prefill_f16;   /* of the fp32 FMA peak */
+    const char *source;   /* "issue 60" */
+    double decode;        /* every decode row but fp8 */
+    double fp8;           /* fp8 decode */
+    double prefill[3];    /* f32 and f16: [threads] (1, 2) */
     double prefill_bf16;  /* of the faster of the FMA and VDPBF16PS peaks */
-    double laguna;        /* of its roofline */
-    double fp8;           /* fp8 decode: of the plain read's rate (run_fp8.c) */
+    double laguna;
 } bench_target_set;
 const bench_target_set *bench_targets(void);
-#define BENCH_TARGET_DECODE (bench_targets()->decode)
-#define BENCH_TARGET_PREFILL_F32 (bench_targets()->prefill_f32)
-#define BENCH_TARGET_PREFILL_F16 (bench_targets()->prefill_f16)
-#define BENCH_TARGET_PREFILL_BF16 (bench_targets()->prefill_bf16)
-#define BENCH_TARGET_LAGUNA (bench_targets()->laguna)
 
-/* fp8 decode in rounds against a plain read of its layout (run_fp8.c) */
+/* fp8 decode in rounds against a plain read of its layout (run_fp8.c):
+ * information beside the fp8 rows' verdicts (their rate against bf16's
+ * and a read of their layout in the same rounds) */
 #define FP8_ROUNDS 3
-#define FP8_TARGET_PCT (bench_targets()->fp8)   /* % of the plain read's rate */
 typedef struct fp8_cmp {
     int threads, ran;
     double bf16_ms[FP8_ROUNDS], ms[2][FP8_ROUNDS]; /* [e4m3, e5m2][round] */
     double read_ms[FP8_ROUNDS];                     /* the plain read of the fp8 layout */
     double ratio[2];                                /* bf16 ms over the fp8 row's: the rate ratio */
     double pct[2];                                  /* % of the plain read's rate (0: none) */
-    double ceil_pct;                                /* the compute ceiling (bench_row's), of the read */
-    const char *verdict[2];
 } fp8_cmp;
 
 /* The fp8 rounds (run_fp8.c) of n thread counts; f: the markdown report,

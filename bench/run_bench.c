@@ -1,10 +1,12 @@
 /*
  * bench/run_bench.c — see run_bench.h: the limits printed as they are
- * measured, each row measured between two measurements of its own limit
- * (the machine's speed drifts over a run) and printed as it ends, the fp8
- * rows judged by their rounds, and the reports written from what ran.
+ * measured, every row's ceiling measured before any row runs, each row
+ * run between two measurements of its binding ceiling (the machine's speed
+ * drifts over a run) and printed as it ends, the fp8 rounds, and the
+ * reports written from what ran.
  */
 #include "run_bench.h"
+#include "run_ceiling.h"
 #include "run_fp8.h"
 #include "run_judge.h"
 #include "run_rows.h"
@@ -51,8 +53,9 @@ static void print_row(const bench_row *b) {
         return;
     }
     const double fig = strcmp(b->metric, "GB/s") == 0 ? b->gbs : b->gflops;
-    printf("%-36s %d thr %8.2f ms %7.1f %s %5.1f%% of %s | cpu %3.0f%% -> %5.1f%%", b->name,
-           b->threads, r->sec * 1e3, fig, b->metric, b->pct, b->limit, 100 * r->cpu_share, b->pct_c);
+    printf("%-36s %d thr %8.2f ms %7.1f %s %5.1f%% of %s | cpu %3.0f%%", b->name, b->threads,
+           r->sec * 1e3, fig, b->metric, b->pct, b->limit, 100 * r->cpu_share);
+    if (b->pct_c > 0) printf(" -> %5.1f%%", b->pct_c);
     if (b->adj > 0) printf(" | next to it %5.1f -> %5.1f%%", b->adj, b->pct_adj);
     printf(" | err %.2g\n", r->max_abs_err);
     fflush(stdout);
@@ -83,20 +86,12 @@ int run_bench(const char *engine, const char *outdir) {
     else printf("  bf16 dot peak  VDPBF16PS: no such instruction on this CPU\n");
     printf("  DRAM read      %6.1f %6.1f | %6.1f %6.1f GB/s (2 GiB)\n", L.dram[1], L.dram[2],
            L.dram_c[1], L.dram_c[2]);
-    for (int k = 0; k < LIMITS_PAGED; k++)
-        printf("  paged K/V read %6.1f %6.1f GB/s (%s, decode layout, profile %s)\n", L.paged[k][1],
-               L.paged[k][2], limits_paged_name[k], tune[0] ? tune : "none");
-    for (int k = 0; k < LIMITS_PAGED_FMA; k++)
-        printf("  paged + %2d FMA %6.1f %6.1f GB/s (bf16_bs16, %d-lane FMAs)\n",
-               limits_paged_fma_n[k], L.paged_fma[k][1], L.paged_fma[k][2], L.fma_lanes);
     if (limits) printf("  huge pages     THP mode %s; %ld MiB anonymous huge pages\n", L.thp_mode, L.thp_mib);
     printf("\n");
     fflush(stdout);
 
     static bench_row rows[BENCH_MAX_RESULTS];
     int n = 0;
-    const engine_host *E[1] = {&h};
-    const row_config cfg = {&h, NULL, ""};
     for (int t = 1; t <= bench_threads_max(); t++)
         for (int i = 0; i < bench_num_rows && n < BENCH_MAX_RESULTS; i++) {
             const row_spec *s = &bench_rows[i];
@@ -106,51 +101,46 @@ int run_bench(const char *engine, const char *outdir) {
             b->spec = s;
             b->threads = t;
             row_name(s, b->name, sizeof b->name);
-            /* the row's limit again right before and after it: this shared
-             * machine's speed drifts over a run (cold decode: the sweep
-             * empties the caches; prefill: the peak of its path) */
-            const int near_bw = limits && s->kind == ROW_DECODE && s->cold;
-            const int near_peak = limits && s->kind == ROW_PREFILL;
-            if (near_bw) b->adj = limits_read_bw(&L, t, 2);
-            if (near_peak) b->adj = s->kv == AG_BF16 && L.bf16[t] > L.fma[t]
-                                        ? limits_bf16_peak(t, 20000000) : limits_fma_peak(t, 20000000);
-            if (row_run(s, &cfg, 1, t, bench_row_reps(s), row_io_dtype(s), &b->r, NULL) != 0)
-                fprintf(stderr, "bench: %s: %s\n", b->name, b->r.why);
-            if (near_bw) b->adj = fmax(b->adj, limits_read_bw(&L, t, 2));
-            if (near_peak) b->adj = fmax(b->adj, s->kv == AG_BF16 && L.bf16[t] > L.fma[t]
-                                                     ? limits_bf16_peak(t, 20000000)
-                                                     : limits_fma_peak(t, 20000000));
-            if (b->r.ran) bench_figures(b, &L, limits);
-            print_row(b);
         }
-    /* with the fp8 rows: their rounds against a plain read of the layout */
+    /* every row's ceiling at the start of the run, before any row runs */
+    if (limits) {
+        printf("ceilings (the lowest candidate of each row binds; run_ceiling.c):\n");
+        for (int i = 0; i < n; i++) {
+            bench_row *b = &rows[i];
+            ceiling_measure(b, &L);
+            const bench_ceiling *c = &b->ceil;
+            printf("  %-38s %d thr", b->name, b->threads);
+            for (int k = 0; k < c->n; k++)
+                printf("%s %s %.1f", k ? ";" : "", c->what[k], c->value[k]);
+            printf("  -> %s\n", c->n ? c->what[c->bind] : "none");
+        }
+        printf("\n");
+        fflush(stdout);
+    }
+    const engine_host *E[1] = {&h};
+    const row_config cfg = {&h, NULL, ""};
+    for (int i = 0; i < n; i++) {
+        bench_row *b = &rows[i];
+        const row_spec *s = b->spec;
+        const int t = b->threads;
+        /* the row's binding ceiling again right before and after it: this
+         * shared machine's speed drifts over a run */
+        if (limits) b->adj = ceiling_again(b, &L);
+        if (row_run(s, &cfg, 1, t, bench_row_reps(s), row_io_dtype(s), &b->r, NULL) != 0)
+            fprintf(stderr, "bench: %s: %s\n", b->name, b->r.why);
+        if (limits && b->adj > 0) b->adj = fmax(b->adj, ceiling_again(b, &L));
+        if (b->r.ran) bench_figures(b, &L, limits);
+        print_row(b);
+    }
+    /* with the fp8 rows: their rounds against bf16 and a plain read of
+     * their layout (information beside their verdicts) */
     const row_spec fp8_probe = {"fp8", ROW_DECODE, 8, AG_FP8_E4M3, 8, 16, 1};
     fp8_cmp cmp[2];
     memset(cmp, 0, sizeof cmp);
-    const int do_fp8 = !bench_skip_row(&fp8_probe);
+    const int do_fp8 = !bench_skip_row(&fp8_probe) && limits;
     if (do_fp8) {
         bench_fp8_rounds(E, &L, cmp);
         bench_fp8_write(NULL, cmp, bench_threads_max());
-        /* the fp8 rows are judged by their rounds: their target, figure
-         * and verdict in the rows' tables are those */
-        for (int i = 0; i < n; i++) {
-            bench_row *b = &rows[i];
-            const int d = b->spec->kv == AG_FP8_E5M2;
-            const fp8_cmp *c = &cmp[b->threads - 1];
-            if (b->spec->kv != AG_FP8_E4M3 && !d) continue;
-            if (!b->r.ran || !c->ran || c->pct[d] <= 0) continue;
-            b->target = FP8_TARGET_PCT;
-            b->pct = c->pct[d];
-            b->adj = b->pct_adj = 0;
-            b->limit = "plain read of its layout (fp8 rounds)";
-            b->verdict = c->verdict[d];
-            b->ceil_pct = c->ceil_pct;
-            /* against a plain read: the arithmetic stream over the same
-             * walk without its FMAs (bf16_bs16, the limits' paged rows) */
-            for (int k = 0; k < LIMITS_PAGED_FMA; k++)
-                if (limits_paged_fma_n[k] == b->stream_fmas && L.paged[1][b->threads] > 0)
-                    b->stream_pct = 100.0 * L.paged_fma[k][b->threads] / L.paged[1][b->threads];
-        }
     }
 
     char path[512];

@@ -1,20 +1,19 @@
 /*
  * bench/run_fp8.c — `make bench`'s fp8 rounds (run_fp8.h): fp8 decode
- * against its own ceiling, a plain read of the fp8 layout measured in the
- * same rounds.  Their report is report_bench.c's.
+ * beside bf16 and a plain read of the fp8 layout, in the same rounds.
+ * Information beside the fp8 rows' verdicts (those are judged like every
+ * decode row, against their ceiling: run_ceiling.c).  Their report is
+ * report_bench.c's.
  *
  * The cold B=8 rows of the bf16, e4m3 and e5m2 caches run in FP8_ROUNDS
  * rounds, the order rotating each round, so that the machine's bandwidth
- * phases fall on all three alike; each round also reads the fp8 cache's
- * layout plainly (limits_paged_read: the walk of the fp8 decode path, the
- * decode tile's keys a step, no arithmetic).  An fp8 row's figure is the
- * plain read's median time over its own median: the share of the rate no
- * fp8 kernel can pass on this machine at that moment; the target is
- * FP8_TARGET_PCT.  bf16's median over the fp8 row's (the rate ratio of
- * issue 25, 1.8x wished) is kept beside it as information.
+ * phases fall on all three alike; each round also walks the fp8 cache's
+ * layout with loads only (limits_walk).  Per fp8 row: the plain walk's
+ * median time over the row's median (% of the read in the same rounds),
+ * and bf16's median over the row's (the rate ratio of issue 25, 1.8x
+ * wished).
  */
 #include "run_fp8.h"
-#include "run_judge.h"
 #include "run_rows.h"
 
 #include <math.h>
@@ -25,10 +24,6 @@ static double median3(const double *x) {
     const double a = x[0], b = x[1], c = x[2];
     return fmax(fmin(a, b), fmin(fmax(a, b), c));
 }
-
-/* Keys per step of the fp8 decode path: the AVX-512 dot path walks twice
- * the 16-bit chunk (avx512_decode.c), the AVX2 tile 32 keys. */
-static int fp8_step_keys(const bench_limits *L) { return L->fma_lanes == 8 ? 32 : 64; }
 
 void bench_fp8_rounds(const engine_host *const *E, const bench_limits *L, fp8_cmp *out) {
     /* the fp8 row's K and V: B=8 x 4096 keys x Hkv 8 x D 128, one byte each */
@@ -57,16 +52,12 @@ void bench_fp8_rounds(const engine_host *const *E, const bench_limits *L, fp8_cm
                 if (w == 0) c->bf16_ms[k] = r.sec * 1e3;
                 else c->ms[w - 1][k] = r.sec * 1e3;
             }
-            const double gbs = limits_paged_read(L, 1, 16, fp8_step_keys(L), t, 2);
+            const double gbs = limits_walk(L, L->buf_bytes, 1, 16, -1, t, 2);
             c->read_ms[k] = gbs > 0 ? fp8_bytes / (gbs * 1e6) : 0;
         }
-        const double read_med = median3(c->read_ms);
-        c->ceil_pct = read_med > 0 ? bench_ceiling_pct(&e4, fp8_bytes / (read_med * 1e6), L, t) : 0;
         for (int d = 0; d < 2; d++) {
             c->ratio[d] = median3(c->bf16_ms) / median3(c->ms[d]);
             c->pct[d] = 100.0 * median3(c->read_ms) / median3(c->ms[d]);
-            c->verdict[d] = c->pct[d] <= 0 ? "no ceiling measured"
-                            : c->pct[d] >= FP8_TARGET_PCT ? "met" : "not met";
         }
     }
 }

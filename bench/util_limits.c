@@ -17,8 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const limits_paged_name[LIMITS_PAGED] = {"f32_bs16", "bf16_bs16", "bf16_bs32"};
-const int limits_paged_fma_n[LIMITS_PAGED_FMA] = {8, 16, 24, 32};
+const char *const limits_elem_name[LIMITS_ELEMS] = {"f32", "f16", "bf16", "fp8e4m3", "fp8e5m2"};
 
 static volatile float g_sink; /* keeps the loops' results alive */
 
@@ -36,7 +35,7 @@ static const limits_simd *simd(void) {
         const int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
         const int force2 = isa && strcmp(isa, "avx2") == 0;
         s = __builtin_cpu_supports("avx512f") && !force2 ? &limits_simd_avx512
-            : avx2 ? &limits_simd_avx2
+            : avx2 && __builtin_cpu_supports("f16c") ? &limits_simd_avx2
                    : NULL;
         done = 1;
     }
@@ -113,23 +112,27 @@ static double read_bw(const float *buf, size_t bytes, int threads, int reps) {
 /* 1: the walks prefetch with NTA (limits_measure sets it from the profile) */
 static int g_walk_nta;
 
-/* GB/s reading K and V (the two halves of buf) in the engine's paged
- * layout, as decode streams them (util_limits_simd.h's walk): per request, in
- * chunks of `chunk` keys (the decode tile's), the 8 KV heads' pieces in
- * turn.  Requests of 4096 keys, Hkv 8, split statically over the threads;
- * best of `reps` passes.  With walk 0 (no FMAs) this is the ceiling of the
- * access pattern itself: the pieces are short (the hardware streamer
- * restarts at every one), and those of one step are Hkv pieces apart.
- * With FMAs per line it is the ceiling for a kernel that does that much
- * arithmetic per line it reads. */
-static double paged_read_bw(const unsigned char *buf, size_t bytes, size_t es, int bs,
-                            int chunk, int threads, int reps, int walk) {
-    const limits_simd *S = simd();
-    if (!S) return 0;
-    const limits_walk_fn fn = S->walk[walk];
+/* GB/s reading K and V (the two halves of buf[0 .. bytes)) in the engine's
+ * paged layout, as decode streams them (util_limits_simd.h's walks): per
+ * request, in chunks of `chunk` keys (the decode tile's), the 8 KV heads'
+ * pieces in turn.  Requests of 4096 keys, Hkv 8, split statically over
+ * the threads; with fewer requests than threads each request's blocks are
+ * split too, as the engine splits a lone request's keys.  Best of `reps`
+ * passes.  The plain walk is the ceiling of the access pattern itself: the
+ * pieces are short (the hardware streamer restarts at every one), and
+ * those of one step are Hkv pieces apart.  An arithmetic walk is the
+ * ceiling for a kernel that does the row's arithmetic and nothing else. */
+static double walk_bw(const unsigned char *buf, size_t bytes, size_t es, int bs, int chunk,
+                      int threads, int reps, limits_walk_fn fn) {
     const size_t piece = (size_t)bs * 128 * es, blk = 8 * piece, half = bytes / 2;
     const size_t nb_req = 4096 / (size_t)bs, reqs = half / (blk * nb_req);
     const size_t cb = (size_t)chunk / (size_t)bs; /* blocks per chunk */
+    if (!fn || reqs == 0 || cb == 0) return 0;
+    /* parts per request: as many as it takes to give every thread one,
+     * each a whole number of chunks */
+    size_t parts = reqs >= (size_t)threads ? 1 : ((size_t)threads + reqs - 1) / reqs;
+    while (parts > 1 && (nb_req % (parts * cb)) != 0) parts--;
+    const size_t nb_part = nb_req / parts, units = reqs * parts;
     const unsigned char *K = buf, *V = buf + half;
     const int nta = g_walk_nta;
     double best = 0;
@@ -137,8 +140,9 @@ static double paged_read_bw(const unsigned char *buf, size_t bytes, size_t es, i
         const double t0 = bench_now();
         float total = 0;
 #pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : total)
-        for (size_t req = 0; req < reqs; req++)
-            total += fn(K, V, req * nb_req * blk, nb_req, cb, piece, nta);
+        for (size_t u = 0; u < units; u++)
+            total += fn(K, V, (u / parts * nb_req + u % parts * nb_part) * blk, nb_part, cb, piece,
+                        nta);
         const double gbs = (double)(reqs * nb_req * blk * 2) / (bench_now() - t0) * 1e-9;
         g_sink += total;
         if (gbs > best) best = gbs;
@@ -166,11 +170,26 @@ double limits_read_bw(const bench_limits *L, int threads, int reps) {
     return L->buf ? read_bw(L->buf, L->buf_bytes, threads, reps) : 0;
 }
 
-double limits_paged_read(const bench_limits *L, size_t es, int bs, int chunk, int threads,
-                         int reps) {
-    return L->buf ? paged_read_bw((const unsigned char *)L->buf, L->buf_bytes, es, bs, chunk,
-                                  threads, reps, 0)
-                  : 0;
+double limits_read_span(const bench_limits *L, size_t bytes, int threads, int reps) {
+    if (!L->buf || bytes > L->buf_bytes) return 0;
+    return read_bw(L->buf, bytes & ~(size_t)255, threads, reps);
+}
+
+int limits_chunk(const bench_limits *L, size_t es) {
+    /* With AVX-512 "intel" walks 32 keys for fp32 caches and 64 for 16-bit
+     * ones, "amd" 16 and 32; fp8 (the tile's dot path and its exact twin)
+     * twice the 16-bit chunk; the AVX2 tile 32 keys for every cache. */
+    if (L->fma_lanes == 8) return 32;
+    const int c16 = L->nta ? 32 : 64;
+    return es == 4 ? c16 / 2 : es == 2 ? c16 : 64;
+}
+
+double limits_walk(const bench_limits *L, size_t bytes, size_t es, int bs, int el, int threads,
+                   int reps) {
+    const limits_simd *S = simd();
+    if (!S || !L->buf || bytes > L->buf_bytes || el >= LIMITS_ELEMS) return 0;
+    return walk_bw((const unsigned char *)L->buf, bytes, es, bs, limits_chunk(L, es), threads,
+                   reps, el < 0 ? S->walk : S->arith[el]);
 }
 
 int limits_measure(bench_limits *L, const char *tune, size_t read_pf) {
@@ -180,13 +199,7 @@ int limits_measure(bench_limits *L, const char *tune, size_t read_pf) {
     L->fma_lanes = simd() ? simd()->lanes : 0;
     if (!simd()) return -1;
     g_read_pf = read_pf ? read_pf : 1024;
-    /* The decode tile's chunk per dtype and profile: with AVX-512 "intel"
-     * walks 32 keys for fp32 caches and 64 for bf16 (T1 prefetch), "amd" 16
-     * and 32 (NTA); the AVX2 tile is 32 keys for every cache, T1. */
-    const int avx2 = L->fma_lanes == 8;
-    L->nta = g_walk_nta = !avx2 && tune && strcmp(tune, "amd") == 0;
-    L->paged_chunk[0] = avx2 ? 32 : L->nta ? 16 : 32;
-    L->paged_chunk[1] = L->paged_chunk[2] = avx2 ? 32 : L->nta ? 32 : 64;
+    L->nta = g_walk_nta = L->fma_lanes == 16 && tune && strcmp(tune, "amd") == 0;
     double c0, w0;
 #define SHARE(t) ((bench_cpu_now() - c0) / ((bench_now() - w0) * (t)))
     /* steps per peak run: 24 AVX-512 chains at two FMAs a cycle and 12
@@ -218,17 +231,6 @@ int limits_measure(bench_limits *L, const char *tune, size_t read_pf) {
         L->dram_c[t] = L->dram[t] / SHARE(t);
     }
 #undef SHARE
-    static const size_t es[LIMITS_PAGED] = {4, 2, 2};
-    static const int bs[LIMITS_PAGED] = {16, 16, 32};
-    const unsigned char *b = (const unsigned char *)L->buf;
-    for (int k = 0; k < LIMITS_PAGED; k++)
-        for (int t = 1; t <= 2; t++)
-            L->paged[k][t] = paged_read_bw(b, L->buf_bytes, es[k], bs[k], L->paged_chunk[k], t,
-                                           3, 0);
-    for (int k = 0; k < LIMITS_PAGED_FMA; k++)
-        for (int t = 1; t <= 2; t++)
-            L->paged_fma[k][t] = paged_read_bw(b, L->buf_bytes, 2, 16, L->paged_chunk[1], t, 3,
-                                               k + 1);
     return 0;
 }
 

@@ -2,8 +2,9 @@
  * bench/util_limits.h — this machine's limits, measured in the same run as the
  * engine rows they judge (never looked up): the fp32 FMA peak, the bf16
  * dot (VDPBF16PS) peak where the CPU has the instruction, the DRAM read
- * bandwidth, and the paged K/V read ceilings of the decode layout with and
- * without arithmetic per line.  Measured with the widest vectors the CPU
+ * bandwidth, and the loops a decode row's own ceiling is measured with
+ * (bench/run_ceiling.c): the read of a row's footprint, the walk of its
+ * paged layout, and that walk with the row's arithmetic per line.  Measured with the widest vectors the CPU
  * has (AVX-512F, else AVX2 + FMA: util_limits_simd.h).  Every figure for 1 and
  * 2 threads ([1], [2]; [0] unused), wall-clock and per CPU-second granted
  * (process CPU time / (threads x wall)).
@@ -13,8 +14,14 @@
 
 #include <stddef.h>
 
-#define LIMITS_PAGED 3      /* f32 block 16, bf16 block 16, bf16 block 32 */
-#define LIMITS_PAGED_FMA 4  /* bf16 block 16 with 8, 16, 24, 32 FMAs per line read */
+/* The element types of the arithmetic walks: what a decode row widens. */
+typedef enum limits_elem { LIMITS_F32, LIMITS_F16, LIMITS_BF16, LIMITS_E4M3, LIMITS_E5M2 } limits_elem;
+#define LIMITS_ELEMS 5
+extern const char *const limits_elem_name[LIMITS_ELEMS];   /* "f32", ... */
+
+/* FMAs per fp32 vector in the arithmetic walks: the query heads per KV
+ * head of the bench's decode rows (Hq 32, Hkv 8). */
+#define LIMITS_ARITH_G 4
 
 typedef struct bench_limits {
     char isa[16];                           /* "AVX-512", "AVX2": the loops' vectors */
@@ -22,10 +29,6 @@ typedef struct bench_limits {
     int has_dot;                            /* the CPU has VDPBF16PS (else bf16[] is 0) */
     double fma[3], bf16[3], dram[3];        /* GFLOP/s, GFLOP/s, GB/s */
     double fma_c[3], bf16_c[3], dram_c[3];  /* the same per CPU-second granted */
-    double paged[LIMITS_PAGED][3];          /* GB/s */
-    double paged_fma[LIMITS_PAGED_FMA][3];
-    int paged_chunk[LIMITS_PAGED];          /* keys per step of the walk, as the engine's
-                                               decode tile under the profile */
     int nta;                                /* the walks prefetch with NTA ("amd" profile) */
     char thp_mode[32];                      /* bench_thp_status with the buffer filled */
     long thp_mib;
@@ -34,11 +37,8 @@ typedef struct bench_limits {
     size_t buf_bytes;
 } bench_limits;
 
-extern const char *const limits_paged_name[LIMITS_PAGED];   /* "f32_bs16", ... */
-extern const int limits_paged_fma_n[LIMITS_PAGED_FMA];      /* 8, 16, 24, 32 */
-
 /* Measure every limit on 1 and 2 threads; `tune` is the engine's tuning
- * profile ("amd" or "intel"), whose decode walk the paged rows imitate.
+ * profile ("amd" or "intel"), whose decode walk the walks imitate.
  * read_pf: the prefetch distance of the DRAM read loop in bytes (1024 by
  * default: BENCH_READ_PF).  0, or -1 when the 2 GiB buffer cannot be had
  * or the CPU has neither AVX-512F nor AVX2 + FMA (L->isa "none"). */
@@ -56,10 +56,24 @@ int limits_has_dot(void);
 double limits_fma_peak(int threads, long iters);
 double limits_bf16_peak(int threads, long iters);
 double limits_read_bw(const bench_limits *L, int threads, int reps);
-/* GB/s of the paged K/V read (the paged rows above, no arithmetic) for a
- * cache of es-byte elements in blocks of bs keys, walked `chunk` keys per
- * step, over L->buf; 0 without the buffer.  The ceiling of a decode row of
- * that cache, measured next to it (run_fp8.c: the fp8 rounds). */
-double limits_paged_read(const bench_limits *L, size_t es, int bs, int chunk, int threads, int reps);
+/* GB/s reading the first `bytes` of L->buf (a multiple of 256), best of
+ * reps passes: the whole buffer is the DRAM read; a decode row's footprint
+ * read again and again is what its caches allow a hot row. */
+double limits_read_span(const bench_limits *L, size_t bytes, int threads, int reps);
+
+/* Keys per step of the engine's decode tile for es-byte elements under
+ * L's profile and instruction set (the walks below imitate it). */
+int limits_chunk(const bench_limits *L, size_t es);
+
+/* GB/s of the paged K/V walk over the first `bytes` of L->buf (K the first
+ * half, V the second; requests of 4096 keys, Hkv 8, D 128) for a cache of
+ * es-byte elements in blocks of bs keys, limits_chunk keys a step; el < 0:
+ * loads only (the access pattern's ceiling), else with the arithmetic of
+ * element type el per line (limits_elem; es must be its size).  Requests
+ * are split over the threads, and when there are fewer requests than
+ * threads each request's keys are.  Best of reps passes; 0 without the
+ * buffer or a loop. */
+double limits_walk(const bench_limits *L, size_t bytes, size_t es, int bs, int el, int threads,
+                   int reps);
 
 #endif /* AG_BENCH_UTIL_LIMITS_H */

@@ -1,7 +1,7 @@
 /*
  * bench/util_limits_avx2.c — the AVX2 + FMA table of util_limits_simd.h, for CPUs
- * without AVX-512: FMA chains, the DRAM read and the paged K/V walks with
- * 256-bit vectors (there is no bf16 dot instruction in this set).  Every
+ * without AVX-512: FMA chains, the DRAM read and the paged K/V walks (loads
+ * only, and with a decode row's arithmetic) with 256-bit vectors (there is no bf16 dot instruction in this set).  Every
  * function carries its target attribute; util_limits.c calls them only on a
  * CPU with AVX2 and FMA.  Shaped like the AVX-512 twin (util_limits_avx512.c),
  * scaled to 16 ymm registers.
@@ -11,6 +11,7 @@
 #include <immintrin.h>
 
 #define T256 __attribute__((target("avx2,fma")))
+#define T256F __attribute__((target("avx2,fma,f16c")))
 
 /* 12 chains and the two constants fill 14 of the 16 ymm registers (24, as
  * the AVX-512 twin has, would spill).  Enough for the FMA peak of the
@@ -71,14 +72,52 @@ T256 static float read_sum(const float *buf, size_t a, size_t z, size_t pf) {
     return hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
 }
 
-/* The walk of util_limits_simd.h: two 32-byte loads per line, nfma 256-bit
- * FMAs per line over 8 chains (the data alternating between the line's
- * halves); a += w c keeps the sums bounded (no denormals). */
-T256 static inline __attribute__((always_inline)) float
+/* One 64-byte line widened as element type el (limits_elem) by the
+ * shortest sequence AVX2 + F16C has for it, each fp32 vector then taking
+ * LIMITS_ARITH_G FMAs into 8 chains; the sequences are the AVX-512 twin's
+ * on 256-bit vectors (e4m3 and e5m2 via f16, bf16 even/odd).  el == -1:
+ * two 32-byte loads, summed. */
+#define G LIMITS_ARITH_G
+#define HEADS(w, j)                                                                        \
+    for (int h_ = 0; h_ < G; h_++) a[((j) * G + h_) % 8] = _mm256_fmadd_ps((w), c, a[((j) * G + h_) % 8]);
+
+T256F static inline __attribute__((always_inline)) void line(const unsigned char *p, const int el,
+                                                             __m256 *a, __m256 c, __m256 *s) {
+    if (el < 0) {
+        *s = _mm256_add_ps(*s, _mm256_add_ps(_mm256_load_ps((const float *)p),
+                                             _mm256_load_ps((const float *)(p + 32))));
+    } else if (el == 0) {
+        HEADS(_mm256_load_ps((const float *)p), 0)
+        HEADS(_mm256_load_ps((const float *)(p + 32)), 1)
+    } else if (el == 1) {
+        for (int j = 0; j < 4; j++)
+            HEADS(_mm256_cvtph_ps(_mm_load_si128((const __m128i *)(p + 16 * j))), j)
+    } else if (el == 2) {
+        for (int j = 0; j < 2; j++) {
+            const __m256i x = _mm256_load_si256((const __m256i *)(p + 32 * j));
+            HEADS(_mm256_castsi256_ps(_mm256_slli_epi32(x, 16)), 2 * j)
+            HEADS(_mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32((int)0xffff0000u))),
+                  2 * j + 1)
+        }
+    } else {
+        for (int j = 0; j < 4; j++) {
+            const __m128i b = _mm_load_si128((const __m128i *)(p + 16 * j));
+            __m256i h;
+            if (el == 4) h = _mm256_slli_epi16(_mm256_cvtepu8_epi16(b), 8);
+            else h = _mm256_and_si256(_mm256_slli_epi16(_mm256_cvtepi8_epi16(b), 7),
+                                      _mm256_set1_epi16((short)0xbf80));
+            HEADS(_mm256_cvtph_ps(_mm256_castsi256_si128(h)), 2 * j)
+            HEADS(_mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)), 2 * j + 1)
+        }
+    }
+}
+#undef HEADS
+
+T256F static inline __attribute__((always_inline)) float
 walk(const unsigned char *K, const unsigned char *V, size_t base, size_t nb_req, size_t cb,
-     size_t piece, const int nfma, const int nta) {
+     size_t piece, const int el, const int nta) {
     const size_t blk = 8 * piece;
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+    __m256 s = _mm256_setzero_ps();
     const __m256 c = _mm256_set1_ps(1e-3f);
     __m256 a[8];
     for (int i = 0; i < 8; i++) a[i] = _mm256_set1_ps((float)i);
@@ -94,32 +133,27 @@ walk(const unsigned char *K, const unsigned char *V, size_t base, size_t nb_req,
                     for (size_t o = 0; o < piece; o += 64) {
                         if (pf && nta) _mm_prefetch((const char *)q + o, _MM_HINT_NTA);
                         else if (pf) _mm_prefetch((const char *)q + o, _MM_HINT_T1);
-                        const __m256 w0 = _mm256_load_ps((const float *)(p + o));
-                        const __m256 w1 = _mm256_load_ps((const float *)(p + o + 32));
-                        if (kv) s1 = _mm256_add_ps(s1, _mm256_add_ps(w0, w1));
-                        else s0 = _mm256_add_ps(s0, _mm256_add_ps(w0, w1));
-#pragma GCC unroll 64
-                        for (int g = 0; g < nfma; g++)
-                            a[g % 8] = _mm256_fmadd_ps(g & 1 ? w1 : w0, c, a[g % 8]);
+                        line(p + o, el, a, c, &s);
                     }
                 }
             }
         }
     for (int i = 1; i < 8; i++) a[0] = _mm256_add_ps(a[0], a[i]);
-    return hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), a[0]));
+    return hsum(_mm256_add_ps(s, a[0]));
 }
 
-#define WALK(nfma_)                                                                            \
-    T256 static float walk_##nfma_(const unsigned char *K, const unsigned char *V, size_t base, \
-                                   size_t nb_req, size_t cb, size_t piece, int nta) {          \
-        return nta ? walk(K, V, base, nb_req, cb, piece, nfma_, 1)                             \
-                   : walk(K, V, base, nb_req, cb, piece, nfma_, 0);                            \
+#define WALK(name_, el_)                                                                       \
+    T256F static float name_(const unsigned char *K, const unsigned char *V, size_t base,       \
+                             size_t nb_req, size_t cb, size_t piece, int nta) {                \
+        return nta ? walk(K, V, base, nb_req, cb, piece, el_, 1)                               \
+                   : walk(K, V, base, nb_req, cb, piece, el_, 0);                              \
     }
-WALK(0)
-WALK(8)
-WALK(16)
-WALK(24)
-WALK(32)
+WALK(walk_plain, -1)
+WALK(walk_f32, 0)
+WALK(walk_f16, 1)
+WALK(walk_bf16, 2)
+WALK(walk_e4m3, 3)
+WALK(walk_e5m2, 4)
 
 const limits_simd limits_simd_avx2 = {
     .isa = "AVX2",
@@ -128,5 +162,6 @@ const limits_simd limits_simd_avx2 = {
     .fma = fma_chains,
     .dot = NULL,
     .read = read_sum,
-    .walk = {walk_0, walk_8, walk_16, walk_24, walk_32},
+    .walk = walk_plain,
+    .arith = {walk_f32, walk_f16, walk_bf16, walk_e4m3, walk_e5m2},
 };

@@ -1,6 +1,7 @@
 /*
  * bench/util_limits_avx512.c — the AVX-512 table of util_limits_simd.h: FMA and
- * VDPBF16PS chains, the DRAM read and the paged K/V walks with 512-bit
+ * VDPBF16PS chains, the DRAM read and the paged K/V walks (loads only,
+ * and with a decode row's arithmetic per element type) with 512-bit
  * vectors.  Every function carries its target attribute; util_limits.c calls
  * them only on a CPU with AVX-512F (and the dot chains with AVX512-BF16).
  * Each loop is shaped so that the compiler can neither merge its chains
@@ -84,16 +85,56 @@ T512 static float read_sum(const float *buf, size_t a, size_t z, size_t pf) {
     return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
 }
 
-/* The walk of util_limits_simd.h with nfma FMAs per line read, spread over 16
- * independent chains (a constant at every call, so the loop unrolls away):
- * at 4 cycles per FMA, 8 chains would just keep both FMA ports busy and
- * leave no slack.  a += w c: bounded sums of the data, so no denormal (a
- * microcode assist) ever occurs. */
+/* One 64-byte line widened as element type el (util_limits.h's
+ * limits_elem) by the shortest sequence AVX-512 has for it, each fp32
+ * vector then taking LIMITS_ARITH_G FMAs into the 16 chains (at 4 cycles
+ * per FMA, 8 chains would just keep both FMA ports busy and leave no
+ * slack).  bf16: the even elements shifted up, the odd ones masked (one
+ * operation per 16 elements, the order of the products is free); f16:
+ * VCVTPH2PS; e5m2: the code is an f16's top byte; e4m3: sign-extended,
+ * shifted and masked it is an f16 of the value times 2^-8 (the 2^8 folds
+ * into the query).  a += w c: bounded sums, so no denormal (a microcode
+ * assist) ever occurs.  el == -1: loads only, summed. */
+#define G LIMITS_ARITH_G
+#define HEADS(w, j)                                                                        \
+    for (int h_ = 0; h_ < G; h_++) a[((j) * G + h_) % 16] = _mm512_fmadd_ps((w), c, a[((j) * G + h_) % 16]);
+
+T512 static inline __attribute__((always_inline)) void line(const unsigned char *p, const int el,
+                                                            __m512 *a, __m512 c, __m512 *s) {
+    if (el < 0) {
+        *s = _mm512_add_ps(*s, _mm512_load_ps((const float *)p));
+    } else if (el == 0) {
+        HEADS(_mm512_load_ps((const float *)p), 0)
+    } else if (el == 1 || el == 2) {
+        const __m512i x = _mm512_load_si512((const void *)p);
+        __m512 w0, w1;
+        if (el == 1) {
+            w0 = _mm512_cvtph_ps(_mm512_castsi512_si256(x));
+            w1 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(x, 1));
+        } else {
+            w0 = _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
+            w1 = _mm512_castsi512_ps(_mm512_and_si512(x, _mm512_set1_epi32((int)0xffff0000u)));
+        }
+        HEADS(w0, 0)
+        HEADS(w1, 1)
+    } else {
+        for (int j = 0; j < 4; j++) {
+            const __m128i b = _mm_load_si128((const __m128i *)(p + 16 * j));
+            __m256i h;
+            if (el == 4) h = _mm256_slli_epi16(_mm256_cvtepu8_epi16(b), 8);
+            else h = _mm256_and_si256(_mm256_slli_epi16(_mm256_cvtepi8_epi16(b), 7),
+                                      _mm256_set1_epi16((short)0xbf80));
+            HEADS(_mm512_cvtph_ps(h), j)
+        }
+    }
+}
+#undef HEADS
+
 T512 static inline __attribute__((always_inline)) float
 walk(const unsigned char *K, const unsigned char *V, size_t base, size_t nb_req, size_t cb,
-     size_t piece, const int nfma, const int nta) {
+     size_t piece, const int el, const int nta) {
     const size_t blk = 8 * piece;
-    __m512 s0 = _mm512_setzero_ps(), s1 = s0;
+    __m512 s = _mm512_setzero_ps();
     const __m512 c = _mm512_set1_ps(1e-3f);
     __m512 a[16];
     for (int i = 0; i < 16; i++) a[i] = _mm512_set1_ps((float)i);
@@ -110,30 +151,27 @@ walk(const unsigned char *K, const unsigned char *V, size_t base, size_t nb_req,
                     for (size_t o = 0; o < piece; o += 64) {
                         if (pf && nta) _mm_prefetch((const char *)q + o, _MM_HINT_NTA);
                         else if (pf) _mm_prefetch((const char *)q + o, _MM_HINT_T1);
-                        const __m512 w = _mm512_load_ps((const float *)(p + o));
-                        if (kv) s1 = _mm512_add_ps(s1, w);
-                        else s0 = _mm512_add_ps(s0, w);
-#pragma GCC unroll 64
-                        for (int g = 0; g < nfma; g++) a[g % 16] = _mm512_fmadd_ps(w, c, a[g % 16]);
+                        line(p + o, el, a, c, &s);
                     }
                 }
             }
         }
     for (int i = 1; i < 16; i++) a[0] = _mm512_add_ps(a[0], a[i]);
-    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), a[0]));
+    return _mm512_reduce_add_ps(_mm512_add_ps(s, a[0]));
 }
 
-#define WALK(nfma_)                                                                            \
-    T512 static float walk_##nfma_(const unsigned char *K, const unsigned char *V, size_t base, \
-                                   size_t nb_req, size_t cb, size_t piece, int nta) {          \
-        return nta ? walk(K, V, base, nb_req, cb, piece, nfma_, 1)                             \
-                   : walk(K, V, base, nb_req, cb, piece, nfma_, 0);                            \
+#define WALK(name_, el_)                                                                       \
+    T512 static float name_(const unsigned char *K, const unsigned char *V, size_t base,        \
+                            size_t nb_req, size_t cb, size_t piece, int nta) {                 \
+        return nta ? walk(K, V, base, nb_req, cb, piece, el_, 1)                               \
+                   : walk(K, V, base, nb_req, cb, piece, el_, 0);                              \
     }
-WALK(0)
-WALK(8)
-WALK(16)
-WALK(24)
-WALK(32)
+WALK(walk_plain, -1)
+WALK(walk_f32, 0)
+WALK(walk_f16, 1)
+WALK(walk_bf16, 2)
+WALK(walk_e4m3, 3)
+WALK(walk_e5m2, 4)
 
 const limits_simd limits_simd_avx512 = {
     .isa = "AVX-512",
@@ -142,5 +180,6 @@ const limits_simd limits_simd_avx512 = {
     .fma = fma_chains,
     .dot = dot_chains,
     .read = read_sum,
-    .walk = {walk_0, walk_8, walk_16, walk_24, walk_32},
+    .walk = walk_plain,
+    .arith = {walk_f32, walk_f16, walk_bf16, walk_e4m3, walk_e5m2},
 };

@@ -11,17 +11,20 @@
 #ifndef AG_BENCH_UTIL_LIMITS_SIMD_H
 #define AG_BENCH_UTIL_LIMITS_SIMD_H
 
+#include "util_limits.h"
+
 #include <stddef.h>
 
-/* One request's walk of the paged K/V read (util_limits.c, paged_read_bw): its
+/* One request's walk of the paged K/V read (util_limits.c, walk_bw): its
  * nb_req blocks of `piece` bytes per head, `cb` blocks a step, the 8 heads
- * in turn, K then V, the next step prefetched (NTA when nta, else T1),
- * with a fixed number of FMAs per 64-byte line read.  Returns a sum that
- * keeps the loads alive. */
+ * in turn, K then V, the next step prefetched (NTA when nta, else T1).
+ * The plain walk only loads; the arithmetic walks also do, per 64-byte
+ * line, what a decode row must do with it: widen its elements to fp32 by
+ * the shortest sequence the instruction set has for the element type, and
+ * LIMITS_ARITH_G FMAs per fp32 vector (one per query head sharing the KV
+ * head).  Returns a sum that keeps the loads alive. */
 typedef float (*limits_walk_fn)(const unsigned char *K, const unsigned char *V, size_t base,
                                 size_t nb_req, size_t cb, size_t piece, int nta);
-
-#define LIMITS_WALKS 5   /* 0, 8, 16, 24 and 32 FMAs per line read */
 
 typedef struct limits_simd {
     const char *isa;        /* "AVX-512", "AVX2" */
@@ -35,7 +38,8 @@ typedef struct limits_simd {
     /* the sum of buf[a .. z) (a, z multiples of 64 floats), with a T1
      * prefetch pf bytes ahead when pf > 0 */
     float (*read)(const float *buf, size_t a, size_t z, size_t pf);
-    limits_walk_fn walk[LIMITS_WALKS];
+    limits_walk_fn walk;                  /* loads only */
+    limits_walk_fn arith[LIMITS_ELEMS];   /* by limits_elem: widen + G FMAs per vector */
 } limits_simd;
 
 extern const limits_simd limits_simd_avx512, limits_simd_avx2;

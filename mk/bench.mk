@@ -1,10 +1,11 @@
 # mk/bench.mk — `make bench`: the standalone benchmark (bench/, entry point
 # bench/main_bench.c; its files' layers: main_ > run_ > report_ > util_).
 #
-#   make bench        build $(B)/bin/bench and run it: the machine's limits, then
-#                     attnguard on every row against them; writes
-#                     build/bench/bench.md and build/bench/bench.json (make
-#                     snapshot copies the .md into reports/snapshot/)
+#   make bench        build $(B)/bin/bench and run it: the machine's limits and
+#                     each row's ceiling, then attnguard on every row against
+#                     them; writes build/bench/bench.md and build/bench/bench.json
+#                     (and on an AVX-512 CPU the AVX2 table's in build/bench/avx2/;
+#                     make snapshot copies the .md files into reports/snapshot/)
 #   make bench-peer   the first engine of BENCH_ENGINES (ENGINES=..., default every
 #                     engine built in: attnguard, then ggml and ort once fetched) in
 #                     its default variant against every other in each configuration
@@ -64,9 +65,16 @@ endif
 
 .PHONY: bench probe
 BENCH_OUT := build/bench
+# On a CPU with AVX-512, the AVX2 table as well (ATTN_ISA=avx2), against the
+# AVX2 loops, into $(BENCH_OUT)/avx2/: README's speed table shows the
+# machine's default table beside it.  BENCH_AVX2=0: the default table only.
+BENCH_AVX2 ?= 1
 bench: $(BENCH_BIN)
 	@mkdir -p $(BENCH_OUT)
 	$(BENCH_BIN) $(BENCH_OUT)
+	@if [ "$(BENCH_AVX2)" = 1 ] && grep -qw avx512f /proc/cpuinfo; then \
+	    mkdir -p $(BENCH_OUT)/avx2 && echo "bench: the AVX2 table (ATTN_ISA=avx2)" && \
+	    ATTN_ISA=avx2 $(BENCH_BIN) $(BENCH_OUT)/avx2; fi
 
 probe: $(PROBE_BIN)
 	$(PROBE_BIN) all

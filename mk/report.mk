@@ -95,9 +95,11 @@ snapshot:
 	        echo "snapshot: $$f ($$(date -r $$f '+%Y-%m-%d %H:%M')) -> $(SNAPSHOT_DIR)/"; \
 	    else echo "snapshot: no $$f (make report / bench / bench-peer / mutants), kept the old copy"; fi; \
 	done; \
+	if [ -f build/bench/avx2/bench.md ]; then cp build/bench/avx2/bench.md $(SNAPSHOT_DIR)/bench-avx2.md && \
+	    n=$$((n + 1)) && echo "snapshot: build/bench/avx2/bench.md -> $(SNAPSHOT_DIR)/bench-avx2.md"; fi; \
 	if [ -f build/bench/bench.json ]; then \
 	    python3 scripts/speed_table.py write build/bench/bench.json build/bench/bench-peer.json \
-	        $(SNAPSHOT_DIR)/speed.md && \
+	        $(SNAPSHOT_DIR)/speed.md $$(ls build/bench/avx2/bench.json 2>/dev/null) && \
 	    python3 scripts/speed_table.py splice $(SNAPSHOT_DIR)/speed.md README.md; \
 	else echo "snapshot: no build/bench/bench.json (make bench), kept the speed table"; fi; \
 	echo "snapshot: $$n file(s) refreshed; review and commit $(SNAPSHOT_DIR)/ and README.md"

@@ -2,15 +2,18 @@
 """speed_table.py — the README's one speed table, generated from the
 benchmarks' JSON, so that the README never carries a figure by hand.
 
-  speed_table.py write BENCH.json PEER.json OUT.md   the table (make snapshot:
-                                                    reports/snapshot/speed.md)
+  speed_table.py write BENCH.json PEER.json OUT.md [AVX2.json]
+                                                    the table (make snapshot:
+                                                    reports/snapshot/speed.md), the
+                                                    AVX2 table's rows beside when given
   speed_table.py splice OUT.md README.md            copy it between README's
                                                     speed markers
   speed_table.py check OUT.md README.md             fail when README's block
                                                     differs from OUT.md (make test)
 
-The table holds no clock time: what ran, against which limit, the target
-and the verdict per thread count (bench.json); then one sentence of
+The table holds no clock time: what ran, its share of its own ceiling and
+the verdict per thread count and table (bench.json), the ceiling that
+binds; then one sentence of
 attnguard's time against the best correct peer configuration of each row
 (bench-peer.json).
 Where it was measured and when stays in the snapshot files beside it."""
@@ -22,29 +25,62 @@ END = "<!-- end of speed table -->"
 
 
 def bench_rows(doc):
-    """One line per judged row (a target > 0), the thread counts side by side."""
+    """One line per judged row (a target > 0): per thread count its share
+    of its own ceiling and its verdict, and the ceiling that binds it."""
     lines, order = {}, []
     for r in doc.get("results", []):
         if not r.get("target_pct"):
             continue
         key = r["name"]
         if key not in lines:
-            lines[key] = {"limit": r.get("limit", ""), "target": r["target_pct"], "t": {},
-                          "ceil": {}}
+            lines[key] = {"target": r["target_pct"], "t": {}, "binds": {}}
             order.append(key)
-        # decode rows: how much of the limit the row's arithmetic allows
-        # (compute ceiling) and what a loop with only that arithmetic
-        # streamed (report_bench.h: ceil_pct, stream_pct)
-        parts = []
-        if r.get("compute_ceiling_pct"):
-            parts.append(f"compute {r['compute_ceiling_pct']:.0f} %")
-        if r.get("stream_pct"):
-            parts.append(f"FMA stream {r['stream_pct']:.0f} %")
-        lines[key]["ceil"][r["threads"]] = ", ".join(parts)
         cell = "not run" if r.get("status") != "ok" else \
-            f"{r['pct']:.0f} % ({r.get('verdict') or 'no verdict'})"
+            f"{r['pct']:.0f} % {'met' if r.get('verdict') == 'met' else 'not met'}"
         lines[key]["t"][r["threads"]] = cell
+        lines[key]["binds"][r["threads"]] = (r.get("ceiling") or {}).get("binds", r.get("limit", ""))
     return order, lines
+
+
+def short_ceiling(what):
+    """The binding ceiling in a few words (run_ceiling.c names them)."""
+    for prefix, short in (("that walk with its arithmetic", "its arithmetic stream"),
+                          ("walk of its layout", "its layout's walk"),
+                          ("read of its", "its footprint's read"),
+                          ("DRAM read", "DRAM read"), ("its roofline", "roofline")):
+        if what.startswith(prefix):
+            return short
+    return what
+
+
+def table_text(doc, other=None):
+    """The default table's rows, with a second table's (AVX2 on an AVX-512
+    machine) beside them when given."""
+    order, lines = bench_rows(doc)
+    o_order, o_lines = bench_rows(other) if other else ([], {})
+    isa = lambda d: (d.get("limits", {}).get("isa") or "?")
+    head = f"| row | target | {isa(doc)}, 1 thread | {isa(doc)}, 2 threads |"
+    rule = "|---|---:|---|---|"
+    if other:
+        head += f" {isa(other)}, 1 thread | {isa(other)}, 2 threads |"
+        rule += "---|---|"
+    head += " binds (2 threads) |"
+    rule += "---|"
+    text = [head, rule]
+    for k in order + [k for k in o_order if k not in lines]:
+        ln = lines.get(k) or o_lines[k]
+        row = f"| {k} | {ln['target']:.0f} % | {lines.get(k, {}).get('t', {}).get(1, '')} " \
+              f"| {lines.get(k, {}).get('t', {}).get(2, '')} |"
+        if other:
+            ot = o_lines.get(k, {}).get("t", {})
+            row += f" {ot.get(1, '')} | {ot.get(2, '')} |"
+        binds = ln["binds"].get(2) or ln["binds"].get(1, "")
+        row += f" {short_ceiling(binds)} |"
+        text.append(row)
+    met = [sum(1 for k in o for c in ls[k]["t"].values() if c.endswith(" met") and "not" not in c)
+           for o, ls in ((order, lines), (o_order, o_lines))]
+    total = [sum(len(ls[k]["t"]) for k in o) for o, ls in ((order, lines), (o_order, o_lines))]
+    return text, met, total
 
 
 def peer_sentence(doc):
@@ -75,25 +111,28 @@ def peer_sentence(doc):
     return text + "."
 
 
-def write(bench_path, peer_path, out_path):
+def write(bench_path, peer_path, out_path, other_path=None):
     with open(bench_path) as f:
         bench = json.load(f)
-    lim = bench.get("limits", {})
-    isa = lim.get("isa") or bench.get("isa") or "?"
-    text = [f"`make bench` (kernel table `{isa}`, tuning `{bench.get('tune', '?')}`): each row as a "
-            "share of the machine's own limit measured in the same run, against its target.", "",
-            "| row | limit | target | 1 thread | 2 threads | ceilings, 2 threads |",
-            "|---|---|---:|---|---|---|"]
-    order, lines = bench_rows(bench)
-    for k in order:
-        ln = lines[k]
-        text.append(f"| {k} | {ln['limit']} | {ln['target']:.0f} % | {ln['t'].get(1, '')} "
-                    f"| {ln['t'].get(2, '')} | {ln['ceil'].get(2, '')} |")
-    if any(lines[k]["ceil"].get(2) for k in order):
-        text += ["", "*Ceilings*, as shares of the row's limit: *compute*, what the row's "
-                 "multiply-adds allow at the compute peak measured in the same run; *FMA "
-                 "stream*, what the paged read with the row's own FMAs per line and nothing "
-                 "else reached (bench.md, Targets)."]
+    other = None
+    if other_path:
+        try:
+            with open(other_path) as f:
+                other = json.load(f)
+        except FileNotFoundError:
+            other = None
+    table, met, total = table_text(bench, other)
+    tune = bench.get("tune", "?")
+    intro = (f"`make bench`: each row as a share of its own ceiling, the lowest of what this "
+             f"machine allows it, measured in the same run (the DRAM or cache read, the walk of "
+             f"its paged layout with and without its arithmetic, the compute peak of its path; "
+             f"bench.md names them), against its target; the machine's default kernel table "
+             f"(tuning `{tune}`)")
+    intro += ", and beside it the AVX2 table forced (`ATTN_ISA=avx2`) against the AVX2 loops." \
+        if other else "."
+    text = [intro, ""] + table
+    text += ["", f"Met: {met[0]} of {total[0]} on the default table"
+             + (f", {met[1]} of {total[1]} on the AVX2 table." if other else ".")]
     try:
         with open(peer_path) as f:
             peer = json.load(f)
@@ -105,7 +144,7 @@ def write(bench_path, peer_path, out_path):
             text += ["", sentence]
     with open(out_path, "w") as f:
         f.write("\n".join(text) + "\n")
-    print(f"speed_table: {len(order)} bench rows -> {out_path}")
+    print(f"speed_table: {len(table) - 2} bench rows -> {out_path}")
 
 
 def readme_block(readme):
@@ -140,8 +179,8 @@ def check(table, readme):
 
 def main():
     a = sys.argv[1:]
-    if len(a) == 4 and a[0] == "write":
-        write(a[1], a[2], a[3])
+    if len(a) in (4, 5) and a[0] == "write":
+        write(a[1], a[2], a[3], a[4] if len(a) == 5 else None)
         return 0
     if len(a) == 3 and a[0] == "splice":
         splice(a[1], a[2])

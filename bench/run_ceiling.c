@@ -1,0 +1,142 @@
+/*
+ * bench/run_ceiling.c — see run_ceiling.h.  Owns which candidates a row
+ * has, what each is called in the reports, and the conversion of a loop's
+ * figure into the row's metric; the loops and their clocks are
+ * util_limits.c's.
+ */
+#include "run_ceiling.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The element type of the arithmetic walk for a KV dtype; -1: none. */
+static int row_elem(ag_dtype kv) {
+    switch (kv) {
+    case AG_F32: return LIMITS_F32;
+    case AG_F16: return LIMITS_F16;
+    case AG_BF16: return LIMITS_BF16;
+    case AG_FP8_E4M3: return LIMITS_E4M3;
+    case AG_FP8_E5M2: return LIMITS_E5M2;
+    default: return -1;
+    }
+}
+
+/* The compute peak of a row's instruction path, GFLOP/s: the faster of
+ * the FMA and bf16 dot peaks for a bf16 or fp8 cache (the AVX-512 tables
+ * may compute those with VDPBF16PS), the fp32 FMA peak otherwise. */
+static double path_peak(const row_spec *s, const bench_limits *L, int t, const char **name) {
+    const int dot = (s->kv == AG_BF16 || ag_dtype_is_fp8(s->kv)) && L->bf16[t] > L->fma[t];
+    if (name) *name = dot ? "bf16 dot peak (VDPBF16PS)" : "fp32 FMA peak";
+    return dot ? L->bf16[t] : L->fma[t];
+}
+
+/* The bytes a decode row's loops run over: the whole buffer (cold: every
+ * pass reads from DRAM) or the row's own K and V (hot: read again). */
+static size_t span(const row_spec *s, const bench_limits *L) {
+    return s->cold ? L->buf_bytes : (size_t)row_bytes(s);
+}
+
+/* One walk, measured once per run for each (span, layout, arithmetic,
+ * threads): rows sharing a loop share its figure. */
+typedef struct memo {
+    size_t bytes, es;
+    int bs, el, t;
+    double gbs;
+} memo;
+static memo g_memo[64];
+static int g_nmemo;
+
+static double walk_once(const bench_limits *L, size_t bytes, size_t es, int bs, int el, int t) {
+    for (int i = 0; i < g_nmemo; i++) {
+        const memo *m = &g_memo[i];
+        if (m->bytes == bytes && m->es == es && m->bs == bs && m->el == el && m->t == t)
+            return m->gbs;
+    }
+    const double gbs = limits_walk(L, bytes, es, bs, el, t, 3);
+    if (g_nmemo < (int)(sizeof g_memo / sizeof g_memo[0]))
+        g_memo[g_nmemo++] = (memo){bytes, es, bs, el, t, gbs};
+    return gbs;
+}
+
+static void add(bench_ceiling *c, ceil_kind k, double v, const char *what) {
+    if (!(v > 0) || c->n >= CEIL_MAX) return;
+    c->kind[c->n] = k;
+    c->value[c->n] = v;
+    snprintf(c->what[c->n], sizeof c->what[c->n], "%s", what);
+    if (c->n == 0 || v < c->value[c->bind]) c->bind = c->n;
+    c->n++;
+}
+
+void ceiling_measure(bench_row *b, const bench_limits *L) {
+    const row_spec *s = b->spec;
+    const int t = b->threads;
+    bench_ceiling *c = &b->ceil;
+    memset(c, 0, sizeof *c);
+    if (!L->buf) return;
+    const char *peak_name;
+    const double peak = path_peak(s, L, t, &peak_name);
+    if (s->kind == ROW_PREFILL) {
+        add(c, CEIL_PEAK, peak, peak_name);
+        return;
+    }
+    if (s->kind == ROW_LAGUNA) {
+        /* the roofline: each item at the larger of its bytes over the DRAM
+         * read and its flops over the path's peak (run_judge.c keeps the
+         * items for the report) */
+        row_item it[ROW_MAX_ITEMS];
+        const int n = row_items(s, it);
+        double sec = 0;
+        for (int i = 0; i < n; i++)
+            sec += it[i].count * fmax(it[i].bytes / (L->dram[t] * 1e9), it[i].flops / (peak * 1e9));
+        if (sec > 0) add(c, CEIL_ROOF, row_flops(s) / sec * 1e-9, "its roofline");
+        return;
+    }
+    const size_t es = ag_dtype_size(s->kv), bytes = span(s, L);
+    const int el = row_elem(s->kv);
+    char what[96];
+    if (s->cold) add(c, CEIL_READ, L->dram[t], "DRAM read");
+    else {
+        snprintf(what, sizeof what, "read of its %.0f MB of K and V, again and again",
+                 (double)bytes / 1e6);
+        add(c, CEIL_READ, limits_read_span(L, bytes, t, 3), what);
+    }
+    snprintf(what, sizeof what, "walk of its layout (%s, bs %d, %d keys a step)",
+             ag_dtype_name(s->kv), s->block_size, limits_chunk(L, es));
+    add(c, CEIL_LAYOUT, walk_once(L, bytes, es, s->block_size, -1, t), what);
+    /* the arithmetic walk does LIMITS_ARITH_G FMAs per vector: the rows'
+     * query heads per KV head */
+    if (el >= 0 && 32 / s->hkv == LIMITS_ARITH_G) {
+        snprintf(what, sizeof what, "that walk with its arithmetic (%s widened, %d FMAs a vector)",
+                 limits_elem_name[el], LIMITS_ARITH_G);
+        add(c, CEIL_STREAM, walk_once(L, bytes, es, s->block_size, el, t), what);
+    }
+    /* the row's bytes in the time its flops take at the peak */
+    const double flops = row_flops(s);
+    if (flops > 0 && peak > 0) add(c, CEIL_PEAK, row_bytes(s) / (flops / (peak * 1e9)) * 1e-9, peak_name);
+}
+
+double ceiling_again(const bench_row *b, const bench_limits *L) {
+    const bench_ceiling *c = &b->ceil;
+    const row_spec *s = b->spec;
+    const int t = b->threads;
+    if (!c->n) return 0;
+    const size_t es = ag_dtype_size(s->kv);
+    const int el = row_elem(s->kv);
+    switch (c->kind[c->bind]) {
+    case CEIL_READ:
+        return s->cold ? limits_read_bw(L, t, 2) : limits_read_span(L, span(s, L), t, 2);
+    case CEIL_LAYOUT: return limits_walk(L, span(s, L), es, s->block_size, -1, t, 2);
+    case CEIL_STREAM: return limits_walk(L, span(s, L), es, s->block_size, el, t, 2);
+    case CEIL_PEAK: {
+        const char *name;
+        path_peak(s, L, t, &name);
+        const int dot = strncmp(name, "bf16", 4) == 0;
+        const double p = dot ? limits_bf16_peak(t, 20000000) : limits_fma_peak(t, 20000000);
+        if (s->kind == ROW_PREFILL) return p;
+        return row_bytes(s) / (row_flops(s) / (p * 1e9)) * 1e-9;
+    }
+    case CEIL_ROOF: return 0;
+    }
+    return 0;
+}
