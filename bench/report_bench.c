@@ -25,7 +25,7 @@ void bench_write_json(FILE *f, const bench_limits *L, const char *tune, const ch
                       const bench_row *rows, int n, const fp8_cmp *fp8, int n_fp8) {
     const bench_target_set *T = bench_targets();
     fprintf(f, "{\n  \"engine\": \"%s\",\n  \"limits\": {\"isa\": \"%s\", \"bf16_dot\": \"%s\", "
-               "\"fma_gflops\": [%.2f, %.2f], "
+               "\"fma_gflops\": [%.2f, %.2f], \"product_step_gflops\": [%.2f, %.2f], "
                "\"bf16_dot_gflops\": [%.2f, %.2f], \"dram_read_gbs\": [%.2f, %.2f],\n"
                "             \"per_cpu\": {\"fma_gflops\": [%.2f, %.2f], \"bf16_dot_gflops\": "
                "[%.2f, %.2f], \"dram_read_gbs\": [%.2f, %.2f]}},\n"
@@ -34,6 +34,7 @@ void bench_write_json(FILE *f, const bench_limits *L, const char *tune, const ch
                "  \"huge_pages\": {\"thp_mode\": \"%s\", \"anon_huge_mib\": %ld},\n"
                "  \"tune\": \"%s\",\n  \"results\": [\n",
             engine, L->isa, L->has_dot ? "VDPBF16PS" : BENCH_NO_DOT, L->fma[1], L->fma[2],
+            L->gemm[1], L->gemm[2],
             L->bf16[1], L->bf16[2], L->dram[1], L->dram[2], L->fma_c[1], L->fma_c[2],
             L->bf16_c[1], L->bf16_c[2], L->dram_c[1], L->dram_c[2], T->source, T->decode, T->fp8,
             T->prefill[1], T->prefill[2], T->prefill_bf16, T->laguna, L->thp_mode, L->thp_mib,
@@ -41,15 +42,16 @@ void bench_write_json(FILE *f, const bench_limits *L, const char *tune, const ch
     for (int i = 0; i < n; i++) {
         const bench_row *b = &rows[i];
         const row_result *r = &b->r;
-        /* the first ten keys are the ones reports/render.py tabulates */
         fprintf(f, "    {\"name\": \"%s\", \"threads\": %d, \"isa\": ", b->name, b->threads);
         json_str(f, r->kernels);
-        fprintf(f, ", \"ms\": %.3f, \"gbs\": %.2f, \"gflops\": %.2f, \"pct\": %.1f, \"limit\": "
-                   "\"%s\", \"cpu_share\": %.2f, \"pct_per_cpu\": %.1f, \"pct_fma_per_cpu\": "
-                   "%.1f, \"limit_next_to_it\": %.2f, \"pct_next_to_it\": %.1f, \"target_pct\": "
-                   "%.0f, \"verdict\": \"%s\",\n     \"status\": \"%s\", \"why\": ",
-                r->sec * 1e3, b->gbs, b->gflops, b->pct, b->limit ? b->limit : "", r->cpu_share,
-                b->pct_c, b->pct_fma_c, b->adj, b->pct_adj, b->target, b->verdict ? b->verdict : "",
+        fprintf(f, ", \"ms\": %.3f, \"gbs\": %.2f, \"gflops\": %.2f, \"pct\": %.1f, \"limit\": ",
+                r->sec * 1e3, b->gbs, b->gflops, b->pct);
+        json_str(f, b->limit ? b->limit : "");
+        fprintf(f, ", \"cpu_share\": %.2f, \"pct_per_cpu\": %.1f, \"pct_fma_per_cpu\": %.1f, "
+                   "\"pct_of_start_of_run\": %.1f, \"target_pct\": %.0f, \"verdict\": \"%s\",\n"
+                   "     \"status\": \"%s\", \"why\": ",
+                r->cpu_share, b->pct_c, b->pct_fma_c, b->pct_start, b->target,
+                b->verdict ? b->verdict : "",
                 r->ran ? "ok" : strncmp(r->why, "skipped", 7) == 0 ? "skipped" : "failed");
         json_str(f, r->ran ? "" : r->why);
         fputs(", \"detail\": ", f);
@@ -67,11 +69,11 @@ void bench_write_json(FILE *f, const bench_limits *L, const char *tune, const ch
             fprintf(f, ",\n     \"ceiling\": {\"binds\": ");
             json_str(f, c->what[c->bind]);
             fprintf(f, ", \"value\": %.2f, \"unit\": \"%s\", \"candidates\": [",
-                    c->value[c->bind], b->spec->kind == ROW_DECODE ? "GB/s" : "GFLOP/s");
+                    c->best[c->bind], b->spec->kind == ROW_DECODE ? "GB/s" : "GFLOP/s");
             for (int k = 0; k < c->n; k++) {
                 fprintf(f, "%s{\"what\": ", k ? ", " : "");
                 json_str(f, c->what[k]);
-                fprintf(f, ", \"value\": %.2f}", c->value[k]);
+                fprintf(f, ", \"start\": %.2f, \"best\": %.2f}", c->start[k], c->best[k]);
             }
             fputs("]}", f);
         }
@@ -116,6 +118,8 @@ void bench_write_md(FILE *f, const bench_limits *L, const char *tune, const char
                "2 threads |\n|---|---:|---:|\n", L->isa);
     fprintf(f, "| fp32 FMA peak, %d-lane FMA chains (GFLOP/s) | %.1f (%.1f) | %.1f (%.1f) |\n",
             L->fma_lanes, L->fma[1], L->fma_c[1], L->fma[2], L->fma_c[2]);
+    fprintf(f, "| product step: %d x %d register block of FMAs with its operand loads, in L1 "
+               "(GFLOP/s) | %.1f | %.1f |\n", L->gemm_rows, L->gemm_vecs, L->gemm[1], L->gemm[2]);
     if (L->has_dot)
         fprintf(f, "| bf16 dot peak, VDPBF16PS (GFLOP/s) | %.1f (%.1f) | %.1f (%.1f) |\n",
                 L->bf16[1], L->bf16_c[1], L->bf16[2], L->bf16_c[2]);
@@ -137,8 +141,13 @@ void bench_write_md(FILE *f, const bench_limits *L, const char *tune, const char
                "elements widened to fp32 by the shortest sequence of the instruction set, then "
                "%d FMAs a vector: one per query head of the KV head); and the compute peak of "
                "its instruction path (the row's bytes in the time its flops take at that peak). "
-               "A prefill row's: the compute peak of its path; the Laguna batch's: its "
-               "roofline.  The lowest binds.\n\n| row | threads | candidates | binds |\n"
+               "A prefill row's: the compute peak of its path and, on FMAs, the product step "
+               "above (the FMAs of a register-blocked Q.K^T with the loads they need, in L1); "
+               "the Laguna batch's: its roofline at the compute peak and at the product step's "
+               "rate.  Each candidate is measured at the start of the run and again right "
+               "before and right after its row, and counts at the best of the three (in "
+               "brackets: at the start); the lowest binds.\n\n| row | threads | candidates | "
+               "binds |\n"
                "|---|---:|---|---|\n", L->isa, tune[0] ? tune : "none", L->nta ? "NTA" : "T1",
             LIMITS_ARITH_G);
     for (int i = 0; i < n; i++) {
@@ -146,32 +155,29 @@ void bench_write_md(FILE *f, const bench_limits *L, const char *tune, const char
         if (!c->n) continue;
         fprintf(f, "| %s | %d | ", rows[i].name, rows[i].threads);
         for (int k = 0; k < c->n; k++)
-            fprintf(f, "%s%s %.1f", k ? "; " : "", c->what[k], c->value[k]);
+            fprintf(f, "%s%s %.1f (%.1f)", k ? "; " : "", c->what[k], c->best[k], c->start[k]);
         fprintf(f, " | %s |\n", c->what[c->bind]);
     }
     fputs("\n", f);
     fprintf(f, "## Engine\n\n| case | threads | kernels | ms | GB/s | GFLOP/s | %% of ceiling | "
-               "ceiling | cpu share | %% of ceiling per CPU | bf16: %% of FMA peak per CPU | ceiling "
-               "next to it | %% of it | err |\n"
-               "|---|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n");
+               "ceiling | cpu share | %% of ceiling per CPU | bf16: %% of FMA peak per CPU | %% of "
+               "the lowest start-of-run candidate | err |\n"
+               "|---|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|\n");
     for (int i = 0; i < n; i++) {
         const bench_row *b = &rows[i];
         if (!b->r.ran) {
-            fprintf(f, "| %s | %d | %s |||||||||||\n", b->name, b->threads, b->r.why);
+            fprintf(f, "| %s | %d | %s ||||||||||\n", b->name, b->threads, b->r.why);
             continue;
         }
-        char gb[32] = "", gf[32] = "", ff[32] = "", la[32] = "", pa[32] = "", pc[32] = "";
+        char gb[32] = "", gf[32] = "", ff[32] = "", ps[32] = "", pc[32] = "";
         if (b->pct_c > 0) snprintf(pc, sizeof pc, "%.1f", b->pct_c);
         if (b->gbs > 0) snprintf(gb, sizeof gb, "%.1f", b->gbs);
         if (b->gflops > 0) snprintf(gf, sizeof gf, "%.1f", b->gflops);
         if (b->pct_fma_c > 0) snprintf(ff, sizeof ff, "%.1f", b->pct_fma_c);
-        if (b->adj > 0) {
-            snprintf(la, sizeof la, "%.1f", b->adj);
-            snprintf(pa, sizeof pa, "%.1f", b->pct_adj);
-        }
-        fprintf(f, "| %s | %d | %s | %.2f | %s | %s | %.1f | %s | %.0f%% | %s | %s | %s | %s | "
-                   "%.2g |\n", b->name, b->threads, b->r.kernels, b->r.sec * 1e3, gb, gf, b->pct,
-                b->limit, 100 * b->r.cpu_share, pc, ff, la, pa, b->r.max_abs_err);
+        if (b->pct_start > 0) snprintf(ps, sizeof ps, "%.1f", b->pct_start);
+        fprintf(f, "| %s | %d | %s | %.2f | %s | %s | %.1f | %s | %.0f%% | %s | %s | %s | %.2g |\n",
+                b->name, b->threads, b->r.kernels, b->r.sec * 1e3, gb, gf, b->pct, b->limit,
+                100 * b->r.cpu_share, pc, ff, ps, b->r.max_abs_err);
     }
     for (int i = 0; i < n; i++) {
         const bench_row *b = &rows[i];
@@ -196,21 +202,21 @@ void bench_write_md(FILE *f, const bench_limits *L, const char *tune, const char
                "(above; %s loops): decode, every cache, hot and cold, >= %.0f %% (fp8 >= %.0f "
                "%%); prefill f32 and f16 >= %.0f %% on 1 thread and %.0f %% on 2, bf16 >= %.0f "
                "%%, of the compute peak of its path; the Laguna batch >= %.0f %% of its "
-               "roofline.  A row counts as met only at or above its target against both the "
-               "ceiling measured at the start of the run and the one measured next to the "
-               "row.  A row that does not meet it names the ceiling that binds it.\n\n"
-               "| row | threads | target | %% of the start-of-run ceiling | %% of the ceiling "
-               "next to it | verdict | binding ceiling |\n|---|---:|---:|---:|---:|---|---|\n",
+               "roofline.  A row meets its target at or above it against its ceiling (each "
+               "candidate at the best of its three measurements); each row names the ceiling "
+               "that binds it.\n\n"
+               "| row | threads | target | %% of its ceiling | %% of the lowest start-of-run "
+               "candidate | verdict | binding ceiling |\n|---|---:|---:|---:|---:|---|---|\n",
             T->source, L->isa, T->decode, T->fp8, T->prefill[1], T->prefill[2], T->prefill_bf16,
             T->laguna);
-    printf("\ntargets (%% of the row's ceiling at the start of the run / next to the row):\n");
+    printf("\ntargets (%% of the row's ceiling / of the lowest candidate at the start of the run):\n");
     int shown = 0;
     for (int i = 0; i < n; i++) {
         const bench_row *b = &rows[i];
         if (b->target <= 0 || !b->r.ran || !b->verdict[0]) continue;
         shown++;
         char pa[32] = "—";
-        if (b->adj > 0) snprintf(pa, sizeof pa, "%.1f", b->pct_adj);
+        if (b->pct_start > 0) snprintf(pa, sizeof pa, "%.1f", b->pct_start);
         fprintf(f, "| %s | %d | %.0f %% | %.1f | %s | %s | %s |\n", b->name, b->threads,
                 b->target, b->pct, pa, b->verdict, b->limit);
         printf("  %-38s %d thr  target %2.0f%%  %5.1f / %5s  %-8s  (%s)\n", b->name, b->threads,

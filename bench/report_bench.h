@@ -16,16 +16,22 @@
 
 /* A row's ceiling (run_ceiling.c): its candidates, each in the row's
  * metric (decode: GB/s of the K and V bytes it must read; prefill and
- * Laguna: GFLOP/s of its useful flops), measured at the start of the run;
- * the lowest binds. */
+ * Laguna: GFLOP/s of its useful flops), each measured at the start of the
+ * run and again right before and right after the row; each candidate
+ * counts at the best of its three (on a shared machine noise only ever
+ * lowers a measurement, which would flatter the row), and the lowest
+ * binds. */
 #define CEIL_MAX 4
-typedef enum ceil_kind { CEIL_READ, CEIL_LAYOUT, CEIL_STREAM, CEIL_PEAK, CEIL_ROOF } ceil_kind;
+typedef enum ceil_kind {
+    CEIL_READ, CEIL_LAYOUT, CEIL_STREAM, CEIL_PEAK, CEIL_STEP, CEIL_ROOF, CEIL_ROOF_STEP
+} ceil_kind;
 typedef struct bench_ceiling {
     int n;                        /* 0: none measured */
     ceil_kind kind[CEIL_MAX];
     char what[CEIL_MAX][96];      /* "DRAM read", "its layout's walk (f16, bs 16, 64 keys a step)" */
-    double value[CEIL_MAX];
-    int bind;                     /* the lowest */
+    double start[CEIL_MAX];       /* at the start of the run */
+    double best[CEIL_MAX];        /* the best of start, before and after the row */
+    int bind;                     /* the lowest best */
 } bench_ceiling;
 
 typedef struct bench_row {
@@ -33,11 +39,11 @@ typedef struct bench_row {
     const row_spec *spec;
     int threads;
     row_result r;
-    /* pct: of the ceiling measured at the start of the run; adj: the
-     * binding candidate measured right before and after the row (the
-     * better), pct_adj of it; pct_c: per CPU-second granted where the
-     * ceiling is one of the machine-wide limits (else 0) */
-    double gbs, gflops, pct, pct_c, pct_fma_c, adj, pct_adj, target;
+    /* pct: of the ceiling (ceil.best[ceil.bind]: the verdict's figure);
+     * pct_start: of the lowest candidate at the start of the run alone;
+     * pct_c: per CPU-second granted where the ceiling is one of the
+     * machine-wide limits (else 0) */
+    double gbs, gflops, pct, pct_start, pct_c, pct_fma_c, target;
     bench_ceiling ceil;
     const char *metric, *limit, *verdict;
     /* Laguna: the roofline's items, each at its bound */

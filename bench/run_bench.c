@@ -56,7 +56,7 @@ static void print_row(const bench_row *b) {
     printf("%-36s %d thr %8.2f ms %7.1f %s %5.1f%% of %s | cpu %3.0f%%", b->name, b->threads,
            r->sec * 1e3, fig, b->metric, b->pct, b->limit, 100 * r->cpu_share);
     if (b->pct_c > 0) printf(" -> %5.1f%%", b->pct_c);
-    if (b->adj > 0) printf(" | next to it %5.1f -> %5.1f%%", b->adj, b->pct_adj);
+    if (b->pct_start > 0) printf(" | start-of-run %5.1f%%", b->pct_start);
     printf(" | err %.2g\n", r->max_abs_err);
     fflush(stdout);
 }
@@ -80,6 +80,8 @@ int run_bench(const char *engine, const char *outdir) {
     printf("limits (wall | per granted CPU): 1 thread, 2 threads; %s loops\n", L.isa);
     printf("  fp32 FMA peak  %6.1f %6.1f | %6.1f %6.1f GFLOP/s (%d-lane FMA chains)\n", L.fma[1],
            L.fma[2], L.fma_c[1], L.fma_c[2], L.fma_lanes);
+    printf("  product step   %6.1f %6.1f GFLOP/s (%d x %d register block, operands in L1)\n",
+           L.gemm[1], L.gemm[2], L.gemm_rows, L.gemm_vecs);
     if (L.has_dot)
         printf("  bf16 dot peak  %6.1f %6.1f | %6.1f %6.1f GFLOP/s (VDPBF16PS)\n", L.bf16[1],
                L.bf16[2], L.bf16_c[1], L.bf16_c[2]);
@@ -111,7 +113,7 @@ int run_bench(const char *engine, const char *outdir) {
             const bench_ceiling *c = &b->ceil;
             printf("  %-38s %d thr", b->name, b->threads);
             for (int k = 0; k < c->n; k++)
-                printf("%s %s %.1f", k ? ";" : "", c->what[k], c->value[k]);
+                printf("%s %s %.1f", k ? ";" : "", c->what[k], c->start[k]);
             printf("  -> %s\n", c->n ? c->what[c->bind] : "none");
         }
         printf("\n");
@@ -123,12 +125,12 @@ int run_bench(const char *engine, const char *outdir) {
         bench_row *b = &rows[i];
         const row_spec *s = b->spec;
         const int t = b->threads;
-        /* the row's binding ceiling again right before and after it: this
-         * shared machine's speed drifts over a run */
-        if (limits) b->adj = ceiling_again(b, &L);
+        /* the row's ceilings again right before and after it: this shared
+         * machine's speed drifts over a run */
+        if (limits) ceiling_again(b, &L);
         if (row_run(s, &cfg, 1, t, bench_row_reps(s), row_io_dtype(s), &b->r, NULL) != 0)
             fprintf(stderr, "bench: %s: %s\n", b->name, b->r.why);
-        if (limits && b->adj > 0) b->adj = fmax(b->adj, ceiling_again(b, &L));
+        if (limits) ceiling_again(b, &L);
         if (b->r.ran) bench_figures(b, &L, limits);
         print_row(b);
     }

@@ -59,12 +59,24 @@ static double walk_once(const bench_limits *L, size_t bytes, size_t es, int bs, 
     return gbs;
 }
 
+/* The Laguna batch's roofline in GFLOP/s of its useful flops: each item
+ * at the larger of its bytes over the DRAM read and its flops over the
+ * path's peak (run_judge.c keeps the items for the report). */
+static double roofline(const row_spec *s, double dram, double peak) {
+    row_item it[ROW_MAX_ITEMS];
+    const int n = row_items(s, it);
+    double sec = 0;
+    for (int i = 0; i < n && dram > 0 && peak > 0; i++)
+        sec += it[i].count * fmax(it[i].bytes / (dram * 1e9), it[i].flops / (peak * 1e9));
+    return sec > 0 ? row_flops(s) / sec * 1e-9 : 0;
+}
+
 static void add(bench_ceiling *c, ceil_kind k, double v, const char *what) {
     if (!(v > 0) || c->n >= CEIL_MAX) return;
     c->kind[c->n] = k;
-    c->value[c->n] = v;
+    c->start[c->n] = c->best[c->n] = v;
     snprintf(c->what[c->n], sizeof c->what[c->n], "%s", what);
-    if (c->n == 0 || v < c->value[c->bind]) c->bind = c->n;
+    if (c->n == 0 || v < c->best[c->bind]) c->bind = c->n;
     c->n++;
 }
 
@@ -76,25 +88,26 @@ void ceiling_measure(bench_row *b, const bench_limits *L) {
     if (!L->buf) return;
     const char *peak_name;
     const double peak = path_peak(s, L, t, &peak_name);
+    /* a row on FMAs computes its products with a register-blocked step
+     * that needs operand loads beside its FMAs */
+    const int fma_path = strncmp(peak_name, "fp32", 4) == 0 && L->gemm[t] > 0;
+    char what[96];
+    snprintf(what, sizeof what, "its product step (%d x %d FMAs with their loads, in L1)",
+             L->gemm_rows, L->gemm_vecs);
     if (s->kind == ROW_PREFILL) {
         add(c, CEIL_PEAK, peak, peak_name);
+        if (fma_path) add(c, CEIL_STEP, L->gemm[t], what);
         return;
     }
     if (s->kind == ROW_LAGUNA) {
-        /* the roofline: each item at the larger of its bytes over the DRAM
-         * read and its flops over the path's peak (run_judge.c keeps the
-         * items for the report) */
-        row_item it[ROW_MAX_ITEMS];
-        const int n = row_items(s, it);
-        double sec = 0;
-        for (int i = 0; i < n; i++)
-            sec += it[i].count * fmax(it[i].bytes / (L->dram[t] * 1e9), it[i].flops / (peak * 1e9));
-        if (sec > 0) add(c, CEIL_ROOF, row_flops(s) / sec * 1e-9, "its roofline");
+        add(c, CEIL_ROOF, roofline(s, L->dram[t], peak), "its roofline");
+        if (fma_path)
+            add(c, CEIL_ROOF_STEP, roofline(s, L->dram[t], L->gemm[t]),
+                "its roofline at its product step's rate");
         return;
     }
     const size_t es = ag_dtype_size(s->kv), bytes = span(s, L);
     const int el = row_elem(s->kv);
-    char what[96];
     if (s->cold) add(c, CEIL_READ, L->dram[t], "DRAM read");
     else {
         snprintf(what, sizeof what, "read of its %.0f MB of K and V, again and again",
@@ -116,27 +129,38 @@ void ceiling_measure(bench_row *b, const bench_limits *L) {
     if (flops > 0 && peak > 0) add(c, CEIL_PEAK, row_bytes(s) / (flops / (peak * 1e9)) * 1e-9, peak_name);
 }
 
-double ceiling_again(const bench_row *b, const bench_limits *L) {
+/* Candidate k of b measured now, in the row's metric. */
+static double again(const bench_row *b, int k, const bench_limits *L) {
     const bench_ceiling *c = &b->ceil;
     const row_spec *s = b->spec;
     const int t = b->threads;
-    if (!c->n) return 0;
     const size_t es = ag_dtype_size(s->kv);
-    const int el = row_elem(s->kv);
-    switch (c->kind[c->bind]) {
+    const char *name;
+    path_peak(s, L, t, &name);
+    const int dot = strncmp(name, "bf16", 4) == 0;
+    switch (c->kind[k]) {
     case CEIL_READ:
         return s->cold ? limits_read_bw(L, t, 2) : limits_read_span(L, span(s, L), t, 2);
     case CEIL_LAYOUT: return limits_walk(L, span(s, L), es, s->block_size, -1, t, 2);
-    case CEIL_STREAM: return limits_walk(L, span(s, L), es, s->block_size, el, t, 2);
+    case CEIL_STREAM: return limits_walk(L, span(s, L), es, s->block_size, row_elem(s->kv), t, 2);
     case CEIL_PEAK: {
-        const char *name;
-        path_peak(s, L, t, &name);
-        const int dot = strncmp(name, "bf16", 4) == 0;
         const double p = dot ? limits_bf16_peak(t, 20000000) : limits_fma_peak(t, 20000000);
         if (s->kind == ROW_PREFILL) return p;
         return row_bytes(s) / (row_flops(s) / (p * 1e9)) * 1e-9;
     }
-    case CEIL_ROOF: return 0;
+    case CEIL_STEP: return limits_gemm_peak(t, 20000000);
+    case CEIL_ROOF:
+        return roofline(s, limits_read_bw(L, t, 2),
+                        dot ? limits_bf16_peak(t, 20000000) : limits_fma_peak(t, 20000000));
+    case CEIL_ROOF_STEP: return roofline(s, limits_read_bw(L, t, 2), limits_gemm_peak(t, 20000000));
     }
     return 0;
+}
+
+void ceiling_again(bench_row *b, const bench_limits *L) {
+    bench_ceiling *c = &b->ceil;
+    for (int k = 0; k < c->n; k++) c->best[k] = fmax(c->best[k], again(b, k, L));
+    /* the binding candidate may have risen past another */
+    for (int k = 0; k < c->n; k++)
+        if (c->best[k] < c->best[c->bind]) c->bind = k;
 }

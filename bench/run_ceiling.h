@@ -14,15 +14,15 @@
 
 #include "report_bench.h"
 
-/* Fill b->ceil: every candidate of b's row and thread count from L (the
- * start-of-run limits) and its own loops, and which is the lowest.
- * Identical loops of two rows are measured once.  Needs b->spec and
- * b->threads; L measured (else b->ceil.n stays 0). */
+/* Fill b->ceil at the start of the run: every candidate of b's row and
+ * thread count from L (the start-of-run limits) and its own loops, and
+ * which is the lowest.  Identical loops of two rows are measured once.
+ * Needs b->spec and b->threads; L measured (else b->ceil.n stays 0). */
 void ceiling_measure(bench_row *b, const bench_limits *L);
 
-/* The binding candidate of b measured again now, in the row's metric (for
- * the limit next to the row); 0 where it cannot be (the Laguna
- * roofline, or no ceiling). */
-double ceiling_again(const bench_row *b, const bench_limits *L);
+/* Every candidate of b measured again now (right before or after its
+ * row): each keeps the best of its measurements, and the lowest best
+ * binds. */
+void ceiling_again(bench_row *b, const bench_limits *L);
 
 #endif /* AG_BENCH_RUN_CEILING_H */

@@ -49,9 +49,9 @@ int limits_has_dot(void) {
 }
 
 /* Flops per second of `threads` threads each running the table's chains
- * (dot: the VDPBF16PS ones) for `iters` steps, timed from a barrier to a
- * barrier. */
-static double chains_peak(int threads, long iters, int dot) {
+ * (kind 0: FMA, 1: VDPBF16PS) or its product step (kind 2) for `iters`
+ * steps, timed from a barrier to a barrier. */
+static double chains_peak(int threads, long iters, int kind) {
     const limits_simd *S = simd();
     double t0 = 0, t1 = 0;
 #pragma omp parallel num_threads(threads)
@@ -59,19 +59,32 @@ static double chains_peak(int threads, long iters, int dot) {
 #pragma omp barrier
 #pragma omp master
         t0 = bench_now();
-        const float s = dot ? S->dot(iters) : S->fma(iters);
+        const float s = kind == 2 ? S->gemm(iters) : kind ? S->dot(iters) : S->fma(iters);
 #pragma omp barrier
 #pragma omp master
         t1 = bench_now();
 #pragma omp critical
         g_sink += s;
     }
-    return (double)threads * (double)iters * S->chains * S->lanes * (dot ? 4 : 2) / (t1 - t0);
+    const double per = kind == 2 ? (double)S->gemm_rows * S->gemm_vecs * S->lanes * 2
+                       : (double)S->chains * S->lanes * (kind ? 4 : 2);
+    return (double)threads * (double)iters * per / (t1 - t0);
 }
 
 /* GFLOP/s of the FMA chains (2 flops per lane per FMA). */
 double limits_fma_peak(int threads, long iters) {
     return simd() ? chains_peak(threads, iters, 0) * 1e-9 : 0;
+}
+
+/* GFLOP/s of the register-blocked product step in L1 (util_limits_simd.h:
+ * gemm). */
+double limits_gemm_peak(int threads, long iters) {
+    return simd() ? chains_peak(threads, iters, 2) * 1e-9 : 0;
+}
+
+void limits_gemm_shape(int *rows, int *vecs) {
+    *rows = simd() ? simd()->gemm_rows : 0;
+    *vecs = simd() ? simd()->gemm_vecs : 0;
 }
 
 /* GFLOP/s of VDPBF16PS chains (2 products, 4 flops per lane); 0 on a CPU
@@ -197,6 +210,7 @@ int limits_measure(bench_limits *L, const char *tune, size_t read_pf) {
     snprintf(L->isa, sizeof L->isa, "%s", limits_isa());
     L->has_dot = limits_has_dot();
     L->fma_lanes = simd() ? simd()->lanes : 0;
+    limits_gemm_shape(&L->gemm_rows, &L->gemm_vecs);
     if (!simd()) return -1;
     g_read_pf = read_pf ? read_pf : 1024;
     L->nta = g_walk_nta = L->fma_lanes == 16 && tune && strcmp(tune, "amd") == 0;
@@ -213,6 +227,8 @@ int limits_measure(bench_limits *L, const char *tune, size_t read_pf) {
             c0 = bench_cpu_now(), w0 = bench_now();
             const double f = limits_fma_peak(t, iters);
             if (f > L->fma[t]) L->fma[t] = f, L->fma_c[t] = f / SHARE(t);
+            const double g = limits_gemm_peak(t, iters);
+            if (g > L->gemm[t]) L->gemm[t] = g;
             if (!L->has_dot) continue;
             c0 = bench_cpu_now(), w0 = bench_now();
             const double b = limits_bf16_peak(t, iters);

@@ -28,6 +28,8 @@ typedef struct bench_limits {
     int fma_lanes;                          /* fp32 lanes of one FMA of those loops */
     int has_dot;                            /* the CPU has VDPBF16PS (else bf16[] is 0) */
     double fma[3], bf16[3], dram[3];        /* GFLOP/s, GFLOP/s, GB/s */
+    double gemm[3];                         /* GFLOP/s: limits_gemm_peak */
+    int gemm_rows, gemm_vecs;
     double fma_c[3], bf16_c[3], dram_c[3];  /* the same per CPU-second granted */
     int nta;                                /* the walks prefetch with NTA ("amd" profile) */
     char thp_mode[32];                      /* bench_thp_status with the buffer filled */
@@ -55,6 +57,12 @@ int limits_has_dot(void);
  * L->buf (best of reps passes of each loop). */
 double limits_fma_peak(int threads, long iters);
 double limits_bf16_peak(int threads, long iters);
+/* GFLOP/s of the inner step of a register-blocked Q.K^T with its operands
+ * in L1 (the shape with the fewest loads per FMA the register file
+ * allows): the FMA peak as a product reaches it.  limits_gemm_shape: its
+ * rows x vectors. */
+double limits_gemm_peak(int threads, long iters);
+void limits_gemm_shape(int *rows, int *vecs);
 double limits_read_bw(const bench_limits *L, int threads, int reps);
 /* GB/s reading the first `bytes` of L->buf (a multiple of 256), best of
  * reps passes: the whole buffer is the DRAM read; a decode row's footprint

@@ -72,6 +72,38 @@ T256 static float read_sum(const float *buf, size_t a, size_t z, size_t pf) {
     return hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
 }
 
+/* The inner step of a register-blocked Q.K^T: per step d, 3 vectors of
+ * packed keys loaded and 4 query elements broadcast, 12 FMAs into as many
+ * accumulators (4 x 3 + 3 + 1 of the 16 registers: the shape with the fewest
+ * loads per FMA that fits).  The operands (64 steps of 24 keys and 4
+ * rows) stay in L1; kt x q products of 1e-3 x 0.5 keep the sums bounded. */
+#define GR 4
+#define GV 3
+T256 static float gemm_step(long iters) {
+    float kt[64 * GV * 8] __attribute__((aligned(64))), q[GR * 64];
+    for (int i = 0; i < 64 * GV * 8; i++) kt[i] = 1e-3f * (float)(i % 7);
+    for (int i = 0; i < GR * 64; i++) q[i] = 0.5f;
+    __m256 c[GR][GV];
+    for (int r = 0; r < GR; r++)
+        for (int j = 0; j < GV; j++) c[r][j] = _mm256_setzero_ps();
+    for (long it = 0; it < iters; it += 64)
+        for (int d = 0; d < 64; d++) {
+            __m256 k[GV];
+#pragma GCC unroll 8
+            for (int j = 0; j < GV; j++) k[j] = _mm256_load_ps(kt + (d * GV + j) * 8);
+#pragma GCC unroll 8
+            for (int r = 0; r < GR; r++) {
+                const __m256 b = _mm256_set1_ps(q[r * 64 + d]);
+#pragma GCC unroll 8
+                for (int j = 0; j < GV; j++) c[r][j] = _mm256_fmadd_ps(b, k[j], c[r][j]);
+            }
+        }
+    __m256 s = _mm256_setzero_ps();
+    for (int r = 0; r < GR; r++)
+        for (int j = 0; j < GV; j++) s = _mm256_add_ps(s, c[r][j]);
+    return hsum(s);
+}
+
 /* One 64-byte line widened as element type el (limits_elem) by the
  * shortest sequence AVX2 + F16C has for it, each fp32 vector then taking
  * LIMITS_ARITH_G FMAs into 8 chains; the sequences are the AVX-512 twin's
@@ -79,10 +111,13 @@ T256 static float read_sum(const float *buf, size_t a, size_t z, size_t pf) {
  * two 32-byte loads, summed. */
 #define G LIMITS_ARITH_G
 #define HEADS(w, j)                                                                        \
-    for (int h_ = 0; h_ < G; h_++) a[((j) * G + h_) % 8] = _mm256_fmadd_ps((w), c, a[((j) * G + h_) % 8]);
+    for (int h_ = 0; h_ < G; h_++)                                                         \
+        a[((j) * G + h_) % 8] = _mm256_fmadd_ps((w), qd ? _mm256_load_ps(qd + h_ * 128 + 8 * (j)) : c, \
+                                             a[((j) * G + h_) % 8]);
 
 T256F static inline __attribute__((always_inline)) void line(const unsigned char *p, const int el,
-                                                             __m256 *a, __m256 c, __m256 *s) {
+                                                             __m256 *a, const float *qd, __m256 c,
+                                                             __m256 *s) {
     if (el < 0) {
         *s = _mm256_add_ps(*s, _mm256_add_ps(_mm256_load_ps((const float *)p),
                                              _mm256_load_ps((const float *)(p + 32))));
@@ -121,6 +156,10 @@ walk(const unsigned char *K, const unsigned char *V, size_t base, size_t nb_req,
     const __m256 c = _mm256_set1_ps(1e-3f);
     __m256 a[8];
     for (int i = 0; i < 8; i++) a[i] = _mm256_set1_ps((float)i);
+    /* the G query rows of a KV head (D 128), read by K's FMAs */
+    float qrows[LIMITS_ARITH_G * 128] __attribute__((aligned(64)));
+    for (int i = 0; i < LIMITS_ARITH_G * 128; i++) qrows[i] = 1e-3f;
+    const size_t es = el == 0 ? 4 : el <= 2 ? 2 : 1, rowb = 128 * es;
     for (size_t b0 = 0; b0 < nb_req; b0 += cb)
         for (size_t h = 0; h < 8; h++) {
             const size_t nb0 = h + 1 < 8 ? b0 : b0 + cb, nh = (h + 1) % 8;
@@ -133,7 +172,11 @@ walk(const unsigned char *K, const unsigned char *V, size_t base, size_t nb_req,
                     for (size_t o = 0; o < piece; o += 64) {
                         if (pf && nta) _mm_prefetch((const char *)q + o, _MM_HINT_NTA);
                         else if (pf) _mm_prefetch((const char *)q + o, _MM_HINT_T1);
-                        line(p + o, el, a, c, &s);
+                        /* K: each FMA takes its query element from L1 (the
+                         * 4 x 128 query floats do not fit the registers
+                         * beside the accumulators); V: the weight is one
+                         * broadcast per key and row, in a register */
+                        line(p + o, el, a, kv || el < 0 ? NULL : qrows + (o % rowb) / es, c, &s);
                     }
                 }
             }
@@ -162,6 +205,9 @@ const limits_simd limits_simd_avx2 = {
     .fma = fma_chains,
     .dot = NULL,
     .read = read_sum,
+    .gemm = gemm_step,
+    .gemm_rows = GR,
+    .gemm_vecs = GV,
     .walk = walk_plain,
     .arith = {walk_f32, walk_f16, walk_bf16, walk_e4m3, walk_e5m2},
 };

@@ -85,6 +85,38 @@ T512 static float read_sum(const float *buf, size_t a, size_t z, size_t pf) {
     return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
 }
 
+/* The inner step of a register-blocked Q.K^T: per step d, 4 vectors of
+ * packed keys loaded and 6 query elements broadcast, 24 FMAs into as many
+ * accumulators (6 x 4 + 4 + 1 of the 32 registers: the shape with the fewest
+ * loads per FMA that fits).  The operands (64 steps of 64 keys and 6
+ * rows) stay in L1; kt x q products of 1e-3 x 0.5 keep the sums bounded. */
+#define GR 6
+#define GV 4
+T512 static float gemm_step(long iters) {
+    float kt[64 * GV * 16] __attribute__((aligned(64))), q[GR * 64];
+    for (int i = 0; i < 64 * GV * 16; i++) kt[i] = 1e-3f * (float)(i % 7);
+    for (int i = 0; i < GR * 64; i++) q[i] = 0.5f;
+    __m512 c[GR][GV];
+    for (int r = 0; r < GR; r++)
+        for (int j = 0; j < GV; j++) c[r][j] = _mm512_setzero_ps();
+    for (long it = 0; it < iters; it += 64)
+        for (int d = 0; d < 64; d++) {
+            __m512 k[GV];
+#pragma GCC unroll 8
+            for (int j = 0; j < GV; j++) k[j] = _mm512_load_ps(kt + (d * GV + j) * 16);
+#pragma GCC unroll 8
+            for (int r = 0; r < GR; r++) {
+                const __m512 b = _mm512_set1_ps(q[r * 64 + d]);
+#pragma GCC unroll 8
+                for (int j = 0; j < GV; j++) c[r][j] = _mm512_fmadd_ps(b, k[j], c[r][j]);
+            }
+        }
+    __m512 s = _mm512_setzero_ps();
+    for (int r = 0; r < GR; r++)
+        for (int j = 0; j < GV; j++) s = _mm512_add_ps(s, c[r][j]);
+    return _mm512_reduce_add_ps(s);
+}
+
 /* One 64-byte line widened as element type el (util_limits.h's
  * limits_elem) by the shortest sequence AVX-512 has for it, each fp32
  * vector then taking LIMITS_ARITH_G FMAs into the 16 chains (at 4 cycles
@@ -97,10 +129,13 @@ T512 static float read_sum(const float *buf, size_t a, size_t z, size_t pf) {
  * assist) ever occurs.  el == -1: loads only, summed. */
 #define G LIMITS_ARITH_G
 #define HEADS(w, j)                                                                        \
-    for (int h_ = 0; h_ < G; h_++) a[((j) * G + h_) % 16] = _mm512_fmadd_ps((w), c, a[((j) * G + h_) % 16]);
+    for (int h_ = 0; h_ < G; h_++)                                                         \
+        a[((j) * G + h_) % 16] = _mm512_fmadd_ps((w), qd ? _mm512_load_ps(qd + h_ * 128 + 16 * (j)) : c, \
+                                             a[((j) * G + h_) % 16]);
 
 T512 static inline __attribute__((always_inline)) void line(const unsigned char *p, const int el,
-                                                            __m512 *a, __m512 c, __m512 *s) {
+                                                            __m512 *a, const float *qd, __m512 c,
+                                                            __m512 *s) {
     if (el < 0) {
         *s = _mm512_add_ps(*s, _mm512_load_ps((const float *)p));
     } else if (el == 0) {
@@ -138,6 +173,10 @@ walk(const unsigned char *K, const unsigned char *V, size_t base, size_t nb_req,
     const __m512 c = _mm512_set1_ps(1e-3f);
     __m512 a[16];
     for (int i = 0; i < 16; i++) a[i] = _mm512_set1_ps((float)i);
+    /* the G query rows of a KV head (D 128), read by K's FMAs */
+    float qrows[LIMITS_ARITH_G * 128] __attribute__((aligned(64)));
+    for (int i = 0; i < LIMITS_ARITH_G * 128; i++) qrows[i] = 1e-3f;
+    const size_t es = el == 0 ? 4 : el <= 2 ? 2 : 1, rowb = 128 * es;
     for (size_t b0 = 0; b0 < nb_req; b0 += cb)
         for (size_t h = 0; h < 8; h++) {
             /* the next step: the next head's chunk, or head 0's next chunk */
@@ -151,7 +190,11 @@ walk(const unsigned char *K, const unsigned char *V, size_t base, size_t nb_req,
                     for (size_t o = 0; o < piece; o += 64) {
                         if (pf && nta) _mm_prefetch((const char *)q + o, _MM_HINT_NTA);
                         else if (pf) _mm_prefetch((const char *)q + o, _MM_HINT_T1);
-                        line(p + o, el, a, c, &s);
+                        /* K: each FMA takes its query element from L1 (the
+                         * 4 x 128 query floats do not fit the registers
+                         * beside the accumulators); V: the weight is one
+                         * broadcast per key and row, in a register */
+                        line(p + o, el, a, kv || el < 0 ? NULL : qrows + (o % rowb) / es, c, &s);
                     }
                 }
             }
@@ -180,6 +223,9 @@ const limits_simd limits_simd_avx512 = {
     .fma = fma_chains,
     .dot = dot_chains,
     .read = read_sum,
+    .gemm = gemm_step,
+    .gemm_rows = GR,
+    .gemm_vecs = GV,
     .walk = walk_plain,
     .arith = {walk_f32, walk_f16, walk_bf16, walk_e4m3, walk_e5m2},
 };

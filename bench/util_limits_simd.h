@@ -38,6 +38,12 @@ typedef struct limits_simd {
     /* the sum of buf[a .. z) (a, z multiples of 64 floats), with a T1
      * prefetch pf bytes ahead when pf > 0 */
     float (*read)(const float *buf, size_t a, size_t z, size_t pf);
+    /* `iters` steps of a register-blocked product's inner step, all in L1:
+     * gemm_rows broadcast query elements times gemm_vecs vectors of keys
+     * into gemm_rows x gemm_vecs accumulators (the most the register file
+     * holds beside its operands); 2 * lanes flops per FMA */
+    float (*gemm)(long iters);
+    int gemm_rows, gemm_vecs;
     limits_walk_fn walk;                  /* loads only */
     limits_walk_fn arith[LIMITS_ELEMS];   /* by limits_elem: widen + G FMAs per vector */
 } limits_simd;
