@@ -145,8 +145,8 @@ void bench_write_md(FILE *f, const bench_limits *L, const char *tune, const char
                "above (the FMAs of a register-blocked Q.K^T with the loads they need, in L1); "
                "the Laguna batch's: its roofline at the compute peak and at the product step's "
                "rate.  Each candidate is measured at the start of the run and again right "
-               "before and right after its row, and counts at the best of the three (in "
-               "brackets: at the start); the lowest binds.\n\n| row | threads | candidates | "
+               "before and right after its row, and counts at the better of the two next to "
+               "the row (in brackets: at the start); the lowest binds.\n\n| row | threads | candidates | "
                "binds |\n"
                "|---|---:|---|---|\n", L->isa, tune[0] ? tune : "none", L->nta ? "NTA" : "T1",
             LIMITS_ARITH_G);
@@ -203,7 +203,7 @@ void bench_write_md(FILE *f, const bench_limits *L, const char *tune, const char
                "%%); prefill f32 and f16 >= %.0f %% on 1 thread and %.0f %% on 2, bf16 >= %.0f "
                "%%, of the compute peak of its path; the Laguna batch >= %.0f %% of its "
                "roofline.  A row meets its target at or above it against its ceiling (each "
-               "candidate at the best of its three measurements); each row names the ceiling "
+               "candidate at the better of its two measurements next to the row); each row names the ceiling "
                "that binds it.\n\n"
                "| row | threads | target | %% of its ceiling | %% of the lowest start-of-run "
                "candidate | verdict | binding ceiling |\n|---|---:|---:|---:|---:|---|---|\n",

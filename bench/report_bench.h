@@ -18,9 +18,10 @@
  * metric (decode: GB/s of the K and V bytes it must read; prefill and
  * Laguna: GFLOP/s of its useful flops), each measured at the start of the
  * run and again right before and right after the row; each candidate
- * counts at the best of its three (on a shared machine noise only ever
- * lowers a measurement, which would flatter the row), and the lowest
- * binds. */
+ * counts at the better of the two measurements next to the row (on a
+ * shared machine noise only ever lowers a measurement, which would
+ * flatter the row; the start of the run can be minutes and a bandwidth
+ * phase away), and the lowest binds. */
 #define CEIL_MAX 4
 typedef enum ceil_kind {
     CEIL_READ, CEIL_LAYOUT, CEIL_STREAM, CEIL_PEAK, CEIL_STEP, CEIL_ROOF, CEIL_ROOF_STEP
@@ -30,8 +31,9 @@ typedef struct bench_ceiling {
     ceil_kind kind[CEIL_MAX];
     char what[CEIL_MAX][96];      /* "DRAM read", "its layout's walk (f16, bs 16, 64 keys a step)" */
     double start[CEIL_MAX];       /* at the start of the run */
-    double best[CEIL_MAX];        /* the best of start, before and after the row */
+    double best[CEIL_MAX];        /* the better of before and after the row */
     int bind;                     /* the lowest best */
+    int again;                    /* measurements next to the row so far */
 } bench_ceiling;
 
 typedef struct bench_row {

@@ -53,7 +53,7 @@ static void print_row(const bench_row *b) {
         return;
     }
     const double fig = strcmp(b->metric, "GB/s") == 0 ? b->gbs : b->gflops;
-    printf("%-36s %d thr %8.2f ms %7.1f %s %5.1f%% of %s | cpu %3.0f%%", b->name, b->threads,
+    printf("%-36s %d thr %8.2f ms %7.2f %s %5.1f%% of %s | cpu %3.0f%%", b->name, b->threads,
            r->sec * 1e3, fig, b->metric, b->pct, b->limit, 100 * r->cpu_share);
     if (b->pct_c > 0) printf(" -> %5.1f%%", b->pct_c);
     if (b->pct_start > 0) printf(" | start-of-run %5.1f%%", b->pct_start);

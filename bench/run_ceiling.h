@@ -21,8 +21,8 @@
 void ceiling_measure(bench_row *b, const bench_limits *L);
 
 /* Every candidate of b measured again now (right before or after its
- * row): each keeps the best of its measurements, and the lowest best
- * binds. */
+ * row): each keeps the better of these measurements (the start-of-run
+ * figure only until the first), and the lowest binds. */
 void ceiling_again(bench_row *b, const bench_limits *L);
 
 #endif /* AG_BENCH_RUN_CEILING_H */

@@ -12,7 +12,7 @@
 /* Fill b's figures, target and verdict from b->r (it ran), b->ceil and
  * the limits L, measured when `limits` (else every share of a ceiling is
  * 0 and no row has a target).  A row meets its target at or above it
- * against its ceiling (each candidate at the best of its measurements). */
+ * against its ceiling (each candidate at the better of its measurements next to the row). */
 void bench_figures(bench_row *b, const bench_limits *L, int limits);
 
 #endif /* AG_BENCH_RUN_JUDGE_H */
