@@ -36,7 +36,7 @@ def bench_rows(doc):
             lines[key] = {"target": r["target_pct"], "t": {}, "binds": {}}
             order.append(key)
         cell = "not run" if r.get("status") != "ok" else \
-            f"{r['pct']:.0f} % {'met' if r.get('verdict') == 'met' else 'not met'}"
+            f"{r['pct']:.1f} % {'met' if r.get('verdict') == 'met' else 'not met'}"
         lines[key]["t"][r["threads"]] = cell
         lines[key]["binds"][r["threads"]] = (r.get("ceiling") or {}).get("binds", r.get("limit", ""))
     return order, lines
@@ -47,7 +47,9 @@ def short_ceiling(what):
     for prefix, short in (("that walk with its arithmetic", "its arithmetic stream"),
                           ("walk of its layout", "its layout's walk"),
                           ("read of its", "its footprint's read"),
-                          ("DRAM read", "DRAM read"), ("its roofline", "roofline")):
+                          ("DRAM read", "DRAM read"), ("its roofline at", "roofline at its product step"),
+                          ("its roofline", "roofline"), ("its product step", "product step"),
+                          ("fp32 FMA peak", "FMA peak"), ("bf16 dot peak", "bf16 dot peak")):
         if what.startswith(prefix):
             return short
     return what
@@ -93,7 +95,8 @@ def peer_sentence(doc):
         return None
     ahead = [r for r in rows if r["ratio_to_best"] < 1.0]
     behind = [r for r in rows if r["ratio_to_best"] >= 1.0]
-    winners = sorted({f"{r['best_peer']['engine']} {r['best_peer']['configuration']}" for r in rows})
+    winners = sorted({f"{r['best_peer']['engine']} {r['best_peer']['configuration']}".strip()
+                      for r in rows})
     peers = [e["name"] for e in doc.get("engines", []) if e.get("name") != doc.get("judged")]
     text = (f"`make bench-peer`: on {len(rows)} rows, each against the fastest correct "
             f"configuration of {', '.join(peers) or 'the peers'} for that row (winners: "
