@@ -166,7 +166,7 @@ void ceiling_again(bench_row *b, const bench_limits *L) {
         c->best[k] = c->again ? fmax(c->best[k], v) : v > 0 ? v : c->best[k];
     }
     c->again++;
-    /* the binding candidate may have risen past another */
+    /* any candidate may have moved past the one that bound */
     for (int k = 0; k < c->n; k++)
         if (c->best[k] < c->best[c->bind]) c->bind = k;
 }

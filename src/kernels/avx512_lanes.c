@@ -2,9 +2,11 @@
  * avx512_lanes.c — the AVX-512 tile for K/V items with many query rows
  * (prefill): the query rows sit in the vector lanes.  Both AVX-512 tables
  * route fp32 items with LANES_MIN_ROWS .. 2 x AVX512_TILE rows here
- * (table_avx512.c), and f16, fp8 and (avx512 table) bf16 items widened to
- * fp32 chunk by chunk (attn_lanes_widen__avx512, below); decode items keep
- * the decode tile, and bf16 under the avx512bf16 table its own tiles.
+ * (table_avx512.c), and f16, fp8 and bf16 items widened to fp32 chunk by
+ * chunk (attn_lanes_widen__avx512, below); decode items keep the decode
+ * tile, and bf16 under the avx512bf16 table its own tiles where they take
+ * the item (table_avx512bf16.c: the bf16 lanes tile on the AMD profile,
+ * the pairs tile for short items).
  *
  * Why a second many-row tile: the general tile (avx512.c) puts keys in the
  * lanes, so it must transpose every chunk of K and reduce every row across

@@ -12,12 +12,15 @@
  * that fit take the lanes tile (avx512bf16_lanes.c), both products on
  * VDPBF16PS with q and the weights rounded to bf16: where VDPBF16PS
  * retires at the rate of FMA (Zen 5), each does twice an FMA's work.
- * Elsewhere (the INTEL profile, and items the lanes
- * tile does not take) items with more rows than DP_MAX_ROWS take the
- * avx512 flash tile (fp32 FMAs): where VDPBF16PS retires half the flops of
- * an FMA (as on the Intel VM the tables were first tuned on), the pairs
- * tile with Q split in two terms costs twice the FMA path's instructions
- * at half the rate per flop.
+ * Elsewhere (the INTEL profile, and items the lanes tile does not take)
+ * items with more rows than DP_MAX_ROWS take the avx512 table's tiles on
+ * fp32 FMAs, as that table routes them: the widening lanes tile where it
+ * fits (rows in the lanes, K and V widened chunk by chunk: 10-14 % faster
+ * than the flash tile on the Intel VM's bf16 prefill rows), else the flash
+ * tile.  Where VDPBF16PS retires half the flops of an FMA (as on the Intel
+ * VM the tables were first tuned on), the pairs tile with Q split in two
+ * terms costs twice the FMA path's instructions at half the rate per
+ * flop.
  * Single-token items take the avx512 decode tile (avx512_decode.c): it
  * needs no packing at all and widens bf16 K exactly with one AND and one
  * shift per 32 elements.  What remains for the pairs tile (avx512bf16.c)
@@ -51,7 +54,23 @@ void attn_tile_bf16__avx512bf16(const attn_tile_args *a) {
         return;
     }
     if (a->n_tok * a->g > DP_MAX_ROWS) {
-        attn_flash_bf16__avx512(a);
+#ifndef ATTN_INJECT_bf16_lanes_unchecked
+        if (attn_lanes_widen_fits__avx512(a))
+#else
+        /* INJECTED BUG (bf16_lanes_unchecked): every many-row bf16 item
+         * sent to the widening lanes tile, whether its rows fit the lanes
+         * (a multiple of 16, 32 .. 128) or not. */
+        if (1)
+#endif
+#ifndef ATTN_INJECT_bf16_lanes_as_f16
+            attn_lanes_widen__avx512(a, ATTN_DTYPE_BF16);
+#else
+            /* INJECTED BUG (bf16_lanes_as_f16): the route names the wrong
+             * cache dtype: bf16 K and V widened as f16. */
+            attn_lanes_widen__avx512(a, ATTN_DTYPE_F16);
+#endif
+        else
+            attn_flash_bf16__avx512(a);
         return;
     }
     attn_pairs_bf16__avx512bf16(a);
