@@ -23,21 +23,14 @@ int main(int argc, char **argv) {
     omp_set_num_threads(1);
     float want[D];
     uint16_t v[D];
-    for (int i = 0; i < D; i++) {   /* e5m2 values: 1, 1.25, 1.5, 1.75 times powers of 2 */
-        want[i] = (1.0f + 0.25f * (float)(i % 4)) * (float)(1 << (i % 5)) * (i % 2 ? -1.0f : 1.0f);
-        v[i] = r_bf16(want[i]);
-    }
+    r_fp8_exact_row(want, v, D);
     static const double scales[2] = {32768.0, 65536.0};
     int bad[2][2] = {{0}};   /* [scale][vec, amx] */
     float amx_at[2] = {0};
-    for (int s = 0; s < 2; s++) {
-        float vec[D], amx[D];
-        if (r_one_zero_key("vec", "fp8_e5m2", scales[s], v, D, BS, vec) ||
-            r_one_zero_key("amx", "fp8_e5m2", scales[s], v, D, BS, amx)) return 2;
-        bad[s][0] = r_count_wrong(vec, want, D);
-        bad[s][1] = r_count_wrong(amx, want, D);
-        amx_at[s] = amx[0];
-    }
+    for (int s = 0; s < 2; s++)
+        if (r_pair_wrong("vec", "fp8_e5m2", "amx", "fp8_e5m2", scales[s], v, want, D, BS, bad[s],
+                         &amx_at[s]))
+            return 2;
     printf("K = 0, one key, q = 1 (bf16): at scale 2^15 vec %d / amx %d of %d elements wrong; "
            "at 2^16 vec %d / amx %d wrong (amx's first element %g, want %g)\n", bad[0][0],
            bad[0][1], D, bad[1][0], bad[1][1], (double)amx_at[1], (double)want[0]);

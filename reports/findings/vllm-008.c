@@ -23,21 +23,14 @@ int main(int argc, char **argv) {
     omp_set_num_threads(1);
     float want[D];
     uint16_t v[D];
-    for (int i = 0; i < D; i++) {   /* e4m3 and e5m2 values: 1, 1.25, 1.5, 1.75 times 2^k */
-        want[i] = (1.0f + 0.25f * (float)(i % 4)) * (float)(1 << (i % 5)) * (i % 2 ? -1.0f : 1.0f);
-        v[i] = r_bf16(want[i]);
-    }
+    r_fp8_exact_row(want, v, D);
     static const double scales[2] = {0x1p118, 0x1p121};
     int bad[2][2] = {{0}};   /* [scale][e5m2, e4m3] */
     float e4m3_at[2] = {0};
-    for (int s = 0; s < 2; s++) {
-        float e5[D], e4[D];
-        if (r_one_zero_key("vec", "fp8_e5m2", scales[s], v, D, BS, e5) ||
-            r_one_zero_key("vec", "fp8_e4m3", scales[s], v, D, BS, e4)) return 2;
-        bad[s][0] = r_count_wrong(e5, want, D);
-        bad[s][1] = r_count_wrong(e4, want, D);
-        e4m3_at[s] = e4[0];
-    }
+    for (int s = 0; s < 2; s++)
+        if (r_pair_wrong("vec", "fp8_e5m2", "vec", "fp8_e4m3", scales[s], v, want, D, BS, bad[s],
+                         &e4m3_at[s]))
+            return 2;
     printf("vec, K = 0, one key, q = 1 (bf16): at scale 2^118 e5m2 %d / e4m3 %d of %d elements "
            "wrong; at 2^121 e5m2 %d / e4m3 %d wrong (e4m3's first element %g, want %g)\n",
            bad[0][0], bad[0][1], D, bad[1][0], bad[1][1], (double)e4m3_at[1], (double)want[0]);

@@ -280,4 +280,29 @@ static inline int r_count_wrong(const float *got, const float *want, int n) {
     return w;
 }
 
+/* A V row of n values every fp8 kind holds exactly (1, 1.25, 1.5, 1.75
+ * times 2^0..2^4, alternating in sign): want[] as floats, v[] as bf16. */
+static inline void r_fp8_exact_row(float *want, uint16_t *v, int n) {
+    for (int i = 0; i < n; i++) {
+        want[i] = (1.0f + 0.25f * (float)(i % 4)) * (float)(1 << (i % 5)) * (i % 2 ? -1.0f : 1.0f);
+        v[i] = r_bf16(want[i]);
+    }
+}
+
+/* r_one_zero_key through configurations a and b (implementation, fp8
+ * kind) at one scale: bad[0], bad[1] their wrong elements against want,
+ * *b0 b's first element.  -1 when vLLM could not be called. */
+static inline int r_pair_wrong(const char *isa_a, const char *kv_a, const char *isa_b,
+                               const char *kv_b, double scale, const uint16_t *vrow,
+                               const float *want, int d, int bs, int bad[2], float *b0) {
+    float a[64], b[64];
+    if (r_one_zero_key(isa_a, kv_a, scale, vrow, d, bs, a) ||
+        r_one_zero_key(isa_b, kv_b, scale, vrow, d, bs, b))
+        return -1;
+    bad[0] = r_count_wrong(a, want, d);
+    bad[1] = r_count_wrong(b, want, d);
+    *b0 = b[0];
+    return 0;
+}
+
 #endif /* VLLM_REPRO_H */
