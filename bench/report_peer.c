@@ -1,8 +1,10 @@
 /*
  * bench/report_peer.c — `make bench-peer`'s reports (report_peer.h):
- * bench-peer.md (the verdict per row, then every configuration of every
- * peer with its winner marked) and bench-peer.json (the same, with every
- * round's time).  Ratios are engine 0's time over the best peer's only.
+ * bench-peer.md (the verdict per row against the best peer, against each
+ * peer's default, held to AVX2 against the peers held to it, then every
+ * configuration of every engine with its winner and the race's stops
+ * marked) and bench-peer.json (the same, with every round's time).
+ * Ratios are engine 0's time over the other's.
  */
 #include "report_peer.h"
 #include "util_host.h"
@@ -41,7 +43,19 @@ static void md_head(FILE *m, const peer_run *run) {
                "BENCH_PEER_KERNELS, 2 by default, or named) and PyTorch in each formulation of "
                "bench/peer_forms.py, all timed in one run, round by round in turn (every "
                "configuration once per round, PyTorch last; cold rows rotate through >= 1.5 "
-               "GiB of KV), median over the rounds.\n\nA configuration is *correct* when its "
+               "GiB of KV), median over the rounds. Every configuration is checked before it "
+               "is timed (on hot rows that run is its warm-up). A peer's configuration stops "
+               "after %d timed rounds when it was wrong or took more than %.2fx its engine's "
+               "fastest right one in each (never an engine's default; those held to the "
+               "compared ISA race among themselves), and after any round when it took more "
+               "than %.2fx %s's in each so far (BENCH_PEER_RACE): its median is then over "
+               "the rounds it ran.\n\n"
+               "Three comparisons per row: %s's default against each peer at its best, "
+               "against each peer's default (PyTorch: its first formulation), and %s held "
+               "to AVX2 against the fastest peer configuration held to it "
+               "(BENCH_PEER_ISA's words: `isa=avx2`, ggml's `cpu=haswell` build; engines "
+               "that pick their kernels from the CPU themselves are in the first two "
+               "only).\n\nA configuration is *correct* when its "
                "check run writes every output element, none NaN, and its largest error against "
                "the fp64 reference over up to 48 sampled query rows (PyTorch: every decode "
                "token, 16 rows of a chunk) stays within 1e-3 (f32 KV) or 1e-1 (16-bit and fp8 "
@@ -54,7 +68,7 @@ static void md_head(FILE *m, const peer_run *run) {
                "round)* or *NOT ahead*. Rows whose query and output are f32 although the KV is "
                "not are marked (q/out f32): a peer given takes no other; PyTorch computes in "
                "the KV dtype.\n\nConfigurations tried:\n\n",
-            us, us, us, us);
+            us, run->race_after, run->race_margin, run->race_far, us, us, us, us, us, us);
     char cpu[256];
     bench_cpu_desc(cpu, sizeof cpu);
     fprintf(m, "Machine: %s.\n\n", cpu);
@@ -94,6 +108,57 @@ static void md_verdicts(FILE *m, const peer_run *run) {
     }
 }
 
+/* A comparison's cells: ms, ratio, per round, verdict. */
+static void md_cmp(FILE *m, const peer_row *p, const peer_cmp *c) {
+    if (c->ratio > 0)
+        fprintf(m, " %.2f | %.2fx | %.2f..%.2f | %s |", p->r[c->them].sec * 1e3, c->ratio, c->rmin,
+                c->rmax, c->verdict);
+    else fprintf(m, " | | | %s |", c->verdict);   /* no figure: why */
+}
+
+static void md_defaults(FILE *m, const peer_run *run) {
+    const char *us = run->eng[0].name;
+    fprintf(m, "\n## Default against default\n\n%s with no options against each peer with "
+               "none (PyTorch: its first formulation), as a user who changes nothing gets "
+               "them.\n\n| case | threads | %s ms |",
+            us, us);
+    for (int e = 1; e < run->neng; e++)
+        fprintf(m, " %s default ms | %s / it | per round | verdict |", run->eng[e].name, us);
+    fputs("\n|---|---:|---:|", m);
+    for (int e = 1; e < run->neng; e++) fputs("---:|---:|---|---|", m);
+    fputc('\n', m);
+    for (int i = 0; i < run->nrows; i++) {
+        const peer_row *p = &run->rows[i];
+        const row_result *a = &p->r[run->eng[0].first];
+        fprintf(m, "| %s | %d | ", p->name, p->threads);
+        if (a->ran) fprintf(m, "%.2f |", a->sec * 1e3);
+        else fputs(" |", m);
+        for (int e = 1; e < run->neng; e++) md_cmp(m, p, &p->vs_default[e]);
+        fputc('\n', m);
+    }
+}
+
+static void md_isa(FILE *m, const peer_run *run) {
+    const char *us = run->eng[0].name;
+    fprintf(m, "\n## ISA against ISA: AVX2\n\n%s's AVX2 table against the fastest correct "
+               "peer configuration held to AVX2.\n\n| case | threads | %s AVX2 ms | best "
+               "peer held to AVX2 | its ms | %s / it | per round | verdict |\n"
+               "|---|---:|---:|---|---:|---:|---|---|\n",
+            us, us, us);
+    for (int i = 0; i < run->nrows; i++) {
+        const peer_row *p = &run->rows[i];
+        const peer_cmp *c = &p->isa;
+        char who[160] = "";
+        fprintf(m, "| %s | %d | ", p->name, p->threads);
+        if (c->us >= 0 && p->r[c->us].ran) fprintf(m, "%.2f | ", p->r[c->us].sec * 1e3);
+        else fputs("| ", m);
+        if (c->them >= 0) cell_name(run, p, c->them, who, sizeof who);
+        fprintf(m, "%s | ", who);
+        md_cmp(m, p, c);
+        fputc('\n', m);
+    }
+}
+
 static void md_configs(FILE *m, const peer_run *run) {
     fprintf(m, "\n## Every configuration\n\n*winner*: the peer's fastest correct configuration "
                "on the row; *wrong*: beyond the sanity bound.\n\n| case | threads | "
@@ -111,10 +176,16 @@ static void md_configs(FILE *m, const peer_run *run) {
                 continue;
             }
             const int e = p->engine_of[c];
-            fprintf(m, "%.2f | %.1f %s | %.2g | %.2g | %s%s |\n", r->sec * 1e3,
+            char dropped[48] = "";
+            if (r->stopped && r->rounds == 0)
+                snprintf(dropped, sizeof dropped, "stopped after its check");
+            else if (r->stopped)
+                snprintf(dropped, sizeof dropped, "stopped after %d rounds%s", r->rounds,
+                         r->outrun ? ", outrun" : "");
+            fprintf(m, "%.2f | %.1f %s | %.2g | %.2g | %s%s%s |\n", r->sec * 1e3,
                     peer_figure(p->spec, r->sec), metric(p->spec), r->max_abs_err, r->max_rel_err,
-                    !p->correct[c] ? "wrong" : e > 0 && p->winner[e] == c ? "winner" : "",
-                    r->nan_count ? " (NaN!)" : "");
+                    !p->correct[c] ? "wrong " : e > 0 && p->winner[e] == c ? "winner" : "",
+                    r->nan_count ? " (NaN!) " : "", dropped);
         }
         if (p->torch_why[0])
             fprintf(m, "| %s | %d | torch | %s | | | | |\n", p->name, p->threads, p->torch_why);
@@ -148,9 +219,37 @@ static void json_cell(FILE *f, const peer_run *run, const peer_row *p, int c) {
     json_num(f, r->max_abs_err, 3);
     fputs(", \"max_rel_err\": ", f);
     json_num(f, r->max_rel_err, 3);
-    fprintf(f, ", \"err_rows\": %d, \"nan\": %zu, \"rotations\": %d, \"correct\": %s, "
-               "\"winner\": %s}", r->err_rows, r->nan_count, r->rotations,
-            p->correct[c] ? "true" : "false", p->winner[e] == c ? "true" : "false");
+    fprintf(f, ", \"err_rows\": %d, \"nan\": %zu, \"rotations\": %d, \"stopped_after\": ",
+            r->err_rows, r->nan_count, r->rotations);
+    if (r->stopped) fprintf(f, "%d", r->rounds);
+    else fputs("null", f);
+    fprintf(f, ", \"outrun\": %s, \"correct\": %s, \"held\": %s, \"winner\": %s}",
+            r->outrun ? "true" : "false", p->correct[c] ? "true" : "false",
+            c < run->ncfg && run->held[c] && !run->eng[e].torch ? "true" : "false",
+            p->winner[e] == c ? "true" : "false");
+}
+
+/* {"us": configuration, "them": {engine, configuration}, "ratio", "per_round",
+ * "verdict"}. */
+static void json_cmp(FILE *f, const peer_run *run, const peer_row *p, const peer_cmp *c) {
+    fputs("{\"us\": ", f);
+    if (c->us >= 0) json_str(f, p->label[c->us]);
+    else fputs("null", f);
+    fputs(", \"them\": ", f);
+    if (c->them >= 0) {
+        fputs("{\"engine\": ", f);
+        json_str(f, run->eng[p->engine_of[c->them]].name);
+        fputs(", \"configuration\": ", f);
+        json_str(f, p->label[c->them]);
+        fputc('}', f);
+    } else fputs("null", f);
+    fputs(", \"ratio\": ", f);
+    json_num(f, c->ratio > 0 ? c->ratio : NAN, 3);
+    if (c->ratio > 0)
+        fprintf(f, ", \"per_round\": {\"min\": %.4f, \"max\": %.4f}", c->rmin, c->rmax);
+    fputs(", \"verdict\": ", f);
+    json_str(f, c->verdict);
+    fputc('}', f);
 }
 
 static void json_row(FILE *f, const peer_run *run, const peer_row *p) {
@@ -190,6 +289,15 @@ static void json_row(FILE *f, const peer_run *run, const peer_row *p) {
     else fputs("null", f);
     fputs(", \"verdict\": ", f);
     json_str(f, p->verdict);
+    fputs(",\n      \"vs_default\": {", f);
+    for (int e = 1; e < run->neng; e++) {
+        fputs(e > 1 ? ", " : "", f);
+        json_str(f, run->eng[e].name);
+        fputs(": ", f);
+        json_cmp(f, run, p, &p->vs_default[e]);
+    }
+    fputs("},\n      \"isa_avx2\": ", f);
+    json_cmp(f, run, p, &p->isa);
     if (p->torch_why[0]) {
         fputs(", \"torch_skipped\": ", f);
         json_str(f, p->torch_why);
@@ -211,6 +319,8 @@ void peer_write(const char *outdir, const peer_run *run) {
     }
     md_head(m, run);
     md_verdicts(m, run);
+    md_defaults(m, run);
+    md_isa(m, run);
     md_configs(m, run);
     fputs("{\n  \"judged\": ", f);
     json_str(f, run->eng[0].name);

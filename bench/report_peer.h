@@ -24,6 +24,13 @@ typedef struct peer_engine {
     int torch;
 } peer_engine;
 
+/* One engine-0 cell against one peer cell, round by round. */
+typedef struct peer_cmp {
+    int us, them;                            /* cells, or -1 */
+    double ratio, rmin, rmax;                /* us's median over them's; per round */
+    const char *verdict;                     /* "ahead", ..., or why there is none */
+} peer_cmp;
+
 typedef struct peer_row {
     char name[96];
     const row_spec *spec;
@@ -38,6 +45,9 @@ typedef struct peer_row {
     int best;                                /* the fastest peer winner, or -1 */
     double ratio, rmin, rmax;                /* engine 0's time over the best's; per round */
     const char *verdict;
+    peer_cmp vs_default[PEER_MAX_ENGINES];   /* engine 0's default against each peer's */
+    peer_cmp isa;                            /* engine 0 held to the ISA against the fastest
+                                                correct held peer cell */
     char torch_why[200];                     /* PyTorch skipped the row: why */
 } peer_row;
 
@@ -47,6 +57,11 @@ typedef struct peer_run {
     row_config cfg[ROW_MAX_CONFIGS];         /* every engine's configurations, in order */
     char words[ROW_MAX_CONFIGS][PEER_LABEL_LEN];
     int ncfg;
+    int held[ROW_MAX_CONFIGS];               /* its words hold it to the compared ISA */
+    /* each configuration's place in the race (row_race) */
+    int pool[ROW_MAX_CONFIGS], keep[ROW_MAX_CONFIGS], ref[ROW_MAX_CONFIGS];
+    int race_after;                          /* BENCH_PEER_RACE: rounds before the race drops */
+    double race_margin, race_far;            /*   configurations, and by how much slower */
     char torch_info[160];                    /* "" without PyTorch */
     peer_row *rows;
     int nrows;

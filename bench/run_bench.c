@@ -128,7 +128,7 @@ int run_bench(const char *engine, const char *outdir) {
         /* the row's ceilings again right before and after it: this shared
          * machine's speed drifts over a run */
         if (limits) ceiling_again(b, &L);
-        if (row_run(s, &cfg, 1, t, bench_row_reps(s), row_io_dtype(s), &b->r, NULL) != 0)
+        if (row_run(s, &cfg, 1, t, bench_row_reps(s), row_io_dtype(s), &b->r, NULL, NULL) != 0)
             fprintf(stderr, "bench: %s: %s\n", b->name, b->r.why);
         if (limits) ceiling_again(b, &L);
         if (b->r.ran) bench_figures(b, &L, limits);

@@ -43,7 +43,7 @@ void bench_fp8_rounds(const engine_host *const *E, const bench_limits *L, fp8_cm
                 const int w = (j + k) % 3; /* bf16 first, then second, then last */
                 row_result r;
                 if (row_run(rs[w], &cfg, 1, t, bench_row_reps(rs[w]), row_io_dtype(rs[w]), &r,
-                            NULL) != 0 ||
+                            NULL, NULL) != 0 ||
                     !r.ran) {
                     fprintf(stderr, "bench: fp8 rounds: %s\n", r.why);
                     c->ran = 0;

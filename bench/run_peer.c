@@ -1,14 +1,17 @@
 /*
- * bench/run_peer.c — `make bench-peer`: attnguard against each peer at
- * its best, in one run.  The first engine given is the one judged (its
- * default variant); every other engine runs in each configuration it
- * offers here (engine_configs), and PyTorch (run_torch.h) in each of its
- * formulations; all of them on the same rows, interleaved round by round
- * (row_run: every configuration once per round, PyTorch last), each output
- * checked against the fp64 reference.  Per row: each peer's fastest
- * correct configuration, the best of those, and engine 0's time over the
- * best's with the spread of the per-round ratios (judge).  Reports:
- * report_peer.c.  No machine limits here: those are `make bench`'s.
+ * bench/run_peer.c — `make bench-peer`: attnguard against each peer, in
+ * one run.  The first engine given is the one judged (its default variant,
+ * and its table held to AVX2 beside it); every other engine runs in each
+ * configuration it offers here (engine_configs), and PyTorch (run_torch.h)
+ * in each of its formulations; all of them on the same rows, interleaved
+ * round by round (row_run: every configuration once per round, PyTorch
+ * last), each output checked against the fp64 reference, and a race that
+ * stops the configurations whose place is settled (row_race).  Per row
+ * (judge): each peer's fastest correct configuration, the best of those,
+ * and engine 0's time over the best's, over each peer's default, and held
+ * to AVX2 over the fastest peer configuration held to it, each with the
+ * spread of the per-round ratios.  Reports: report_peer.c.  No machine
+ * limits here: those are `make bench`'s.
  */
 #include "run_peer.h"
 #include "run_rows.h"
@@ -69,13 +72,34 @@ static int named_kernel(const char *names, const char *opt) {
     return 0;
 }
 
+/* Whether option words `w` hold an engine to the ISA of the ISA-against-
+ * ISA comparison: they contain one of BENCH_PEER_ISA's words (a comma
+ * list; default "isa=avx2,cpu=haswell": attnguard's AVX2 table, ggml's
+ * AVX2 build).  An engine without such a word (ONNX Runtime, vLLM,
+ * PyTorch choose their kernels from the CPU themselves) is not in it. */
+static int peer_held(const char *w) {
+    const char *env = getenv("BENCH_PEER_ISA");
+    const char *names = env ? env : "isa=avx2,cpu=haswell";
+    for (const char *x = w ? w : ""; *x;) {
+        x += strspn(x, " ");
+        const size_t n = strcspn(x, " ");
+        char word[64];
+        snprintf(word, sizeof word, "%.*s", (int)(n < sizeof word ? n : sizeof word - 1), x);
+        if (n && named_kernel(names, word)) return 1;
+        x += n;
+    }
+    return 0;
+}
+
 /* The configurations of engine h: every layout, precision and tuning
  * variant with each kernel choice.  BENCH_PEER_KERNELS says which kernel
  * choices: a count (the default's and the next ones in the engine's
  * order, 2 by default), "all", or a comma list of choices by name
  * ("cpu=haswell,cpu=alderlake": the default's and those, so an ISA the
- * CPU would not pick first can be timed beside it).  The judged engine
- * runs its default only. */
+ * CPU would not pick first can be timed beside it).  A choice that holds
+ * the engine to the compared ISA (peer_held) is always added.  The judged
+ * engine runs its default, and its held choice when the default is not
+ * held. */
 static void engine_configs(peer_run *run, const engine_host *h, int judged) {
     peer_engine *pe = &run->eng[run->neng];
     pe->first = run->ncfg;
@@ -84,13 +108,17 @@ static void engine_configs(peer_run *run, const engine_host *h, int judged) {
     const int nk = !env ? 2 : by_name || !strcmp(env, "all") ? ENGINE_HOST_MAX_VARIANTS : atoi(env);
     const ag_variant *v = h->variants;
     const char *kern[ENGINE_HOST_MAX_VARIANTS] = {NULL};   /* NULL: the default's */
-    int nkern = 1;
-    for (int i = 1; i < h->n_variants && nkern < nk && !judged; i++)
+    int nkern = 1, nheld = 0;
+    const int default_held = h->n_variants > 0 && peer_held(v[0].options);
+    for (int i = 1; i < h->n_variants; i++) {
         /* an emulated table ("isa=avx512@emu") is a correctness twin,
          * many times slower than any real path: never timed */
-        if (v[i].kind == AG_VARIANT_KERNELS && !strstr(v[i].options, "@emu") &&
-            (!by_name || named_kernel(env, v[i].options)))
-            kern[nkern++] = v[i].options;
+        if (v[i].kind != AG_VARIANT_KERNELS || strstr(v[i].options, "@emu")) continue;
+        const int held = !default_held && !nheld && peer_held(v[i].options);
+        const int next = !judged && nkern - nheld < nk && (!by_name || named_kernel(env, v[i].options));
+        if (held || next)
+            kern[nkern++] = v[i].options, nheld += held;
+    }
     for (int b = 0; b < h->n_variants && run->ncfg < ROW_MAX_CONFIGS; b++) {
         if (b > 0 && (judged || v[b].kind == AG_VARIANT_KERNELS)) continue;
         for (int k = 0; k < nkern && run->ncfg < ROW_MAX_CONFIGS; k++) {
@@ -101,7 +129,19 @@ static void engine_configs(peer_run *run, const engine_host *h, int judged) {
             for (int c = pe->first; c < run->ncfg; c++) dup |= !strcmp(run->words[c], w);
             if (dup) continue;
             /* the default runs with no options, as production does */
-            run->cfg[run->ncfg] = (row_config){h, b == 0 && !kern[k] ? NULL : w, w};
+            const int dflt = b == 0 && !kern[k];
+            run->cfg[run->ncfg] = (row_config){h, dflt ? NULL : w, w};
+            run->held[run->ncfg] = peer_held(w);
+            /* the race (row_race): the judged engine's configurations run
+             * every round; a peer's race within their engine (the held
+             * ones among themselves), but its default, and against the
+             * judged configuration of their kind */
+            run->pool[run->ncfg] = judged ? -1 : 2 * run->neng + run->held[run->ncfg];
+            run->keep[run->ncfg] = dflt;
+            /* judged against engine 0's default, or its held table */
+            run->ref[run->ncfg] = -1;
+            for (int c = 0; !judged && c < run->eng[0].count; c++)
+                if (run->held[c] == run->held[run->ncfg]) run->ref[run->ncfg] = c;
             run->ncfg++;
         }
     }
@@ -155,36 +195,70 @@ static void torch_finish(torch_rounds *x, const row_spec *s) {
     torch_peer_done(x->t);
 }
 
-/* Winners, the best peer, and engine 0's verdict against it. */
+/* Cell us against cell them, round by round (either may be -1). */
+static peer_cmp compare(const peer_row *p, int us, int them) {
+    peer_cmp c = {us, them, 0, INFINITY, 0, NULL};
+    c.verdict = us < 0 || !p->r[us].ran ? "did not run"
+                : !p->correct[us]       ? "output beyond the sanity bound"
+                : them < 0              ? "no peer ran correctly"
+                                        : NULL;
+    if (c.verdict) return c;
+    const row_result *a = &p->r[us], *b = &p->r[them];
+    c.ratio = a->sec / b->sec;
+    for (int k = 0; k < a->rounds && k < b->rounds; k++) {
+        const double q = a->round_sec[k] / b->round_sec[k];
+        c.rmin = fmin(c.rmin, q), c.rmax = fmax(c.rmax, q);
+    }
+    if (c.rmin > c.rmax) c.rmin = c.rmax = c.ratio;   /* them: stopped after its check */
+    c.verdict = c.ratio >= 1 ? "NOT ahead" : c.rmax < 1 ? "ahead" : "ahead (not in every round)";
+    return c;
+}
+
+/* Whether cell c is a configuration held to the compared ISA (PyTorch's
+ * formulations never are). */
+static int cell_held(const peer_run *run, const peer_row *p, int c) {
+    return c < run->ncfg && run->held[c] && !run->eng[p->engine_of[c]].torch;
+}
+
+/* Winners, the best peer, and engine 0's verdicts: against the best, each
+ * peer's default against its default, and held to the ISA against the
+ * fastest held peer configuration.  A configuration the race outran is no
+ * winner: another of its engine was faster in every round it ran (one it
+ * stopped for being far behind engine 0 is: its median is over fewer
+ * rounds). */
 static void judge(const peer_run *run, peer_row *p) {
     for (int c = 0; c < p->ncell; c++) {
         const row_result *r = &p->r[c];
         p->correct[c] = r->ran && r->nan_count == 0 && r->max_rel_err <= peer_bound(p->spec);
     }
+    const int us = run->eng[0].first;
+    int us_held = -1, best_held = -1;
     p->best = -1;
     for (int e = 0; e < run->neng; e++) {
         p->winner[e] = -1;
-        for (int c = 0; c < p->ncell; c++)
-            if (p->engine_of[c] == e && p->correct[c] &&
-                (p->winner[e] < 0 || p->r[c].sec < p->r[p->winner[e]].sec))
-                p->winner[e] = c;
+        int dflt = -1;
+        for (int c = 0; c < p->ncell; c++) {
+            if (p->engine_of[c] != e) continue;
+            /* an engine's default: its configuration without options,
+             * PyTorch's first formulation */
+            if (dflt < 0 && (run->eng[e].torch || !run->cfg[c].options)) dflt = c;
+            if (e == 0 && us_held < 0 && cell_held(run, p, c)) us_held = c;
+            if (!p->correct[c] || p->r[c].outrun) continue;
+            if (p->winner[e] < 0 || p->r[c].sec < p->r[p->winner[e]].sec) p->winner[e] = c;
+            if (e > 0 && cell_held(run, p, c) &&
+                (best_held < 0 || p->r[c].sec < p->r[best_held].sec))
+                best_held = c;
+        }
         if (e > 0 && p->winner[e] >= 0 && (p->best < 0 || p->r[p->winner[e]].sec < p->r[p->best].sec))
             p->best = p->winner[e];
+        if (e > 0) p->vs_default[e] = compare(p, us, dflt >= 0 && p->correct[dflt] ? dflt : -1);
     }
-    const int us = run->eng[0].first;
-    p->verdict = !p->r[us].ran          ? "did not run"
-                 : !p->correct[us]      ? "output beyond the sanity bound"
-                 : p->best < 0          ? "no peer ran correctly"
-                                        : NULL;
-    if (p->verdict) return;
-    const row_result *a = &p->r[us], *b = &p->r[p->best];
-    p->ratio = a->sec / b->sec;
-    p->rmin = INFINITY, p->rmax = 0;
-    for (int k = 0; k < a->rounds && k < b->rounds; k++) {
-        const double q = a->round_sec[k] / b->round_sec[k];
-        p->rmin = fmin(p->rmin, q), p->rmax = fmax(p->rmax, q);
-    }
-    p->verdict = p->ratio >= 1 ? "NOT ahead" : p->rmax < 1 ? "ahead" : "ahead (not in every round)";
+    /* engine 0's winner is its default unless it ran its held table too */
+    p->winner[0] = us < p->ncell && p->correct[us] ? us : -1;
+    const peer_cmp best = compare(p, us, p->best);
+    p->ratio = best.ratio, p->rmin = best.rmin, p->rmax = best.rmax, p->verdict = best.verdict;
+    p->isa = cell_held(run, p, us) ? (peer_cmp){-1, -1, 0, 0, 0, "its default is held to the ISA"}
+             : compare(p, us_held, best_held);
 }
 
 static void run_row(peer_run *run, torch_peer *torch, peer_row *p) {
@@ -207,7 +281,10 @@ static void run_row(peer_run *run, torch_peer *torch, peer_row *p) {
         }
     }
     const row_extra extra = {&tr, torch_round};
-    if (row_run(s, run->cfg, run->ncfg, p->threads, reps, p->io, p->r, tr.n ? &extra : NULL) != 0)
+    const row_race race = {run->race_after, run->race_margin, run->race_far, peer_bound(s),
+                           run->pool,       run->keep,        run->ref};
+    if (row_run(s, run->cfg, run->ncfg, p->threads, reps, p->io, p->r, tr.n ? &extra : NULL,
+                run->race_after > 0 ? &race : NULL) != 0)
         fprintf(stderr, "bench: %s: %s\n", p->name, p->r[0].why);
     if (tr.n) torch_finish(&tr, s);
     judge(run, p);
@@ -266,6 +343,25 @@ int run_peer(const char *engines, const char *torch_cmd, const char *outdir) {
         for (int c = run.eng[e].first; c < run.eng[e].first + run.eng[e].count; c++)
             printf(" [%s]", run.cfg[c].label[0] ? run.cfg[c].label : "default");
         printf("%s\n", run.eng[e].torch ? " [each row's formulations]" : "");
+    }
+    /* BENCH_PEER_RACE="ROUNDS,MARGIN,FAR" (default 2,1.25,2; 0: no race):
+     * after ROUNDS timed rounds a peer's configuration stops when in each
+     * round it took more than MARGIN times its engine's fastest right one
+     * (but an engine's default), or more than FAR times attnguard's
+     * (row_race).  Within one round the configurations run back to back,
+     * so a phase of the machine touches them alike: 1.25 in every round
+     * is far outside what one configuration's rounds spread here, and
+     * past 2x the verdict against it is settled (ONNX Runtime's f16
+     * decode, 60x attnguard's time, would otherwise take a third of the
+     * grid). */
+    const char *race = getenv("BENCH_PEER_RACE");
+    run.race_after = 2, run.race_margin = 1.25, run.race_far = 2;
+    if ((race && sscanf(race, "%d,%lf,%lf", &run.race_after, &run.race_margin,
+                        &run.race_far) < 1) ||
+        run.race_after < 0 || run.race_margin < 1 || run.race_far < 1) {
+        fprintf(stderr, "bench: BENCH_PEER_RACE=%s: want ROUNDS,MARGIN,FAR with MARGIN, FAR >= 1\n",
+                race);
+        return 1;
     }
     run.rows = rows;
     for (int t = 1; t <= bench_threads_max(); t++)

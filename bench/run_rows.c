@@ -202,21 +202,25 @@ static int engine_open(row_engine *x, const row_config *C, const row_engine *own
     return 0;
 }
 
-/* After timing: one more run into a NaN-filled output, every element
- * written and the sampled rows against the reference; the group's detail
- * read again, so that it tells what the plans did (ggml: fallbacks). */
-static void engine_check(row_engine *x, row_group *grp, int ngroups, row_result *res) {
+/* After timing (and in a race before it too): one more run into a
+ * NaN-filled output, every element written and the sampled rows against
+ * the reference; the group's detail read again, so that it tells what the
+ * plans did (ggml: fallbacks).  Returns the runs' seconds. */
+static double engine_check(row_engine *x, row_group *grp, int ngroups, row_result *res) {
+    double sec = 0;
     for (int g = 0; g < ngroups; g++) {
         const problem *p = &grp[g].p;
         const ag_dtype od = p->c.out_dtype;
         const size_t n = problem_out_elems(p, 0), hd = n / (size_t)p->num_tokens;
         session *s = &x->s[g][0];
         memset(x->out[g], 0xff, grp[g].out_bytes);   /* NaN in every dtype */
+        const double t0 = bench_now();
         if (session_run(s, 0, grp[g].q, x->out[g]) != 0) {
             snprintf(res->why, sizeof res->why, "failed: check run: %s", s->msg.text);
             res->ran = 0;
-            return;
+            return sec;
         }
+        sec += bench_now() - t0;
         ag_group_info gi;
         if (s->E->e->group_info && s->E->e->group_info(s->grp, &gi) == AG_OK)
             snprintf(res->detail, sizeof res->detail, "%s", gi.detail);
@@ -237,6 +241,7 @@ static void engine_check(row_engine *x, row_group *grp, int ngroups, row_result 
         if (rel > res->max_rel_err) res->max_rel_err = rel;
         res->err_rows = grp[g].n_tok;
     }
+    return sec;
 }
 
 /* Rotations of a row: enough distinct caches that a timed batch finds
@@ -250,8 +255,44 @@ static int rotations(const row_spec *r, const row_group *grp, int ngroups) {
     return rot < 3 ? 3 : rot > MAX_ROT ? MAX_ROT : rot;
 }
 
+/* The race's verdict after timed rounds 1..k (row_race): which live
+ * configurations stop, decided for all before any stops.  Far behind
+ * their judged configuration from the first round on; outrun by another
+ * of their pool only at k = race->after. */
+static void race_drop(const row_race *race, int k, int n, int threads, row_engine *eng, int *live,
+                      const int *wrong, const row_result *pre, row_result *res) {
+    int drop[ROW_MAX_CONFIGS] = {0}, outrun[ROW_MAX_CONFIGS] = {0};
+    for (int e = 0; e < n; e++) {
+        if (!live[e] || race->pool[e] < 0) continue;
+        const int r = race->ref[e];
+        int slower = !race->keep[e] && k == race->after, far = r >= 0 && live[r];
+        for (int j = 1; j <= k; j++) {
+            double best = INFINITY;
+            for (int o = 0; o < n; o++)
+                if (live[o] && !wrong[o] && race->pool[o] == race->pool[e])
+                    best = fmin(best, eng[o].times[j]);
+            slower &= eng[e].times[j] > race->margin * best;
+            far &= far && eng[e].times[j] > race->far * eng[r].times[j];
+        }
+        drop[e] = (wrong[e] && k == race->after) || slower || far;
+        outrun[e] = slower;
+    }
+    for (int e = 0; e < n; e++) {
+        if (!drop[e]) continue;
+        live[e] = 0;
+        res[e] = pre[e];   /* the check's errors: the one run it had */
+        res[e].ran = 1;
+        res[e].stopped = 1;
+        res[e].rounds = k;
+        res[e].outrun = outrun[e];
+        memcpy(res[e].round_sec, eng[e].times + 1, (size_t)k * sizeof(double));
+        res[e].sec = bench_median(eng[e].times + 1, k);
+        res[e].cpu_share = eng[e].cpu / (eng[e].wall * threads);
+    }
+}
+
 int row_run(const row_spec *r, const row_config *C, int n, int threads, int reps, ag_dtype io,
-            row_result *res, const row_extra *extra) {
+            row_result *res, const row_extra *extra, const row_race *race) {
     static row_group grp[MAX_GROUPS];
     static row_engine eng[ROW_MAX_CONFIGS];
     int ngroups = 0, rc = 0;
@@ -283,22 +324,54 @@ int row_run(const row_spec *r, const row_config *C, int n, int threads, int reps
         free(grp[g].p.k_rows), free(grp[g].p.v_rows);
         grp[g].p.k_rows = grp[g].p.v_rows = NULL;
     }
+    /* In a race every configuration is checked first, so that the race
+     * knows which are right (rotation 0's run, before the untimed pass
+     * that leaves it out of the caches again). */
+    static row_result pre[ROW_MAX_CONFIGS];
+    int wrong[ROW_MAX_CONFIGS] = {0};
+    double csec[ROW_MAX_CONFIGS] = {0};
+    for (int e = 0; race && e < n; e++) {
+        if (!live[e]) continue;
+        pre[e] = res[e];
+        pre[e].ran = 1;
+        csec[e] = engine_check(&eng[e], grp, ngroups, &pre[e]);
+        wrong[e] = !pre[e].ran || pre[e].nan_count || !(pre[e].max_rel_err <= race->bound);
+    }
+    /* A right configuration whose check took more than twice `far` times
+     * its judged one's stops there (ggml's Laguna batch: 7 s a run
+     * against 0.5): the check is each one's first run, page faults and
+     * all, so the margin is wider than a timed round's. */
+    for (int e = 0; race && e < n; e++) {
+        const int j = race->ref[e];
+        if (!live[e] || wrong[e] || race->pool[e] < 0 || j < 0 || !live[j] || wrong[j] ||
+            !(csec[e] > 2 * race->far * csec[j]))
+            continue;
+        live[e] = 0;
+        res[e] = pre[e];
+        res[e].stopped = 1, res[e].rounds = 0, res[e].sec = csec[e];
+        res[e].cpu_share = NAN;
+    }
     /* Cold runs start after one untimed pass over every rotation: right
      * after write_kv the caches are full of dirty lines, and each read miss
      * would also write one back (a serving engine reads KV written long
-     * before: clean lines). */
+     * before: clean lines).  One pass per set of caches is enough: the
+     * configurations that borrow a set read lines its owner cleaned (and
+     * 96 rotations of B=1 f16 through ONNX Runtime's six took a minute). */
     for (int k = 1; r->cold && k < rot; k++)
         for (int e = 0; e < n; e++)
-            if (live[e] && run_batch(&eng[e], grp, ngroups, k, res[e].why, sizeof res[e].why))
+            if (live[e] && !eng[e].borrowed &&
+                run_batch(&eng[e], grp, ngroups, k, res[e].why, sizeof res[e].why))
                 live[e] = 0;
     /* Round `it` (0: warm-up: page faults, thread pools) runs every
      * configuration once, in order, then the extra peer.  Each run takes
      * the next rotation, so that no configuration finds in the caches the
      * KV the one before it read (configurations of one engine share
-     * caches). */
+     * caches).  In a race on a hot row the check was the warm-up (the same
+     * rotation; ggml's bf16 prefill takes 4 s a run). */
+    const int checked_warm = race && rot == 1;
     for (int it = 0, seq = 0; it <= reps; it++) {
         for (int e = 0; e < n; e++, seq++) {
-            if (!live[e]) continue;
+            if (!live[e] || (it == 0 && checked_warm)) continue;
             const int k = seq % rot;
             const double c0 = bench_cpu_now(), t0 = bench_now();
             if (run_batch(&eng[e], grp, ngroups, k, res[e].why, sizeof res[e].why)) {
@@ -312,6 +385,8 @@ int row_run(const row_spec *r, const row_config *C, int n, int threads, int reps
             }
         }
         if (extra && extra->round) extra->round(extra->ctx, it);
+        if (race && it >= 1 && it <= race->after && it < reps)
+            race_drop(race, it, n, threads, eng, live, wrong, pre, res);
     }
     for (int e = 0; e < n; e++) {
         if (!live[e]) continue;

@@ -30,15 +30,36 @@ typedef struct row_extra {
     void (*round)(void *ctx, int it);
 } row_extra;
 
+/* A race among the configurations of a row (bench-peer: a peer's
+ * configuration whose place is settled need not be timed to the end).
+ * Every configuration is checked once before it is timed (on a hot row
+ * that run is its warm-up); a configuration c with pool[c] >= 0 stops
+ *   - after any of the first `after` timed rounds when in each round so
+ *     far it took more than `far` times configuration ref[c] (>= 0: the
+ *     judged one it is compared with; how far behind it is, is settled),
+ *   - after `after` timed rounds when its check was wrong (relative error
+ *     beyond `bound`, NaN, unwritten), or when keep[c] is 0 and in each
+ *     of those rounds it took more than `margin` times the fastest right
+ *     configuration of its pool (it cannot be its engine's fastest).
+ * One whose check run took more than 2 far times ref[c]'s stops before
+ * any round.  Stopped configurations keep the rounds they ran
+ * (res.stopped, res.rounds) and the check's errors. */
+typedef struct row_race {
+    int after;
+    double margin, far, bound;
+    const int *pool, *keep, *ref;
+} row_race;
+
 /* Run row r on n configurations C[0..n) with `threads` threads and q/out
  * dtype io: reps (at most ROW_MAX_ROUNDS) timed batches per configuration
  * after one untimed pass over every rotation and one warm-up round,
  * configuration after configuration within each round, then `extra` (may
- * be NULL): a phase of the machine touches every one alike.  A
+ * be NULL): a phase of the machine touches every one alike; `race` (may
+ * be NULL) leaves out those that cannot win.  A
  * configuration that cannot express the row is skipped (res[e].why).  0,
  * or -1 when the row's own inputs cannot be built (out of memory:
  * res[0].why). */
 int row_run(const row_spec *r, const row_config *C, int n, int threads, int reps, ag_dtype io,
-            row_result *res, const row_extra *extra);
+            row_result *res, const row_extra *extra, const row_race *race);
 
 #endif /* AG_BENCH_RUN_ROWS_H */

@@ -62,7 +62,7 @@ int row_case(const row_spec *r, int g, ag_dtype io, case_spec *c);
 
 /* ---- what running it yields ---- */
 
-#define ROW_MAX_CONFIGS 16   /* engine configurations one row runs side by side */
+#define ROW_MAX_CONFIGS 24   /* engine configurations one row runs side by side */
 #define TORCH_MAX_FORMS 4    /* PyTorch formulations it runs beside them (run_torch.c) */
 #define ROW_MAX_ROUNDS 16    /* timed rounds kept per configuration */
 
@@ -88,6 +88,9 @@ typedef struct row_result {
     int err_rows;            /* sampled query rows (per group) */
     size_t nan_count;        /* NaN or unwritten elements in the whole output */
     int rotations;
+    int stopped;             /* a race (row_race) stopped it after `rounds` timed rounds (0:
+                                after its check, whose run gives sec) */
+    int outrun;              /*   because another of its pool was faster in each */
 } row_result;
 
 #endif /* AG_BENCH_UTIL_ROWS_H */

@@ -7,16 +7,22 @@
 #                     (and on an AVX-512 CPU the AVX2 table's in build/bench/avx2/;
 #                     make snapshot copies the .md files into reports/snapshot/)
 #   make bench-peer   the first engine of BENCH_ENGINES (ENGINES=..., default every
-#                     engine built in: attnguard, then ggml and ort once fetched) in
-#                     its default variant against every other in each configuration
-#                     it offers here (layouts, precisions, tunings, each with the
-#                     default kernels and the next BENCH_PEER_KERNELS - 1: 2 by
-#                     default, "all", or by name: "cpu=haswell,cpu=alderlake"
-#                     adds those to the default's) and PyTorch in each formulation of
-#                     bench/peer_forms.py (BENCH_TORCH=0 leaves it out), on the same
-#                     rows, interleaved round by round in one run, each output
-#                     checked against the fp64 reference; per row each peer's fastest
-#                     correct configuration and attnguard's time over the best's:
+#                     engine built in: attnguard, then ggml, ort and vllm once
+#                     fetched) in its default variant, and held to AVX2, against
+#                     every other in each configuration it offers here (layouts,
+#                     precisions, tunings, each with the default kernels and the next
+#                     BENCH_PEER_KERNELS - 1: 2 by default, "all", or by name:
+#                     "cpu=haswell,cpu=alderlake" adds those to the default's; a
+#                     choice of BENCH_PEER_ISA's words, default isa=avx2,cpu=haswell,
+#                     always) and PyTorch in each formulation of bench/peer_forms.py
+#                     (BENCH_TORCH=0 leaves it out), on the same rows, interleaved
+#                     round by round in one run, each output checked against the
+#                     fp64 reference first; a peer's configuration that cannot be its
+#                     fastest is dropped after BENCH_PEER_RACE's rounds (default
+#                     "2,1.25": 2 rounds, each 1.25x its engine's fastest; "0" times
+#                     all to the end).  Per row: attnguard's default against each
+#                     peer at its best and against each peer's default, and held to
+#                     AVX2 against the peers held to it:
 #                     build/bench/bench-peer.{md,json} (make snapshot copies the .md)
 #   make probe        build $(B)/bin/probe and run it: the CPU facts the AVX-512
 #                     kernels were shaped around (bench/main_probe.c;
@@ -27,9 +33,9 @@
 #                     masks, f32 compute) against a float64 loop, so the
 #                     side-by-side compares the same attention
 #
-# PyTorch runs in /usr/bin/python3 with Debian's python3-torch, or in
-# PEER_PY=<python> (PyTorch from PyPI: build/engines/vllm/venv/bin/python,
-# torch 2.13, once make engines ENGINE=vllm installed it), as a child process of the bench
+# PyTorch runs in PEER_PY: build/engines/vllm/venv/bin/python (torch 2.13
+# from PyPI) once make engines ENGINE=vllm installed it, else /usr/bin/python3
+# with Debian's python3-torch, as a child process of the bench
 # that times its formulations when the rounds reach it.  run_rows.c's
 # narrowing variables (BENCH_ONLY, BENCH_THREADS, BENCH_DTYPE, BENCH_HKV)
 # narrow the rows of every engine and PyTorch alike.
@@ -79,7 +85,10 @@ bench: $(BENCH_BIN)
 probe: $(PROBE_BIN)
 	$(PROBE_BIN) all
 
-PEER_PY := /usr/bin/python3
+# PyTorch at its newest here: the vLLM venv's (torch 2.13 from PyPI) once
+# make engines ENGINE=vllm installed it, else Debian's (1.13)
+VLLM_PY := build/engines/vllm/venv/bin/python
+PEER_PY ?= $(if $(wildcard $(VLLM_PY)),$(VLLM_PY),/usr/bin/python3)
 # installed on first use by test-peer (so bench-peer too), or by
 # `make deps WITH=peer`
 DEPS_peer := python3-torch
