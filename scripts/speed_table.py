@@ -14,8 +14,8 @@ benchmarks' JSON, so that the README never carries a figure by hand.
 The table holds no clock time: what ran, its share of its own ceiling and
 the verdict per thread count and table (bench.json), the ceiling that
 binds; then one sentence of
-attnguard's time against the best correct peer configuration of each row
-(bench-peer.json).
+attnguard's time against each row's best correct peer configuration, each
+peer's default, and the peers held to AVX2 (bench-peer.json).
 Where it was measured and when stays in the snapshot files beside it."""
 import json
 import sys
@@ -85,33 +85,52 @@ def table_text(doc, other=None):
     return text, met, total
 
 
-def peer_sentence(doc):
-    """One sentence over every peer row: attnguard's time over the best
-    correct peer configuration of that row (ratio_to_best: below 1 it is
-    faster), the rows where it is not ahead named."""
-    rows = [r for r in doc.get("rows", [])
-            if r.get("best_peer") and isinstance(r.get("ratio_to_best"), (int, float))]
-    if not rows:
+def ratio_clause(rows, pick, what):
+    """One comparison over the rows: the range of attnguard's time over the
+    other's (`pick(row)` gives a comparison dict with ratio and verdict,
+    or None), how many rows are ahead, and those that are not, named."""
+    cmps = [(r, pick(r)) for r in rows]
+    cmps = [(r, c) for r, c in cmps if c and isinstance(c.get("ratio"), (int, float))]
+    if not cmps:
         return None
-    ahead = [r for r in rows if r["ratio_to_best"] < 1.0]
-    behind = [r for r in rows if r["ratio_to_best"] >= 1.0]
-    winners = sorted({f"{r['best_peer']['engine']} {r['best_peer']['configuration']}".strip()
-                      for r in rows})
-    peers = [e["name"] for e in doc.get("engines", []) if e.get("name") != doc.get("judged")]
-    text = (f"`make bench-peer`: on {len(rows)} rows, each against the fastest correct "
-            f"configuration of {', '.join(peers) or 'the peers'} for that row (winners: "
-            f"{'; '.join(winners)}), the best peer takes ")
-    if ahead:
-        sp = sorted(1.0 / r["ratio_to_best"] for r in ahead)
-        text += (f"{sp[0]:.1f}-{sp[-1]:.1f}x attnguard's time on the {len(ahead)} rows "
-                 f"where attnguard is ahead (median {sp[len(sp) // 2]:.1f}x)")
+    ratios = sorted(c["ratio"] for _, c in cmps)
+    behind = [(r, c) for r, c in cmps if c["ratio"] >= 1.0]
+    text = (f"{what}, attnguard takes {ratios[0]:.2f}-{ratios[-1]:.2f}x its time "
+            f"(median {ratios[len(ratios) // 2]:.2f}x), ahead on {len(cmps) - len(behind)} "
+            f"of {len(cmps)} rows")
     if behind:
-        text += ("; attnguard is not ahead on " + ", ".join(
-            f"{r['name']} ({r['threads']} thr.: {r['ratio_to_best']:.2f}x the peer's time)"
-            for r in behind))
-    elif ahead:
-        text += "; attnguard is ahead on every row"
-    return text + "."
+        text += " (not on " + ", ".join(
+            f"{r['name']}, {r['threads']} thr.: {c['ratio']:.2f}x" for r, c in behind) + ")"
+    return text
+
+
+def peer_sentence(doc):
+    """attnguard's default against each row's fastest correct peer
+    configuration, against each peer's default, and its AVX2 table against
+    the peers held to AVX2 (bench-peer.json's ratio_to_best, vs_default,
+    isa_avx2; a ratio below 1: attnguard is faster), the rows where it is
+    not ahead named."""
+    rows = doc.get("rows", [])
+    peers = [e["name"] for e in doc.get("engines", []) if e.get("name") != doc.get("judged")]
+    best = ratio_clause(rows, lambda r: {"ratio": r["ratio_to_best"]}
+                        if r.get("best_peer") else None,
+                        "against each row's fastest correct configuration of any peer")
+    if not best:
+        return None
+    clauses = [best]
+    for e in peers:
+        c = ratio_clause(rows, lambda r, e=e: (r.get("vs_default") or {}).get(e),
+                         f"against {e}'s default")
+        if c:
+            clauses.append(c)
+    isa = ratio_clause(rows, lambda r: r.get("isa_avx2"),
+                       "held to AVX2 (`isa=avx2`) against the peers held to it")
+    if isa:
+        clauses.append(isa)
+    counts = sorted({r["threads"] for r in rows})
+    threads = " and ".join(str(t) for t in counts) + (" threads" if counts[-1] > 1 else " thread")
+    return (f"`make bench-peer` ({', '.join(peers)}; {len(rows)} rows on {threads}): "
+            + "; ".join(clauses) + ".")
 
 
 def write(bench_path, peer_path, out_path, other_path=None):
