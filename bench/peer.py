@@ -14,7 +14,10 @@ The protocol: lines of tab-separated words on stdin/stdout.
      (inputs built, every formulation run once on every rotation: untimed;
      a formulation PyTorch cannot run here is left out, and if none is
      left the row is skipped)
-  -> round IT          <- times SEC...        (one call of each, rotation IT)
+  -> round IT [LEAD]   <- times SEC...        (one call of each, rotation IT;
+                                              LEAD 1: each timed call right
+                                              after an untimed one on the
+                                              rotation before, workers awake)
   -> check             <- errors ABS REL ...  (rotation 0, against float64)
   -> done              <- ok                  (the row's memory freed)
 Cold rows rotate through >= 1.5 GiB of K/V copies as the engines' do.
@@ -74,10 +77,12 @@ class Row:
         if not self.forms:
             raise ValueError("; ".join(self.left_out))
 
-    def round(self, it):
+    def round(self, it, lead=False):
         out = []
         for f, st in zip(self.forms, self.states):
             s = st[it % self.rot]
+            if lead:
+                f.call(st[(it - 1) % self.rot])
             t0 = time.perf_counter()
             f.call(s)
             out.append(time.perf_counter() - t0)
@@ -125,7 +130,8 @@ def serve():
                     print(f"peer: left out {why}", file=sys.stderr)
                 say("ready", *[f.name for f in row.forms])
             elif w[0] == "round":
-                say("times", *[f"{t:.9f}" for t in row.round(int(w[1]))])
+                lead = len(w) > 2 and w[2] == "1"
+                say("times", *[f"{t:.9f}" for t in row.round(int(w[1]), lead)])
             elif w[0] == "check":
                 say("errors", *[f"{x:.6g}" for pair in row.check() for x in pair])
             elif w[0] == "done":

@@ -62,6 +62,7 @@ typedef struct peer_run {
     int pool[ROW_MAX_CONFIGS], keep[ROW_MAX_CONFIGS], ref[ROW_MAX_CONFIGS];
     int race_after;                          /* BENCH_PEER_RACE: rounds before the race drops */
     double race_margin, race_far;            /*   configurations, and by how much slower */
+    int settle_ms;                           /* BENCH_PEER_SETTLE_MS */
     char torch_info[160];                    /* "" without PyTorch */
     peer_row *rows;
     int nrows;

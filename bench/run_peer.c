@@ -156,13 +156,14 @@ typedef struct torch_rounds {
     torch_peer *t;
     peer_row *p;
     int base, n, reps, failed, done;   /* done: timed rounds answered */
+    int lead;                          /* row_race's settle: a lead-in call each */
 } torch_rounds;
 
 static void torch_round(void *ctx, int it) {
     torch_rounds *x = ctx;
     double sec[TORCH_MAX_FORMS];
     if (x->failed) return;
-    if (torch_peer_round(x->t, it, sec, x->n) != 0) {
+    if (torch_peer_round(x->t, it, x->lead, sec, x->n) != 0) {
         x->failed = 1;
         return;
     }
@@ -270,7 +271,7 @@ static void run_row(peer_run *run, torch_peer *torch, peer_row *p) {
             if (c >= run->eng[e].first && c < run->eng[e].first + run->eng[e].count) p->engine_of[c] = e;
     }
     p->ncell = run->ncfg;
-    torch_rounds tr = {torch, p, run->ncfg, 0, reps, 0, 0};
+    torch_rounds tr = {torch, p, run->ncfg, 0, reps, 0, 0, run->settle_ms > 0 && p->threads > 1};
     if (torch) {
         char form[TORCH_MAX_FORMS][TORCH_FORM_LEN];
         tr.n = torch_peer_row(torch, s, p->threads, form, p->torch_why, sizeof p->torch_why);
@@ -282,7 +283,7 @@ static void run_row(peer_run *run, torch_peer *torch, peer_row *p) {
     }
     const row_extra extra = {&tr, torch_round};
     const row_race race = {run->race_after, run->race_margin, run->race_far, peer_bound(s),
-                           run->pool,       run->keep,        run->ref};
+                           run->pool,       run->keep,        run->ref,      run->settle_ms};
     if (row_run(s, run->cfg, run->ncfg, p->threads, reps, p->io, p->r, tr.n ? &extra : NULL,
                 run->race_after > 0 ? &race : NULL) != 0)
         fprintf(stderr, "bench: %s: %s\n", p->name, p->r[0].why);
@@ -361,6 +362,18 @@ int run_peer(const char *engines, const char *torch_cmd, const char *outdir) {
         run.race_after < 0 || run.race_margin < 1 || run.race_far < 1) {
         fprintf(stderr, "bench: BENCH_PEER_RACE=%s: want ROUNDS,MARGIN,FAR with MARGIN, FAR >= 1\n",
                 race);
+        return 1;
+    }
+    /* BENCH_PEER_SETTLE_MS (default 30; 0: none): on 2 threads each timed
+     * run follows that pause and an untimed run of its own (row_race).
+     * Without it, decode B=1 f32 hot on 2 threads gave attnguard 2.23 ms
+     * (per round 0.24-3.23x PyTorch's), with 30 ms 1.34 ms (0.56-0.74x):
+     * whoever ran after PyTorch or ORT shared a core with their spinning
+     * workers. */
+    const char *settle = getenv("BENCH_PEER_SETTLE_MS");
+    run.settle_ms = settle ? atoi(settle) : 30;
+    if (run.settle_ms < 0 || run.settle_ms > 10000) {
+        fprintf(stderr, "bench: BENCH_PEER_SETTLE_MS=%s: want 0 .. 10000\n", settle);
         return 1;
     }
     run.rows = rows;

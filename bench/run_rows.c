@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ------------------------------------------------------------- narrowing */
 
@@ -86,6 +87,12 @@ static void engine_free(row_engine *x, int ngroups) {
         free(x->out[g]);
     }
     free(x->times);
+}
+
+/* Sleep ms milliseconds (row_race's settle). */
+static void settle_for(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0) {}
 }
 
 /* One batch (every group) on rotation k; 0, or -1 with why. */
@@ -369,10 +376,18 @@ int row_run(const row_spec *r, const row_config *C, int n, int threads, int reps
      * caches).  In a race on a hot row the check was the warm-up (the same
      * rotation; ggml's bf16 prefill takes 4 s a run). */
     const int checked_warm = race && rot == 1;
+    const int settle = race && race->settle_ms > 0 && threads > 1;
     for (int it = 0, seq = 0; it <= reps; it++) {
         for (int e = 0; e < n; e++, seq++) {
             if (!live[e] || (it == 0 && checked_warm)) continue;
             const int k = seq % rot;
+            if (settle) {
+                settle_for(race->settle_ms);
+                if (run_batch(&eng[e], grp, ngroups, (k + rot - 1) % rot, res[e].why, sizeof res[e].why)) {
+                    live[e] = 0;
+                    continue;
+                }
+            }
             const double c0 = bench_cpu_now(), t0 = bench_now();
             if (run_batch(&eng[e], grp, ngroups, k, res[e].why, sizeof res[e].why)) {
                 live[e] = 0;
@@ -384,6 +399,7 @@ int row_run(const row_spec *r, const row_config *C, int n, int threads, int reps
                 eng[e].cpu += bench_cpu_now() - c0;
             }
         }
+        if (settle && extra && extra->round) settle_for(race->settle_ms);
         if (extra && extra->round) extra->round(extra->ctx, it);
         if (race && it >= 1 && it <= race->after && it < reps)
             race_drop(race, it, n, threads, eng, live, wrong, pre, res);

@@ -43,11 +43,20 @@ typedef struct row_extra {
  *     configuration of its pool (it cannot be its engine's fastest).
  * One whose check run took more than 2 far times ref[c]'s stops before
  * any round.  Stopped configurations keep the rounds they ran
- * (res.stopped, res.rounds) and the check's errors. */
+ * (res.stopped, res.rounds) and the check's errors.
+ *
+ * settle_ms (> 0, and threads > 1): before each timed run the machine is
+ * left idle that long, so that the workers of the engine that ran before
+ * stop spinning (libgomp's, ONNX Runtime's, PyTorch's spin for
+ * milliseconds after a run and took one of the 2 cores), and the
+ * configuration runs once untimed on the previous rotation, so that its
+ * own workers are awake: each is timed as a serving loop runs it, warm
+ * and alone.  The extra peer's round is preceded by the same pause. */
 typedef struct row_race {
     int after;
     double margin, far, bound;
     const int *pool, *keep, *ref;
+    int settle_ms;
 } row_race;
 
 /* Run row r on n configurations C[0..n) with `threads` threads and q/out

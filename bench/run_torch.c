@@ -117,9 +117,9 @@ int torch_peer_row(torch_peer *t, const row_spec *r, int threads, char form[][TO
     return n;
 }
 
-int torch_peer_round(torch_peer *t, int it, double *sec, int n) {
+int torch_peer_round(torch_peer *t, int it, int lead, double *sec, int n) {
     for (int i = 0; i < n; i++) sec[i] = NAN;
-    if (ask(t, "times", "round\t%d\n", it) != 0) return -1;
+    if (ask(t, "times", "round\t%d\t%d\n", it, lead != 0) != 0) return -1;
     return numbers(t->line, sec, n) == n ? 0 : -1;
 }
 

@@ -28,8 +28,9 @@ void torch_peer_stop(torch_peer *t);
  * -1 when the child is gone. */
 int torch_peer_row(torch_peer *t, const row_spec *r, int threads, char form[][TORCH_FORM_LEN],
                    char *why, size_t cap);
-/* Round it of the prepared row: each formulation's seconds (NaN: failed). */
-int torch_peer_round(torch_peer *t, int it, double *sec, int n);
+/* Round it of the prepared row: each formulation's seconds (NaN: failed);
+ * lead: each timed call right after an untimed one (row_race's settle). */
+int torch_peer_round(torch_peer *t, int it, int lead, double *sec, int n);
 /* The check of the prepared row: abs[i], rel[i] per formulation. */
 int torch_peer_check(torch_peer *t, double *abs_err, double *rel_err, int n);
 /* Free the row's memory in the child. */
