@@ -364,14 +364,14 @@ int run_peer(const char *engines, const char *torch_cmd, const char *outdir) {
                 race);
         return 1;
     }
-    /* BENCH_PEER_SETTLE_MS (default 30; 0: none): on 2 threads each timed
+    /* BENCH_PEER_SETTLE_MS (default 5; 0: none): on 2 threads each timed
      * run follows that pause and an untimed run of its own (row_race).
      * Without it, decode B=1 f32 hot on 2 threads gave attnguard 2.23 ms
-     * (per round 0.24-3.23x PyTorch's), with 30 ms 1.34 ms (0.56-0.74x):
+     * (per round 0.24-3.23x PyTorch's), with 5 ms 0.88 ms (0.74-1.36x):
      * whoever ran after PyTorch or ORT shared a core with their spinning
      * workers. */
     const char *settle = getenv("BENCH_PEER_SETTLE_MS");
-    run.settle_ms = settle ? atoi(settle) : 30;
+    run.settle_ms = settle ? atoi(settle) : 5;
     if (run.settle_ms < 0 || run.settle_ms > 10000) {
         fprintf(stderr, "bench: BENCH_PEER_SETTLE_MS=%s: want 0 .. 10000\n", settle);
         return 1;

@@ -89,10 +89,14 @@ static void engine_free(row_engine *x, int ngroups) {
     free(x->times);
 }
 
-/* Sleep ms milliseconds (row_race's settle). */
+/* Wait ms milliseconds, busy (row_race's settle): the other engines'
+ * workers stop spinning all the same, and a short busy pause leaves the
+ * next run as fast as back to back (decode B=1 f32 hot on 2 threads,
+ * attnguard alone: 0.72-0.78 ms back to back, 0.74-0.81 after 5 ms busy
+ * and a run of its own, 0.92-1.31 after a 30 ms nanosleep and that run). */
 static void settle_for(int ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0) {}
+    const double end = bench_now() + ms * 1e-3;
+    while (bench_now() < end) {}
 }
 
 /* One batch (every group) on rotation k; 0, or -1 with why. */

@@ -45,8 +45,8 @@ typedef struct row_extra {
  * any round.  Stopped configurations keep the rounds they ran
  * (res.stopped, res.rounds) and the check's errors.
  *
- * settle_ms (> 0, and threads > 1): before each timed run the machine is
- * left idle that long, so that the workers of the engine that ran before
+ * settle_ms (> 0, and threads > 1): before each timed run this thread
+ * waits that long, busy, so that the workers of the engine that ran before
  * stop spinning (libgomp's, ONNX Runtime's, PyTorch's spin for
  * milliseconds after a run and took one of the 2 cores), and the
  * configuration runs once untimed on the previous rotation, so that its

@@ -21,7 +21,7 @@
 #                     fastest is dropped after BENCH_PEER_RACE's rounds (default
 #                     "2,1.25": 2 rounds, each 1.25x its engine's fastest; "0" times
 #                     all to the end); on 2 threads each timed run follows a pause of
-#                     BENCH_PEER_SETTLE_MS (30; other engines' workers stop spinning)
+#                     BENCH_PEER_SETTLE_MS (5; other engines' workers stop spinning)
 #                     and an untimed run of its own.  Per row: attnguard's default against each
 #                     peer at its best and against each peer's default, and held to
 #                     AVX2 against the peers held to it:
