@@ -62,9 +62,10 @@ static void md_head(FILE *m, const peer_run *run) {
                "KV) of the largest reference value: a sanity bound against a wrong "
                "configuration, not a verdict on rounding (the harness's oracles judge that). "
                "A peer's *winner* is its fastest correct configuration, the *best peer* the "
-               "fastest winner. *%s / best* = %s's median over the best peer's (below 1: %s is "
-               "faster), *per round* the smallest and largest of the same ratio round by "
-               "round; the verdict is *ahead* (below 1 in every round), *ahead (not in every "
+               "fastest winner. *%s / best* = the median over the rounds of %s's time over the "
+               "best peer's in the same round (below 1: %s is faster; the ratio of the "
+               "medians for a configuration stopped after its check), *per round* the "
+               "smallest and largest of that ratio; the verdict is *ahead* (below 1 in every round), *ahead (not in every "
                "round)* or *NOT ahead*. Rows whose query and output are f32 although the KV is "
                "not are marked (q/out f32): a peer given takes no other; PyTorch computes in "
                "the KV dtype.\n\nConfigurations tried:\n\n",

@@ -196,7 +196,13 @@ static void torch_finish(torch_rounds *x, const row_spec *s) {
     torch_peer_done(x->t);
 }
 
-/* Cell us against cell them, round by round (either may be -1). */
+/* Cell us against cell them (either may be -1): the median of their
+ * per-round ratios, both timed in the same round, so that a phase of the
+ * machine that moves both cancels (decode B=1 f16 hot on 2 threads: 3
+ * slow rounds and 4 fast ones for every engine put attnguard's median in
+ * the slow ones and PyTorch's in the fast: 1.11x, though attnguard was
+ * ahead in 6 of 7 rounds); the ratio of the medians when them stopped
+ * after its check (no round in common). */
 static peer_cmp compare(const peer_row *p, int us, int them) {
     peer_cmp c = {us, them, 0, INFINITY, 0, NULL};
     c.verdict = us < 0 || !p->r[us].ran ? "did not run"
@@ -205,12 +211,15 @@ static peer_cmp compare(const peer_row *p, int us, int them) {
                                         : NULL;
     if (c.verdict) return c;
     const row_result *a = &p->r[us], *b = &p->r[them];
-    c.ratio = a->sec / b->sec;
+    double q[ROW_MAX_ROUNDS];
+    int n = 0;
     for (int k = 0; k < a->rounds && k < b->rounds; k++) {
-        const double q = a->round_sec[k] / b->round_sec[k];
-        c.rmin = fmin(c.rmin, q), c.rmax = fmax(c.rmax, q);
+        q[n] = a->round_sec[k] / b->round_sec[k];
+        c.rmin = fmin(c.rmin, q[n]), c.rmax = fmax(c.rmax, q[n]);
+        n++;
     }
-    if (c.rmin > c.rmax) c.rmin = c.rmax = c.ratio;   /* them: stopped after its check */
+    c.ratio = n ? bench_median(q, n) : a->sec / b->sec;
+    if (!n) c.rmin = c.rmax = c.ratio;
     c.verdict = c.ratio >= 1 ? "NOT ahead" : c.rmax < 1 ? "ahead" : "ahead (not in every round)";
     return c;
 }
