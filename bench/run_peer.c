@@ -115,7 +115,8 @@ static void engine_configs(peer_run *run, const engine_host *h, int judged) {
          * many times slower than any real path: never timed */
         if (v[i].kind != AG_VARIANT_KERNELS || strstr(v[i].options, "@emu")) continue;
         const int held = !default_held && !nheld && peer_held(v[i].options);
-        const int next = !judged && nkern - nheld < nk && (!by_name || named_kernel(env, v[i].options));
+        const int next =
+            !judged && nkern - nheld < nk && (!by_name || named_kernel(env, v[i].options));
         if (held || next)
             kern[nkern++] = v[i].options, nheld += held;
     }

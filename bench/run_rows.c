@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* ------------------------------------------------------------- narrowing */
 
@@ -283,7 +282,7 @@ static void race_drop(const row_race *race, int k, int n, int threads, row_engin
                 if (live[o] && !wrong[o] && race->pool[o] == race->pool[e])
                     best = fmin(best, eng[o].times[j]);
             slower &= eng[e].times[j] > race->margin * best;
-            far &= far && eng[e].times[j] > race->far * eng[r].times[j];
+            far = far && eng[e].times[j] > race->far * eng[r].times[j];
         }
         drop[e] = (wrong[e] && k == race->after) || slower || far;
         outrun[e] = slower;
@@ -387,7 +386,8 @@ int row_run(const row_spec *r, const row_config *C, int n, int threads, int reps
             const int k = seq % rot;
             if (settle) {
                 settle_for(race->settle_ms);
-                if (run_batch(&eng[e], grp, ngroups, (k + rot - 1) % rot, res[e].why, sizeof res[e].why)) {
+                const int before = (k + rot - 1) % rot;
+                if (run_batch(&eng[e], grp, ngroups, before, res[e].why, sizeof res[e].why)) {
                     live[e] = 0;
                     continue;
                 }
