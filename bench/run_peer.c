@@ -134,8 +134,8 @@ static void engine_configs(peer_run *run, const engine_host *h, int judged) {
             run->cfg[run->ncfg] = (row_config){h, dflt ? NULL : w, w};
             run->held[run->ncfg] = peer_held(w);
             /* the race (row_race): the judged engine's configurations run
-             * every round; a peer's race within their engine (the held
-             * ones among themselves), but its default, and against the
+             * every round; a peer's race the others of their engine (the
+             * held ones among themselves; never its default) and the
              * judged configuration of their kind */
             run->pool[run->ncfg] = judged ? -1 : 2 * run->neng + run->held[run->ncfg];
             run->keep[run->ncfg] = dflt;
@@ -197,18 +197,19 @@ static void torch_finish(torch_rounds *x, const row_spec *s) {
     torch_peer_done(x->t);
 }
 
-/* Cell us against cell them (either may be -1): the median of their
+/* Cell us against cell them (either may be -1; none: the verdict when
+ * them is): the median of their
  * per-round ratios, both timed in the same round, so that a phase of the
  * machine that moves both cancels (decode B=1 f16 hot on 2 threads: 3
  * slow rounds and 4 fast ones for every engine put attnguard's median in
  * the slow ones and PyTorch's in the fast: 1.11x, though attnguard was
  * ahead in 6 of 7 rounds); the ratio of the medians when them stopped
  * after its check (no round in common). */
-static peer_cmp compare(const peer_row *p, int us, int them) {
+static peer_cmp compare(const peer_row *p, int us, int them, const char *none) {
     peer_cmp c = {us, them, 0, INFINITY, 0, NULL};
     c.verdict = us < 0 || !p->r[us].ran ? "did not run"
                 : !p->correct[us]       ? "output beyond the sanity bound"
-                : them < 0              ? "no peer ran correctly"
+                : them < 0              ? none
                                         : NULL;
     if (c.verdict) return c;
     const row_result *a = &p->r[us], *b = &p->r[them];
@@ -262,14 +263,16 @@ static void judge(const peer_run *run, peer_row *p) {
         }
         if (e > 0 && p->winner[e] >= 0 && (p->best < 0 || p->r[p->winner[e]].sec < p->r[p->best].sec))
             p->best = p->winner[e];
-        if (e > 0) p->vs_default[e] = compare(p, us, dflt >= 0 && p->correct[dflt] ? dflt : -1);
+        if (e > 0)
+            p->vs_default[e] = compare(p, us, dflt >= 0 && p->correct[dflt] ? dflt : -1,
+                                       "its default did not run correctly");
     }
     /* engine 0's winner is its default unless it ran its held table too */
     p->winner[0] = us < p->ncell && p->correct[us] ? us : -1;
-    const peer_cmp best = compare(p, us, p->best);
+    const peer_cmp best = compare(p, us, p->best, "no peer ran correctly");
     p->ratio = best.ratio, p->rmin = best.rmin, p->rmax = best.rmax, p->verdict = best.verdict;
     p->isa = cell_held(run, p, us) ? (peer_cmp){-1, -1, 0, 0, 0, "its default is held to the ISA"}
-             : compare(p, us_held, best_held);
+             : compare(p, us_held, best_held, "no held peer ran correctly");
 }
 
 static void run_row(peer_run *run, torch_peer *torch, peer_row *p) {
