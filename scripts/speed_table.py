@@ -85,6 +85,12 @@ def table_text(doc, other=None):
     return text, met, total
 
 
+def fmt(x):
+    """A ratio in two decimals, or two significant digits below 0.1 (ORT's
+    f16 decode takes 200x attnguard's time: 0.0048, not 0.00)."""
+    return f"{x:.2f}" if x >= 0.1 else f"{x:.2g}"
+
+
 def ratio_clause(rows, pick, what):
     """One comparison over the rows: the range of attnguard's time over the
     other's (`pick(row)` gives a comparison dict with ratio and verdict,
@@ -95,12 +101,12 @@ def ratio_clause(rows, pick, what):
         return None
     ratios = sorted(c["ratio"] for _, c in cmps)
     behind = [(r, c) for r, c in cmps if c["ratio"] >= 1.0]
-    text = (f"{what}, attnguard takes {ratios[0]:.2f}-{ratios[-1]:.2f}x its time "
-            f"(median {ratios[len(ratios) // 2]:.2f}x), ahead on {len(cmps) - len(behind)} "
+    text = (f"{what}, attnguard takes {fmt(ratios[0])}-{fmt(ratios[-1])}x its time "
+            f"(median {fmt(ratios[len(ratios) // 2])}x), ahead on {len(cmps) - len(behind)} "
             f"of {len(cmps)} rows")
     if behind:
         text += " (not on " + ", ".join(
-            f"{r['name']}, {r['threads']} thr.: {c['ratio']:.2f}x" for r, c in behind) + ")"
+            f"{r['name']}, {r['threads']} thr.: {fmt(c['ratio'])}x" for r, c in behind) + ")"
     return text
 
 
