@@ -50,8 +50,21 @@ void attn_tile_bf16__avx512(const attn_tile_args *a) {
         attn_decode_bf16__avx512(a, 1);
         return;
     }
+#ifndef ATTN_INJECT_bf16_lanes_unchecked
     if (attn_lanes_widen_fits__avx512(a)) {
+#else
+    /* INJECTED BUG (bf16_lanes_unchecked): every many-row bf16 item sent
+     * to the widening lanes tile, whether its rows fit the lanes (a
+     * multiple of 16, 32 .. 128) or not. */
+    if (1) {
+#endif
+#ifndef ATTN_INJECT_bf16_lanes_as_f16
         attn_lanes_widen__avx512(a, ATTN_DTYPE_BF16);
+#else
+        /* INJECTED BUG (bf16_lanes_as_f16): the route names the wrong
+         * cache dtype: bf16 K and V widened as f16. */
+        attn_lanes_widen__avx512(a, ATTN_DTYPE_F16);
+#endif
         return;
     }
     attn_flash_bf16__avx512(a);
