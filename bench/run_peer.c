@@ -111,9 +111,9 @@ static void engine_configs(peer_run *run, const engine_host *h, int judged) {
     int nkern = 1, nheld = 0;
     const int default_held = h->n_variants > 0 && peer_held(v[0].options);
     for (int i = 1; i < h->n_variants; i++) {
-        /* an emulated table ("isa=avx512@emu") is a correctness twin,
-         * many times slower than any real path: never timed */
-        if (v[i].kind != AG_VARIANT_KERNELS || strstr(v[i].options, "@emu")) continue;
+        /* an emulated table ("isa=avx512@emu", "isa=amx@sim") is for
+         * correctness, many times slower than any real path: never timed */
+        if (v[i].kind != AG_VARIANT_KERNELS || strchr(v[i].options, '@')) continue;
         const int held = !default_held && !nheld && peer_held(v[i].options);
         const int next =
             !judged && nkern - nheld < nk && (!by_name || named_kernel(env, v[i].options));

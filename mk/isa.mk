@@ -25,7 +25,7 @@
 ifndef ISA_MK_INCLUDED
 ISA_MK_INCLUDED := 1
 
-KERNEL_TABLES := avx2 avx512 avx512bf16
+KERNEL_TABLES := avx2 avx512 avx512bf16 amx
 
 avx2_SRC := src/kernels/avx2.c src/kernels/avx2_decode.c
 avx2_FLAGS := -mavx2 -mfma -mf16c
@@ -35,6 +35,9 @@ avx512_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
 avx512bf16_SRC := src/kernels/avx512bf16.c src/kernels/avx512bf16_lanes.c \
                   src/kernels/avx512bf16_dec8.c
 avx512bf16_FLAGS := $(avx512_FLAGS) -mavx512bf16 -mavx512vbmi
+# extends the avx512bf16 table (bf16 prefill on AMX tiles): needs it
+amx_SRC := src/kernels/amx.c
+amx_FLAGS := $(avx512bf16_FLAGS) -mamx-tile -mamx-bf16
 
 # The tables this build compiles: all of them, unless a build leaves some
 # out (make B=build/v-only-avx2 ISA_TABLES=avx2: how the tests' "not
@@ -49,9 +52,10 @@ CPU_FLAGS := $(shell grep -m1 '^flags' /proc/cpuinfo 2>/dev/null)
 cpu_has = $(if $(strip $(foreach f,$1,$(if $(filter $f,$(CPU_FLAGS)),,x))),,1)
 NATIVE_TABLES := $(strip $(if $(call cpu_has,avx2 fma f16c),avx2) \
     $(if $(call cpu_has,avx512f avx512bw avx512vl avx512dq fma f16c),avx512) \
-    $(if $(call cpu_has,avx512f avx512bw avx512vl avx512dq avx512_bf16 avx512vbmi),avx512bf16))
+    $(if $(call cpu_has,avx512f avx512bw avx512vl avx512dq avx512_bf16 avx512vbmi),avx512bf16) \
+    $(if $(call cpu_has,avx512f avx512bw avx512vl avx512dq avx512_bf16 avx512vbmi amx_tile amx_bf16),amx))
 
-# ---- the emulated tables: avx512@emu, avx512bf16@emu ----
+# ---- the emulated tables: avx512@emu, avx512bf16@emu, amx@emu ----
 # The AVX-512 tables compiled a second time, from the same files, against
 # SIMDe (Debian's libsimde-dev, header-only) on the host's AVX2, FMA and
 # F16C: src/kernels/avx512_emu.h replaces <immintrin.h> under ATTN_EMU and
@@ -63,7 +67,7 @@ NATIVE_TABLES := $(strip $(if $(call cpu_has,avx2 fma f16c),avx2) \
 # (src/dispatch.c).  EMU_TABLES= (empty) leaves them out; without SIMDe's
 # header they are left out too (make deps installs it).
 SIMDE_HEADER := /usr/include/simde/x86/avx512.h
-EMU_ABLE := avx512 avx512bf16
+EMU_ABLE := avx512 avx512bf16 amx
 EMU_TABLES ?= $(if $(wildcard $(SIMDE_HEADER)),$(EMU_ABLE))
 emu_tables_of = $(foreach t,$1,$(t)_emu)
 # -O1 -g1 (after the build's own -O2 -g, so they win): SIMDe's inline

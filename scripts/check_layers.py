@@ -25,7 +25,7 @@ Rules (docs/design.md, "Repository"):
      external linkage);
   7. src/kernels/: no private name (a macro, a static or inline function,
      a static variable, a typedef) is defined by the files of two kernel
-     tables (ref, avx2, avx512, avx512bf16: a table's kernel, inline and
+     tables (ref and those of mk/isa.mk: a table's kernel, inline and
      table files); each table's carry its ISA, so that grep finds one.
   8. an example engine (examples/<name>/) is built from the installed kit
      only: no `#include "..."` leaves its folder, and only its adapter
@@ -38,6 +38,7 @@ file's folder (system includes are not followed); calls and definitions
 are read off the text with comments and strings removed, a file-level
 approximation that needs no compiler.
 """
+import functools
 import os
 import re
 import sys
@@ -51,7 +52,6 @@ DOOR_EXCEPTIONS = {"fuzz/fuzz_api.c"}
 BENCH_LAYERS = ["util", "report", "run", "main"]    # bench/<layer>_*.{c,h}, lowest first
 CYCLE_FOLDERS = ["harness", "bench", os.path.join("src", "kernels")]   # no include cycle
 CALL_FOLDERS = ["bench", os.path.join("src", "kernels"), os.path.join("harness", "cli")]   # no call cycle
-KERNEL_TABLES = ["avx512bf16", "avx512", "avx2", "ref"]   # longest prefix first
 
 
 def sources():
@@ -65,6 +65,15 @@ def sources():
 def read(path):
     with open(os.path.join(ROOT, path), encoding="utf-8", errors="replace") as f:
         return f.read()
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_tables():
+    """The kernel tables as mk/isa.mk lists them, plus the portable one,
+    longest name first (a file belongs to the longest table name it starts
+    with: avx512bf16_lanes.c to avx512bf16, not avx512)."""
+    m = re.search(r'^KERNEL_TABLES\s*:=\s*(.*)$', read(os.path.join("mk", "isa.mk")), re.M)
+    return sorted(m.group(1).split() + ["ref"], key=len, reverse=True)
 
 
 COMMENT_OR_STRING = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
@@ -103,7 +112,7 @@ def kernel_table(path):
     if parts[:2] != ["src", "kernels"]:
         return None
     name = parts[2][len("table_"):] if parts[2].startswith("table_") else parts[2]
-    return next((t for t in KERNEL_TABLES if name.startswith(t + "_") or name.startswith(t + ".")), None)
+    return next((t for t in kernel_tables() if name.startswith(t + "_") or name.startswith(t + ".")), None)
 
 
 def call_edges(files):

@@ -389,7 +389,10 @@ attn_status attn_reshape_and_cache_from(const attn_kv_desc *kv, int32_t num_bloc
  * emulated ones, if the build has them ("avx512@emu", "avx512bf16@emu":
  * the AVX-512 kernels on an emulation of AVX-512 over AVX2, usable on any
  * CPU with AVX2, FMA and F16C; the same results bit for bit as the native
- * table, many times slower), which run only when asked for by name. */
+ * table, many times slower; "amx@sim": the amx table's kernels on a
+ * simulation of its AMX tiles, the same algorithm and rounding bound but
+ * not the same bits, as the AMX unit's order of sums inside one tile
+ * product is not documented), which run only when asked for by name. */
 int attn_isa_available(const char **names, int cap);
 
 #ifdef __cplusplus

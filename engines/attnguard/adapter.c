@@ -151,11 +151,13 @@ static void add_variant(ctx *c, ag_variant_kind kind, const char *isa, const cha
 
 /* An emulated table ("avx512@emu") is the twin of the native one it
  * emulates, when that one is a variant here too: the harness holds the two
- * to the same bytes (ag_variant.twin).  isas[i] is variant i's table. */
+ * to the same bytes (ag_variant.twin).  A simulated one ("amx@sim":
+ * attn_isa_available) is not bit for bit and has no twin: the reference
+ * judges it as any variant.  isas[i] is variant i's table. */
 static void pair_twins(ctx *c, const char *const *isas) {
     for (int i = 0; i < c->n_variants; i++) {
         const char *at = isas[i] ? strchr(isas[i], '@') : NULL;
-        if (!at) continue;
+        if (!at || strcmp(at, "@emu") != 0) continue;
         for (int j = 0; j < c->n_variants; j++)
             if (j != i && isas[j] && strlen(isas[j]) == (size_t)(at - isas[i]) &&
                 strncmp(isas[j], isas[i], (size_t)(at - isas[i])) == 0)
@@ -585,7 +587,7 @@ static int all_paths(const char **names, int cap) {
                          attn_dtype_name((attn_dtype)d));
             snprintf(tab[n++], sizeof tab[0], "wide/%s", isas[i]);
             avx512 |= strncmp(isas[i], "avx512", 6) == 0;
-            bf16 |= strncmp(isas[i], "avx512bf16", 10) == 0; /* native or @emu */
+            bf16 |= strncmp(isas[i], "avx512bf16", 10) == 0 || strncmp(isas[i], "amx", 3) == 0;
         }
         snprintf(tab[n++], sizeof tab[0], "tune=amd");
         snprintf(tab[n++], sizeof tab[0], "tune=intel");

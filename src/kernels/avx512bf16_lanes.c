@@ -22,7 +22,8 @@
  *
  * Numerics (what differs from the fp32 tiles; docs/engine.md, "Rounding",
  * turns this into a bound on the output, and the harness's compare.c into
- * its tolerance for these runs):
+ * its tolerance for these runs; the amx table's tile, amx.c, shares its
+ * packing of q and the weights and so its numerics):
  *   - q is rounded to bf16 once: bf16 keeps 8 significant bits, so round
  *     to nearest even moves an element by |dq| <= 2^-8 |q| and a logit by
  *     at most 2^-8 x sum_d |q_d k_d|; products are exact and sums fp32.
@@ -160,7 +161,7 @@ __attribute__((noinline)) static void pvt2_block(int32_t ND, int32_t NR, float *
  * each row's 32 dims of a slice rounded to bf16 in natural order (so word
  * t holds dims 2t, 2t + 1), then 16 rows transposed so that a word vector
  * holds one pair of dims for 16 rows. */
-static void q_pairs(const float *q, int32_t *qt2, int32_t rows, size_t D) {
+void attn__q_pairs__avx512bf16(const float *q, int32_t *qt2, int32_t rows, size_t D) {
     const size_t D2 = D / 2;
     for (int32_t r0 = 0; r0 < rows; r0 += 16) {
         size_t ps;
@@ -216,7 +217,7 @@ static void v_pairs(const void *const *vrow, const void *const *vpf, int32_t klo
  * rows.  Every pair of the chunk, so that P.V may read any pair of its
  * panel's span (the softmax wrote 0 for every key outside the vector's
  * own span); a key at or past n (not written this chunk) counts as 0. */
-static void p_pairs(float *st, int32_t n) {
+void attn__p_pairs__avx512bf16(float *st, int32_t n) {
     const __m512i top = _mm512_set1_epi32((int)0xffff0000u);
     for (int32_t i = 0; 2 * i < n; i++) {
         const __m512i x = _mm512_load_si512((const void *)(st + 32 * (size_t)i));
@@ -239,7 +240,7 @@ void attn_lanes_bf16__avx512bf16(const attn_tile_args *a) {
 
     int32_t *qt2 = (int32_t *)a->kv;
     int32_t *vp = (int32_t *)((unsigned char *)a->kv + VP_OFFSET(D));
-    q_pairs(a->q, qt2, rows, D);
+    attn__q_pairs__avx512bf16(a->q, qt2, rows, D);
     /* the accumulator as the fp32 tile keeps it: Ot panels in q's area */
     float *ot = a->q;
     rows_panels(a->acc, ot, rows, D, 1);
@@ -273,7 +274,7 @@ void attn_lanes_bf16__avx512bf16(const attn_tile_args *a) {
         int32_t ilo, ihi;
         span(lr.item_lo, lr.item_hi, c0, n, &ilo, &ihi);
         v_pairs(vrow, vpf, ilo, ihi, D, vp);
-        for (int32_t v = 0; v < nvec; v++) p_pairs(st + (size_t)v * SP, n);
+        for (int32_t v = 0; v < nvec; v++) attn__p_pairs__avx512bf16(st + (size_t)v * SP, n);
         /* P.V, one Ot panel at a time over the key pairs its rows see */
         for (int32_t v0 = 0; v0 < nvec; v0 += NRV) {
             const int32_t NR = nvec - v0 < NRV ? nvec - v0 : NRV;

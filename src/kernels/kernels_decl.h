@@ -25,7 +25,7 @@
 #include "kernels.h"
 
 /* A table file compiled for an emulated table (mk/isa.mk: ATTN_EMU, then
- * every avx512 symbol renamed with the suffix _emu) names itself "<T>@emu"
+ * every avx512 or amx symbol renamed with the suffix _emu) names itself "<T>@emu"
  * and says which native table it emulates. */
 #ifdef ATTN_EMU
 #define ATTN__TABLE_NAME(t) t "@emu"
@@ -208,6 +208,31 @@ int attn__cpu_avx512bf16(void);
 #define ATTN__TABLE_AVX512BF16(X)
 #endif
 
+/* ---- amx: the avx512bf16 table plus bf16 prefill on AMX tiles
+ *      (amx.c, table_amx.c; needs avx512bf16) ---- */
+#if defined(ATTN_HAVE_AVX512BF16) || defined(ATTN_EMU)
+/* The avx512bf16 lanes tile's packing, which the AMX tile shares
+ * (avx512bf16_lanes.c): q rows rounded to bf16 as Qt2 panels of dim-pair
+ * words, and one S^T panel's rounded weights as key pairs in place. */
+void attn__q_pairs__avx512bf16(const float *q, int32_t *qt2, int32_t rows, size_t D);
+void attn__p_pairs__avx512bf16(float *st, int32_t n);
+#endif
+#if defined(ATTN_HAVE_AMX) || defined(ATTN_EMU)
+void attn_lanes_bf16__amx(const attn_tile_args *a); /* takes what attn_lanes_fits__avx512bf16 takes */
+void attn_tile_bf16__amx(const attn_tile_args *a);
+void attn_tile_heads_bf16__amx(const attn_tile_args *a, int32_t n);
+const attn_kernels *attn__kernels_amx(void);
+const attn__cvt_path *attn__cvt_amx(int *count);
+/* one TDPBF16PS of 16 x 16 (amx.c; tests/test_emulation.c) */
+void attn__tdpbf16__amx(float *c, const uint16_t *a, const uint16_t *b);
+int attn__cpu_amx(void);
+#endif
+#ifdef ATTN_HAVE_AMX
+#define ATTN__TABLE_AMX(X) X(amx)
+#else
+#define ATTN__TABLE_AMX(X)
+#endif
+
 /* The compiled SIMD tables, worst first. */
 /* ---- the emulated tables (mk/isa.mk, EMU_TABLES): the avx512 files'
  * objects with _emu appended to every avx512 symbol ---- */
@@ -229,9 +254,18 @@ int attn__cpu_avx512bf16_emu(void);
 #else
 #define ATTN__TABLE_AVX512BF16_EMU(X)
 #endif
+#ifdef ATTN_HAVE_AMX_EMU
+const attn_kernels *attn__kernels_amx_emu(void);
+const attn__cvt_path *attn__cvt_amx_emu(int *count);
+void attn__tdpbf16__amx_emu(float *c, const uint16_t *a, const uint16_t *b);
+int attn__cpu_amx_emu(void);
+#define ATTN__TABLE_AMX_EMU(X) X(amx_emu)
+#else
+#define ATTN__TABLE_AMX_EMU(X)
+#endif
 
 /* Native tables worst first, then the emulated ones. */
 #define ATTN__SIMD_TABLES(X) ATTN__TABLE_AVX2(X) ATTN__TABLE_AVX512(X) ATTN__TABLE_AVX512BF16(X) \
-    ATTN__TABLE_AVX512_EMU(X) ATTN__TABLE_AVX512BF16_EMU(X)
+    ATTN__TABLE_AMX(X) ATTN__TABLE_AVX512_EMU(X) ATTN__TABLE_AVX512BF16_EMU(X) ATTN__TABLE_AMX_EMU(X)
 
 #endif /* ATTN_KERNELS_DECL_H */

@@ -17,6 +17,8 @@
  *     The native table is held to the same model where the CPU has it, so
  *     on such a CPU the model itself is checked against the silicon.
  *
+ *   - TDPBF16PS (amx, amx@sim): see its test below.
+ *
  * The conversions (VCVTNE2PS2BF16, VCVTPH2PS, ...) are test_convert.c's:
  * it sweeps every table's paths, the emulated ones included, bit for bit.
  */
@@ -191,6 +193,91 @@ Test(emulation, vdpbf16ps_as_the_sdm_defines_it) {
                      bad);
     }
     if (!ran) TU_SKIP("no avx512bf16 table, native or emulated, runs here");
+}
+
+/* TDPBF16PS (the amx table's tile product) against a model written here:
+ * per element, each pair's two products (bf16 inputs with subnormals read
+ * as zero, subnormal products flushed) summed and rounded, then added to the accumulator (its
+ * subnormals read as zero) and rounded to nearest even, subnormal results
+ * flushed.  With one pair per element that is every bit of the silicon's
+ * answer on the Xeon the table was written on; with more, its order of
+ * sums is its own (amx_tiles.h), so full tiles are held to the error
+ * bound of any order of fp32 sums: 32 roundings of at most 2^-24 of the
+ * sum of the magnitudes.  The native table where the CPU has AMX, the
+ * simulated one (amx@sim) everywhere it is built. */
+typedef void (*tdp_fn)(float *c, const uint16_t *a, const uint16_t *b);
+static const dp_impl k_tdp[] = {
+#ifdef ATTN_HAVE_AMX
+    {"amx", (dp_fn)attn__tdpbf16__amx, attn__cpu_amx},
+#endif
+#ifdef ATTN_HAVE_AMX_EMU
+    {"amx@sim", (dp_fn)attn__tdpbf16__amx_emu, attn__cpu_amx_emu},
+#endif
+    {NULL, NULL, NULL},
+};
+
+static float model_pair(float acc, uint16_t ae, uint16_t ao, uint16_t be, uint16_t bo) {
+    volatile float pe = bf16(ae) * bf16(be), po = bf16(ao) * bf16(bo);
+    volatile float s = daz(daz(pe) + daz(po));
+    return daz(daz(acc) + s);
+}
+
+Test(emulation, tdpbf16ps_one_pair_as_modelled_and_tiles_within_bound) {
+    int ran = 0;
+    for (const dp_impl *d = k_tdp; d->name; d++) {
+        if (!d->cpu()) {
+            cr_log_info("%s: this CPU cannot run it", d->name);
+            continue;
+        }
+        ran++;
+        size_t bad = 0, far = 0;
+        for (int rep = 0; rep < 400; rep++) {
+            float c[256], c0[256];
+            uint16_t a[512], b[512];
+            const int full = rep % 2;
+            const int pk = (int)(next32() % 16); /* the one pair, unless full; zeros elsewhere */
+            for (int i = 0; i < 512; i++)
+                b[i] = full ? (uint16_t)((next32() & 0x80ffu) | 0x3c00u) : i / 32 == pk ? pick16() : 0;
+            for (int m = 0; m < 16; m++) {
+                const int k = pk;
+                for (int i = 0; i < 32; i++)
+                    a[32 * m + i] = full ? (uint16_t)((next32() & 0x80ffu) | 0x3c00u)
+                                         : (i / 2 == k ? pick16() : 0);
+                for (int n = 0; n < 16; n++)
+                    c[16 * m + n] = c0[16 * m + n] = full ? of_bits((next32() & 0x807fffffu) | 0x3f000000u)
+                                                          : pick_acc();
+            }
+            ((tdp_fn)d->run)(c, a, b);
+            for (int m = 0; m < 16; m++)
+                for (int n = 0; n < 16; n++) {
+                    const float got = c[16 * m + n], acc = c0[16 * m + n];
+                    if (full) {
+                        double ex = acc, mag = fabs((double)acc);
+                        for (int k = 0; k < 32; k++) {
+                            const double t = (double)bf16(a[32 * m + k]) * bf16(b[32 * (k / 2) + 2 * n + k % 2]);
+                            ex += t, mag += fabs(t);
+                        }
+                        if (fabs((double)got - ex) > 32 * 0x1p-24 * mag && far++ < 4)
+                            cr_log_error("%s (%d, %d): got %a, exact %a, bound %a", d->name, m, n,
+                                         (double)got, ex, 32 * 0x1p-24 * mag);
+                        continue;
+                    }
+                    const int k = pk;
+                    const float want = model_pair(acc, a[32 * m + 2 * k], a[32 * m + 2 * k + 1],
+                                                  b[32 * k + 2 * n], b[32 * k + 2 * n + 1]);
+                    const int same = isnan(want) ? isnan(got) != 0 : bits(got) == bits(want);
+                    if (!same && bad++ < 4)
+                        cr_log_error("%s (%d, %d): acc 0x%08x, a %04x %04x, b %04x %04x: got %a "
+                                     "(0x%08x), the model gives %a (0x%08x)", d->name, m, n,
+                                     bits(acc), a[32 * m + 2 * k], a[32 * m + 2 * k + 1],
+                                     b[32 * k + 2 * n], b[32 * k + 2 * n + 1], (double)got, bits(got),
+                                     (double)want, bits(want));
+                }
+        }
+        cr_assert_eq(bad, 0, "%s: %zu of 51200 one-pair elements differ from the model", d->name, bad);
+        cr_assert_eq(far, 0, "%s: %zu of 51200 tile elements outside the bound", d->name, far);
+    }
+    if (!ran) TU_SKIP("no amx table, native or simulated, runs here");
 }
 
 /* VSCALEFPS's definition (SDM), MXCSR at its default (RNE, no DAZ or FTZ):

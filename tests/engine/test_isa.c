@@ -54,7 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_ISAS 8
+#define MAX_ISAS 12
 
 /* The SIMD tables this build compiled (kernels_decl.h), with the CPU check
  * dispatch uses for each; the last entry is a terminator.  `sym` is the
@@ -76,8 +76,12 @@ static void check_table_name(const simd_table *e) {
     const attn_kernels *t = e->get();
     const size_t n = strlen(e->sym);
     const int emu = n > 4 && strcmp(e->sym + n - 4, "_emu") == 0;
+    /* amx's is a simulation, not an emulation bit for bit
+     * (src/kernels/amx_tiles.h): "amx@sim" */
+    const int sim = emu && n == 7 && !strncmp(e->sym, "amx", 3);
     char want[40];
-    snprintf(want, sizeof want, "%.*s%s", (int)(emu ? n - 4 : n), e->sym, emu ? "@emu" : "");
+    snprintf(want, sizeof want, "%.*s%s", (int)(emu ? n - 4 : n), e->sym,
+             sim ? "@sim" : emu ? "@emu" : "");
     cr_assert_str_eq(t->name, want);
     if (!emu) {
         cr_assert(t->emulates == NULL, "%s: a native table emulates nothing", t->name);
@@ -1181,7 +1185,8 @@ static attn_status create_tuned(const char *isa, const char *tune, attn_dtype kv
 
 /* The tuning profile: explicit, else $ATTN_TUNE, else the CPU vendor; an
  * unknown name is a clear error; attn_builder_info names it, and reports
- * bf16 rounding exactly for avx512bf16 x bf16 KV x "amd". */
+ * bf16 rounding exactly for avx512bf16 x (bf16 or fp8 KV) x "amd", and
+ * amx x (bf16 KV, or fp8 KV x "amd"). */
 Test(isa, tune_names_and_rounding) {
     attn_builder_info bi;
     attn_error err;
@@ -1208,6 +1213,7 @@ Test(isa, tune_names_and_rounding) {
     const int n = attn_isa_available(isas, MAX_ISAS);
     for (int i = 0; i < n; i++) {
         const int bf16tab = !strncmp(isas[i], "avx512bf16", 10); /* native or @emu */
+        const int amxtab = !strncmp(isas[i], "amx", 3);            /* rounds bf16 on any profile */
         for (int e = 0; e < 2; e++) /* precision: default, exact */
             for (int t = 0; t < 2; t++)
                 for (int d = 0; d < 4; d++) { /* f32 never rounds; bf16 prefill, fp8 decode do */
@@ -1216,7 +1222,8 @@ Test(isa, tune_names_and_rounding) {
                     const attn_dtype kv = kvs[d];
                     g_precision = e ? ATTN_PRECISION_EXACT : ATTN_PRECISION_DEFAULT;
                     cr_assert_eq(create_tuned(isas[i], t ? "amd" : "intel", kv, &bi, NULL), ATTN_OK);
-                    cr_assert_eq(bi.bf16_rounding, bf16tab && t && d && !e, "%s %s %s %s", isas[i],
+                    const int rounds = !e && (((bf16tab || amxtab) && t && d) || (amxtab && d == 1));
+                    cr_assert_eq(bi.bf16_rounding, rounds, "%s %s %s %s", isas[i],
                                  t ? "amd" : "intel", attn_dtype_name(kv), e ? "exact" : "default");
                     cr_assert_eq(bi.precision, g_precision);
                 }
@@ -1242,8 +1249,8 @@ Test(isa, env_bogus_is_bad_isa) {
 }
 
 Test(isa, explicit_names) {
-    static const char *const all[] = {"ref", "avx2", "avx512", "avx512bf16", "avx512@emu",
-                                      "avx512bf16@emu"};
+    static const char *const all[] = {"ref", "avx2", "avx512", "avx512bf16", "amx", "avx512@emu",
+                                      "avx512bf16@emu", "amx@sim"};
     const char *isas[MAX_ISAS];
     const int n = attn_isa_available(isas, MAX_ISAS);
     cr_assert_eq(create_with("bogus", NULL), ATTN_E_BAD_ISA);
@@ -1303,6 +1310,19 @@ Test(isa, tables_start_from_ref) {
         const int own = d == ATTN_DTYPE_BF16 || d == ATTN_DTYPE_FP8_E4M3 || d == ATTN_DTYPE_FP8_E5M2;
         cr_assert_eq(a->tile[d] != b->tile[d], own, "tile %s", attn_dtype_name((attn_dtype)d));
         cr_assert_eq(a->tile_heads[d] != b->tile_heads[d], own, "tile_heads %s",
+                     attn_dtype_name((attn_dtype)d));
+    }
+#endif
+#if defined(ATTN_HAVE_AVX512BF16) && defined(ATTN_HAVE_AMX)
+    const attn_kernels *bt = attn__kernels_avx512bf16(), *c = attn__kernels_amx();
+    cr_assert(bt->rows_target == c->rows_target && b->rows_multiple == c->rows_multiple &&
+              b->kv_tile == c->kv_tile);
+    /* its own router for bf16 (the AMX tile); the avx512bf16 table's elsewhere */
+    for (int d = 0; d < ATTN_DTYPE_COUNT; d++) {
+        cr_assert(bt->load_q[d] == c->load_q[d] && bt->store[d] == c->store[d]);
+        const int own = d == ATTN_DTYPE_BF16;
+        cr_assert_eq(bt->tile[d] != c->tile[d], own, "amx tile %s", attn_dtype_name((attn_dtype)d));
+        cr_assert_eq(bt->tile_heads[d] != c->tile_heads[d], own, "amx tile_heads %s",
                      attn_dtype_name((attn_dtype)d));
     }
 #endif

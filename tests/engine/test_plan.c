@@ -662,7 +662,8 @@ Test(plan, decode_head_runs) {
         {8, 2, 0, 8}, {2, 2, 0, 4}, {1, 2, 1, 4}, {1, 1, 1, 8}, {2, 2, 1, 8},
         {3, 2, 1, 4}, {3, 2, 0, 4}, {1, 2, 0, 4},
     };
-    static const char *isas[] = {"avx2", "avx512", "avx512bf16", "avx512@emu", "avx512bf16@emu", "ref"};
+    static const char *isas[] = {"avx2",       "avx512",         "avx512bf16", "amx",
+                                 "avx512@emu", "avx512bf16@emu", "amx@sim",    "ref"};
     const char *avail[16];
     const int na = attn_isa_available(avail, 16);
     int tried = 0;
