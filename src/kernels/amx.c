@@ -19,6 +19,15 @@
  * Per product block: 2 x 2 accumulator tiles and 2 + 2 operand tiles, all
  * eight tile registers.
  *
+ * Schedule, per 64-key chunk: the tile work is cut into steps (amx_queue)
+ * issued from inside the vector loops, V's transposition and then each
+ * pair of row vectors' softmax: pair i's softmax runs while the tile unit
+ * does pair i - 1's P.V and pair i + 1's Q.K^T.  Phase by phase, every
+ * burst of tile products started on a cold unit.  The softmax keeps a lazy
+ * maximum (LANES_LAZY_LOGITS), so Ot, which lives in memory, is rescaled
+ * only when a row's maximum grows by more than that.  The measurements:
+ * docs/perf-notes.md, "bf16 prefill on AMX tiles".
+ *
  * Where it runs: the amx table's router (table_amx.c) sends the bf16
  * items attn_lanes_fits__avx512bf16 takes (rows a multiple of 16 in 32 ..
  * 2 x AVX512_TILE, D a multiple of 32), when the builder allows rounding.
@@ -26,9 +35,12 @@
  * Numerics: those of the avx512bf16 lanes tile (its top comment; docs/
  * engine.md, "Rounding"): q and the weights rounded to bf16, products
  * exact, sums in fp32, bf16 subnormal inputs read as zero; TDPBF16PS also
- * flushes subnormal sums to zero.  The order of the fp32 sums differs
- * from VDPBF16PS's (each dot is summed in 32-dim pieces), within the same
- * bound.
+ * flushes subnormal products and sums to zero.  The order of the fp32
+ * sums differs from VDPBF16PS's (each dot is summed in 32-dim pieces, in
+ * an order of the unit's own: amx_tiles.h), within the same bound.  With
+ * the lazy maximum the weights are up to e^8 before rounding (the same
+ * relative rounding; rows whose sums leave fp32 go to the fp64 path as
+ * on every table).
  *
  * No threads, no allocation: every buffer is an argument (scratch areas).
  */
@@ -54,77 +66,97 @@ static inline size_t vec_at(int32_t v, int32_t rows, size_t cols, size_t *width)
     return (size_t)p0 * cols + (size_t)(r - p0);
 }
 
-/* -------------------------------------------------------- Q.K^T tiles */
+/* ------------------------------------------------------ the tile work */
 
-/* S^T blocks of NK 16-key groups (K rows at kb[j], row stride kstride
- * bytes) and NR vectors (Qt2 at qb[v], width qw[v] words) into st[v] +
- * 256 kg[j]: tiles 0-3 accumulate (group j, vector v) as 2 j + v, 4-5
- * hold K, 6-7 Qt2. */
-INLINE void qk_tiles(int NK, int NR, const void *const *kb, size_t kstride,
-                     const int32_t *const *qb, const size_t *qw, size_t D, float *const *st,
-                     const int32_t *kg) {
-    AMX_ZERO(0);
-    if (NR > 1) AMX_ZERO(1);
-    if (NK > 1) {
-        AMX_ZERO(2);
-        if (NR > 1) AMX_ZERO(3);
-    }
-    for (size_t d0 = 0; d0 < D; d0 += 32) {
-        AMX_LOAD(4, (const char *)kb[0] + 2 * d0, kstride);
-        if (NK > 1) AMX_LOAD(5, (const char *)kb[1] + 2 * d0, kstride);
-        AMX_LOAD(6, qb[0] + d0 / 2 * qw[0], 4 * qw[0]);
-        if (NR > 1) AMX_LOAD(7, qb[1] + d0 / 2 * qw[1], 4 * qw[1]);
-        AMX_DP(0, 4, 6);
-        if (NR > 1) AMX_DP(1, 4, 7);
+/* The tile work of one pair of row vectors (NR = 2, or 1 for an odd last
+ * vector) in one chunk: Q.K^T into their S^T panels over key groups [j0,
+ * j1) of 16 keys, and later P.V into their Ot panels over key-pair groups
+ * [g0, g1) of 16 pairs. */
+typedef struct amx_pair {
+    int32_t NR;
+    const int32_t *qb[2]; /* Qt2 of each vector, panel width qw words */
+    size_t qw[2];
+    float *sv[2];         /* S^T panels */
+    float *ov[2];         /* Ot of each vector, panel width ow floats */
+    size_t ow[2];
+    int32_t j0, j1, g0, g1;
+} amx_pair;
+
+/* What a step needs besides its pair: the chunk's K groups (kb, rows rb
+ * bytes apart), Vt, D. */
+typedef struct amx_chunk {
+    const void *kb[KGROUPS];
+    size_t rb, D;
+    const int32_t *vt;
+} amx_chunk;
+
+/* One step of Q.K^T: dims [d0, d0 + 32) of the S^T blocks of key groups
+ * j, j + 1 (NK = 2) or j alone, zeroing the accumulators first (first)
+ * and storing them after (last).  Tiles 0-3 accumulate (group, vector) as
+ * 2 group + vector, 4-5 hold K, 6-7 Qt2. */
+INLINE void qk_step_t(int NK, int NR, const amx_pair *p, const amx_chunk *c, int32_t j, size_t d0,
+                      int first, int last) {
+    if (first) {
+        AMX_ZERO(0);
+        if (NR > 1) AMX_ZERO(1);
         if (NK > 1) {
-            AMX_DP(2, 5, 6);
-            if (NR > 1) AMX_DP(3, 5, 7);
+            AMX_ZERO(2);
+            if (NR > 1) AMX_ZERO(3);
         }
     }
-    AMX_STORE(0, st[0] + 256 * (size_t)kg[0], 64);
-    if (NR > 1) AMX_STORE(1, st[1] + 256 * (size_t)kg[0], 64);
+    AMX_LOAD(4, (const char *)c->kb[j] + 2 * d0, c->rb);
+    if (NK > 1) AMX_LOAD(5, (const char *)c->kb[j + 1] + 2 * d0, c->rb);
+    AMX_LOAD(6, p->qb[0] + d0 / 2 * p->qw[0], 4 * p->qw[0]);
+    if (NR > 1) AMX_LOAD(7, p->qb[1] + d0 / 2 * p->qw[1], 4 * p->qw[1]);
+    AMX_DP(0, 4, 6);
+    if (NR > 1) AMX_DP(1, 4, 7);
     if (NK > 1) {
-        AMX_STORE(2, st[0] + 256 * (size_t)kg[1], 64);
-        if (NR > 1) AMX_STORE(3, st[1] + 256 * (size_t)kg[1], 64);
+        AMX_DP(2, 5, 6);
+        if (NR > 1) AMX_DP(3, 5, 7);
+    }
+    if (last) {
+        AMX_STORE(0, p->sv[0] + 256 * (size_t)j, 64);
+        if (NR > 1) AMX_STORE(1, p->sv[1] + 256 * (size_t)j, 64);
+        if (NK > 1) {
+            AMX_STORE(2, p->sv[0] + 256 * (size_t)(j + 1), 64);
+            if (NR > 1) AMX_STORE(3, p->sv[1] + 256 * (size_t)(j + 1), 64);
+        }
     }
 }
 
-__attribute__((noinline)) static void qk_block(int32_t NK, int32_t NR, const void *const *kb,
-                                               size_t kstride, const int32_t *const *qb,
-                                               const size_t *qw, size_t D, float *const *st,
-                                               const int32_t *kg) {
-    if (NK > 1 && NR > 1)
-        qk_tiles(2, 2, kb, kstride, qb, qw, D, st, kg);
+__attribute__((noinline)) static void qk_step(int32_t NK, const amx_pair *p, const amx_chunk *c,
+                                              int32_t j, size_t d0, int first, int last) {
+    if (NK > 1 && p->NR > 1)
+        qk_step_t(2, 2, p, c, j, d0, first, last);
     else if (NK > 1)
-        qk_tiles(2, 1, kb, kstride, qb, qw, D, st, kg);
-    else if (NR > 1)
-        qk_tiles(1, 2, kb, kstride, qb, qw, D, st, kg);
+        qk_step_t(2, 1, p, c, j, d0, first, last);
+    else if (p->NR > 1)
+        qk_step_t(1, 2, p, c, j, d0, first, last);
     else
-        qk_tiles(1, 1, kb, kstride, qb, qw, D, st, kg);
+        qk_step_t(1, 1, p, c, j, d0, first, last);
 }
 
-/* ----------------------------------------------------------- P.V tiles */
-
-/* Ot += Vt . P for 32 dims from d0 and NR vectors (Ot of vector v at
- * ot[v], width ow[v] floats; its weights as key pairs at pt[v]), over the
- * key-pair groups [g0, g1) of 16 pairs: tiles 0-3 accumulate (dims half
- * h, vector v) as 2 h + v, 4-5 hold Vt, 6-7 the weights. */
-INLINE void pv_tiles(int NR, float *const *ot, const size_t *ow, const int32_t *vt, size_t d0,
-                     const float *const *pt, int32_t g0, int32_t g1) {
+/* One step of P.V: dims [d0, d0 + 32) of the pair's Ot over its key-pair
+ * groups.  Tiles 0-3 accumulate (dims half, vector) as 2 half + vector,
+ * 4-5 hold Vt, 6-7 the weights. */
+INLINE void pv_step_t(int NR, const amx_pair *p, const amx_chunk *c, size_t d0) {
+    float *const *ot = p->ov;
+    const size_t *ow = p->ow;
+    const int32_t *vt = c->vt;
     AMX_LOAD(0, ot[0] + d0 * ow[0], 4 * ow[0]);
     AMX_LOAD(2, ot[0] + (d0 + 16) * ow[0], 4 * ow[0]);
     if (NR > 1) {
         AMX_LOAD(1, ot[1] + d0 * ow[1], 4 * ow[1]);
         AMX_LOAD(3, ot[1] + (d0 + 16) * ow[1], 4 * ow[1]);
     }
-    for (int32_t gp = g0; gp < g1; gp++) {
+    for (int32_t gp = p->g0; gp < p->g1; gp++) {
         AMX_LOAD(4, vt + d0 * VT_WORDS + 16 * (size_t)gp, 4 * VT_WORDS);
         AMX_LOAD(5, vt + (d0 + 16) * VT_WORDS + 16 * (size_t)gp, 4 * VT_WORDS);
-        AMX_LOAD(6, pt[0] + 256 * (size_t)gp, 64);
+        AMX_LOAD(6, p->sv[0] + 256 * (size_t)gp, 64);
         AMX_DP(0, 4, 6);
         AMX_DP(2, 5, 6);
         if (NR > 1) {
-            AMX_LOAD(7, pt[1] + 256 * (size_t)gp, 64);
+            AMX_LOAD(7, p->sv[1] + 256 * (size_t)gp, 64);
             AMX_DP(1, 4, 7);
             AMX_DP(3, 5, 7);
         }
@@ -137,14 +169,74 @@ INLINE void pv_tiles(int NR, float *const *ot, const size_t *ow, const int32_t *
     }
 }
 
-__attribute__((noinline)) static void pv_block(int32_t NR, float *const *ot, const size_t *ow,
-                                               const int32_t *vt, size_t D,
-                                               const float *const *pt, int32_t g0, int32_t g1) {
-    for (size_t d0 = 0; d0 < D; d0 += 32) {
-        if (NR > 1)
-            pv_tiles(2, ot, ow, vt, d0, pt, g0, g1);
-        else
-            pv_tiles(1, ot, ow, vt, d0, pt, g0, g1);
+__attribute__((noinline)) static void pv_step(const amx_pair *p, const amx_chunk *c, size_t d0) {
+    if (p->NR > 1)
+        pv_step_t(2, p, c, d0);
+    else
+        pv_step_t(1, p, c, d0);
+}
+
+/* ------------------------------------------------ the queue of tile work */
+
+/* Pending tile work, run one step at a time: from inside the softmax of
+ * another pair (softmax_lanes' bg), so that the AMX unit computes while the
+ * vector units do, and is never idle long enough to slow down (a burst of
+ * tile products after a microsecond of vector work took several times
+ * its warm time: docs/perf-notes.md, "AMX"); the rest by amx_drain.  At
+ * most two jobs: a P.V, then a Q.K^T (tiles are reused from one job to
+ * the next, so a job's steps never interleave with another's). */
+typedef struct amx_job {
+    int kind; /* 1: Q.K^T, 2: P.V */
+    const amx_pair *p;
+    int32_t i, n; /* steps done, steps in all */
+} amx_job;
+typedef struct amx_queue {
+    amx_job job[2];
+    int32_t head, count;
+    const amx_chunk *c;
+    /* the next chunk's K and V rows (pf[0], pf[1], NULL past the last),
+     * prefetched a few lines per step: all at once they held up the
+     * loads of this chunk */
+    const void *const *pf[2];
+    size_t pf_at, rb;
+} amx_queue;
+
+static void amx_push(amx_queue *q, int kind, const amx_pair *p) {
+    const size_t nd = q->c->D / 32;
+    const int32_t n = kind == 1 ? (int32_t)nd * ((p->j1 - p->j0 + 1) / 2) : p->g0 < p->g1 ? (int32_t)nd : 0;
+    if (n == 0) return;
+    ATTN_ASSERT(q->count < 2);
+    q->job[(q->head + q->count++) % 2] = (amx_job){kind, p, 0, n};
+}
+
+static void amx_step(void *qv) {
+    amx_queue *q = qv;
+    if (!q->count) return;
+    amx_job *j = &q->job[q->head];
+    const size_t nd = q->c->D / 32, t = (size_t)j->i % nd;
+    if (j->kind == 1) {
+        const int32_t g = j->p->j0 + 2 * (j->i / (int32_t)nd);
+        qk_step(j->p->j1 - g < 2 ? 1 : 2, j->p, q->c, g, 32 * t, t == 0, t == nd - 1);
+    } else {
+        pv_step(j->p, q->c, 32 * t);
+    }
+    if (++j->i == j->n) q->head = (q->head + 1) % 2, q->count--;
+}
+
+static void amx_drain(amx_queue *q) {
+    while (q->count) amx_step(q);
+}
+
+/* The background work of a vector loop (softmax_lanes' bg): a step of
+ * tile work and 8 lines of the next chunk. */
+static void amx_bg(void *qv) {
+    amx_queue *q = qv;
+    amx_step(q);
+    const size_t lines = q->rb / 64;
+    for (int i = 0; i < 8; i++, q->pf_at++) {
+        const size_t key = q->pf_at / (2 * lines), line = q->pf_at % (2 * lines);
+        if (key >= AVX512_TILE || !q->pf[0][key]) return;
+        _mm_prefetch((const char *)q->pf[line % 2][key] + 64 * (line / 2), _MM_HINT_T1);
     }
 }
 
@@ -177,8 +269,9 @@ static const void *k_group(const void *const *krow, int32_t n, int32_t j, size_t
  * i of row d is dim d of keys 2i (low half) and 2i + 1 (high half); a key
  * outside [klo, khi) is zero, so that its weight of 0 meets a finite value
  * even where V holds inf or NaN.  Per 16 pairs and 16 dims: the pairs
- * built as words, then transposed. */
-static void v_trans(const void *const *vrow, int32_t klo, int32_t khi, size_t D, int32_t *vt) {
+ * built as words, then transposed, then bg(bgc). */
+static void v_trans(const void *const *vrow, int32_t klo, int32_t khi, size_t D, int32_t *vt,
+                    void (*bg)(void *), void *bgc) {
     for (int32_t gp = klo / 32; 32 * gp < khi; gp++) {
         const uint16_t *ka[16], *kb[16];
         for (int i = 0; i < 16; i++) {
@@ -200,6 +293,7 @@ static void v_trans(const void *const *vrow, int32_t klo, int32_t khi, size_t D,
             UNROLL
             for (int j = 0; j < 16; j++)
                 _mm512_store_ps((float *)(vt + (d0 + (size_t)j) * VT_WORDS + 16 * (size_t)gp), x[j]);
+            bg(bgc);
         }
     }
 }
@@ -241,70 +335,58 @@ void attn_lanes_bf16__amx(const attn_tile_args *a) {
          c0 += AVX512_TILE) {
         const int32_t n = k1 - c0 < AVX512_TILE ? k1 - c0 : AVX512_TILE;
         lanes_chunk_rows(a, &lr, 2, c0, n, krow, vrow, kpf, vpf);
-        /* the next chunk's rows on their way to L2 while this one runs */
-        for (int32_t i = 0; i < AVX512_TILE && kpf[i]; i++)
-            for (size_t o = 0; o < rb; o += 64) {
-                _mm_prefetch((const char *)kpf[i] + o, _MM_HINT_T1);
-                _mm_prefetch((const char *)vpf[i] + o, _MM_HINT_T1);
-            }
         int32_t ilo, ihi;
         span(lr.item_lo, lr.item_hi, c0, n, &ilo, &ihi);
-        const void *kb[KGROUPS];
-        for (int32_t j = ilo / 16; 16 * j < ihi; j++) kb[j] = k_group(krow, n, j, rb, kc);
+        amx_chunk ck = {.rb = rb, .D = D, .vt = vt};
+        for (int32_t j = ilo / 16; 16 * j < ihi; j++) ck.kb[j] = k_group(krow, n, j, rb, kc);
 
-        /* Q.K^T, two vectors and two key groups at a time over the keys
-         * either vector sees */
-        for (int32_t v0 = 0; v0 < nvec; v0 += 2) {
-            const int32_t NR = nvec - v0 < 2 ? 1 : 2;
+        /* The vector pairs, each over the keys either of its vectors sees */
+        amx_pair pr[2 * AVX512_TILE / 32];
+        const int32_t npairs = (nvec + 1) / 2;
+        for (int32_t i = 0; i < npairs; i++) {
+            amx_pair *p = &pr[i];
+            const int32_t v0 = 2 * i;
+            p->NR = nvec - v0 < 2 ? 1 : 2;
             int32_t klo, khi;
-            lanes_panel_span(&lr, v0, NR, c0, n, &klo, &khi);
-            if (klo >= khi) continue;
-            const int32_t *qb[2];
-            size_t qw[2];
-            float *sv[2];
-            for (int32_t v = 0; v < NR; v++) {
-                qb[v] = qt2 + vec_at(v0 + v, rows, D / 2, &qw[v]);
-                sv[v] = st + (size_t)(v0 + v) * SP;
-            }
-            const int32_t j1 = (khi + 15) / 16;
-            for (int32_t j = klo / 16; j < j1; j += 2) {
-                const int32_t NK = j1 - j < 2 ? 1 : 2;
-                const void *kk[2] = {kb[j], NK > 1 ? kb[j + 1] : kb[j]};
-                const int32_t kg[2] = {j, j + 1};
-                qk_block(NK, NR, kk, rb, qb, qw, D, sv, kg);
-            }
-        }
-        lanes_softmax(1, a, &lr, st, c0, n, alpha);
-        /* V transposed into key-pair words for the keys some row sees;
-         * each vector's weights as key pairs, the pairs past the chunk's
-         * last up to the end of its 16-pair group zero */
-        v_trans(vrow, ilo, ihi, D, vt);
-        const int32_t np = (n + 1) / 2, np16 = (np + 15) / 16 * 16;
-        for (int32_t v = 0; v < nvec; v++) {
-            float *sp = st + (size_t)v * SP;
-            attn__p_pairs__avx512bf16(sp, n);
-            for (int32_t i = np; i < np16; i++) _mm512_store_ps(sp + 16 * (size_t)i, _mm512_setzero_ps());
-        }
-        /* P.V, two vectors at a time over the key-pair groups either sees */
-        for (int32_t v0 = 0; v0 < nvec; v0 += 2) {
-            const int32_t NR = nvec - v0 < 2 ? 1 : 2;
-            int32_t klo, khi;
-#ifndef ATTN_INJECT_amx_pv_first_span
-            lanes_panel_span(&lr, v0, NR, c0, n, &klo, &khi);
-#else
+            lanes_panel_span(&lr, v0, p->NR, c0, n, &klo, &khi);
+            if (klo >= khi) klo = khi = 0;
+            p->j0 = klo / 16, p->j1 = (khi + 15) / 16;
+#ifdef ATTN_INJECT_amx_pv_first_span
             lanes_panel_span(&lr, v0, 1, c0, n, &klo, &khi);
+            if (klo >= khi) klo = khi = 0;
 #endif
-            if (klo >= khi) continue; /* alpha = 1, weights 0: nothing to do */
-            float *ov[2];
-            size_t ow[2];
-            const float *pv[2];
-            for (int32_t v = 0; v < NR; v++) {
-                ov[v] = ot + vec_at(v0 + v, rows, D, &ow[v]);
-                pv[v] = st + (size_t)(v0 + v) * SP;
-                scale_ot(ov[v], ow[v], D, alpha + 16 * (v0 + v));
+            p->g0 = klo / 32, p->g1 = (khi + 31) / 32;
+            for (int32_t v = 0; v < p->NR; v++) {
+                p->qb[v] = qt2 + vec_at(v0 + v, rows, D / 2, &p->qw[v]);
+                p->ov[v] = ot + vec_at(v0 + v, rows, D, &p->ow[v]);
+                p->sv[v] = st + (size_t)(v0 + v) * SP;
             }
-            pv_block(NR, ov, ow, vt, D, pv, klo / 32, (khi + 31) / 32);
         }
+        /* A software pipeline: V's transposition runs while the tile unit
+         * does pair 0's Q.K^T, pair i's softmax while it does pair i - 1's
+         * P.V and pair i + 1's Q.K^T */
+        amx_queue q = {.c = &ck, .pf = {kpf, vpf}, .rb = rb};
+        amx_push(&q, 1, &pr[0]);
+        v_trans(vrow, ilo, ihi, D, vt, amx_bg, &q); /* V as key-pair words, where some row sees it */
+        amx_drain(&q);
+        const int32_t np = (n + 1) / 2, np16 = (np + 15) / 16 * 16;
+        for (int32_t i = 0; i < npairs; i++) {
+            amx_pair *p = &pr[i];
+            if (i + 1 < npairs) amx_push(&q, 1, &pr[i + 1]);
+            for (int32_t v = 2 * i; v < 2 * i + p->NR; v++)
+                lanes_softmax_vec(1, 1, a, &lr, st, c0, n, alpha, v, amx_bg, &q);
+            amx_drain(&q);
+            if (p->g0 >= p->g1) continue; /* alpha = 1, weights 0: nothing to do */
+            /* the weights as key pairs, the pairs past the chunk's last up
+             * to the end of its 16-pair group zero; Ot rescaled */
+            for (int32_t v = 0; v < p->NR; v++) {
+                attn__p_pairs__avx512bf16(p->sv[v], n);
+                for (int32_t k = np; k < np16; k++) _mm512_store_ps(p->sv[v] + 16 * (size_t)k, _mm512_setzero_ps());
+                scale_ot(p->ov[v], p->ow[v], D, alpha + 16 * (2 * i + v));
+            }
+            amx_push(&q, 2, p);
+        }
+        amx_drain(&q);
     }
     AMX_RELEASE();
     rows_panels(a->acc, ot, rows, D, 0);

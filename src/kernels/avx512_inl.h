@@ -51,7 +51,9 @@ void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pac
 
 /* ------------------------------------------------------------ exp, tanh */
 
-/* e^x for x <= 0 (every caller: s - max, m_old - m_new, -2|x| for tanh),
+/* e^x for x <= 0 (every caller: s - max, m_old - m_new, -2|x| for tanh;
+ * and x <= LANES_LAZY_LOGITS = 8 in the AMX tile, whose rows keep a
+ * maximum up to 8 below the true one: the same reduction, with n <= 12),
  * vectorised.  Cody-Waite reduction x = n ln2 + r with a
  * two-part ln2 (ln2_hi has 9 significant bits, so n * ln2_hi is exact for
  * |n| < 2^15), |r| <= ln2/2, then the Cephes degree-6 minimax polynomial
@@ -63,7 +65,7 @@ void attn__avx512_tile(const attn_tile_args *a, attn_dtype vdt, attn__avx512_pac
  * clamped to -110 first: e^-110 < 2^-158 scales to exactly 0, so
  * exp(-inf) = 0 (masked keys) without a special case, and a NaN x (the
  * clamp returns its second operand) gives 0 too.  No upper clamp: no
- * caller passes x > 0 (an upper clamp at 88.7 cost one of ~15 ops). */
+ * caller passes x > 8 (an upper clamp at 88.7 cost one of ~15 ops). */
 static inline __m512 attn__avx512_exp(__m512 x) {
     x = _mm512_max_ps(x, _mm512_set1_ps(-110.0f));
     const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),

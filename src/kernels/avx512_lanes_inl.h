@@ -35,10 +35,18 @@
  * ALiBi or 2^qk_exp), so the first pass is a bare max (most chunks of a
  * long prefill; the general pass costs ~6 more ops per key).  ROUND: the
  * weights are rounded to bf16 (kept as fp32) before they are summed and
- * stored, for a P.V on VDPBF16PS (avx512bf16_lanes.c). */
-INLINE void softmax_lanes(int plain, int ROUND, const attn_tile_args *a, float *st, int32_t c0, int32_t n,
-                          int32_t klo, int32_t khi, __m512i lo, __m512i hi, __m512i pos,
-                          __m512 slope, float *m, float *l, float *alpha) {
+ * stored, for a P.V on VDPBF16PS (avx512bf16_lanes.c).  LAZY: a row keeps
+ * its running maximum until the chunk's exceeds it by more than
+ * LANES_LAZY_LOGITS (its weights are then up to e^LANES_LAZY_LOGITS, and
+ * its accumulator needs no rescaling: alpha stays 1), for a P.V whose
+ * accumulators are expensive to rescale (amx.c: they live in memory).  bg
+ * (or NULL): work of the caller's to run every 8 keys of the weights'
+ * pass, bg(bgc) (the AMX tile issues its tile products from here). */
+#define LANES_LAZY_LOGITS 8.0f
+INLINE void softmax_lanes(int plain, int ROUND, int LAZY, const attn_tile_args *a, float *st,
+                          int32_t c0, int32_t n, int32_t klo, int32_t khi, __m512i lo, __m512i hi,
+                          __m512i pos, __m512 slope, float *m, float *l, float *alpha,
+                          void (*bg)(void *), void *bgc) {
     const __m512 ninf = _mm512_set1_ps(-INFINITY);
     const int32_t me = attn__m_exp(a->qk_exp, a->softcap);
     __m512 mx = ninf;
@@ -65,8 +73,12 @@ INLINE void softmax_lanes(int plain, int ROUND, const attn_tile_args *a, float *
      * alpha = e^-110 scaled to exactly 0, m_old = m_new exactly 1 */
     const __m512 mo = _mm512_loadu_ps(m);
     const __mmask16 live = _mm512_cmp_ps_mask(mx, ninf, _CMP_NEQ_OQ);
-    const __m512 mn = _mm512_mask_blend_ps(live, mo, _mm512_max_ps(mx, mo));
-    const __m512 al = _mm512_mask_blend_ps(live, _mm512_set1_ps(1.0f),
+    __mmask16 move = live;
+    if (LAZY) /* a finite old maximum at most LANES_LAZY_LOGITS below the new one stays */
+        move &= (__mmask16)~_mm512_cmp_ps_mask(to_logits(_mm512_sub_ps(mx, mo), me),
+                                               _mm512_set1_ps(LANES_LAZY_LOGITS), _CMP_LE_OQ);
+    const __m512 mn = _mm512_mask_blend_ps(move, mo, _mm512_max_ps(mx, mo));
+    const __m512 al = _mm512_mask_blend_ps(move, _mm512_set1_ps(1.0f),
                                            attn__avx512_exp(to_logits(_mm512_sub_ps(mo, mn), me)));
     _mm512_storeu_ps(alpha, al);
     _mm512_storeu_ps(m, mn);
@@ -82,6 +94,7 @@ INLINE void softmax_lanes(int plain, int ROUND, const attn_tile_args *a, float *
             sum = _mm512_add_ps(sum, w);
         }
         _mm512_store_ps(st + 16 * (size_t)k, w);
+        if (bg && k % 8 == 7) bg(bgc);
     }
     _mm512_storeu_ps(l, _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(l), al), sum));
 }
@@ -232,26 +245,34 @@ static inline void lanes_chunk_rows(const attn_tile_args *a, const lanes_rows *l
     for (int32_t i = nn; i < AVX512_TILE + NKB; i++) kpf[i] = vpf[i] = NULL;
 }
 
-/* The softmax of chunk [c0, c0 + n) for every vector of the item: raw dots
- * in the S^T panels st (one per vector, SP floats apart), weights out;
- * alpha: every row's rescale factor.  ROUND: weights rounded to bf16. */
+/* The softmax of chunk [c0, c0 + n) for vector v of the item: raw dots in
+ * its S^T panel (st + v SP), weights out; alpha: the rescale factor of
+ * every row (its rows' 16 written).  ROUND: weights rounded to bf16;
+ * LAZY, bg, bgc: as softmax_lanes. */
+INLINE void lanes_softmax_vec(int ROUND, int LAZY, const attn_tile_args *a, const lanes_rows *lr,
+                              float *st, int32_t c0, int32_t n, float *alpha, int32_t v,
+                              void (*bg)(void *), void *bgc) {
+    const int transforms = a->qk_exp || a->softcap > 0.0f || a->alibi;
+    const int32_t r0 = 16 * v;
+    int32_t klo, khi;
+    span(lr->vlo[v], lr->vhi[v], c0, n, &klo, &khi);
+    const __m512i lo = _mm512_load_si512(lr->lo + r0), hi = _mm512_load_si512(lr->hi + r0);
+    const __m512i pos = _mm512_load_si512(lr->pos + r0);
+    const __m512 slope = _mm512_load_ps(lr->slope + r0);
+    if (!transforms && lr->vin_lo[v] <= c0 && lr->vin_hi[v] >= c0 + n)
+        softmax_lanes(1, ROUND, LAZY, a, st + (size_t)v * SP, c0, n, 0, n, lo, hi, pos, slope,
+                      a->m + r0, a->l + r0, alpha + r0, bg, bgc);
+    else
+        softmax_lanes(0, ROUND, LAZY, a, st + (size_t)v * SP, c0, n, klo, khi, lo, hi, pos, slope,
+                      a->m + r0, a->l + r0, alpha + r0, bg, bgc);
+}
+
+/* The same for every vector of the item (raw dots in the S^T panels st,
+ * SP floats apart). */
 INLINE void lanes_softmax(int ROUND, const attn_tile_args *a, const lanes_rows *lr, float *st,
                           int32_t c0, int32_t n, float *alpha) {
-    const int transforms = a->qk_exp || a->softcap > 0.0f || a->alibi;
-    for (int32_t v = 0; v < lr->nvec; v++) {
-        const int32_t r0 = 16 * v;
-        int32_t klo, khi;
-        span(lr->vlo[v], lr->vhi[v], c0, n, &klo, &khi);
-        const __m512i lo = _mm512_load_si512(lr->lo + r0), hi = _mm512_load_si512(lr->hi + r0);
-        const __m512i pos = _mm512_load_si512(lr->pos + r0);
-        const __m512 slope = _mm512_load_ps(lr->slope + r0);
-        if (!transforms && lr->vin_lo[v] <= c0 && lr->vin_hi[v] >= c0 + n)
-            softmax_lanes(1, ROUND, a, st + (size_t)v * SP, c0, n, 0, n, lo, hi, pos, slope,
-                          a->m + r0, a->l + r0, alpha + r0);
-        else
-            softmax_lanes(0, ROUND, a, st + (size_t)v * SP, c0, n, klo, khi, lo, hi, pos, slope,
-                          a->m + r0, a->l + r0, alpha + r0);
-    }
+    for (int32_t v = 0; v < lr->nvec; v++)
+        lanes_softmax_vec(ROUND, 0, a, lr, st, c0, n, alpha, v, NULL, NULL);
 }
 
 #endif /* ATTN_KERNELS_AVX512_LANES_INL_H */

@@ -1315,8 +1315,8 @@ Test(isa, tables_start_from_ref) {
 #endif
 #if defined(ATTN_HAVE_AVX512BF16) && defined(ATTN_HAVE_AMX)
     const attn_kernels *bt = attn__kernels_avx512bf16(), *c = attn__kernels_amx();
-    cr_assert(bt->rows_target == c->rows_target && b->rows_multiple == c->rows_multiple &&
-              b->kv_tile == c->kv_tile);
+    cr_assert(bt->rows_target == c->rows_target && bt->rows_multiple == c->rows_multiple &&
+              bt->kv_tile == c->kv_tile);
     /* its own router for bf16 (the AMX tile); the avx512bf16 table's elsewhere */
     for (int d = 0; d < ATTN_DTYPE_COUNT; d++) {
         cr_assert(bt->load_q[d] == c->load_q[d] && bt->store[d] == c->store[d]);
