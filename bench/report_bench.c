@@ -26,7 +26,8 @@ void bench_write_json(FILE *f, const bench_limits *L, const char *tune, const ch
     const bench_target_set *T = bench_targets();
     fprintf(f, "{\n  \"engine\": \"%s\",\n  \"limits\": {\"isa\": \"%s\", \"bf16_dot\": \"%s\", "
                "\"fma_gflops\": [%.2f, %.2f], \"product_step_gflops\": [%.2f, %.2f], "
-               "\"bf16_dot_gflops\": [%.2f, %.2f], \"dram_read_gbs\": [%.2f, %.2f],\n"
+               "\"bf16_dot_gflops\": [%.2f, %.2f], \"amx_tile_gflops\": [%.2f, %.2f], "
+               "\"amx_path\": %d, \"dram_read_gbs\": [%.2f, %.2f],\n"
                "             \"per_cpu\": {\"fma_gflops\": [%.2f, %.2f], \"bf16_dot_gflops\": "
                "[%.2f, %.2f], \"dram_read_gbs\": [%.2f, %.2f]}},\n"
                "  \"targets\": {\"source\": \"%s\", \"decode\": %.0f, \"fp8\": %.0f, "
@@ -35,7 +36,8 @@ void bench_write_json(FILE *f, const bench_limits *L, const char *tune, const ch
                "  \"tune\": \"%s\",\n  \"results\": [\n",
             engine, L->isa, L->has_dot ? "VDPBF16PS" : BENCH_NO_DOT, L->fma[1], L->fma[2],
             L->gemm[1], L->gemm[2],
-            L->bf16[1], L->bf16[2], L->dram[1], L->dram[2], L->fma_c[1], L->fma_c[2],
+            L->bf16[1], L->bf16[2], L->amx[1], L->amx[2], L->amx_path, L->dram[1], L->dram[2],
+            L->fma_c[1], L->fma_c[2],
             L->bf16_c[1], L->bf16_c[2], L->dram_c[1], L->dram_c[2], T->source, T->decode, T->fp8,
             T->prefill[1], T->prefill[2], T->prefill_bf16, T->laguna, L->thp_mode, L->thp_mib,
             tune);
@@ -125,6 +127,10 @@ void bench_write_md(FILE *f, const bench_limits *L, const char *tune, const char
                 L->bf16[1], L->bf16_c[1], L->bf16[2], L->bf16_c[2]);
     else
         fprintf(f, "| bf16 dot peak, VDPBF16PS | %s | %s |\n", BENCH_NO_DOT, BENCH_NO_DOT);
+    if (L->has_amx)
+        fprintf(f, "| AMX tile peak, TDPBF16PS (GFLOP/s)%s | %.1f (%.1f) | %.1f (%.1f) |\n",
+                L->amx_path ? ": the bf16 prefill rows' peak" : ": not the engine's path",
+                L->amx[1], L->amx_c[1], L->amx[2], L->amx_c[2]);
     fprintf(f, "| DRAM read bandwidth, 2 GiB (GB/s) | %.1f (%.1f) | %.1f (%.1f) |\n", L->dram[1],
             L->dram_c[1], L->dram[2], L->dram_c[2]);
     fprintf(f, "\nIn brackets: per CPU-second granted. The DRAM read limit is the better of a "

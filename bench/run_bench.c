@@ -18,9 +18,11 @@
 #include <string.h>
 
 /* The tuning profile an engine reports for a small group ("tune=<p>" in
- * its group_info detail; attnguard's), or "" for none. */
-static void engine_tune(const engine_host *h, char *tune, size_t cap) {
+ * its group_info detail; attnguard's), or "" for none; and the kernels it
+ * names (attnguard's table). */
+static void engine_tune(const engine_host *h, char *tune, size_t cap, char *kernels, size_t kcap) {
     tune[0] = '\0';
+    kernels[0] = '\0';
     ag_layer layer;
     memset(&layer, 0, sizeof layer);
     layer.num_heads = 8;
@@ -42,6 +44,7 @@ static void engine_tune(const engine_host *h, char *tune, size_t cap) {
     if (h->e->group_info && h->e->group_info(grp, &gi) == AG_OK) {
         const char *t = strstr(gi.detail, "tune=");
         if (t) snprintf(tune, cap, "%.*s", (int)strcspn(t + 5, " ,;"), t + 5);
+        snprintf(kernels, kcap, "%s", gi.kernels);
     }
     h->e->destroy(grp);
 }
@@ -64,13 +67,15 @@ static void print_row(const bench_row *b) {
 int run_bench(const char *engine, const char *outdir) {
     engine_host h;
     if (bench_open_engine(&h, engine) != 0) return 1;
-    char tune[16];
-    engine_tune(&h, tune, sizeof tune);
+    char tune[16], kernels[64];
+    engine_tune(&h, tune, sizeof tune, kernels, sizeof kernels);
+    /* attnguard's amx table computes bf16 prefill on AMX tiles */
+    const int amx_path = strcmp(kernels, "amx") == 0;
     static bench_limits L;
     memset(&L, 0, sizeof L);
     const int limits = getenv("BENCH_NO_LIMITS") == NULL;
     const size_t read_pf = getenv("BENCH_READ_PF") ? strtoul(getenv("BENCH_READ_PF"), NULL, 10) : 0;
-    if (limits && limits_measure(&L, tune, read_pf) != 0) {
+    if (limits && limits_measure(&L, tune, read_pf, amx_path) != 0) {
         fprintf(stderr, "bench: no limits: %s\n",
                 strcmp(L.isa, "none") == 0 ? "the CPU has neither AVX-512F nor AVX2 + FMA "
                                              "(BENCH_NO_LIMITS=1 runs the rows alone)"
@@ -86,6 +91,10 @@ int run_bench(const char *engine, const char *outdir) {
         printf("  bf16 dot peak  %6.1f %6.1f | %6.1f %6.1f GFLOP/s (VDPBF16PS)\n", L.bf16[1],
                L.bf16[2], L.bf16_c[1], L.bf16_c[2]);
     else printf("  bf16 dot peak  VDPBF16PS: no such instruction on this CPU\n");
+    if (L.has_amx)
+        printf("  AMX tile peak  %6.1f %6.1f | %6.1f %6.1f GFLOP/s (TDPBF16PS%s)\n", L.amx[1],
+               L.amx[2], L.amx_c[1], L.amx_c[2],
+               L.amx_path ? "; the bf16 prefill rows' peak" : "; not the engine's path");
     printf("  DRAM read      %6.1f %6.1f | %6.1f %6.1f GB/s (2 GiB)\n", L.dram[1], L.dram[2],
            L.dram_c[1], L.dram_c[2]);
     if (limits) printf("  huge pages     THP mode %s; %ld MiB anonymous huge pages\n", L.thp_mode, L.thp_mib);

@@ -22,13 +22,35 @@ static int row_elem(ag_dtype kv) {
     }
 }
 
-/* The compute peak of a row's instruction path, GFLOP/s: the faster of
- * the FMA and bf16 dot peaks for a bf16 or fp8 cache (the AVX-512 tables
- * may compute those with VDPBF16PS), the fp32 FMA peak otherwise. */
+/* Which peak bounds a row's instruction path. */
+typedef enum peak_kind { PEAK_FMA, PEAK_DOT, PEAK_AMX } peak_kind;
+static peak_kind path_kind(const row_spec *s, const bench_limits *L, int t) {
+    /* bf16 prefill on the engine's AMX tile (attnguard's amx table) */
+    if (L->amx_path && s->kv == AG_BF16 && s->kind != ROW_DECODE && L->amx[t] > 0) return PEAK_AMX;
+    /* the AVX-512 tables may compute bf16 and fp8 caches with VDPBF16PS */
+    if ((s->kv == AG_BF16 || ag_dtype_is_fp8(s->kv)) && L->bf16[t] > L->fma[t]) return PEAK_DOT;
+    return PEAK_FMA;
+}
+
+/* The compute peak of a row's instruction path, GFLOP/s: the AMX tile
+ * peak for bf16 prefill and the Laguna batch where the engine runs them on
+ * AMX; else the faster of the FMA and bf16 dot peaks for a bf16 or fp8
+ * cache; the fp32 FMA peak otherwise. */
 static double path_peak(const row_spec *s, const bench_limits *L, int t, const char **name) {
-    const int dot = (s->kv == AG_BF16 || ag_dtype_is_fp8(s->kv)) && L->bf16[t] > L->fma[t];
-    if (name) *name = dot ? "bf16 dot peak (VDPBF16PS)" : "fp32 FMA peak";
-    return dot ? L->bf16[t] : L->fma[t];
+    static const char *const names[] = {"fp32 FMA peak", "bf16 dot peak (VDPBF16PS)",
+                                        "AMX tile peak (TDPBF16PS)"};
+    const peak_kind k = path_kind(s, L, t);
+    if (name) *name = names[k];
+    return k == PEAK_AMX ? L->amx[t] : k == PEAK_DOT ? L->bf16[t] : L->fma[t];
+}
+
+/* The same peak measured again now. */
+static double peak_again(const row_spec *s, const bench_limits *L, int t) {
+    switch (path_kind(s, L, t)) {
+    case PEAK_AMX: return limits_amx_peak(t, 20000000);
+    case PEAK_DOT: return limits_bf16_peak(t, 20000000);
+    default: return limits_fma_peak(t, 20000000);
+    }
 }
 
 /* The bytes a decode row's loops run over: the whole buffer (cold: every
@@ -135,23 +157,19 @@ static double again(const bench_row *b, int k, const bench_limits *L) {
     const row_spec *s = b->spec;
     const int t = b->threads;
     const size_t es = ag_dtype_size(s->kv);
-    const char *name;
-    path_peak(s, L, t, &name);
-    const int dot = strncmp(name, "bf16", 4) == 0;
     switch (c->kind[k]) {
     case CEIL_READ:
         return s->cold ? limits_read_bw(L, t, 2) : limits_read_span(L, span(s, L), t, 2);
     case CEIL_LAYOUT: return limits_walk(L, span(s, L), es, s->block_size, -1, t, 2);
     case CEIL_STREAM: return limits_walk(L, span(s, L), es, s->block_size, row_elem(s->kv), t, 2);
     case CEIL_PEAK: {
-        const double p = dot ? limits_bf16_peak(t, 20000000) : limits_fma_peak(t, 20000000);
+        const double p = peak_again(s, L, t);
         if (s->kind == ROW_PREFILL) return p;
         return row_bytes(s) / (row_flops(s) / (p * 1e9)) * 1e-9;
     }
     case CEIL_STEP: return limits_gemm_peak(t, 20000000);
     case CEIL_ROOF:
-        return roofline(s, limits_read_bw(L, t, 2),
-                        dot ? limits_bf16_peak(t, 20000000) : limits_fma_peak(t, 20000000));
+        return roofline(s, limits_read_bw(L, t, 2), peak_again(s, L, t));
     case CEIL_ROOF_STEP: return roofline(s, limits_read_bw(L, t, 2), limits_gemm_peak(t, 20000000));
     }
     return 0;

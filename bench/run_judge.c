@@ -48,8 +48,8 @@ void bench_figures(bench_row *b, const bench_limits *L, int limits) {
     if (has && bind == CEIL_READ && s->cold && L->dram_c[t] > 0)
         b->pct_c = 100.0 * fig / cpu / L->dram_c[t];
     if (has && bind == CEIL_PEAK && s->kind == ROW_PREFILL) {
-        const int dot = strncmp(b->limit, "bf16", 4) == 0;
-        b->pct_c = 100.0 * fig / cpu / (dot ? L->bf16_c[t] : L->fma_c[t]);
+        const int dot = strncmp(b->limit, "bf16", 4) == 0, amx = strncmp(b->limit, "AMX", 3) == 0;
+        b->pct_c = 100.0 * fig / cpu / (amx ? L->amx_c[t] : dot ? L->bf16_c[t] : L->fma_c[t]);
     }
     /* bf16 prefill: the FMA peak as well, the honest figure where the
      * engine computes bf16 prefill with FMAs */
@@ -59,7 +59,9 @@ void bench_figures(bench_row *b, const bench_limits *L, int limits) {
         /* the roofline's items for the report, each at its bound */
         b->n_items = row_items(s, b->items);
         b->roof_bw = L->dram[t];
-        b->roof_peak = (s->kv == AG_BF16 && L->bf16[t] > L->fma[t]) ? L->bf16[t] : L->fma[t];
+        b->roof_peak = (s->kv == AG_BF16 && L->amx_path && L->amx[t] > 0) ? L->amx[t]
+                       : (s->kv == AG_BF16 && L->bf16[t] > L->fma[t]) ? L->bf16[t]
+                                                                       : L->fma[t];
         for (int i = 0; i < b->n_items; i++) {
             const row_item *it = &b->items[i];
             const double tb = it->bytes / (L->dram[t] * 1e9), tf = it->flops / (b->roof_peak * 1e9);

@@ -16,6 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__) && defined(__linux__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 const char *const limits_elem_name[LIMITS_ELEMS] = {"f32", "f16", "bf16", "fp8e4m3", "fp8e5m2"};
 
@@ -51,9 +56,30 @@ int limits_has_dot(void) {
     return simd() && simd()->dot && __builtin_cpu_supports("avx512bf16");
 }
 
+/* AMX-TILE and AMX-BF16 (CPUID leaf 7, EDX bits 24 and 22), the tile
+ * state enabled by the OS (XCR0 bits 17 and 18) and, on Linux, this
+ * process's permission to use it (arch_prctl ARCH_REQ_XCOMP_PERM for
+ * XTILEDATA, 18; tile instructions fault without it).  The bench asks for
+ * itself: the ceiling is the machine's, whatever the engine checks. */
+int limits_has_amx(void) {
+    static int cached = -1;
+    if (cached >= 0) return cached;
+    cached = 0;
+#if defined(__x86_64__) && defined(__linux__)
+    unsigned a, b, c, d;
+    if (!simd() || !simd()->tile || !__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) ||
+        !(d & (1u << 22)))
+        return cached;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    cached = (lo & (3u << 17)) == (3u << 17) && syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+#endif
+    return cached;
+}
+
 /* Flops per second of `threads` threads each running the table's chains
- * (kind 0: FMA, 1: VDPBF16PS) or its product step (kind 2) for `iters`
- * steps, timed from a barrier to a barrier. */
+ * (kind 0: FMA, 1: VDPBF16PS, 3: TDPBF16PS) or its product step (kind 2)
+ * for `iters` steps, timed from a barrier to a barrier. */
 static double chains_peak(int threads, long iters, int kind) {
     const limits_simd *S = simd();
     double t0 = 0, t1 = 0;
@@ -62,15 +88,19 @@ static double chains_peak(int threads, long iters, int kind) {
 #pragma omp barrier
 #pragma omp master
         t0 = bench_now();
-        const float s = kind == 2 ? S->gemm(iters) : kind ? S->dot(iters) : S->fma(iters);
+        const float s = kind == 3   ? S->tile(iters)
+                        : kind == 2 ? S->gemm(iters)
+                        : kind      ? S->dot(iters)
+                                    : S->fma(iters);
 #pragma omp barrier
 #pragma omp master
         t1 = bench_now();
 #pragma omp critical
         g_sink += s;
     }
-    const double per = kind == 2 ? (double)S->gemm_rows * S->gemm_vecs * S->lanes * 2
-                       : (double)S->chains * S->lanes * (kind ? 4 : 2);
+    const double per = kind == 3   ? (double)S->tile_chains * 16 * 16 * 32 * 2
+                       : kind == 2 ? (double)S->gemm_rows * S->gemm_vecs * S->lanes * 2
+                                   : (double)S->chains * S->lanes * (kind ? 4 : 2);
     return (double)threads * (double)iters * per / (t1 - t0);
 }
 
@@ -88,6 +118,12 @@ double limits_gemm_peak(int threads, long iters) {
 void limits_gemm_shape(int *rows, int *vecs) {
     *rows = simd() ? simd()->gemm_rows : 0;
     *vecs = simd() ? simd()->gemm_vecs : 0;
+}
+
+/* GFLOP/s of TDPBF16PS chains; a step of 6 tile products takes ~100
+ * cycles where one of the FMA chains takes 6-12, hence iters / 16. */
+double limits_amx_peak(int threads, long iters) {
+    return limits_has_amx() ? chains_peak(threads, iters / 16 > 0 ? iters / 16 : 1, 3) * 1e-9 : 0;
 }
 
 /* GFLOP/s of VDPBF16PS chains (2 products, 4 flops per lane); 0 on a CPU
@@ -208,10 +244,12 @@ double limits_walk(const bench_limits *L, size_t bytes, size_t es, int bs, int e
                    reps, el < 0 ? S->walk : S->arith[el]);
 }
 
-int limits_measure(bench_limits *L, const char *tune, size_t read_pf) {
+int limits_measure(bench_limits *L, const char *tune, size_t read_pf, int amx_path) {
     memset(L, 0, sizeof *L);
     snprintf(L->isa, sizeof L->isa, "%s", limits_isa());
     L->has_dot = limits_has_dot();
+    L->has_amx = limits_has_amx();
+    L->amx_path = L->has_amx && amx_path;
     L->fma_lanes = simd() ? simd()->lanes : 0;
     limits_gemm_shape(&L->gemm_rows, &L->gemm_vecs);
     if (!simd()) return -1;
@@ -236,6 +274,10 @@ int limits_measure(bench_limits *L, const char *tune, size_t read_pf) {
             c0 = bench_cpu_now(), w0 = bench_now();
             const double b = limits_bf16_peak(t, iters);
             if (b > L->bf16[t]) L->bf16[t] = b, L->bf16_c[t] = b / SHARE(t);
+            if (!L->has_amx) continue;
+            c0 = bench_cpu_now(), w0 = bench_now();
+            const double x = limits_amx_peak(t, iters);
+            if (x > L->amx[t]) L->amx[t] = x, L->amx_c[t] = x / SHARE(t);
         }
     }
     L->buf_bytes = (size_t)2 << 30;

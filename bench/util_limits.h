@@ -27,6 +27,11 @@ typedef struct bench_limits {
     char isa[16];                           /* "AVX-512", "AVX2": the loops' vectors */
     int fma_lanes;                          /* fp32 lanes of one FMA of those loops */
     int has_dot;                            /* the CPU has VDPBF16PS (else bf16[] is 0) */
+    int has_amx;                            /* the CPU and OS run AMX-BF16 (else amx[] is 0) */
+    int amx_path;                           /* the engine's table computes bf16 prefill on
+                                               AMX tiles (attnguard's "amx"): its peak is
+                                               the bf16 prefill rows' */
+    double amx[3], amx_c[3];                /* GFLOP/s of TDPBF16PS chains, and per CPU-s */
     double fma[3], bf16[3], dram[3];        /* GFLOP/s, GFLOP/s, GB/s */
     double gemm[3];                         /* GFLOP/s: limits_gemm_peak */
     int gemm_rows, gemm_vecs;
@@ -44,7 +49,7 @@ typedef struct bench_limits {
  * read_pf: the prefetch distance of the DRAM read loop in bytes (1024 by
  * default: BENCH_READ_PF).  0, or -1 when the 2 GiB buffer cannot be had
  * or the CPU has neither AVX-512F nor AVX2 + FMA (L->isa "none"). */
-int limits_measure(bench_limits *L, const char *tune, size_t read_pf);
+int limits_measure(bench_limits *L, const char *tune, size_t read_pf, int amx_path);
 void limits_free(bench_limits *L);
 
 /* The loops' instruction set ("AVX-512", "AVX2", "none") and whether the
@@ -57,6 +62,10 @@ int limits_has_dot(void);
  * L->buf (best of reps passes of each loop). */
 double limits_fma_peak(int threads, long iters);
 double limits_bf16_peak(int threads, long iters);
+/* GFLOP/s of TDPBF16PS chains (iters steps of tile_chains products); 0
+ * without AMX-BF16 or the OS's permission. */
+double limits_amx_peak(int threads, long iters);
+int limits_has_amx(void);
 /* GFLOP/s of the inner step of a register-blocked Q.K^T with its operands
  * in L1 (the shape with the fewest loads per FMA the register file
  * allows): the FMA peak as a product reaches it.  limits_gemm_shape: its

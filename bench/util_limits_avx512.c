@@ -1,9 +1,10 @@
 /*
- * bench/util_limits_avx512.c — the AVX-512 table of util_limits_simd.h: FMA and
- * VDPBF16PS chains, the DRAM read and the paged K/V walks (loads only,
+ * bench/util_limits_avx512.c — the AVX-512 table of util_limits_simd.h: FMA,
+ * VDPBF16PS and AMX TDPBF16PS chains, the DRAM read and the paged K/V walks (loads only,
  * and with a decode row's arithmetic per element type) with 512-bit
  * vectors.  Every function carries its target attribute; util_limits.c calls
- * them only on a CPU with AVX-512F (and the dot chains with AVX512-BF16).
+ * them only on a CPU with AVX-512F (the dot chains with AVX512-BF16, the tile
+ * chains with AMX and the OS's permission).
  * Each loop is shaped so that the compiler can neither merge its chains
  * nor drop its loads; why each looks as it does: docs/perf-notes.md
  * ("Machine limits").
@@ -14,6 +15,7 @@
 
 #define T512 __attribute__((target("avx512f")))
 #define TBF16 __attribute__((target("avx512f,avx512bf16")))
+#define TAMX __attribute__((target("amx-tile,amx-bf16")))
 
 #define CHAINS 24
 
@@ -61,6 +63,43 @@ TBF16 static float dot_chains(long iters) {
     ALL_ACC(ADD)
 #undef ADD
     return _mm512_reduce_add_ps(s);
+}
+
+/* Six accumulator tiles each taking TDPBF16PS of the same two operand
+ * tiles (16 rows of 64 bytes each): six independent chains, as many as
+ * the eight tile registers leave beside the operands. */
+#define TILE_CHAINS 6
+typedef struct tile_cfg {
+    unsigned char palette, start_row, reserved[14];
+    unsigned short colsb[16];
+    unsigned char rows[16];
+} tile_cfg;
+TAMX static float tile_chains(long iters) {
+    tile_cfg cfg = {.palette = 1};
+    for (int t = 0; t < 8; t++) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+    unsigned short ab[16 * 32];
+    for (int i = 0; i < 16 * 32; i++) ab[i] = (unsigned short)(0x3a83 + (i & 7)); /* ~1e-3 */
+    float c[16 * 16];
+    _tile_loadconfig(&cfg);
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    _tile_zero(4);
+    _tile_zero(5);
+    _tile_loadd(6, ab, 64);
+    _tile_loadd(7, ab, 64);
+    for (long it = 0; it < iters; it++) {
+        _tile_dpbf16ps(0, 6, 7);
+        _tile_dpbf16ps(1, 6, 7);
+        _tile_dpbf16ps(2, 6, 7);
+        _tile_dpbf16ps(3, 6, 7);
+        _tile_dpbf16ps(4, 6, 7);
+        _tile_dpbf16ps(5, 6, 7);
+    }
+    _tile_stored(5, c, 64);
+    _tile_release();
+    return c[0];
 }
 
 /* Four independent sums (one load each per 64 floats); the prefetch
@@ -222,6 +261,8 @@ const limits_simd limits_simd_avx512 = {
     .chains = CHAINS,
     .fma = fma_chains,
     .dot = dot_chains,
+    .tile = tile_chains,
+    .tile_chains = TILE_CHAINS,
     .read = read_sum,
     .gemm = gemm_step,
     .gemm_rows = GR,

@@ -35,6 +35,11 @@ typedef struct limits_simd {
     /* VDPBF16PS chains: 4 * lanes flops each step; NULL where the table
      * has none (util_limits.c also asks the CPU before calling it) */
     float (*dot)(long iters);
+    /* AMX TDPBF16PS chains: `tile_chains` accumulator tiles, each
+     * 16 x 16 x 32 x 2 flops a step; NULL where the table has none
+     * (util_limits.c also asks the CPU and the OS before calling it) */
+    float (*tile)(long iters);
+    int tile_chains;
     /* the sum of buf[a .. z) (a, z multiples of 64 floats), with a T1
      * prefetch pf bytes ahead when pf > 0 */
     float (*read)(const float *buf, size_t a, size_t z, size_t pf);
