@@ -182,9 +182,10 @@ __attribute__((noinline)) static void pv_step(const amx_pair *p, const amx_chunk
  * another pair (softmax_lanes' bg), so that the AMX unit computes while the
  * vector units do, and is never idle long enough to slow down (a burst of
  * tile products after a microsecond of vector work took several times
- * its warm time: docs/perf-notes.md, "AMX"); the rest by amx_drain.  At
- * most two jobs: a P.V, then a Q.K^T (tiles are reused from one job to
- * the next, so a job's steps never interleave with another's). */
+ * its warm time: docs/perf-notes.md, "What loads and the tile unit
+ * cost"); the rest by amx_drain.  At most two jobs: a P.V, then a Q.K^T
+ * (tiles are reused from one job to the next, so a job's steps never
+ * interleave with another's). */
 typedef struct amx_job {
     int kind; /* 1: Q.K^T, 2: P.V */
     const amx_pair *p;

@@ -14,12 +14,13 @@
  *     rounded to nearest even, subnormal results flushed to zero), each
  *     pair's two products (exact in fp32, or flushed where subnormal: as
  *     the silicon does) added first and that sum to the accumulator, pair
- *     after pair (tests/engine/test_emulation.c holds both to this): so that the tile's logic runs, and is judged
- *     against the reference, on CPUs without AMX.  Not bit for bit: the
- *     Xeon the table was written on agrees with that order for one pair
- *     per element and not for more (1 ulp apart in 6 % of the elements
- *     with 2 pairs, 60 % with 16; five other orders and single roundings
- *     tried fit no better: docs/perf-notes.md, "AMX"), hence "@sim", not
+ *     after pair (tests/engine/test_emulation.c holds both to this), so
+ *     that the tile's logic runs, and is judged against the reference, on
+ *     CPUs without AMX.  Not bit for bit: the Xeon the table was written
+ *     on agrees with that order for one pair per element and not for more
+ *     (1 ulp apart in 6 % of the elements with 2 pairs, 60 % with 16;
+ *     seven other orders and single roundings fit no better:
+ *     docs/perf-notes.md, "bf16 prefill on AMX tiles"), hence "@sim", not
  *     "@emu", whose tables the harness holds to their twin's bytes.
  * Include only from files compiled with the amx -m flags (or emulated).
  */
