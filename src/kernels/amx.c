@@ -1,48 +1,24 @@
 /*
- * amx.c — the amx table's tile for bf16 K/V items with many query rows
- * (prefill): the layout of the lanes tiles (avx512_lanes_inl.h: query rows
- * in the lanes of S^T panels, the online softmax down the key axis, the
- * accumulator as Ot panels) with both products as AMX tile products
- * (TDPBF16PS: a 16 x 16 fp32 tile += a 16 x 32 bf16 tile times a 32 x 16
- * bf16 tile held as 16 rows of pairs), every tile 16 rows of 64 bytes
- * (amx_tiles.h):
+ * amx.c — the amx table's tile for bf16 K/V prefill items (those
+ * attn_lanes_fits__avx512bf16 takes, when the builder allows rounding):
+ * the lanes tiles' layout (avx512_lanes_inl.h: rows in the lanes of S^T
+ * panels, the softmax down the key axis, Ot panels) with both products as
+ * AMX tile products (TDPBF16PS, every tile 16 rows of 64 bytes:
+ * amx_tiles.h):
  *
- *   Q.K^T  S^T block [16 keys][16 rows] = K [16 keys][32 dims], read
- *          straight from the cache where 16 keys lie in one block, else
- *          from a copy, times Qt2 [16 dim pairs][16 rows] (q rounded to
- *          bf16 as the avx512bf16 lanes tile packs it), D/32 products;
- *          the block is stored into the vector's S^T panel as it stands.
- *   P.V    Ot [16 dims][16 rows] += Vt [16 dims][16 key pairs] times the
- *          weights as key pairs [16 key pairs][16 rows] (the avx512bf16
- *          lanes tile's packing, in place in the S^T panel); Vt is V
- *          transposed once per chunk into key-pair words.
- * Per product block: 2 x 2 accumulator tiles and 2 + 2 operand tiles, all
- * eight tile registers.
+ *   Q.K^T  S^T [16 keys][16 rows] = K [16 keys][32 dims] (in place where
+ *          16 keys share a block, else copied) times Qt2 [16 dim pairs]
+ *          [16 rows] (q packed as the avx512bf16 lanes tile packs it).
+ *   P.V    Ot [16 dims][16 rows] += Vt [16 dims][16 key pairs] (V
+ *          transposed once per chunk) times the weights as key pairs.
  *
- * Schedule, per 64-key chunk: the tile work is cut into steps (amx_queue)
- * issued from inside the vector loops, V's transposition and then each
- * pair of row vectors' softmax: pair i's softmax runs while the tile unit
- * does pair i - 1's P.V and pair i + 1's Q.K^T.  Phase by phase, every
- * burst of tile products started on a cold unit.  The softmax keeps a lazy
- * maximum (LANES_LAZY_LOGITS), so Ot, which lives in memory, is rescaled
- * only when a row's maximum grows by more than that.  The measurements:
- * docs/perf-notes.md, "bf16 prefill on AMX tiles".
- *
- * Where it runs: the amx table's router (table_amx.c) sends the bf16
- * items attn_lanes_fits__avx512bf16 takes (rows a multiple of 16 in 32 ..
- * 2 x AVX512_TILE, D a multiple of 32), when the builder allows rounding.
- *
- * Numerics: those of the avx512bf16 lanes tile (its top comment; docs/
- * engine.md, "Rounding"): q and the weights rounded to bf16, products
- * exact, sums in fp32, bf16 subnormal inputs read as zero; TDPBF16PS also
- * flushes subnormal products and sums to zero.  The order of the fp32
- * sums differs from VDPBF16PS's (each dot is summed in 32-dim pieces, in
- * an order of the unit's own: amx_tiles.h), within the same bound.  With
- * the lazy maximum the weights are up to e^8 before rounding (the same
- * relative rounding; rows whose sums leave fp32 go to the fp64 path as
- * on every table).
- *
- * No threads, no allocation: every buffer is an argument (scratch areas).
+ * The tile work runs as steps issued from inside the vector loops (the
+ * queue below: why there); the softmax keeps a lazy maximum so that Ot,
+ * in memory, is rarely rescaled.  Numerics: the avx512bf16 lanes tile's
+ * (docs/engine.md, "Rounding"), with the unit's own order of fp32 sums
+ * and weights up to e^8 before rounding.  Measurements: docs/perf-notes.md,
+ * "bf16 prefill on AMX tiles".  No threads, no allocation: every buffer is
+ * an argument (scratch areas).
  */
 #include "avx512_lanes_inl.h"
 #include "amx_tiles.h"
