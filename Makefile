@@ -58,7 +58,7 @@ ifneq ($(DEBUG),)
 OPT ?= -O0
 endif
 OPT ?= -O2
-CSTD := -std=c11 -D_GNU_SOURCE
+CSTD := -std=c11 -D_GNU_SOURCE -ffp-contract=off
 CFLAGS_ALL := $(CSTD) $(OPT) -g $(WARN) -fopenmp -fno-strict-aliasing $(EXTRA_CFLAGS)
 LDLIBS_ALL := -fopenmp -lm -ldl
 ifneq ($(SANITIZER),)
