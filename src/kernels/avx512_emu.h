@@ -28,10 +28,10 @@
  *     zero, NaN quietened with its sign and top payload bits.
  *   - conversions with a 256-bit twin of the same per-element definition
  *     (VCVTPH2PS, VCVTPS2PH, VCVTDQ2PS): the host's instruction per half.
- *   - the reductions, which are not instructions but sequences in the
- *     compiler's header: gcc 12's order (upper half op lower half, then
- *     the pairs {2,3} and {1,0}), so the result matches a native gcc build
- *     bit for bit, NaN and signed zeros included.
+ *   - _mm512_reduce_max_epu32, a sequence in the compiler's header, not
+ *     an instruction: gcc 12's order (upper half op lower half, then the
+ *     pairs {2,3} and {1,0}).  The float sums and maxima are not the
+ *     header's in any build: avx512_inl.h spells its own (attn__hsum16).
  *
  * Everything else is SIMDe's.  How each difference is tested, and what an
  * emulated table cannot show: docs/adding-an-isa.md, "Without AVX-512".
@@ -201,24 +201,7 @@ static inline simde__m512i emu_shuf128(simde__m512i a, simde__m512i b, int imm) 
 #define _mm512_shuffle_f32x4(a, b, imm) \
     simde_mm512_castsi512_ps(emu_shuf128(simde_mm512_castps_si512(a), simde_mm512_castps_si512(b), (imm)))
 
-/* ---- reductions: gcc 12's sequence, operand for operand ---- */
-
-static inline float attn_emu_mm512_reduce_add_ps(simde__m512 a) {
-    EMU_LANES(float, 16, x, a);
-    float t[8], w[4];
-    _mm256_storeu_ps(t, _mm256_add_ps(_mm256_loadu_ps(x + 8), _mm256_loadu_ps(x)));
-    const __m128 t6 = _mm_add_ps(_mm_loadu_ps(t + 4), _mm_loadu_ps(t));
-    _mm_storeu_ps(w, _mm_add_ps(t6, _mm_shuffle_ps(t6, t6, 0x4E))); /* lanes {2, 3, 0, 1} */
-    return w[0] + w[1];
-}
-static inline float attn_emu_mm512_reduce_max_ps(simde__m512 a) {
-    EMU_LANES(float, 16, x, a);
-    float t[8];
-    _mm256_storeu_ps(t, _mm256_max_ps(_mm256_loadu_ps(x + 8), _mm256_loadu_ps(x)));
-    const __m128 t6 = _mm_max_ps(_mm_loadu_ps(t + 4), _mm_loadu_ps(t));
-    const __m128 t8 = _mm_max_ps(t6, _mm_shuffle_ps(t6, t6, 0x4E));
-    return _mm_cvtss_f32(_mm_max_ps(t8, _mm_shuffle_ps(t8, t8, 0x11))); /* {1, 0, 1, 0} */
-}
+/* ---- the integer reduction, in gcc 12's order ---- */
 static inline uint32_t attn_emu_mm512_reduce_max_epu32(simde__m512i a) {
     EMU_LANES(uint32_t, 16, x, a);
     uint32_t t[8];
@@ -229,10 +212,6 @@ static inline uint32_t attn_emu_mm512_reduce_max_epu32(simde__m512i a) {
     const __m128i t8 = _mm_max_epu32(t6, _mm_shuffle_epi32(t6, 0x4E));
     return (uint32_t)_mm_cvtsi128_si32(_mm_max_epu32(t8, _mm_shuffle_epi32(t8, 0x11)));
 }
-#undef _mm512_reduce_add_ps
-#define _mm512_reduce_add_ps attn_emu_mm512_reduce_add_ps
-#undef _mm512_reduce_max_ps
-#define _mm512_reduce_max_ps attn_emu_mm512_reduce_max_ps
 #undef _mm512_reduce_max_epu32
 #define _mm512_reduce_max_epu32 attn_emu_mm512_reduce_max_epu32
 

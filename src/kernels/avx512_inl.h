@@ -28,6 +28,36 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* ------------------------------------------------------- reductions */
+
+/* The sum and the maximum of a vector's 16 lanes in one fixed order:
+ * halves added (or maxed) 256 then 128 bits wide, then lanes {2, 3} onto
+ * {0, 1}, then lane 1 onto lane 0.  Why not _mm512_reduce_add_ps and
+ * _mm512_reduce_max_ps: they are header functions, and gcc's header spells
+ * them as this tree while clang's hands them to LLVM's vector reductions,
+ * whose order of sums (and which operand a max of -0 and +0 or of a NaN
+ * returns) is clang's choice.  The same source then gave other bits under
+ * clang than under gcc, and the fuzz builds (clang) saw the avx512 table
+ * disagree with its gcc-ordered emulation (corpus/cases/
+ * huge-k-reduction-order.case).  The poison below keeps them out. */
+static inline __m256 attn__hi256(__m512 a) {
+    return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1));
+}
+static inline float attn__hsum16(__m512 a) {
+    const __m256 t = _mm256_add_ps(attn__hi256(a), _mm512_castps512_ps256(a));
+    const __m128 t6 = _mm_add_ps(_mm256_extractf128_ps(t, 1), _mm256_castps256_ps128(t));
+    const __m128 t8 = _mm_add_ps(t6, _mm_shuffle_ps(t6, t6, 0x4E)); /* lanes {2, 3, 0, 1} */
+    return _mm_cvtss_f32(_mm_add_ss(t8, _mm_shuffle_ps(t8, t8, 0x11))); /* lane 0 + lane 1 */
+}
+static inline float attn__hmax16(__m512 a) {
+    const __m256 t = _mm256_max_ps(attn__hi256(a), _mm512_castps512_ps256(a));
+    const __m128 t6 = _mm_max_ps(_mm256_extractf128_ps(t, 1), _mm256_castps256_ps128(t));
+    const __m128 t8 = _mm_max_ps(t6, _mm_shuffle_ps(t6, t6, 0x4E)); /* lanes {2, 3, 0, 1} */
+    return _mm_cvtss_f32(_mm_max_ps(t8, _mm_shuffle_ps(t8, t8, 0x11))); /* {1, 0, 1, 0} */
+}
+#pragma GCC poison _mm512_reduce_add_ps _mm512_reduce_max_ps _mm512_reduce_min_ps
+#pragma GCC poison _mm512_reduce_mul_ps _mm512_mask_reduce_add_ps _mm512_mask_reduce_max_ps
+
 #define AVX512_TILE ATTN__AVX512_KV_TILE /* keys per chunk (the avx512 tables' kv_tile) */
 #define AVX512_NV (AVX512_TILE / 16) /* zmm vectors per chunk of keys */
 #define AVX512_QR 6     /* rows per Q.K block: 6 x 4 = 24 accumulators */
@@ -389,7 +419,7 @@ static inline void softmax_rows_pf(const attn_tile_args *a, int32_t R, int nvk, 
         sm_pf_issue(pc, pc ? pc->per : 0);
         if (plain && ilo[r] == 0 && ihi[r] == 16 * nvk) {
             for (int32_t v = 0; v < nvk; v++) mv = _mm512_max_ps(mv, _mm512_load_ps(sr + 16 * v));
-            mx[r] = _mm512_reduce_max_ps(mv);
+            mx[r] = attn__hmax16(mv);
             continue;
         }
         for (int32_t v = ilo[r] / 16; v < (ihi[r] + 15) / 16; v++) {
@@ -416,7 +446,7 @@ static inline void softmax_rows_pf(const attn_tile_args *a, int32_t R, int nvk, 
             _mm512_store_ps(sr + 16 * v, t);
             mv = _mm512_max_ps(mv, t);
         }
-        mx[r] = _mm512_reduce_max_ps(mv); /* -inf for a row that sees nothing */
+        mx[r] = attn__hmax16(mv); /* -inf for a row that sees nothing */
     }
     /* new maxima and rescale factors of all rows at once */
     const __mmask16 lanes = (__mmask16)((1u << R) - 1u);
@@ -447,7 +477,7 @@ static inline void softmax_rows_pf(const attn_tile_args *a, int32_t R, int nvk, 
                 sum = _mm512_add_ps(sum, w);
                 _mm512_store_ps(sr + 16 * v, w);
             }
-            l[r] = l[r] * alpha[r] + _mm512_reduce_add_ps(sum);
+            l[r] = l[r] * alpha[r] + attn__hsum16(sum);
             m[r] = mx[r];
             continue;
         }
@@ -465,7 +495,7 @@ static inline void softmax_rows_pf(const attn_tile_args *a, int32_t R, int nvk, 
             }
             _mm512_store_ps(sr + 16 * v, w);
         }
-        l[r] = l[r] * alpha[r] + _mm512_reduce_add_ps(sum);
+        l[r] = l[r] * alpha[r] + attn__hsum16(sum);
         m[r] = mx[r];
     }
     sm_pf_issue(pc, pc ? pc->n : 0); /* what rows that saw nothing left */
