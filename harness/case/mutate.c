@@ -594,6 +594,35 @@ static void edit_wide(case_spec *c, uint64_t *rng, const mutate_ctx *m) {
     for (int f = 0; f < features; f++) wide_feature(c, rng, m);
 }
 
+/* The shape of the lanes prefill tiles (the avx512 tables' fp32 and bf16
+ * ones, and the amx table's tile products, take items of 32 to 128 rows
+ * in multiples of 16, tokens x heads per KV head): 32 or 48 rows here,
+ * head dims a multiple of 32, and, one time in two, blocks of fewer than
+ * 16 keys, so that the 16-key groups a tile loads straddle blocks.  From
+ * single edits such a case is rare: an empty corpus took more than 180 s
+ * to build one (amx_kgroup_direct, make mutants 2026-12-07).  Small dims
+ * and short prefixes keep it within the budget. */
+static void edit_lanes(case_spec *c, uint64_t *rng) {
+    if (c->num_layers < 1) return;
+    static const int32_t g_of[] = {1, 2, 4, 4, 8};
+    static const int32_t small_bs[] = {1, 2, 4, 8, 8};
+    static const int32_t big_bs[] = {16, 32, 64};
+    const int32_t g = PICK(rng, g_of);
+    const int32_t tok = 16 / g;                                /* tokens per 16 rows */
+    const int32_t q = tok * (2 + (int32_t)rng_below(rng, 2));  /* 32 or 48 rows */
+    c->kv_dtype = CHANCE(rng, 3) ? AG_F32 : AG_BF16;
+    c->head_dim = CHANCE(rng, 4) ? 64 : 32;
+    c->block_size = CHANCE(rng, 2) ? PICK(rng, small_bs) : PICK(rng, big_bs);
+    c->num_kv_heads = CHANCE(rng, 4) ? 2 : 1;
+    c->model_num_heads = g * c->num_kv_heads;
+    if (c->num_layers > 2) c->num_layers = 2;
+    for (int32_t l = 0; l < c->num_layers; l++) c->layers[l].num_heads = g * c->num_kv_heads;
+    c->num_reqs = 1;
+    c->q_len[0] = q;
+    c->kv_len[0] = q + 8 + (int32_t)rng_below(rng, 40);   /* whole 16-key groups past q */
+    c->causal[0] = !CHANCE(rng, 4);
+}
+
 /* ---------------------------------------------------------- the budget */
 
 /* Shortens the valid requests until the case costs at most `budget`
@@ -623,7 +652,7 @@ void case_mutate(case_spec *c, uint64_t *rng, const mutate_ctx *m) {
     const int edits = 1 + (int)rng_below(rng, 4);
     for (int e = 0; e < edits; e++) {
         const int invalid = CHANCE(rng, 8);
-        switch (rng_below(rng, 17)) {
+        switch (rng_below(rng, 18)) {
         case 0: case 1: edit_heads(c, rng, invalid, caps); break;
         case 2: edit_kv_heads(c, rng, invalid, caps); break;
         case 3: edit_model_heads(c, rng); break;
@@ -636,6 +665,7 @@ void case_mutate(case_spec *c, uint64_t *rng, const mutate_ctx *m) {
         case 13: edit_schedule(c, rng, invalid, caps); break;
         case 14: edit_values(c, rng); break;
         case 15: edit_wide(c, rng, m); break;
+        case 16: edit_lanes(c, rng); break;
         default: edit_options(c, rng, invalid, m); break;
         }
     }
