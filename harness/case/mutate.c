@@ -619,8 +619,25 @@ static void edit_lanes(case_spec *c, uint64_t *rng) {
     for (int32_t l = 0; l < c->num_layers; l++) c->layers[l].num_heads = g * c->num_kv_heads;
     c->num_reqs = 1;
     c->q_len[0] = q;
-    c->kv_len[0] = q + 8 + (int32_t)rng_below(rng, 40);   /* whole 16-key groups past q */
     c->causal[0] = !CHANCE(rng, 4);
+    if (CHANCE(rng, 2)) {
+        c->kv_len[0] = q + 8 + (int32_t)rng_below(rng, 40);   /* whole 16-key groups past q */
+        return;
+    }
+    /* Two or three 64-key chunks on one layer (the budget allows them at
+     * D 32), with logits that spread by more than 8 (ALiBi, or K spiky or
+     * large): a row's maximum then moves from one chunk to the next past
+     * the amx tile's lazy maximum, which rescales its accumulators only
+     * then (LANES_LAZY_LOGITS) */
+    static const float amps[] = {4.0f, 16.0f, 100.0f};
+    c->num_layers = 1;
+    c->head_dim = 32;
+    c->kv_len[0] = q + 64 + (int32_t)rng_below(rng, 100);
+    if (CHANCE(rng, 2))   /* ALiBi: later keys nearer, their logits higher */
+        c->layers[0].alibi = CASE_SRC_STANDARD;
+    else
+        c->values[CASE_T_K] = (case_values){CHANCE(rng, 2) ? CASE_DIST_SPIKE : CASE_DIST_UNIFORM,
+                                            PICK(rng, amps)};
 }
 
 /* ---------------------------------------------------------- the budget */
