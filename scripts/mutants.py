@@ -65,7 +65,12 @@ def tables_here():
     through its emulation."""
     out = subprocess.run([fuzzkit.cli_path(), "engines"], capture_output=True, text=True)
     block = out.stdout.split("\nggml")[0]
-    return sorted(set(re.findall(r"isa=([\w@]+)", block)))
+    tables = sorted(set(re.findall(r"isa=([\w@]+)", block)))
+    # EMU_TABLES set and empty (make mutants-quick): the fuzzing builds,
+    # which the CLI's list does not describe, leave the emulated ones out
+    if os.environ.get("EMU_TABLES") == "":
+        tables = [t for t in tables if "@" not in t]
+    return tables
 
 
 def engines_here():
