@@ -107,7 +107,7 @@ ENGINE_TEST_SRC := $(wildcard tests/engine/*.c) tests/fixture.c
 HARNESS_TEST_SRC := $(wildcard tests/harness/*.c)
 TEST_SRC := $(ENGINE_TEST_SRC) $(HARNESS_TEST_SRC)
 
-LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o) $(call emu_objs,$(B)/obj)
+LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o) $(call emu_objs,$(B)/obj,$(EMU_SRC))
 HAR_OBJ := $(HAR_SRC:%.c=$(B)/obj/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(B)/obj/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(B)/obj/%.o)
@@ -251,7 +251,7 @@ test-suites: test-engine test-harness
 # and check-clang build compiled the same sources three times
 # (docs/perf-notes.md, "The emulated tables' build cost").
 ASAN_MAKE = $(MAKE) --no-print-directory CC=clang SANITIZER=address,undefined \
-    EXTRA_CFLAGS=-Werror ISA_TABLES='$(NATIVE_TABLES)'
+    EXTRA_CFLAGS=-Werror ISA_TABLES='$(NATIVE_TABLES)' EMU_TABLES='$(EMU_ALL)'
 test-asan:
 	@$(ASAN_MAKE) -j$(NPROC) all
 	@$(ASAN_MAKE) ENGINE_FILTER='!(convert/narrow|kernels/fp8_caches|isa/laguna_mixed_batch)' test-suites

@@ -108,12 +108,20 @@ FUZZ_TABLES ?= $(filter $(ISA_TABLES),$(NATIVE_TABLES))
 endif
 FZ_OFF_SRC := $(foreach t,$(filter-out $(FUZZ_TABLES),$(KERNEL_TABLES)),$(call isa_files,$t))
 FZ_LIB_SRC := $(filter-out $(FZ_OFF_SRC),$(LIB_SRC))
-# The emulated tables (mk/isa.mk's EMU_TABLES) are in every fuzzing build,
-# OSS-Fuzz's too: on a host without AVX-512 they are the only way the
-# fuzzers reach those kernels, and on one with it each is held to its
-# native twin bit for bit.  EMU_TABLES= leaves them out.
+# The emulated tables (mk/isa.mk) are in every fuzzing build, OSS-Fuzz's
+# too: on a host without AVX-512 they are the only way the fuzzers reach
+# those kernels, and on one with it each is held to its native twin bit for
+# bit.  FUZZ_EMU_TABLES= leaves them out (make mutants-quick).
+FUZZ_EMU_TABLES ?= $(EMU_ALL)
+FZ_EMU_SRC := $(call emu_src_of,$(FUZZ_EMU_TABLES))
+# The kernel tables a fuzzing build reaches on this CPU, natively or through
+# an emulated twin (scripts/mutants.py: a bug in a table missing here cannot
+# be found here).  The portable table is in every build.
+.PHONY: fuzz-tables
+fuzz-tables:
+	@echo ref $(sort $(FUZZ_TABLES) $(FUZZ_EMU_TABLES))
 FZ_CFLAGS = $(CSTD) -g $(WARN) -fno-strict-aliasing \
-            $(call isa_defines_of,$(FUZZ_TABLES) $(call emu_tables_of,$(EMU_TABLES))) $(ENGINE_CFLAGS) \
+            $(call isa_defines_of,$(FUZZ_TABLES) $(call emu_tables_of,$(FUZZ_EMU_TABLES))) $(ENGINE_CFLAGS) \
             $(FZ_OPENMP) $(if $(filter 1,$(FZ_OSS)),,$(OPT) $(EXTRA_CFLAGS)) $(FZ_INJECT) $(FZ_SANCOV)
 
 # libFuzzer's edge counters without comparison tracing: what the kernels
@@ -168,7 +176,7 @@ FZ_LIB_OBJ := $(FZ_LIB_SRC:%.c=$(FZ_B)/obj/%.o)
 FZ_HAR_OBJ := $(HAR_SRC:%.c=$(FZ_B)/obj/%.o)
 FZ_FIX_OBJ := $(FZ_FIX_SRC:%.c=$(FZ_B)/obj/%.o)
 FZ_TGT_OBJ := $(FZ_TARGETS:%=$(FZ_B)/obj/fuzz/%.o)
-FZ_EMU_OBJ := $(call emu_objs,$(FZ_B)/obj)
+FZ_EMU_OBJ := $(call emu_objs,$(FZ_B)/obj,$(FZ_EMU_SRC))
 
 # A mutant differs from the normal build only in the sources that mention
 # its ATTN_INJECT_<bug>, themselves or through a header (the normal build's
@@ -189,8 +197,8 @@ FZ_LIB_OBJ := $(call fz_objs,$(FZ_LIB_SRC),$(FZ_INJECT_SRC))
 FZ_HAR_OBJ := $(call fz_objs,$(HAR_SRC),$(FZ_INJECT_SRC))
 FZ_FIX_OBJ := $(call fz_objs,$(FZ_FIX_SRC),$(FZ_INJECT_SRC))
 FZ_TGT_OBJ := $(call fz_objs,$(FZ_TARGETS:%=fuzz/%.c),$(FZ_INJECT_SRC))
-FZ_EMU_INJECT_SRC := $(call fz_affected,$(EMU_SRC),emu/)
-FZ_EMU_OBJ := $(foreach s,$(EMU_SRC),$(if $(filter $s,$(FZ_EMU_INJECT_SRC)),$(FZ_B),$(FZ_NORMAL))/obj/emu/$(s:.c=.o))
+FZ_EMU_INJECT_SRC := $(call fz_affected,$(FZ_EMU_SRC),emu/)
+FZ_EMU_OBJ := $(foreach s,$(FZ_EMU_SRC),$(if $(filter $s,$(FZ_EMU_INJECT_SRC)),$(FZ_B),$(FZ_NORMAL))/obj/emu/$(s:.c=.o))
 FZ_INJECT_SRC += $(FZ_EMU_INJECT_SRC:%=emu:%)
 endif
 endif

@@ -9,9 +9,10 @@
 #                    (empty for a table file, which is portable C, and for
 #                    every other file)
 #   ISA_DEFINES      -DATTN_HAVE_<T>=1 for each table, -DATTN_HAVE_TABLES=<count>
-#   EMU_TABLES       the emulated tables this build compiles (below)
-#   EMU_OBJ          $(call emu_objs,<obj dir>): their objects under a build's
-#                    object folder, for the builds that link the library
+#   EMU_TABLES       the emulated tables the main build compiles (below)
+#   EMU_ALL          every emulated table SIMDe can build here
+#   emu_objs         $(call emu_objs,<obj dir>,<files>): emulated objects under a
+#                    build's object folder, for the builds that link the library
 #
 # A table T is: $(T_SRC), its kernels, compiled with $(T_FLAGS), and its
 # table file src/kernels/table_T.c (the attn_kernels table, the routers that
@@ -64,19 +65,32 @@ NATIVE_TABLES := $(strip $(if $(call cpu_has,avx2 fma f16c),avx2) \
 # (attn__kernels_avx512 -> attn__kernels_avx512_emu), so they link beside
 # the native tables; the table file names itself "<T>@emu" and checks the
 # host for AVX2.  The dispatcher never picks one by itself, only by name
-# (src/dispatch.c).  EMU_TABLES= (empty) leaves them out; without SIMDe's
-# header they are left out too (make deps installs it).
+# (src/dispatch.c).  Without SIMDe's header they are left out (make deps
+# installs it).
+#
+# Which builds have them.  Where the CPU lacks a table its twin is the only
+# way a test reaches those kernels, so every build compiles the twins of
+# the tables this CPU cannot run.  Where the CPU runs a table natively its
+# twin's job is to agree with it bit for bit; the builds that hold twins to
+# that are make test-asan's (EMU_TABLES=$(EMU_ALL) in the Makefile's
+# ASAN_MAKE) and every fuzzing build (FUZZ_EMU_TABLES), so the main gcc
+# build leaves those twins out: on an AMX host they were 40 % of its
+# compile and 60 % of the engine suite's time (docs/perf-notes.md, "CI's
+# budget").  EMU_TABLES=<tables> (or empty) chooses.
 SIMDE_HEADER := /usr/include/simde/x86/avx512.h
 EMU_ABLE := avx512 avx512bf16 amx
-EMU_TABLES ?= $(if $(wildcard $(SIMDE_HEADER)),$(EMU_ABLE))
+EMU_ALL := $(if $(wildcard $(SIMDE_HEADER)),$(EMU_ABLE))
+EMU_TABLES ?= $(filter-out $(NATIVE_TABLES),$(EMU_ALL))
 emu_tables_of = $(foreach t,$1,$(t)_emu)
 # -O1 -g1 (after the build's own -O2 -g, so they win): SIMDe's inline
 # layers took gcc 82 s for avx512_decode.c at -O2 -g and 31 s at -O1 -g1,
 # compiled in every build folder; the same IEEE results at either level
 # (no -ffast-math anywhere), line tables kept for stack traces.
 EMU_FLAGS := $(avx2_FLAGS) -DATTN_EMU=1 -Wno-psabi -O1 -g1
-EMU_SRC := $(foreach t,$(EMU_TABLES),$($t_SRC) src/kernels/table_$t.c)
-emu_objs = $(EMU_SRC:%.c=$1/emu/%.o)
+# $(call emu_src_of,<tables>): their files; $(call emu_objs,<obj dir>,<files>)
+emu_src_of = $(foreach t,$1,$($t_SRC) src/kernels/table_$t.c)
+EMU_SRC := $(call emu_src_of,$(EMU_TABLES))
+emu_objs = $(2:%.c=$1/emu/%.o)
 # $(call emu_rule,<obj dir>,<name of the variable holding the compiler and
 # flags>,<flags file>): compile an emulated object, then rename its symbols
 # (scripts/emu_syms.sh).  A variable's name, not its value: sanitizer flags
@@ -111,14 +125,5 @@ ISA_NOUBSAN := $(if $(findstring undefined,$(SANITIZER)),-fno-sanitize=undefined
 # side) refuses to be included: kernels see only their arguments.
 $(foreach f,$(ISA_SRC),$(if $(call isa_flags_of,$f),$(eval $(B)/obj/$(f:.c=.o): ISA_FLAGS := $(call isa_flags_of,$f) $(ISA_NOUBSAN))))
 $(foreach f,$(filter-out $(ISA_OFF_SRC),$(wildcard src/kernels/*.c)),$(eval $(B)/obj/$(f:.c=.o): ISA_FLAGS += -DATTN_KERNEL_SIDE=1))
-
-# For scripts that build without this Makefile (.clusterfuzzlite/build.sh):
-# the defines on the first line, then "<file> <-m flags>" per ISA file,
-# then "emu:<file> <flags>" per file of an emulated table.
-.PHONY: isa-list
-isa-list:
-	@echo $(ISA_DEFINES)
-	@$(foreach f,$(ISA_SRC),echo '$f $(call isa_flags_of,$f)';)
-	@$(foreach f,$(EMU_SRC),echo 'emu:$f $(EMU_FLAGS)';)
 
 endif

@@ -25,7 +25,7 @@ MUTANT_JOBS ?= 2
 # size) and one differential (the causal offset).  Each sits in one or two
 # engine files, so its build takes seconds; window_off_by_one (mask.h, six
 # kernel files: 211 s of a cold CI run) stays in the full campaign.
-# Its fuzzing build leaves the emulated tables out (EMU_TABLES=): these
+# Its fuzzing build leaves the emulated tables out (FUZZ_EMU_TABLES=): these
 # bugs are the engine's, not a table's, and SIMDe's kernels were a third of
 # the build (106 s against 157 s, 2026-12-07); the full campaign, make fuzz
 # and the nightly job keep them.
@@ -41,6 +41,6 @@ mutants: $(CLI)
 	    --jobs $(MUTANT_JOBS) $(if $(MUTANT_BUGS),--bugs $(MUTANT_BUGS))
 
 mutants-quick: $(CLI)
-	EMU_TABLES= $(MUTANTS) --bugs $(MUTANT_QUICK_BUGS) --seeds 1 \
+	FUZZ_EMU_TABLES= $(MUTANTS) --bugs $(MUTANT_QUICK_BUGS) --seeds 1 \
 	    --time $(MUTANT_QUICK_TIME) --modes corpus,empty --jobs $(MUTANT_JOBS) \
 	    --out build/mutants-quick

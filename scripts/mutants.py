@@ -59,18 +59,13 @@ def kernel_table_of(bug):
 
 
 def tables_here():
-    """The kernel tables attnguard's engine offers on this CPU (its isa=
-    option words, as `attnguard engines` lists them), the emulated ones
-    ("avx512@emu") included: a bug in a table this CPU lacks is reached
-    through its emulation."""
-    out = subprocess.run([fuzzkit.cli_path(), "engines"], capture_output=True, text=True)
-    block = out.stdout.split("\nggml")[0]
-    tables = sorted(set(re.findall(r"isa=([\w@]+)", block)))
-    # EMU_TABLES set and empty (make mutants-quick): the fuzzing builds,
-    # which the CLI's list does not describe, leave the emulated ones out
-    if os.environ.get("EMU_TABLES") == "":
-        tables = [t for t in tables if "@" not in t]
-    return tables
+    """The kernel tables the fuzzing builds reach on this CPU, natively or
+    through an emulated twin (mk/isa.mk's names): make's own list (make
+    fuzz-tables) under this environment, so that FUZZ_EMU_TABLES= (make
+    mutants-quick) is seen."""
+    out = subprocess.run(["make", "-s", "-C", ROOT, "--no-print-directory", "fuzz-tables"],
+                         capture_output=True, text=True, check=True)
+    return sorted(set(out.stdout.split()))
 
 
 def engines_here():
@@ -85,7 +80,7 @@ def not_here(bug, here):
     """Why a bug cannot run on this CPU (its kernel table is not among
     those the engine offers here), or None."""
     t = kernel_table_of(bug)
-    if t is None or any(h.startswith(t) for h in here):
+    if t is None or t in here:
         return None
     return f"needs the {t} kernels; this CPU offers {', '.join(here)}"
 
