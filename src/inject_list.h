@@ -34,6 +34,7 @@
     X(bf16_lanes_as_f16, attnguard, "src/kernels/table_avx512.c", "the bf16 lanes route (both AVX-512 tables) widens bf16 K/V as f16") \
     X(amx_kgroup_direct, attnguard, "src/kernels/amx.c", "the AMX tile reads 16 keys straight from the cache without checking they lie in one block") \
     X(amx_pv_first_span, attnguard, "src/kernels/amx.c", "the AMX P.V of two row vectors covers only the first one's keys") \
+    X(f16_decode_full_tail, attnguard, "src/kernels/avx512_decode.c", "the AVX-512 decode tile loads f16 K slices unmasked where head_dim leaves a partial last slice") \
     X(avx2_decode_run, attnguard, "src/kernels/avx2_decode.c", "the AVX2 decode tile's block run one key too long") \
     X(avx2_pv_rescale, attnguard, "src/kernels/avx2_decode.c", "the AVX2 decode P.V leaves half its dims unrescaled") \
     X(region_row_short, attnguard, "src/layout.c", "the accumulator region sized one row short") \

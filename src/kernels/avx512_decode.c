@@ -106,7 +106,7 @@ int attn_decode_fits__avx512(const attn_tile_args *a) {
  * kpf: rows to prefetch (NULL entries: none), one line per K load, four
  * keys at a time: in the loads' order (slice by slice across the 4 rows),
  * or with ADDR (fp32 only: a slice is a line) in address order (row by
- * row).  decode_batch says which rows and why.  FULL (bf16, fp8): every
+ * row).  decode_batch says which rows and why.  FULL (bf16, f16, fp8): every
  * slice is whole (tm all ones), so K loads unmasked. */
 INLINE void qk_block(int R, attn_dtype kdt, int FULL, int NTA, int ADDR, const float *qb, size_t nc,
                      uint32_t tm,
@@ -206,10 +206,12 @@ QK_FN(qk_f32, ATTN_DTYPE_F32, 0, 0, 0)
 QK_FN(qk_bf16, ATTN_DTYPE_BF16, 0, 0, 0)
 QK_FN(qk_bf16_full, ATTN_DTYPE_BF16, 1, 0, 0)
 QK_FN(qk_f16, ATTN_DTYPE_F16, 0, 0, 0)
+QK_FN(qk_f16_full, ATTN_DTYPE_F16, 1, 0, 0)
 QK_FN(qk_f32_nta, ATTN_DTYPE_F32, 0, 1, 0)
 QK_FN(qk_bf16_nta, ATTN_DTYPE_BF16, 0, 1, 0)
 QK_FN(qk_bf16_full_nta, ATTN_DTYPE_BF16, 1, 1, 0)
 QK_FN(qk_f16_nta, ATTN_DTYPE_F16, 0, 1, 0)
+QK_FN(qk_f16_full_nta, ATTN_DTYPE_F16, 1, 1, 0)
 QK_FN(qk_e4m3s, ATTN__E4M3S, 0, 0, 0)
 QK_FN(qk_e4m3s_full, ATTN__E4M3S, 1, 0, 0)
 QK_FN(qk_e4m3s_nan, ATTN__E4M3S_NAN, 0, 0, 0)
@@ -504,9 +506,16 @@ static void avx512_decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype 
     dec_qk_fn qk = qk_f32;
     dec_pv_fn pv = pv_block_f32;
     if (kdt == ATTN_DTYPE_BF16) qk = tm == 0xffffffffu ? qk_bf16_full : qk_bf16;
-    if (kdt == ATTN_DTYPE_F16) qk = qk_f16, pv = pv_block_f16;
-    /* fp8: whole 16-dim slices load plainly (FULL), as bf16's */
+    /* f16 and fp8: whole 16-dim slices load plainly (FULL), as bf16's */
     const int whole = tm == 0xffffu;
+#ifndef ATTN_INJECT_f16_decode_full_tail
+    const int f16_whole = whole;
+#else
+    /* INJECTED BUG (f16_decode_full_tail): f16 K slices always load
+     * whole, past the row where head_dim is not a multiple of 16 */
+    const int f16_whole = 1;
+#endif
+    if (kdt == ATTN_DTYPE_F16) qk = f16_whole ? qk_f16_full : qk_f16, pv = pv_block_f16;
     /* e4m3: the NaN-free reading, and the one that keeps NaN codes for a
      * step whose keys hold one */
     dec_qk_fn qk_nan = qk;
@@ -521,7 +530,7 @@ static void avx512_decode_batch(const attn_tile_args *a, int32_t nh, attn_dtype 
                 const void *const *, const void *const *, int32_t, int32_t) = pv_pairs;
     if (pr->nta) {
         qk = kdt == ATTN_DTYPE_BF16 ? (tm == 0xffffffffu ? qk_bf16_full_nta : qk_bf16_nta)
-             : kdt == ATTN_DTYPE_F16 ? qk_f16_nta
+             : kdt == ATTN_DTYPE_F16 ? (f16_whole ? qk_f16_full_nta : qk_f16_nta)
              : kdt == ATTN_DTYPE_FP8_E4M3 ? (whole ? qk_e4m3s_full_nta : qk_e4m3s_nta)
              : kdt == ATTN_DTYPE_FP8_E5M2 ? (whole ? qk_fp8e5m2_full_nta : qk_fp8e5m2_nta)
                                           : qk_f32_nta;

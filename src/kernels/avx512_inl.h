@@ -213,7 +213,13 @@ INLINE __m512 load16(attn_dtype dt, const void *p, __mmask16 m) {
         if (dt == ATTN__E4M3S_NAN) return e4m3_16_by(b, 0, 1);
         return e4m3_16(b);
     }
-    const __m256i h = _mm256_maskz_loadu_epi16(m, p);
+    /* A masked 16-bit load is a load and an ALU micro-op, and it cannot
+     * be folded into VCVTPH2PS; where the mask is all ones by construction
+     * (a constant after inlining) a plain load folds and the conversion
+     * costs one vector micro-op instead of three (docs/perf-notes.md,
+     * "f16 decode: plain loads").  Either reads the same 32 bytes. */
+    const __m256i h = __builtin_constant_p(m) && m == 0xffff ? _mm256_loadu_si256((const __m256i *)p)
+                                                            : _mm256_maskz_loadu_epi16(m, p);
     if (dt == ATTN_DTYPE_BF16)
         return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
     return _mm512_cvtph_ps(h);
