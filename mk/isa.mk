@@ -74,9 +74,9 @@ NATIVE_TABLES := $(strip $(if $(call cpu_has,avx2 fma f16c),avx2) \
 # twin's job is to agree with it bit for bit; the builds that hold twins to
 # that are make test-asan's (EMU_TABLES=$(EMU_ALL) in the Makefile's
 # ASAN_MAKE) and every fuzzing build (FUZZ_EMU_TABLES), so the main gcc
-# build leaves those twins out: on an AMX host they were 40 % of its
-# compile and 60 % of the engine suite's time (docs/perf-notes.md, "CI's
-# budget").  EMU_TABLES=<tables> (or empty) chooses.
+# build leaves those twins out: on an AMX host they were 60 % of its engine
+# suite's time, 97 s against 39 (docs/perf-notes.md, "CI's budget").
+# EMU_TABLES=<tables> (or empty) chooses.
 SIMDE_HEADER := /usr/include/simde/x86/avx512.h
 EMU_ABLE := avx512 avx512bf16 amx
 EMU_ALL := $(if $(wildcard $(SIMDE_HEADER)),$(EMU_ABLE))
