@@ -27,7 +27,7 @@ void bench_write_json(FILE *f, const bench_limits *L, const char *tune, const ch
     fprintf(f, "{\n  \"engine\": \"%s\",\n  \"limits\": {\"isa\": \"%s\", \"bf16_dot\": \"%s\", "
                "\"fma_gflops\": [%.2f, %.2f], \"product_step_gflops\": [%.2f, %.2f], "
                "\"bf16_dot_gflops\": [%.2f, %.2f], \"amx_tile_gflops\": [%.2f, %.2f], "
-               "\"amx_path\": %d, \"dram_read_gbs\": [%.2f, %.2f],\n"
+               "\"amx_step_gflops\": [%.2f, %.2f], \"amx_path\": %d, \"dram_read_gbs\": [%.2f, %.2f],\n"
                "             \"per_cpu\": {\"fma_gflops\": [%.2f, %.2f], \"bf16_dot_gflops\": "
                "[%.2f, %.2f], \"dram_read_gbs\": [%.2f, %.2f]}},\n"
                "  \"targets\": {\"source\": \"%s\", \"decode\": %.0f, \"fp8\": %.0f, "
@@ -36,7 +36,7 @@ void bench_write_json(FILE *f, const bench_limits *L, const char *tune, const ch
                "  \"tune\": \"%s\",\n  \"results\": [\n",
             engine, L->isa, L->has_dot ? "VDPBF16PS" : BENCH_NO_DOT, L->fma[1], L->fma[2],
             L->gemm[1], L->gemm[2],
-            L->bf16[1], L->bf16[2], L->amx[1], L->amx[2], L->amx_path, L->dram[1], L->dram[2],
+            L->bf16[1], L->bf16[2], L->amx[1], L->amx[2], L->amx_step[1], L->amx_step[2], L->amx_path, L->dram[1], L->dram[2],
             L->fma_c[1], L->fma_c[2],
             L->bf16_c[1], L->bf16_c[2], L->dram_c[1], L->dram_c[2], T->source, T->decode, T->fp8,
             T->prefill[1], T->prefill[2], T->prefill_bf16, T->laguna, L->thp_mode, L->thp_mib,
@@ -131,6 +131,9 @@ void bench_write_md(FILE *f, const bench_limits *L, const char *tune, const char
         fprintf(f, "| AMX tile peak, TDPBF16PS (GFLOP/s)%s | %.1f (%.1f) | %.1f (%.1f) |\n",
                 L->amx_path ? ": the bf16 prefill rows' peak" : ": not the engine's path",
                 L->amx[1], L->amx_c[1], L->amx[2], L->amx_c[2]);
+    if (L->has_amx)
+        fprintf(f, "| AMX product step: 2 x 2 block of tile products with its operand tile loads, "
+                   "in L1 (GFLOP/s) | %.1f | %.1f |\n", L->amx_step[1], L->amx_step[2]);
     fprintf(f, "| DRAM read bandwidth, 2 GiB (GB/s) | %.1f (%.1f) | %.1f (%.1f) |\n", L->dram[1],
             L->dram_c[1], L->dram[2], L->dram_c[2]);
     fprintf(f, "\nIn brackets: per CPU-second granted. The DRAM read limit is the better of a "
@@ -147,8 +150,9 @@ void bench_write_md(FILE *f, const bench_limits *L, const char *tune, const char
                "elements widened to fp32 by the shortest sequence of the instruction set, then "
                "%d FMAs a vector: one per query head of the KV head); and the compute peak of "
                "its instruction path (the row's bytes in the time its flops take at that peak). "
-               "A prefill row's: the compute peak of its path and, on FMAs, the product step "
-               "above (the FMAs of a register-blocked Q.K^T with the loads they need, in L1); "
+               "A prefill row's: the compute peak of its path and the product step of its path "
+               "above (the FMAs, or on AMX the tile products, of a register-blocked Q.K^T with "
+               "the loads they need, in L1); "
                "the Laguna batch's: its roofline at the compute peak and at the product step's "
                "rate.  Each candidate is measured at the start of the run and again right "
                "before and right after its row, and counts at the better of the two next to "

@@ -53,6 +53,27 @@ static double peak_again(const row_spec *s, const bench_limits *L, int t) {
     }
 }
 
+/* The product step of a row's path, GFLOP/s (0: none): on FMAs the
+ * register block's (limits_gemm_peak), on AMX tiles the 2 x 2 block's with
+ * its tile loads (limits_amx_step); the start-of-run figure, or (again)
+ * measured now.  what: its name in the reports. */
+static double step_rate(const row_spec *s, const bench_limits *L, int t, int again, char *what,
+                        size_t cap) {
+    switch (path_kind(s, L, t)) {
+    case PEAK_FMA:
+        if (!(L->gemm[t] > 0)) return 0;
+        if (what)
+            snprintf(what, cap, "its product step (%d x %d FMAs with their loads, in L1)",
+                     L->gemm_rows, L->gemm_vecs);
+        return again ? limits_gemm_peak(t, 20000000) : L->gemm[t];
+    case PEAK_AMX:
+        if (!(L->amx_step[t] > 0)) return 0;
+        if (what) snprintf(what, cap, "its product step (2 x 2 tile products with their loads, in L1)");
+        return again ? limits_amx_step(t, 20000000) : L->amx_step[t];
+    default: return 0;
+    }
+}
+
 /* The bytes a decode row's loops run over: the whole buffer (cold: every
  * pass reads from DRAM) or the row's own K and V (hot: read again). */
 static size_t span(const row_spec *s, const bench_limits *L) {
@@ -110,21 +131,19 @@ void ceiling_measure(bench_row *b, const bench_limits *L) {
     if (!L->buf) return;
     const char *peak_name;
     const double peak = path_peak(s, L, t, &peak_name);
-    /* a row on FMAs computes its products with a register-blocked step
-     * that needs operand loads beside its FMAs */
-    const int fma_path = strncmp(peak_name, "fp32", 4) == 0 && L->gemm[t] > 0;
-    char what[96];
-    snprintf(what, sizeof what, "its product step (%d x %d FMAs with their loads, in L1)",
-             L->gemm_rows, L->gemm_vecs);
+    /* a row computes its products with a register-blocked step that needs
+     * operand loads beside its FMAs or tile products (step_rate) */
+    char what[96] = "";
+    const double step = step_rate(s, L, t, 0, what, sizeof what);
     if (s->kind == ROW_PREFILL) {
         add(c, CEIL_PEAK, peak, peak_name);
-        if (fma_path) add(c, CEIL_STEP, L->gemm[t], what);
+        add(c, CEIL_STEP, step, what);
         return;
     }
     if (s->kind == ROW_LAGUNA) {
         add(c, CEIL_ROOF, roofline(s, L->dram[t], peak), "its roofline");
-        if (fma_path)
-            add(c, CEIL_ROOF_STEP, roofline(s, L->dram[t], L->gemm[t]),
+        if (step > 0)
+            add(c, CEIL_ROOF_STEP, roofline(s, L->dram[t], step),
                 "its roofline at its product step's rate");
         return;
     }
@@ -167,10 +186,10 @@ static double again(const bench_row *b, int k, const bench_limits *L) {
         if (s->kind == ROW_PREFILL) return p;
         return row_bytes(s) / (row_flops(s) / (p * 1e9)) * 1e-9;
     }
-    case CEIL_STEP: return limits_gemm_peak(t, 20000000);
+    case CEIL_STEP: return step_rate(s, L, t, 1, NULL, 0);
     case CEIL_ROOF:
         return roofline(s, limits_read_bw(L, t, 2), peak_again(s, L, t));
-    case CEIL_ROOF_STEP: return roofline(s, limits_read_bw(L, t, 2), limits_gemm_peak(t, 20000000));
+    case CEIL_ROOF_STEP: return roofline(s, limits_read_bw(L, t, 2), step_rate(s, L, t, 1, NULL, 0));
     }
     return 0;
 }

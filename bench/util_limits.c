@@ -78,8 +78,8 @@ int limits_has_amx(void) {
 }
 
 /* Flops per second of `threads` threads each running the table's chains
- * (kind 0: FMA, 1: VDPBF16PS, 3: TDPBF16PS) or its product step (kind 2)
- * for `iters` steps, timed from a barrier to a barrier. */
+ * (kind 0: FMA, 1: VDPBF16PS, 3: TDPBF16PS) or its product step (kind 2;
+ * on tiles, kind 4) for `iters` steps, timed from a barrier to a barrier. */
 static double chains_peak(int threads, long iters, int kind) {
     const limits_simd *S = simd();
     double t0 = 0, t1 = 0;
@@ -88,7 +88,8 @@ static double chains_peak(int threads, long iters, int kind) {
 #pragma omp barrier
 #pragma omp master
         t0 = bench_now();
-        const float s = kind == 3   ? S->tile(iters)
+        const float s = kind == 4   ? S->tile_step(iters)
+                        : kind == 3 ? S->tile(iters)
                         : kind == 2 ? S->gemm(iters)
                         : kind      ? S->dot(iters)
                                     : S->fma(iters);
@@ -98,7 +99,8 @@ static double chains_peak(int threads, long iters, int kind) {
 #pragma omp critical
         g_sink += s;
     }
-    const double per = kind == 3   ? (double)S->tile_chains * 16 * 16 * 32 * 2
+    const double per = kind == 4   ? 4.0 * 16 * 16 * 32 * 2
+                       : kind == 3 ? (double)S->tile_chains * 16 * 16 * 32 * 2
                        : kind == 2 ? (double)S->gemm_rows * S->gemm_vecs * S->lanes * 2
                                    : (double)S->chains * S->lanes * (kind ? 4 : 2);
     return (double)threads * (double)iters * per / (t1 - t0);
@@ -124,6 +126,12 @@ void limits_gemm_shape(int *rows, int *vecs) {
  * cycles where one of the FMA chains takes 6-12, hence iters / 16. */
 double limits_amx_peak(int threads, long iters) {
     return limits_has_amx() ? chains_peak(threads, iters / 16 > 0 ? iters / 16 : 1, 3) * 1e-9 : 0;
+}
+
+/* GFLOP/s of the tile product step in L1 (util_limits_simd.h: tile_step),
+ * iters / 16 steps as the chains above. */
+double limits_amx_step(int threads, long iters) {
+    return limits_has_amx() ? chains_peak(threads, iters / 16 > 0 ? iters / 16 : 1, 4) * 1e-9 : 0;
 }
 
 /* GFLOP/s of VDPBF16PS chains (2 products, 4 flops per lane); 0 on a CPU
@@ -278,6 +286,8 @@ int limits_measure(bench_limits *L, const char *tune, size_t read_pf, int amx_pa
             c0 = bench_cpu_now(), w0 = bench_now();
             const double x = limits_amx_peak(t, iters);
             if (x > L->amx[t]) L->amx[t] = x, L->amx_c[t] = x / SHARE(t);
+            const double y = limits_amx_step(t, iters);
+            if (y > L->amx_step[t]) L->amx_step[t] = y;
         }
     }
     L->buf_bytes = (size_t)2 << 30;

@@ -32,6 +32,7 @@ typedef struct bench_limits {
                                                AMX tiles (attnguard's "amx"): its peak is
                                                the bf16 prefill rows' */
     double amx[3], amx_c[3];                /* GFLOP/s of TDPBF16PS chains, and per CPU-s */
+    double amx_step[3];                     /* GFLOP/s: limits_amx_step */
     double fma[3], bf16[3], dram[3];        /* GFLOP/s, GFLOP/s, GB/s */
     double gemm[3];                         /* GFLOP/s: limits_gemm_peak */
     int gemm_rows, gemm_vecs;
@@ -65,6 +66,10 @@ double limits_bf16_peak(int threads, long iters);
 /* GFLOP/s of TDPBF16PS chains (iters steps of tile_chains products); 0
  * without AMX-BF16 or the OS's permission. */
 double limits_amx_peak(int threads, long iters);
+/* GFLOP/s of the tile products of a register-blocked Q.K^T with the tile
+ * loads they need, in L1 (a 2 x 2 block: the fewest loads per product the
+ * eight tiles allow); 0 as limits_amx_peak. */
+double limits_amx_step(int threads, long iters);
 int limits_has_amx(void);
 /* GFLOP/s of the inner step of a register-blocked Q.K^T with its operands
  * in L1 (the shape with the fewest loads per FMA the register file

@@ -102,6 +102,44 @@ TAMX static float tile_chains(long iters) {
     return c[0];
 }
 
+/* The tile products of a blocked Q.K^T (or P.V) with the operand loads
+ * they need: a 2 x 2 block, four accumulator tiles fed by two tiles of
+ * each operand loaded from L1 every step (4 + 4: all eight tile
+ * registers; no other split of them needs fewer loads per product: a
+ * block of a x b products takes a b accumulators and a + b operand tiles,
+ * and a + b over a b is smallest at 2 x 2).  The operands cycle through 16
+ * KB, as a row's step walks its K and Q panels; the accumulators run on
+ * (TDPBF16PS into a tile fresh from TILEZERO ran about twice as fast as
+ * into one it had written: docs/perf-notes.md). */
+#define TILE_OPS 2048 /* bf16 of a step's operands: two 16 x 32 tiles of each */
+TAMX static float tile_step(long iters) {
+    tile_cfg cfg = {.palette = 1};
+    for (int t = 0; t < 8; t++) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+    static _Thread_local unsigned short ops[4][TILE_OPS] __attribute__((aligned(64)));
+    for (int k = 0; k < 4; k++)
+        for (int i = 0; i < TILE_OPS; i++) ops[k][i] = (unsigned short)(0x3a83 + ((i + k) & 7));
+    float c[16 * 16];
+    _tile_loadconfig(&cfg);
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    for (long it = 0; it < iters; it++) {
+        const unsigned short *o = ops[it & 3];
+        _tile_loadd(4, o, 64);
+        _tile_loadd(5, o + 512, 64);
+        _tile_loadd(6, o + 1024, 64);
+        _tile_loadd(7, o + 1536, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    }
+    _tile_stored(3, c, 64);
+    _tile_release();
+    return c[0];
+}
+
 /* Four independent sums (one load each per 64 floats); the prefetch
  * distance is a run-time value on purpose: as a compile-time constant GCC
  * folded the prefetch and the loads onto one base register and the loop
@@ -263,6 +301,7 @@ const limits_simd limits_simd_avx512 = {
     .dot = dot_chains,
     .tile = tile_chains,
     .tile_chains = TILE_CHAINS,
+    .tile_step = tile_step,
     .read = read_sum,
     .gemm = gemm_step,
     .gemm_rows = GR,

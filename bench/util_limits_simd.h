@@ -40,6 +40,10 @@ typedef struct limits_simd {
      * (util_limits.c also asks the CPU and the OS before calling it) */
     float (*tile)(long iters);
     int tile_chains;
+    /* `iters` steps of a 2 x 2 block of TDPBF16PS with its four operand
+     * tiles loaded from L1 each step (the AMX product step: 4 x 16 x 16 x
+     * 32 x 2 flops a step); NULL where `tile` is */
+    float (*tile_step)(long iters);
     /* the sum of buf[a .. z) (a, z multiples of 64 floats), with a T1
      * prefetch pf bytes ahead when pf > 0 */
     float (*read)(const float *buf, size_t a, size_t z, size_t pf);
