@@ -281,6 +281,39 @@ static void item_args(const run_ctx *c, int32_t thread, const attn_work_item *it
     };
 }
 
+/* internal.h.  Branch-free: (u & exponent) + 2^23 reaches bit 31 only for
+ * an all-ones exponent, so OR-ing those sums and testing bit 31 needs no
+ * compare; four 4-lane accumulators (GCC vector extensions, SSE2 on any
+ * x86-64), as GCC's -O2 does not vectorize the plain loop: a prefill
+ * item's 128 x 128 accumulator took 20 us with one compare per element,
+ * 2.8 us so (docs/perf-notes.md). */
+typedef uint32_t u32x4 __attribute__((vector_size(16)));
+int attn__any_inf_nan(const float *x, size_t n) {
+    const u32x4 e = {0x7f800000u, 0x7f800000u, 0x7f800000u, 0x7f800000u};
+    const u32x4 one = {0x00800000u, 0x00800000u, 0x00800000u, 0x00800000u};
+    u32x4 z0 = {0}, z1 = {0}, z2 = {0}, z3 = {0};
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        u32x4 a, b, c, d;
+        memcpy(&a, x + i, sizeof a);
+        memcpy(&b, x + i + 4, sizeof b);
+        memcpy(&c, x + i + 8, sizeof c);
+        memcpy(&d, x + i + 12, sizeof d);
+        z0 |= (a & e) + one;
+        z1 |= (b & e) + one;
+        z2 |= (c & e) + one;
+        z3 |= (d & e) + one;
+    }
+    z0 |= z1 | z2 | z3;
+    uint32_t all = z0[0] | z0[1] | z0[2] | z0[3];
+    for (; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, x + i, sizeof u);
+        all |= (u & 0x7f800000u) + 0x00800000u;
+    }
+    return (int)(all >> 31);
+}
+
 /* Nonzero when fp32 could not carry these complete rows (acc, m, l: their
  * final state, qk_exp: their logit exponent), so that wide.c must compute
  * them: 1 + the ATTN_WIDE_TRIG_* of the first test that said so, 0 else:
@@ -321,13 +354,7 @@ static int needs_wide(const run_ctx *c, int32_t qk_exp, const float *acc, const 
     (void)acc;
     return 0;
 #else
-    const size_t n = (size_t)rows * (size_t)c->p->head_dim;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, &acc[i], sizeof u);
-        bad |= (u & 0x7f800000u) == 0x7f800000u; /* inf or NaN */
-    }
-    return bad ? ATTN_WIDE_TRIG_ACC + 1 : 0;
+    return attn__any_inf_nan(acc, (size_t)rows * (size_t)c->p->head_dim) ? ATTN_WIDE_TRIG_ACC + 1 : 0;
 #endif
 }
 
