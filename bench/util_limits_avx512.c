@@ -65,21 +65,18 @@ TBF16 static float dot_chains(long iters) {
     return _mm512_reduce_add_ps(s);
 }
 
-/* Six accumulator tiles each taking TDPBF16PS of the same two operand
- * tiles (16 rows of 64 bytes each): six independent chains, as many as
- * the eight tile registers leave beside the operands. */
-#define TILE_CHAINS 6
 typedef struct tile_cfg {
     unsigned char palette, start_row, reserved[14];
     unsigned short colsb[16];
     unsigned char rows[16];
 } tile_cfg;
-TAMX static float tile_chains(long iters) {
+
+/* Every tile 16 rows of 64 bytes (palette 1), all eight zeroed; and the
+ * end of a loop: accumulator 3 stored (what keeps the loop's work alive)
+ * and the tile state released. */
+TAMX static void tiles_begin(void) {
     tile_cfg cfg = {.palette = 1};
     for (int t = 0; t < 8; t++) cfg.colsb[t] = 64, cfg.rows[t] = 16;
-    unsigned short ab[16 * 32];
-    for (int i = 0; i < 16 * 32; i++) ab[i] = (unsigned short)(0x3a83 + (i & 7)); /* ~1e-3 */
-    float c[16 * 16];
     _tile_loadconfig(&cfg);
     _tile_zero(0);
     _tile_zero(1);
@@ -87,6 +84,24 @@ TAMX static float tile_chains(long iters) {
     _tile_zero(3);
     _tile_zero(4);
     _tile_zero(5);
+    _tile_zero(6);
+    _tile_zero(7);
+}
+TAMX static float tiles_end(void) {
+    float c[16 * 16];
+    _tile_stored(3, c, 64);
+    _tile_release();
+    return c[0];
+}
+
+/* Six accumulator tiles each taking TDPBF16PS of the same two operand
+ * tiles (16 rows of 64 bytes each): six independent chains, as many as
+ * the eight tile registers leave beside the operands. */
+#define TILE_CHAINS 6
+TAMX static float tile_chains(long iters) {
+    unsigned short ab[16 * 32];
+    for (int i = 0; i < 16 * 32; i++) ab[i] = (unsigned short)(0x3a83 + (i & 7)); /* ~1e-3 */
+    tiles_begin();
     _tile_loadd(6, ab, 64);
     _tile_loadd(7, ab, 64);
     for (long it = 0; it < iters; it++) {
@@ -97,9 +112,7 @@ TAMX static float tile_chains(long iters) {
         _tile_dpbf16ps(4, 6, 7);
         _tile_dpbf16ps(5, 6, 7);
     }
-    _tile_stored(5, c, 64);
-    _tile_release();
-    return c[0];
+    return tiles_end();
 }
 
 /* The tile products of a blocked Q.K^T (or P.V) with the operand loads
@@ -113,17 +126,10 @@ TAMX static float tile_chains(long iters) {
  * into one it had written: docs/perf-notes.md). */
 #define TILE_OPS 2048 /* bf16 of a step's operands: two 16 x 32 tiles of each */
 TAMX static float tile_step(long iters) {
-    tile_cfg cfg = {.palette = 1};
-    for (int t = 0; t < 8; t++) cfg.colsb[t] = 64, cfg.rows[t] = 16;
     static _Thread_local unsigned short ops[4][TILE_OPS] __attribute__((aligned(64)));
     for (int k = 0; k < 4; k++)
         for (int i = 0; i < TILE_OPS; i++) ops[k][i] = (unsigned short)(0x3a83 + ((i + k) & 7));
-    float c[16 * 16];
-    _tile_loadconfig(&cfg);
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
+    tiles_begin();
     for (long it = 0; it < iters; it++) {
         const unsigned short *o = ops[it & 3];
         _tile_loadd(4, o, 64);
@@ -135,9 +141,7 @@ TAMX static float tile_step(long iters) {
         _tile_dpbf16ps(2, 5, 6);
         _tile_dpbf16ps(3, 5, 7);
     }
-    _tile_stored(3, c, 64);
-    _tile_release();
-    return c[0];
+    return tiles_end();
 }
 
 /* Four independent sums (one load each per 64 floats); the prefetch
