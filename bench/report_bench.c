@@ -133,7 +133,8 @@ void bench_write_md(FILE *f, const bench_limits *L, const char *tune, const char
                 L->amx[1], L->amx_c[1], L->amx[2], L->amx_c[2]);
     if (L->has_amx)
         fprintf(f, "| AMX product step: 2 x 2 block of tile products with its operand tile loads, "
-                   "in L1 (GFLOP/s) | %.1f | %.1f |\n", L->amx_step[1], L->amx_step[2]);
+                   "in L1 (GFLOP/s)%s | %.1f | %.1f |\n",
+                L->amx_path ? "" : ": not the engine's path", L->amx_step[1], L->amx_step[2]);
     fprintf(f, "| DRAM read bandwidth, 2 GiB (GB/s) | %.1f (%.1f) | %.1f (%.1f) |\n", L->dram[1],
             L->dram_c[1], L->dram[2], L->dram_c[2]);
     fprintf(f, "\nIn brackets: per CPU-second granted. The DRAM read limit is the better of a "
@@ -150,9 +151,9 @@ void bench_write_md(FILE *f, const bench_limits *L, const char *tune, const char
                "elements widened to fp32 by the shortest sequence of the instruction set, then "
                "%d FMAs a vector: one per query head of the KV head); and the compute peak of "
                "its instruction path (the row's bytes in the time its flops take at that peak). "
-               "A prefill row's: the compute peak of its path and the product step of its path "
-               "above (the FMAs, or on AMX the tile products, of a register-blocked Q.K^T with "
-               "the loads they need, in L1); "
+               "A prefill row's: the compute peak of its path and, on FMAs or AMX tiles, that "
+               "path's product step above (the FMAs, or the tile products, of a register-blocked "
+               "Q.K^T with the loads they need, in L1); "
                "the Laguna batch's: its roofline at the compute peak and at the product step's "
                "rate.  Each candidate is measured at the start of the run and again right "
                "before and right after its row, and counts at the better of the two next to "

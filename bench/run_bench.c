@@ -96,8 +96,8 @@ int run_bench(const char *engine, const char *outdir) {
                L.amx[2], L.amx_c[1], L.amx_c[2],
                L.amx_path ? "; the bf16 prefill rows' peak" : "; not the engine's path");
     if (L.has_amx)
-        printf("  AMX step       %6.1f %6.1f GFLOP/s (2 x 2 tile products, operand tiles in L1)\n",
-               L.amx_step[1], L.amx_step[2]);
+        printf("  AMX step       %6.1f %6.1f GFLOP/s (2 x 2 tile products, operand tiles in L1%s)\n",
+               L.amx_step[1], L.amx_step[2], L.amx_path ? "" : "; not the engine's path");
     printf("  DRAM read      %6.1f %6.1f | %6.1f %6.1f GB/s (2 GiB)\n", L.dram[1], L.dram[2],
            L.dram_c[1], L.dram_c[2]);
     if (limits) printf("  huge pages     THP mode %s; %ld MiB anonymous huge pages\n", L.thp_mode, L.thp_mib);
