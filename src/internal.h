@@ -229,6 +229,7 @@ const char *attn__tune_name(int32_t tune);
 /* Nonzero when one of x[0 .. n) is an infinity or a NaN, of either sign
  * and any payload (executor.c: its check of a row's accumulator). */
 int attn__any_inf_nan(const float *x, size_t n);
+
 typedef struct attn__wide {
     const attn_plan *p;
     const attn_layer_desc *layer;
